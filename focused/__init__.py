@@ -1,0 +1,1 @@
+"""focused: a topical web crawler built on Scrapy."""

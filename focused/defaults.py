@@ -1,0 +1,74 @@
+"""Every ``FOCUSED_*`` setting and its default, in one place.
+
+Scrapy settings are read through :func:`get` so that a value set in ``settings.py``,
+with ``-s NAME=VALUE`` or in a scrapyd job overrides the default here. The README's
+settings table documents each one; ``tests/test_settings_doc.py`` checks that the two
+agree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+DEFAULTS: dict[str, Any] = {
+    # --- which web -------------------------------------------------------------
+    # "auto": the real web when the topic's first seed host resolves, else the
+    # embedded sandbox; "sandbox": always the sandbox; "real": always the real web.
+    "FOCUSED_WEB": "auto",
+    # Seed URLs that replace the topic's (list or comma-separated string).
+    "FOCUSED_SEEDS": [],
+    # Labels TSV (path or URL, "path<TAB>category" rows) that define the targets.
+    "FOCUSED_LABELS": "",
+    # Label prefix of a target; empty: the topic's `category`.
+    "FOCUSED_TARGET_CATEGORY": "",
+    # Folder of topic files; empty: the project's topics/ (or the packaged copy).
+    "FOCUSED_TOPICS_DIR": "",
+    # --- sandbox ---------------------------------------------------------------
+    "FOCUSED_SANDBOX_SEED": 7,
+    "FOCUSED_SANDBOX_PAGES": 600,
+    "FOCUSED_SANDBOX_MODE": "normal",
+    # --- relevance (seed 000, seed 002) ----------------------------------------
+    "FOCUSED_TITLE_WEIGHT": 4.0,  # A = 4B + C
+    "FOCUSED_PAGE_THRESHOLD": 2.0,  # relevant when A > threshold
+    "FOCUSED_ANCHOR_THRESHOLD": 0.2,  # f: anchor relevant when r > f
+    # --- strategy --------------------------------------------------------------
+    "FOCUSED_STRATEGY": "annealing",
+    # genetic m-value rule (seed 000)
+    "FOCUSED_M_INITIAL": 100.0,
+    "FOCUSED_GENETIC_RATIO": 0.8,
+    # side channels are dropped after this many irrelevant hops (m < M0 * b**hops)
+    "FOCUSED_MAX_TUNNEL_HOPS": 4,
+    # simulated annealing (seed 001)
+    "FOCUSED_SA_T0": 0.05,
+    "FOCUSED_SA_ALPHA": 0.995,
+    "FOCUSED_SA_T_MIN": 1e-4,
+    "FOCUSED_SA_K": 8,
+    # tunneling scope widening (seed 001): below the page threshold, the anchor
+    # threshold is multiplied by this factor for the page's links
+    "FOCUSED_TUNNEL_WIDENING": 0.5,
+    # BS-BS (seed 004): at most D irrelevant hops below a relevant page
+    "FOCUSED_BSBS_DEPTH": 2,
+    # random seed of every random choice of a crawl
+    "FOCUSED_SEED": 42,
+    # --- frontier --------------------------------------------------------------
+    "FOCUSED_FRONTIER": "memory",  # "memory" (SQLite journal under JOBDIR) or "redis"
+    "FOCUSED_REDIS_KEY": "focused:{topic}",
+    "FOCUSED_REDIS_LEASE": 60.0,
+    # --- output ----------------------------------------------------------------
+    "FOCUSED_OUTPUT_DIR": "out/crawl",
+    "FOCUSED_METRICS_LOG_EVERY": 50,
+}
+
+
+def get(settings: Any, name: str) -> Any:
+    """Value of ``name`` from Scrapy ``settings``, falling back to :data:`DEFAULTS`."""
+    default = DEFAULTS[name]
+    if isinstance(default, bool):
+        return settings.getbool(name, default)
+    if isinstance(default, int):
+        return settings.getint(name, default)
+    if isinstance(default, float):
+        return settings.getfloat(name, default)
+    if isinstance(default, list):
+        return settings.getlist(name, default)
+    return settings.get(name, default)

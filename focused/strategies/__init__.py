@@ -1,0 +1,58 @@
+"""Link-ordering strategies, chosen with ``FOCUSED_STRATEGY``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from focused.strategies.annealing import AnnealingStrategy
+from focused.strategies.base import LinkScore, Parent, Strategy
+from focused.strategies.best_first import BestFirstStrategy
+from focused.strategies.bfs import BreadthFirstStrategy
+from focused.strategies.bsbs import BSBSStrategy
+from focused.strategies.gao import GaoStrategy
+from focused.strategies.genetic import GeneticStrategy
+
+STRATEGIES: dict[str, type] = {
+    "bfs": BreadthFirstStrategy,
+    "best_first": BestFirstStrategy,
+    "genetic": GeneticStrategy,
+    "annealing": AnnealingStrategy,
+    "bsbs": BSBSStrategy,
+    "gao": GaoStrategy,
+}
+
+__all__ = ["STRATEGIES", "LinkScore", "Parent", "Strategy", "UnknownStrategy", "build"]
+
+
+class UnknownStrategy(ValueError):
+    """A strategy name that is not in :data:`STRATEGIES`."""
+
+
+def build(
+    name: str,
+    *,
+    m0: float = 100.0,
+    ratio: float = 0.8,
+    anchor_threshold: float = 0.2,
+    max_hops: int = 4,
+    widening: float = 0.5,
+    bsbs_depth: int = 2,
+    title_weight: float = 4.0,
+) -> Any:
+    """The strategy called ``name`` with its parameters (one-line error when unknown)."""
+    genetic = {"m0": m0, "ratio": ratio, "anchor_threshold": anchor_threshold, "max_hops": max_hops}
+    if name == "bfs":
+        return BreadthFirstStrategy()
+    if name == "best_first":
+        return BestFirstStrategy(title_weight=title_weight)
+    if name == "genetic":
+        return GeneticStrategy(**genetic)
+    if name == "annealing":
+        return AnnealingStrategy(**genetic, widening=widening)
+    if name == "bsbs":
+        return BSBSStrategy(depth=bsbs_depth, title_weight=title_weight)
+    if name == "gao":
+        return GaoStrategy()
+    raise UnknownStrategy(
+        f"unknown FOCUSED_STRATEGY {name!r}; valid: {', '.join(sorted(STRATEGIES))}"
+    )

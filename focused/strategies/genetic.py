@@ -1,0 +1,55 @@
+"""``genetic``: the m-value rule of seed 000 alone (no annealing)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from focused import genetic
+from focused.strategies.base import LinkScore, Parent
+
+
+@dataclass
+class GeneticStrategy:
+    """Order links by the message value m, then by anchor relevance r (seed 000).
+
+    Side channels (``r <= f``) decay by ``ratio`` per hop; after ``max_hops`` irrelevant
+    hops a link is dropped, so the frontier cannot grow without bound (the paper is
+    silent here; ``FOCUSED_MAX_TUNNEL_HOPS``).
+    """
+
+    m0: float = 100.0
+    ratio: float = 0.8
+    anchor_threshold: float = 0.2
+    max_hops: int = 4
+    name: str = "genetic"
+    anneal: bool = False
+
+    def threshold_for(self, parent: Parent) -> float:
+        """Anchor threshold f used for the links of ``parent``."""
+        return self.anchor_threshold
+
+    def seed(self) -> LinkScore:
+        # Seeds are chosen by hand: m = M0 and a fixed, high relevance (seed 000, step 1).
+        return self._score(self.m0, 1.0)
+
+    def score(self, parent: Parent, url: str, anchor_relevance: float) -> LinkScore | None:
+        m = genetic.child_m(
+            parent.m or self.m0,
+            anchor_relevance,
+            m0=self.m0,
+            ratio=self.ratio,
+            threshold=self.threshold_for(parent),
+        )
+        hops = genetic.side_channel_hops(m, m0=self.m0, ratio=self.ratio)
+        if hops > self.max_hops:
+            return None
+        return self._score(m, anchor_relevance)
+
+    def _score(self, m: float, r: float) -> LinkScore:
+        r = min(1.0, max(0.0, r))
+        return LinkScore(
+            priority=genetic.priority(m, r),
+            value=0.9 * m / self.m0 + 0.1 * r,
+            m=m,
+            hops=genetic.side_channel_hops(m, m0=self.m0, ratio=self.ratio),
+        )

@@ -1,0 +1,256 @@
+"""Recall and precision of a focused crawl against the number of pages crawled.
+
+Definitions from seed 000 (section "Evaluation" of ALGORITHMS.md):
+
+- recall = target pages collected / all target pages;
+- precision = target pages collected / all pages crawled (the *harvest rate*).
+
+When no target set is known (a topic on the real web without labels), precision falls
+back to relevant pages / pages crawled, relevance being the crawler's own judgement
+(``A > threshold``), and recall is ``None``.
+
+Pure module: no Scrapy import (w3lib only), so the benchmark and the tests use it directly.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
+from urllib.parse import urljoin
+
+from w3lib.url import canonicalize_url
+
+__all__ = [
+    "HarvestCurve",
+    "Point",
+    "read_labels",
+    "read_points_csv",
+    "targets_from_labels",
+]
+
+CSV_FIELDS = (
+    "pages",
+    "precision",
+    "recall",
+    "relevant_pages",
+    "targets_found",
+    "url",
+    "relevant",
+    "is_target",
+)
+
+
+class Point(NamedTuple):
+    """The state of a crawl after its ``pages``-th page (one per page added)."""
+
+    pages: int
+    precision: float
+    recall: float | None
+    relevant_pages: int
+    targets_found: int
+    url: str = ""
+    relevant: bool = False
+    is_target: bool | None = None
+
+
+def _canon(url: str) -> str:
+    return canonicalize_url(url)
+
+
+def read_labels(lines: Iterable[str]) -> dict[str, list[str]]:
+    """Parse ``path<TAB>category`` rows (wikispeedia's ``labels.tsv`` format).
+
+    Blank lines and ``#`` comment lines are skipped; a path may have several rows and
+    keeps every category in file order. A row without a tab is a path with no category.
+    """
+    labels: dict[str, list[str]] = {}
+    for raw in lines:
+        line = raw.rstrip("\r\n")
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        path, _, category = line.partition("\t")
+        path = path.strip()
+        cats = labels.setdefault(path, [])
+        category = category.strip()
+        if category and category not in cats:
+            cats.append(category)
+    return labels
+
+
+def _matches(category: str, prefix: str) -> bool:
+    """True when ``category`` is ``prefix`` or below it in the dotted hierarchy."""
+    if prefix.endswith("."):
+        return category.startswith(prefix)
+    return category == prefix or category.startswith(prefix + ".")
+
+
+def targets_from_labels(
+    labels: Mapping[str, Iterable[str]], prefix: str, base_url: str
+) -> frozenset[str]:
+    """Absolute, canonical URLs (``w3lib.url.canonicalize_url``) of the labelled pages
+    with a category under ``prefix`` (``subject.Science.Chemistry`` matches
+    ``subject.Science.Chemistry.Chemical_elements``, not ``subject.Science.ChemistryX``).
+
+    ``base_url`` resolves the label paths (``/wiki/AT%26T.html``), e.g. the seed URL.
+    """
+    return frozenset(
+        _canon(urljoin(base_url, path))
+        for path, cats in labels.items()
+        if any(_matches(c, prefix) for c in cats)
+    )
+
+
+class HarvestCurve:
+    """Recall and precision after every page of a crawl (seed 000's evaluation).
+
+    ``targets``: canonical absolute URLs of all target pages, or ``None``/empty when
+    unknown. A page counts once (a URL added again is ignored). ``is_target`` given to
+    :meth:`add` wins; when it is ``None`` the page is a target when its canonical URL is
+    in ``targets``.
+    """
+
+    def __init__(self, targets: frozenset[str] | None = None) -> None:
+        self.targets: frozenset[str] = frozenset(targets or ())
+        self._seen: set[str] = set()
+        self._found: set[str] = set()
+        self.pages = 0
+        self.relevant_pages = 0
+        self.points: list[Point] = []
+
+    @property
+    def targets_known(self) -> bool:
+        return bool(self.targets)
+
+    @property
+    def targets_found(self) -> int:
+        return len(self._found)
+
+    @property
+    def precision(self) -> float:
+        """Target pages / pages when targets are known, else relevant pages / pages."""
+        if not self.pages:
+            return 0.0
+        hits = self.targets_found if self.targets_known else self.relevant_pages
+        return hits / self.pages
+
+    @property
+    def recall(self) -> float | None:
+        """Targets found / all targets; ``None`` when no targets are known."""
+        if not self.targets_known:
+            return None
+        return min(1.0, self.targets_found / len(self.targets))
+
+    def add(self, url: str, relevant: bool, is_target: bool | None = None) -> bool:
+        """Count one crawled page; False (and nothing counted) for a URL seen before."""
+        canon = _canon(url)
+        if canon in self._seen:
+            return False
+        self._seen.add(canon)
+        if is_target is None and self.targets_known:
+            is_target = canon in self.targets
+        self.pages += 1
+        if relevant:
+            self.relevant_pages += 1
+        if is_target:
+            self._found.add(canon)
+        self.points.append(
+            Point(
+                self.pages,
+                self.precision,
+                self.recall,
+                self.relevant_pages,
+                self.targets_found,
+                url,
+                bool(relevant),
+                is_target,
+            )
+        )
+        return True
+
+    def _at(self, pages: int) -> Point | None:
+        if pages < 1 or not self.points:
+            return None
+        return self.points[min(pages, len(self.points)) - 1]
+
+    def recall_at(self, pages: int) -> float | None:
+        """Recall after ``pages`` pages (the last value when the crawl was shorter)."""
+        point = self._at(pages)
+        return point.recall if point else (0.0 if self.targets_known else None)
+
+    def precision_at(self, pages: int) -> float:
+        """Precision after ``pages`` pages (the last value when the crawl was shorter)."""
+        point = self._at(pages)
+        return point.precision if point else 0.0
+
+    def auc_recall(self, budget: int) -> float | None:
+        """Mean recall over pages 1..``budget`` (area under the recall curve / budget).
+
+        A crawl that stopped early keeps its last recall up to ``budget``; a higher value
+        means targets were found earlier. ``None`` when no targets are known.
+        """
+        if not self.targets_known:
+            return None
+        if budget < 1:
+            raise ValueError("budget must be >= 1")
+        total = 0.0
+        last = 0.0
+        for point in self.points[:budget]:
+            last = point.recall or 0.0
+            total += last
+        total += last * max(0, budget - len(self.points))
+        return total / budget
+
+    def summary(self) -> dict[str, object]:
+        """The final numbers as a JSON-ready dict."""
+        return {
+            "pages": self.pages,
+            "relevant": self.relevant_pages,
+            "targets": len(self.targets),
+            "targets_found": self.targets_found,
+            "precision": self.precision,
+            "recall": self.recall,
+            "harvest_rate_relevant": (self.relevant_pages / self.pages) if self.pages else 0.0,
+        }
+
+    def to_csv(self, path: str | os.PathLike[str]) -> None:
+        """Write one row per page (``CSV_FIELDS``); an unknown recall is an empty cell."""
+        with open(path, "w", newline="", encoding="utf-8") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(CSV_FIELDS)
+            for p in self.points:
+                writer.writerow(
+                    [
+                        p.pages,
+                        f"{p.precision:.6f}",
+                        "" if p.recall is None else f"{p.recall:.6f}",
+                        p.relevant_pages,
+                        p.targets_found,
+                        p.url,
+                        int(p.relevant),
+                        "" if p.is_target is None else int(p.is_target),
+                    ]
+                )
+
+
+def read_points_csv(path: str | os.PathLike[str]) -> list[Point]:
+    """Read back the points written by :meth:`HarvestCurve.to_csv`."""
+    points: list[Point] = []
+    with open(path, newline="", encoding="utf-8") as fh:
+        for row in csv.DictReader(fh):
+            recall = row.get("recall", "")
+            is_target = row.get("is_target", "")
+            points.append(
+                Point(
+                    int(row["pages"]),
+                    float(row["precision"]),
+                    float(recall) if recall not in ("", None) else None,
+                    int(row.get("relevant_pages") or 0),
+                    int(row.get("targets_found") or 0),
+                    row.get("url", ""),
+                    row.get("relevant", "0") == "1",
+                    None if is_target in ("", None) else is_target == "1",
+                )
+            )
+    return points

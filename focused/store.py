@@ -1,0 +1,368 @@
+"""Crash-safe store of fetched pages: one SQLite row per page, raw HTML gzipped on disk.
+
+Layout in the output folder::
+
+    pages.sqlite3            table ``pages``, one row per URL (url UNIQUE), WAL mode
+    pages.lock               advisory lock: who may repair
+    html/ab/cd/<sha256>.html.gz
+
+File names come from the SHA-256 of the raw bytes (never from the URL), so identical
+contents share one file. Order of a write: the file is written under a temporary name in
+its final folder, then ``os.replace``-d into place, and only then is the row inserted
+(rows are committed in batches, see ``commit_every``). A crash can therefore leave files
+without rows (removed by :meth:`PageStore.repair`, which :meth:`PageStore.open` runs) but
+never a row without its file.
+
+Several processes may share a store (a distributed crawl): each holds a shared lock while
+open; :meth:`PageStore.repair` runs only when the exclusive lock can be taken, i.e. when
+no other process has the store open and could own an uncommitted file.
+
+Pure module: no Scrapy import.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import re
+import sqlite3
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+try:  # POSIX advisory locks; without them repair always runs at open
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["COLUMNS", "PageStore", "content_hash", "file_path_for"]
+
+DB_NAME = "pages.sqlite3"
+LOCK_NAME = "pages.lock"
+HTML_DIR = "html"
+_HASH_FILE = re.compile(r"^([0-9a-f]{64})\.html\.gz$")
+_TMP_FILE = re.compile(r"^\.[0-9a-f]{64}\.[0-9a-f]+\.tmp$")
+
+#: column name -> SQLite type, in table order (after ``id``)
+COLUMNS: dict[str, str] = {
+    "url": "TEXT NOT NULL UNIQUE",
+    "title": "TEXT NOT NULL DEFAULT ''",
+    "fetched_at": "REAL NOT NULL DEFAULT 0",
+    "title_relevance": "REAL NOT NULL DEFAULT 0",
+    "body_relevance": "REAL NOT NULL DEFAULT 0",
+    "page_relevance": "REAL NOT NULL DEFAULT 0",
+    "relevant": "INTEGER NOT NULL DEFAULT 0",
+    "is_target": "INTEGER",
+    "m": "REAL NOT NULL DEFAULT 0",
+    "anchor_relevance": "REAL NOT NULL DEFAULT 0",
+    "link_value": "REAL NOT NULL DEFAULT 0",
+    "depth": "INTEGER NOT NULL DEFAULT 0",
+    "parent_url": "TEXT NOT NULL DEFAULT ''",
+    "status": "INTEGER NOT NULL DEFAULT 0",
+    "encoding": "TEXT NOT NULL DEFAULT ''",
+    "link_count": "INTEGER NOT NULL DEFAULT 0",
+    "strategy": "TEXT NOT NULL DEFAULT ''",
+    "content_hash": "TEXT NOT NULL",
+    "file_path": "TEXT NOT NULL",
+}
+_BOOL_COLUMNS = ("relevant", "is_target")
+_DATA_COLUMNS = tuple(c for c in COLUMNS if c not in ("content_hash", "file_path"))
+
+
+def content_hash(body: bytes) -> str:
+    """Hex SHA-256 of the raw bytes: the page's file name."""
+    return hashlib.sha256(body).hexdigest()
+
+
+def file_path_for(digest: str) -> str:
+    """Path of a body file relative to the output folder: ``html/ab/cd/<sha256>.html.gz``."""
+    return f"{HTML_DIR}/{digest[:2]}/{digest[2:4]}/{digest}.html.gz"
+
+
+class PageStore:
+    """SQLite + gzip-file page store in ``output_dir`` (see the module docstring).
+
+    ``commit_every``: rows per transaction (1 = every page is durable once :meth:`add`
+    returns; WAL with ``synchronous=NORMAL`` keeps that at thousands of rows/s).
+    ``fsync``: fsync each file and its folder before its row is inserted, and use
+    ``synchronous=FULL`` (survives power loss, not only process crashes).
+    ``before_commit``: called right before every commit (the crawler commits its frontier
+    journal there, so a stored page's outlinks are never lost on resume).
+    """
+
+    def __init__(
+        self,
+        output_dir: str | os.PathLike[str],
+        *,
+        commit_every: int = 1,
+        fsync: bool = False,
+        before_commit: Callable[[], Any] | None = None,
+    ) -> None:
+        self.output_dir = Path(output_dir)
+        self.commit_every = max(1, int(commit_every))
+        self.fsync = fsync
+        self.before_commit = before_commit
+        self.conn: sqlite3.Connection | None = None
+        self.duplicates = 0
+        self.stored = 0
+        self.repaired: list[str] = []
+        self._pending = 0
+        self._lock_fh: Any = None
+
+    # --- life cycle --------------------------------------------------------------
+    @property
+    def db_path(self) -> Path:
+        return self.output_dir / DB_NAME
+
+    @property
+    def html_dir(self) -> Path:
+        return self.output_dir / HTML_DIR
+
+    def open(self, repair: bool = True) -> PageStore:
+        """Create/open the database; remove orphan files when no one else has it open."""
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        self.html_dir.mkdir(exist_ok=True)
+        conn = sqlite3.connect(self.db_path, isolation_level=None, timeout=30.0)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA synchronous={'FULL' if self.fsync else 'NORMAL'}")
+        conn.execute("PRAGMA busy_timeout=30000")
+        cols = ", ".join(f"{name} {decl}" for name, decl in COLUMNS.items())
+        conn.execute(f"CREATE TABLE IF NOT EXISTS pages (id INTEGER PRIMARY KEY, {cols})")
+        conn.execute("CREATE INDEX IF NOT EXISTS pages_hash ON pages(content_hash)")
+        self.conn = conn
+        exclusive = self._lock()
+        if repair and exclusive:
+            self.repair()
+        self._share_lock()
+        return self
+
+    def _lock(self) -> bool:
+        """Take the exclusive lock if free; True when taken (or locks unavailable)."""
+        if fcntl is None:
+            return True
+        self._lock_fh = open(self.output_dir / LOCK_NAME, "a+b")  # noqa: SIM115
+        try:
+            fcntl.flock(self._lock_fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False
+        return True
+
+    def _share_lock(self) -> None:
+        if fcntl is not None and self._lock_fh is not None:
+            fcntl.flock(self._lock_fh.fileno(), fcntl.LOCK_SH)
+
+    def flush(self) -> None:
+        """Commit pending rows (calls ``before_commit`` first)."""
+        if self.conn is None or not self._pending:
+            return
+        if self.before_commit is not None:
+            self.before_commit()
+        self.conn.execute("COMMIT")
+        self._pending = 0
+
+    def close(self) -> None:
+        """Commit and close; the store can be opened again."""
+        if self.conn is not None:
+            self.flush()
+            self.conn.close()
+            self.conn = None
+        if self._lock_fh is not None:
+            self._lock_fh.close()  # releases the flock
+            self._lock_fh = None
+
+    def __enter__(self) -> PageStore:
+        return self if self.conn is not None else self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        if self.conn is None:
+            raise RuntimeError("PageStore is not open")
+        return self.conn
+
+    # --- writing -----------------------------------------------------------------
+    def add(self, record: Mapping[str, Any], body: bytes) -> bool:
+        """Store one page; False when its URL is already stored (nothing written).
+
+        ``record`` holds the :data:`COLUMNS` values (extra keys are ignored). When it is
+        a mutable mapping, its ``content_hash`` and ``file_path`` are filled in (with the
+        stored row's values for a duplicate URL).
+        """
+        db = self._db
+        url = record["url"]
+        existing = db.execute(
+            "SELECT content_hash, file_path FROM pages WHERE url = ?", (url,)
+        ).fetchone()
+        if existing is not None:
+            self.duplicates += 1
+            self._fill(record, *existing)
+            return False
+        digest = content_hash(body)
+        rel = file_path_for(digest)
+        self._write_file(rel, digest, body)
+        row = {c: record.get(c) for c in _DATA_COLUMNS}
+        row["content_hash"] = digest
+        row["file_path"] = rel
+        if not self._insert(row):
+            self.duplicates += 1
+            return False
+        self.stored += 1
+        self._fill(record, digest, rel)
+        if self._pending >= self.commit_every:
+            self.flush()
+        return True
+
+    @staticmethod
+    def _fill(record: Mapping[str, Any], digest: str, rel: str) -> None:
+        if hasattr(record, "__setitem__"):
+            record["content_hash"] = digest  # type: ignore[index]
+            record["file_path"] = rel  # type: ignore[index]
+
+    def _write_file(self, rel: str, digest: str, body: bytes) -> None:
+        """Write the gzipped body atomically (temp file + ``os.replace``); skip if present."""
+        final = self.output_dir / rel
+        if final.exists():
+            return
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = final.parent / f".{digest}.{uuid.uuid4().hex}.tmp"
+        data = gzip.compress(body, compresslevel=6, mtime=0)
+        with open(tmp, "xb") as fh:
+            fh.write(data)
+            if self.fsync:
+                fh.flush()
+                os.fsync(fh.fileno())
+        os.replace(tmp, final)
+        if self.fsync:
+            dir_fd = os.open(final.parent, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+
+    def _insert(self, row: dict[str, Any]) -> bool:
+        """Insert one row in the open batch transaction; False when the URL exists."""
+        db = self._db
+        if not self._pending:
+            db.execute("BEGIN IMMEDIATE")
+        values = []
+        for name in COLUMNS:
+            value = row.get(name)
+            if name in _BOOL_COLUMNS and value is not None:
+                value = int(bool(value))
+            values.append(value)
+        # NULL for a missing column would break NOT NULL: fall back to the default
+        names = [n for n, v in zip(COLUMNS, values, strict=True) if v is not None]
+        vals = [v for v in values if v is not None]
+        cur = db.execute(
+            f"INSERT OR IGNORE INTO pages ({', '.join(names)}) "
+            f"VALUES ({', '.join('?' * len(vals))})",
+            vals,
+        )
+        self._pending += 1  # the transaction is open either way; flush ends it
+        return cur.rowcount == 1
+
+    # --- reading -----------------------------------------------------------------
+    def has(self, url: str) -> bool:
+        return self._db.execute("SELECT 1 FROM pages WHERE url = ?", (url,)).fetchone() is not None
+
+    def urls(self) -> list[str]:
+        """Stored URLs in the order they were stored."""
+        return [u for (u,) in self._db.execute("SELECT url FROM pages ORDER BY id")]
+
+    def count(self) -> int:
+        return self._db.execute("SELECT COUNT(*) FROM pages").fetchone()[0]
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        """Every row as a dict (``relevant`` bool, ``is_target`` bool or None), by id."""
+        cur = self._db.execute(f"SELECT id, {', '.join(COLUMNS)} FROM pages ORDER BY id")
+        names = [d[0] for d in cur.description]
+        for values in cur:
+            row = dict(zip(names, values, strict=True))
+            for name in _BOOL_COLUMNS:
+                if row[name] is not None:
+                    row[name] = bool(row[name])
+            yield row
+
+    def get(self, url: str) -> dict[str, Any] | None:
+        """The row of ``url`` or None."""
+        for row in self._rows_where("url = ?", (url,)):
+            return row
+        return None
+
+    def _rows_where(self, where: str, args: tuple[Any, ...]) -> Iterator[dict[str, Any]]:
+        cur = self._db.execute(f"SELECT id, {', '.join(COLUMNS)} FROM pages WHERE {where}", args)
+        names = [d[0] for d in cur.description]
+        for values in cur:
+            row = dict(zip(names, values, strict=True))
+            for name in _BOOL_COLUMNS:
+                if row[name] is not None:
+                    row[name] = bool(row[name])
+            yield row
+
+    def body(self, url: str) -> bytes | None:
+        """The raw bytes stored for ``url`` (decompressed) or None."""
+        found = self._db.execute("SELECT file_path FROM pages WHERE url = ?", (url,)).fetchone()
+        if found is None:
+            return None
+        return gzip.decompress((self.output_dir / found[0]).read_bytes())
+
+    # --- consistency -------------------------------------------------------------
+    def _disk_files(self) -> Iterator[tuple[Path, str | None]]:
+        """(path, hash) of every body file, (path, None) of temp/unknown files."""
+        if not self.html_dir.is_dir():
+            return
+        for dirpath, _dirs, files in os.walk(self.html_dir):
+            for name in files:
+                match = _HASH_FILE.match(name)
+                yield Path(dirpath) / name, match.group(1) if match else None
+
+    def check(self, verify: bool = False) -> list[str]:
+        """Problems found, one line each (empty when consistent).
+
+        Rows without files, files without rows (orphans, leftover temp files), duplicate
+        URLs, file paths not derived from the hash; with ``verify`` also files whose
+        decompressed bytes do not hash to their name.
+        """
+        db = self._db
+        problems: list[str] = []
+        for url, n in db.execute(
+            "SELECT url, COUNT(*) FROM pages GROUP BY url HAVING COUNT(*) > 1"
+        ):
+            problems.append(f"duplicate url: {url} ({n} rows)")
+        referenced: set[str] = set()
+        for url, digest, rel in db.execute("SELECT url, content_hash, file_path FROM pages"):
+            referenced.add(digest)
+            if rel != file_path_for(digest):
+                problems.append(f"bad file path: {url} -> {rel}")
+            if not (self.output_dir / rel).is_file():
+                problems.append(f"row without file: {url} -> {rel}")
+        for path, digest in self._disk_files():
+            rel = path.relative_to(self.output_dir).as_posix()
+            if digest is None:
+                problems.append(f"stray file: {rel}")
+            elif digest not in referenced:
+                problems.append(f"file without row: {rel}")
+            elif verify and content_hash(gzip.decompress(path.read_bytes())) != digest:
+                problems.append(f"corrupt file: {rel}")
+        return problems
+
+    def repair(self) -> list[str]:
+        """Remove body files no row refers to and leftover temp files (a crash between
+        writing a file and committing its row). Returns the removed relative paths.
+
+        Call only when no other writer has the store open (:meth:`open` makes sure).
+        """
+        self.flush()
+        referenced = {d for (d,) in self._db.execute("SELECT DISTINCT content_hash FROM pages")}
+        removed: list[str] = []
+        for path, digest in self._disk_files():
+            is_tmp = digest is None and _TMP_FILE.match(path.name) is not None
+            if is_tmp or (digest is not None and digest not in referenced):
+                path.unlink(missing_ok=True)
+                removed.append(path.relative_to(self.output_dir).as_posix())
+        self.repaired = removed
+        return removed

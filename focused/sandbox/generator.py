@@ -1,0 +1,334 @@
+"""A deterministic, labelled, bilingual website to crawl offline.
+
+The site has one folder per subject (``/chemistry/p0012.html``, ``/sports/p0100.html``),
+paginated hub pages (``/hub/chemistry-2.html``) that list a subject's *main* pages, a
+home page ``/`` that links every first hub, a ``/private/`` page that robots.txt
+disallows, ``/robots.txt`` and ``/labels.tsv`` (wikispeedia's format).
+
+Tunnels (seed 000, figure 2: A -> C -> F): about a quarter of each subject's pages sit in
+*clusters* that no page of their own subject (nor any hub) links to. The only way in is a
+chain ``main page of S -> 1..3 tunnel pages of other subjects -> cluster``, where the
+anchors along the chain are off-topic and the anchor into the cluster is (mostly)
+on-topic. :meth:`Site.tunnel_targets` computes these pages from the link graph.
+
+Pure Python, no Scrapy: the same seed gives a byte-identical site.
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+import math
+import random
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from focused.sandbox.vocab import (
+    FILLER_EN,
+    FILLER_ZH,
+    HUB_CATEGORY,
+    PRIVATE_CATEGORY,
+    SUBJECTS,
+    UNINFORMATIVE,
+    WEIGHTS,
+    Subject,
+)
+
+MODES = ("normal",)
+MIN_PAGES = 60
+HUB_SIZE = 30  # main pages listed per hub page
+CLUSTER_SHARE = 0.25  # share of a subject's pages that sit behind a tunnel
+CLUSTER_SIZE = (4, 12)
+TUNNEL_SHARE = 0.06  # share of a subject's pages reserved as tunnel pages
+TUNNEL_HOPS = (1, 3)  # irrelevant pages between a subject page and its cluster
+UNINFORMATIVE_RATE = 0.12  # share of ordinary anchors replaced by "click here" & co.
+
+HTML_TYPE = "text/html; charset=utf-8"
+TEXT_TYPE = "text/plain; charset=utf-8"
+TSV_TYPE = "text/tab-separated-values; charset=utf-8"
+PRIVATE_PATH = "/private/lab-notes.html"
+ROBOTS_TXT = b"User-agent: *\nDisallow: /private/\n"
+
+
+@dataclass(slots=True)
+class _Page:
+    path: str
+    title: str
+    category: str
+    subject: Subject | None = None
+    paragraphs: list[str] = field(default_factory=list)
+    links: list[tuple[str, str]] = field(default_factory=list)  # (href, anchor text)
+
+
+@dataclass
+class Site:
+    """A generated website: bodies, content types, labels and the link graph."""
+
+    seed: int
+    mode: str
+    pages: dict[str, bytes]  # URL path -> body (HTML pages, /robots.txt, /labels.tsv)
+    content_types: dict[str, str]
+    labels: dict[str, list[str]]  # HTML path -> categories
+    links: dict[str, list[str]]  # HTML path -> linked paths (absolute, in page order)
+    titles: dict[str, str]
+    hubs: dict[str, list[str]]  # subject slug -> its hub pages in order
+
+    def targets(self, prefix: str) -> set[str]:
+        """Paths with a category that starts with ``prefix``."""
+        return {p for p, cats in self.labels.items() if any(c.startswith(prefix) for c in cats)}
+
+    def seeds(self, prefix: str) -> list[str]:
+        """Sensible seed paths for a topic: the home page and its subjects' first hubs."""
+        found = [
+            hubs[0]
+            for slug, hubs in self.hubs.items()
+            if _subject(slug).category.startswith(prefix)
+            or prefix.startswith(_subject(slug).category)
+        ]
+        return ["/", *found]
+
+    def reachable(self, start: Iterable[str] = ("/",), through: set[str] | None = None) -> set[str]:
+        """Paths reachable from ``start``; when ``through`` is given, only pages in it are
+        expanded (others are reached but their links not followed)."""
+        seen = set(start)
+        queue = deque(seen)
+        while queue:
+            path = queue.popleft()
+            if through is not None and path not in through:
+                continue
+            for nxt in self.links.get(path, ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    queue.append(nxt)
+        return seen
+
+    def tunnel_targets(self, prefix: str) -> set[str]:
+        """Targets of ``prefix`` that no path from ``/`` reaches without passing through
+        a page that is neither a target nor a hub (the tunnel case of seed 000)."""
+        targets = self.targets(prefix)
+        hubs = self.targets(HUB_CATEGORY)
+        return targets - self.reachable(["/"], through=targets | hubs)
+
+    def labels_tsv(self) -> bytes:
+        """The labels in wikispeedia's ``labels.tsv`` format."""
+        rows = ["# path\tcategory (one row per category; a page may have several)"]
+        rows += [f"{p}\t{c}" for p in sorted(self.labels) for c in self.labels[p]]
+        return ("\n".join(rows) + "\n").encode()
+
+
+def _subject(slug: str) -> Subject:
+    return next(s for s in SUBJECTS if s.slug == slug)
+
+
+class _Writer:
+    """Draws titles, text and anchors from one seeded random generator."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        # one weighted pool per subject and language: own words, filler, other subjects
+        self.pools: dict[tuple[str, str], tuple[list[str], list[float]]] = {}
+        for s in SUBJECTS:
+            for lang in ("en", "zh"):
+                own = list(getattr(s, f"title_{lang}") + getattr(s, f"body_{lang}"))
+                filler = list(FILLER_EN if lang == "en" else FILLER_ZH)
+                other = [w for o in SUBJECTS if o is not s for w in getattr(o, f"title_{lang}")]
+                words = own + filler + other
+                weights = [0.5 / len(own)] * len(own) + [0.4 / len(filler)] * len(filler)
+                weights += [0.1 / len(other)] * len(other)
+                cum, total = [], 0.0
+                for w in weights:
+                    total += w
+                    cum.append(total)
+                self.pools[s.slug, lang] = (words, cum)
+
+    def title(self, s: Subject) -> str:
+        zh = self.rng.sample(s.title_zh, self.rng.randint(1, 2))
+        en = self.rng.sample(s.title_en, self.rng.randint(2, 3))
+        return " ".join(zh + en)
+
+    def sentence(self, s: Subject, lang: str) -> str:
+        words, cum = self.pools[s.slug, lang]
+        drawn = self.rng.choices(words, cum_weights=cum, k=self.rng.randint(8, 18))
+        if lang == "zh":
+            return "".join(drawn) + "。"
+        return " ".join(drawn).capitalize() + "."
+
+    def paragraphs(self, s: Subject) -> list[str]:
+        return [
+            self.sentence(s, "zh") + " " + self.sentence(s, "en") + " " + self.sentence(s, "en")
+            for _ in range(self.rng.randint(3, 5))
+        ]
+
+    def anchor(self, title: str) -> str:
+        """The target's title, a part of it, or (sometimes) an uninformative phrase."""
+        roll = self.rng.random()
+        if roll < UNINFORMATIVE_RATE:
+            return self.rng.choice(UNINFORMATIVE)
+        words = title.split()
+        if roll < 0.5 or len(words) <= 2:
+            return title
+        return " ".join(self.rng.sample(words, 2))
+
+
+def _render(page: _Page) -> bytes:
+    esc = html.escape
+    paras = "\n".join(f"<p>{esc(p)}</p>" for p in page.paragraphs)
+    items = "\n".join(f'<li><a href="{esc(h)}">{esc(a)}</a></li>' for h, a in page.links)
+    return (
+        "<!DOCTYPE html>\n<html lang=\"zh\">\n<head>\n<meta charset=\"utf-8\">\n"
+        f"<title>{esc(page.title)}</title>\n</head>\n<body>\n<h1>{esc(page.title)}</h1>\n"
+        f"{paras}\n<ul>\n{items}\n</ul>\n</body>\n</html>\n"
+    ).encode()
+
+
+def _split(total: int) -> dict[str, int]:
+    """Content pages per subject, in proportion to :data:`WEIGHTS`, summing to total."""
+    counts = {s.slug: int(total * WEIGHTS[s.slug]) for s in SUBJECTS}
+    counts[SUBJECTS[0].slug] += total - sum(counts.values())
+    return counts
+
+
+def generate_site(seed: int = 7, pages: int = 600, mode: str = "normal") -> Site:
+    """Generate the sandbox web: about ``pages`` HTML pages, deterministic in ``seed``."""
+    if mode not in MODES:
+        raise ValueError(f"unknown sandbox mode {mode!r} (known: {', '.join(MODES)})")
+    if pages < MIN_PAGES:
+        raise ValueError(f"a sandbox needs at least {MIN_PAGES} pages, got {pages}")
+    rng = random.Random(f"focused-sandbox/{seed}/{pages}/{mode}")
+    writer = _Writer(rng)
+
+    # budget: home + private + hubs + content pages
+    n_hubs = len(SUBJECTS) + int(pages * (1 - CLUSTER_SHARE - TUNNEL_SHARE) / HUB_SIZE)
+    counts = _split(pages - 2 - n_hubs)
+
+    out: dict[str, _Page] = {}
+    main: dict[str, list[str]] = {}  # slug -> pages listed on hubs and linked freely
+    spare: dict[str, list[str]] = {}  # slug -> dedicated tunnel pages
+    clusters: list[tuple[Subject, list[str]]] = []
+    for s in SUBJECTS:
+        n = counts[s.slug]
+        width = max(4, len(str(n)))
+        paths = [f"/{s.slug}/p{i:0{width}d}.html" for i in range(1, n + 1)]
+        for p in paths:
+            out[p] = _Page(p, writer.title(s), s.category, s, writer.paragraphs(s))
+        order = paths[:]
+        rng.shuffle(order)  # roles do not show in the URL
+        k = max(CLUSTER_SIZE[0], int(n * CLUSTER_SHARE))
+        t = math.ceil(n * TUNNEL_SHARE)
+        pool, spare[s.slug], main[s.slug] = order[:k], order[k : k + t], order[k + t :]
+        while pool:  # cut the reserved pages into clusters
+            size = rng.randint(*CLUSTER_SIZE)
+            if len(pool) - size < CLUSTER_SIZE[0]:
+                size = len(pool)
+            clusters.append((s, pool[:size]))
+            del pool[:size]
+
+    def link(src: str, dst: str, anchor: str | None = None) -> None:
+        text = anchor if anchor is not None else writer.anchor(out[dst].title)
+        out[src].links.append((dst, text))
+
+    # tunnels: subject page -> 1..3 dedicated off-topic pages -> cluster
+    hops: list[str] = []
+    for s, members in clusters:
+        chain = [rng.choice(main[s.slug])]
+        for _ in range(rng.randint(*TUNNEL_HOPS)):
+            other = rng.choice([o for o in SUBJECTS if o is not s])
+            # a dedicated page if one is left, else an ordinary off-topic page
+            hop = spare[other.slug].pop() if spare[other.slug] else rng.choice(main[other.slug])
+            chain.append(hop)
+            hops.append(hop)
+        for a, b in itertools.pairwise(chain):
+            link(a, b, out[b].title)  # the off-topic title: an irrelevant anchor
+        head = members[0]
+        into = rng.choice(UNINFORMATIVE) if rng.random() < 0.25 else out[head].title
+        link(chain[-1], head, into)
+        # inside the cluster: a ring plus random chords, and one link back out
+        for i, p in enumerate(members):
+            link(p, members[(i + 1) % len(members)])
+            for q in rng.sample(members, min(2, len(members))):
+                if q != p:
+                    link(p, q)
+            link(p, rng.choice(main[rng.choice(SUBJECTS).slug]))
+    for s in SUBJECTS:  # unused tunnel pages become ordinary pages
+        main[s.slug] = sorted(main[s.slug] + spare[s.slug])
+
+    # ordinary links between main pages; tunnel pages link on into their subject too
+    all_main = [p for s in SUBJECTS for p in main[s.slug]]
+    for p in dict.fromkeys(hops):
+        own = main[out[p].subject.slug]  # type: ignore[union-attr]
+        for q in rng.sample(own, min(2, len(own))):
+            link(p, q)
+    for s in SUBJECTS:
+        own = main[s.slug]
+        for i, p in enumerate(own):
+            for q in rng.sample(own, min(len(own), rng.randint(3, 6))):
+                if q != p:
+                    link(p, q)
+            for q in rng.sample(all_main, rng.randint(1, 3)):
+                if out[q].subject is not s:
+                    link(p, q)
+            if i + 1 < len(own):
+                nxt = own[i + 1].rsplit("/", 1)[1]  # a relative href
+                out[p].links.append((nxt, rng.choice(["下一页", "next page", "更多", "next"])))
+
+    # hubs: paginated lists of each subject's main pages
+    hubs: dict[str, list[str]] = {}
+    home = _Page("/", "Sandbox web 沙盒网站 — home 首页", HUB_CATEGORY)
+    home.paragraphs = ["欢迎访问沙盒网站。Welcome to the sandbox web: a small labelled site."]
+    for s in SUBJECTS:
+        own = main[s.slug]
+        chunks = [own[i : i + HUB_SIZE] for i in range(0, len(own), HUB_SIZE)] or [[]]
+        names = [f"/hub/{s.slug}.html"] + [
+            f"/hub/{s.slug}-{k}.html" for k in range(2, len(chunks) + 1)
+        ]
+        hubs[s.slug] = names
+        for k, (name, chunk) in enumerate(zip(names, chunks, strict=True)):
+            hub = _Page(name, f"{s.name_zh} {s.name_en} 目录 index {k + 1}", HUB_CATEGORY)
+            hub.paragraphs = [f"{s.name_zh}页面目录。Index of {s.name_en} pages."]
+            hub.links = [(q, out[q].title) for q in chunk]
+            if k + 1 < len(names):
+                hub.links.append((names[k + 1].removeprefix("/hub/"), "下一页 next page"))
+            hub.links.append(("/", "首页 home"))
+            out[name] = hub
+        home.links.append((names[0], f"{s.name_zh} {s.name_en}"))
+        for q in rng.sample(own, min(3, len(own))):
+            home.links.append((q, out[q].title))
+        for q in own[:: max(1, len(own) // 3)][:3]:
+            link(q, names[0], rng.choice(["返回目录", "back to index", "目录"]))
+    home.links.append((PRIVATE_PATH, "内部资料 private notes"))
+    out["/"] = home
+    private = _Page(PRIVATE_PATH, "化学 chemistry 实验室 lab notes", PRIVATE_CATEGORY)
+    private.paragraphs = ["内部资料,请勿抓取。Private: robots.txt disallows this page."]
+    private.links = [("/", "首页 home")]
+    out[PRIVATE_PATH] = private
+    out[hubs["chemistry"][0]].links.insert(0, (PRIVATE_PATH, "实验室 lab notes"))
+
+    return _build(seed, mode, out, hubs)
+
+
+def _build(seed: int, mode: str, out: dict[str, _Page], hubs: dict[str, list[str]]) -> Site:
+    bodies: dict[str, bytes] = {}
+    types: dict[str, str] = {}
+    links: dict[str, list[str]] = {}
+    for path in sorted(out):
+        page = out[path]
+        bodies[path] = _render(page)
+        types[path] = HTML_TYPE
+        base = path.rsplit("/", 1)[0] + "/"
+        links[path] = [h if h.startswith("/") else base + h for h, _ in page.links]
+    site = Site(
+        seed=seed,
+        mode=mode,
+        pages=bodies,
+        content_types=types,
+        labels={p: [out[p].category] for p in sorted(out)},
+        links=links,
+        titles={p: out[p].title for p in sorted(out)},
+        hubs=hubs,
+    )
+    site.pages["/robots.txt"] = ROBOTS_TXT
+    site.content_types["/robots.txt"] = TEXT_TYPE
+    site.pages["/labels.tsv"] = site.labels_tsv()
+    site.content_types["/labels.tsv"] = TSV_TYPE
+    return site

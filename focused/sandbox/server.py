@@ -1,0 +1,142 @@
+"""Serve a generated :class:`~focused.sandbox.generator.Site` over real HTTP on loopback.
+
+``python -m focused.sandbox [--port N] [--seed N] [--pages N] [--mode M]`` prints the base
+URL on one line, then serves until killed (benchmarks start it as a separate process).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from urllib.parse import unquote, urlsplit
+
+from focused.sandbox.generator import Site, generate_site
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """GET/HEAD of the site's paths; 404 for anything else. Never logs."""
+
+    site: Site  # set on the subclass made per server
+    protocol_version = "HTTP/1.1"
+    server_version = "FocusedSandbox/1.0"
+
+    def _respond(self, with_body: bool) -> None:
+        path = unquote(urlsplit(self.path).path) or "/"
+        body = self.site.pages.get(path)
+        if body is None:
+            body, status, ctype = b"<!DOCTYPE html><title>404</title>not found\n", 404, (
+                "text/html; charset=utf-8"
+            )
+        else:
+            status, ctype = 200, self.site.content_types[path]
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if with_body:
+            self.wfile.write(body)
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        self._respond(True)
+
+    def do_HEAD(self) -> None:  # noqa: N802
+        self._respond(False)
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        """Quiet: no line per request on stderr."""
+
+
+class SandboxServer:
+    """A threaded HTTP server for ``site`` on ``host:port`` (port 0: a free one).
+
+    Use as a context manager, or call :meth:`start` (returns the base URL) and :meth:`stop`.
+    """
+
+    def __init__(self, site: Site, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.site = site
+        handler = type("SiteHandler", (_Handler,), {"site": site})
+        self.httpd = ThreadingHTTPServer((host, port), handler)
+        self.httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def url(self, path: str) -> str:
+        """Absolute URL of a site path such as ``/chemistry/p0001.html``."""
+        return self.base_url + path
+
+    def start(self) -> str:
+        """Serve in a daemon thread; return the base URL (no trailing slash)."""
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self.httpd.serve_forever, name="sandbox-server", daemon=True
+            )
+            self._thread.start()
+        return self.base_url
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        if self._thread is not None:
+            self.httpd.shutdown()
+            self._thread.join()
+            self._thread = None
+        self.httpd.server_close()
+
+    def serve_forever(self) -> None:
+        """Serve in the calling thread until interrupted."""
+        try:
+            self.httpd.serve_forever()
+        finally:
+            self.httpd.server_close()
+
+    def __enter__(self) -> SandboxServer:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def add_arguments(parser: argparse.ArgumentParser, seed: int = 7, pages: int = 600,
+                  mode: str = "normal") -> None:
+    """The sandbox's command-line options (shared with ``scrapy sandbox``)."""
+    parser.add_argument("--host", default="127.0.0.1", help="bind address (default: %(default)s)")
+    parser.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    parser.add_argument("--seed", type=int, default=seed, help="site seed (default: %(default)s)")
+    parser.add_argument("--pages", type=int, default=pages, help="about this many pages")
+    parser.add_argument("--mode", default=mode, help="site mode (default: %(default)s)")
+
+
+def serve(host: str, port: int, seed: int, pages: int, mode: str) -> None:
+    """Generate a site, print its base URL on one line, serve until killed."""
+    server = SandboxServer(generate_site(seed=seed, pages=pages, mode=mode), host, port)
+    print(server.base_url, flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m focused.sandbox", description="Serve the offline sandbox web."
+    )
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        serve(args.host, args.port, args.seed, args.pages, args.mode)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0

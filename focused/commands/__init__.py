@@ -1,0 +1,1 @@
+"""Scrapy commands of the focused project (``COMMANDS_MODULE = "focused.commands"``)."""

@@ -57,6 +57,11 @@ DEFAULTS: dict[str, Any] = {
     # --- output ----------------------------------------------------------------
     "FOCUSED_OUTPUT_DIR": "out/crawl",
     "FOCUSED_METRICS_LOG_EVERY": 50,
+    # page store (focused/store.py): rows per SQLite transaction (1 = every page is
+    # durable when the pipeline returns; WAL keeps that at thousands of pages/s), and
+    # fsync of every body file + synchronous=FULL (survives power loss, slower)
+    "FOCUSED_STORE_COMMIT_EVERY": 1,
+    "FOCUSED_STORE_FSYNC": False,
 }
 
 

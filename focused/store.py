@@ -37,7 +37,7 @@ try:  # POSIX advisory locks; without them repair always runs at open
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["COLUMNS", "PageStore", "content_hash", "file_path_for"]
+__all__ = ["COLUMNS", "PageStore", "content_hash", "file_path_for", "stored_pages"]
 
 DB_NAME = "pages.sqlite3"
 LOCK_NAME = "pages.lock"
@@ -366,3 +366,22 @@ class PageStore:
                 removed.append(path.relative_to(self.output_dir).as_posix())
         self.repaired = removed
         return removed
+
+
+def stored_pages(output_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """``url``, ``relevant`` and ``is_target`` of every stored page, in storing order,
+    read without opening the store for writing (empty when there is no store yet)."""
+    db_path = Path(output_dir) / DB_NAME
+    if not db_path.is_file():
+        return []
+    conn = sqlite3.connect(db_path, timeout=30.0)
+    try:
+        cur = conn.execute("SELECT url, relevant, is_target FROM pages ORDER BY id")
+        return [
+            {"url": u, "relevant": bool(r), "is_target": None if t is None else bool(t)}
+            for u, r, t in cur
+        ]
+    except sqlite3.OperationalError:  # no table yet
+        return []
+    finally:
+        conn.close()

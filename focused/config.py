@@ -1,0 +1,134 @@
+"""Reading and validating the ``FOCUSED_*`` settings (defaults in :mod:`focused.defaults`).
+
+Every check raises :class:`ConfigError` with one line for the user; the ``crawl``
+command prints it and exits non-zero before anything is fetched.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from focused import strategies
+from focused.defaults import get
+from focused.topics import Topic, TopicError, check_url
+
+WEBS = ("auto", "sandbox", "real")
+FRONTIERS = ("memory", "redis")
+
+
+class ConfigError(ValueError):
+    """A bad setting; the message is one line meant for the user."""
+
+
+def _number(settings: Any, name: str) -> float:
+    try:
+        value = get(settings, name)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be a number, got {settings.get(name)!r}") from None
+    if not math.isfinite(value):
+        raise ConfigError(f"{name} must be finite, got {value}")
+    return value
+
+
+def _in_range(
+    settings: Any,
+    name: str,
+    low: float,
+    high: float,
+    *,
+    open_low: bool = True,
+    open_high: bool = True,
+) -> float:
+    value = _number(settings, name)
+    above = value > low if open_low else value >= low
+    below = value < high if open_high else value <= high
+    if not (above and below):
+        left, right = "(" if open_low else "[", ")" if open_high else "]"
+        raise ConfigError(f"{name} must be in {left}{low}, {high}{right}, got {value}")
+    return value
+
+
+def threshold(settings: Any, topic: Topic | None, kind: str) -> float:
+    """Page or anchor threshold: ``-s``/job value, else the topic's, else settings.py's."""
+    name = {"page": "FOCUSED_PAGE_THRESHOLD", "anchor": "FOCUSED_ANCHOR_THRESHOLD"}[kind]
+    if topic is not None and kind in topic.thresholds and not _set_above_project(settings, name):
+        return topic.thresholds[kind]
+    return _number(settings, name)
+
+
+def _set_above_project(settings: Any, name: str) -> bool:
+    """True when ``name`` was given on the command line or per spider/job (not settings.py)."""
+    priority = settings.getpriority(name)
+    return priority is not None and priority > 20  # 20 = "project"
+
+
+def strategy(settings: Any, topic: Topic | None = None) -> Any:
+    """The strategy object that ``FOCUSED_STRATEGY`` and its parameters describe."""
+    name = str(get(settings, "FOCUSED_STRATEGY")).strip()
+    try:
+        return strategies.build(
+            name,
+            m0=_number(settings, "FOCUSED_M_INITIAL"),
+            ratio=_number(settings, "FOCUSED_GENETIC_RATIO"),
+            anchor_threshold=threshold(settings, topic, "anchor"),
+            max_hops=int(_number(settings, "FOCUSED_MAX_TUNNEL_HOPS")),
+            widening=_number(settings, "FOCUSED_TUNNEL_WIDENING"),
+            bsbs_depth=int(_number(settings, "FOCUSED_BSBS_DEPTH")),
+            title_weight=_number(settings, "FOCUSED_TITLE_WEIGHT"),
+        )
+    except strategies.UnknownStrategy as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def validate(settings: Any, topic: Topic | None = None) -> None:
+    """Check every ``FOCUSED_*`` setting; raise :class:`ConfigError` on the first bad one."""
+    strategy(settings, topic)
+    if _number(settings, "FOCUSED_M_INITIAL") <= 0:
+        raise ConfigError("FOCUSED_M_INITIAL must be > 0")
+    _in_range(settings, "FOCUSED_GENETIC_RATIO", 0.0, 1.0)
+    _in_range(settings, "FOCUSED_ANCHOR_THRESHOLD", 0.0, 1.0, open_low=False)
+    title_weight = _in_range(settings, "FOCUSED_TITLE_WEIGHT", 0.0, 1e6, open_low=False)
+    _in_range(settings, "FOCUSED_PAGE_THRESHOLD", 0.0, title_weight + 1.0, open_low=False)
+    _in_range(settings, "FOCUSED_TUNNEL_WIDENING", 0.0, 1.0, open_high=False)
+    _in_range(settings, "FOCUSED_MAX_TUNNEL_HOPS", 0, 1000, open_low=False)
+    _in_range(settings, "FOCUSED_BSBS_DEPTH", 0, 1000, open_low=False)
+    _in_range(settings, "FOCUSED_SA_T0", 0.0, 1e6, open_low=False)
+    _in_range(settings, "FOCUSED_SA_ALPHA", 0.0, 1.0, open_high=False)
+    _in_range(settings, "FOCUSED_SA_T_MIN", 0.0, 1e6, open_low=False)
+    _in_range(settings, "FOCUSED_SA_K", 1, 1e6, open_low=False)
+    _in_range(settings, "FOCUSED_SANDBOX_PAGES", 10, 10_000_000, open_low=False)
+    _number(settings, "FOCUSED_SEED")
+    web = str(get(settings, "FOCUSED_WEB"))
+    if web not in WEBS:
+        raise ConfigError(f"FOCUSED_WEB must be one of {', '.join(WEBS)}, got {web!r}")
+    frontier = str(get(settings, "FOCUSED_FRONTIER"))
+    if frontier not in FRONTIERS:
+        raise ConfigError(
+            f"FOCUSED_FRONTIER must be one of {', '.join(FRONTIERS)}, got {frontier!r}"
+        )
+    for url in seeds_setting(settings):
+        try:
+            check_url(url, "FOCUSED_SEEDS")
+        except TopicError as exc:
+            raise ConfigError(str(exc)) from None
+    check_output_dir(str(get(settings, "FOCUSED_OUTPUT_DIR")))
+
+
+def seeds_setting(settings: Any) -> list[str]:
+    """``FOCUSED_SEEDS`` as a list (a comma-separated string works too)."""
+    return [s.strip() for s in get(settings, "FOCUSED_SEEDS") if s.strip()]
+
+
+def check_output_dir(path: str) -> Path:
+    """The output folder, created if needed; a :class:`ConfigError` when not writable."""
+    folder = Path(path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"FOCUSED_OUTPUT_DIR {path!r} cannot be created: {exc}") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ConfigError(f"FOCUSED_OUTPUT_DIR {path!r} is not writable")
+    return folder

@@ -1,0 +1,128 @@
+"""The ``focused`` spider: fetch, score and follow the pages of one topic."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import scrapy
+from scrapy import signals
+from scrapy.http import Response, TextResponse
+from scrapy.linkextractors import LinkExtractor
+from w3lib.url import canonicalize_url
+
+from focused import config
+from focused.defaults import get
+from focused.items import PageItem
+from focused.middlewares import PAGE_META
+from focused.relevance import TopicVector, page_relevance
+from focused.topics import load_topic
+from focused.web import Web, open_web
+
+BODY_TEXT = "//body//text()[not(ancestor::script) and not(ancestor::style)]"
+
+
+class FocusedSpider(scrapy.Spider):
+    """Crawl the pages of a topic: ``scrapy crawl focused -a topic=chemistry``.
+
+    ``topic`` is a name from ``topics/`` or a path to a topic file. Each page is scored
+    (page relevance A = 4B + C, seed 002) and yielded as a :class:`PageItem` after its
+    links; each link carries the relevance of its anchor text (seed 000), from which
+    :class:`~focused.middlewares.FocusedPriorityMiddleware` sets its priority.
+
+    Settings: ``FOCUSED_WEB``, ``FOCUSED_SEEDS``, ``FOCUSED_LABELS``,
+    ``FOCUSED_TARGET_CATEGORY``, ``FOCUSED_TOPICS_DIR``, ``FOCUSED_SANDBOX_*``,
+    ``FOCUSED_TITLE_WEIGHT``, ``FOCUSED_PAGE_THRESHOLD``.
+    """
+
+    name = "focused"
+
+    def __init__(self, topic: str = "", *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.topic_arg = topic
+
+    @classmethod
+    def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> FocusedSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        spider.setup(crawler.settings)
+        crawler.signals.connect(spider.close_web, signal=signals.spider_closed)
+        return spider
+
+    def setup(self, settings: Any) -> None:
+        """Load and check the topic and the settings, then open the web to crawl."""
+        self.topic = load_topic(self.topic_arg, get(settings, "FOCUSED_TOPICS_DIR") or None)
+        config.validate(settings, self.topic)
+        self.vector = TopicVector(self.topic.keywords)
+        self.title_weight = get(settings, "FOCUSED_TITLE_WEIGHT")
+        self.page_threshold = config.threshold(settings, self.topic, "page")
+        self.strategy_name = str(get(settings, "FOCUSED_STRATEGY"))
+        self.web: Web = open_web(
+            self.topic,
+            mode=get(settings, "FOCUSED_WEB"),
+            seeds=config.seeds_setting(settings),
+            labels=get(settings, "FOCUSED_LABELS"),
+            category=get(settings, "FOCUSED_TARGET_CATEGORY"),
+            sandbox_seed=get(settings, "FOCUSED_SANDBOX_SEED"),
+            sandbox_pages=get(settings, "FOCUSED_SANDBOX_PAGES"),
+            sandbox_mode=get(settings, "FOCUSED_SANDBOX_MODE"),
+        )
+        self.targets = self.web.targets
+        self.logger.info(
+            "focused: topic %s on the %s web, %d seeds, %d known targets, strategy %s",
+            self.topic.name,
+            self.web.kind,
+            len(self.web.seeds),
+            len(self.targets),
+            self.strategy_name,
+        )
+
+    def close_web(self, spider: scrapy.Spider) -> None:
+        self.web.close()
+
+    async def start(self) -> AsyncIterator[Any]:
+        for url in self.web.seeds:
+            yield scrapy.Request(url, meta={"anchor_relevance": 1.0, "parent_url": ""})
+
+    def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
+        if not isinstance(response, TextResponse):
+            self.crawler.stats.inc_value("focused/skipped/not_text")
+            return
+        title = " ".join(response.xpath("//title//text()").getall()).strip()
+        body = " ".join(response.xpath(BODY_TEXT).getall())
+        title_cos, body_cos = self.vector.cosines([title, body])
+        relevance = page_relevance(title_cos, body_cos, self.title_weight)
+        relevant = relevance > self.page_threshold
+        links = LinkExtractor().extract_links(response)
+        response.meta[PAGE_META] = {
+            "page_relevance": relevance,
+            "relevant": relevant,
+            "body_relevance": float(body_cos),
+            "link_count": len(links),
+        }
+        anchors = self.vector.cosines([link.text for link in links])
+        for link, r in zip(links, anchors, strict=True):
+            yield scrapy.Request(
+                link.url, meta={"anchor_relevance": float(r), "parent_url": response.url}
+            )
+        meta = response.meta
+        yield PageItem(
+            url=response.url,
+            title=title[:1000],
+            title_relevance=float(title_cos),
+            body_relevance=float(body_cos),
+            page_relevance=float(relevance),
+            relevant=bool(relevant),
+            is_target=canonicalize_url(response.url) in self.targets if self.targets else None,
+            m=meta.get("m", 0.0),
+            anchor_relevance=meta.get("anchor_relevance", 0.0),
+            link_value=meta.get("link_value", 0.0),
+            depth=meta.get("depth", 0),
+            parent_url=meta.get("parent_url", ""),
+            fetched_at=time.time(),
+            status=response.status,
+            encoding=response.encoding,
+            link_count=len(links),
+            strategy=self.strategy_name,
+            body=response.body,
+        )

@@ -1,0 +1,153 @@
+"""Topics: weighted keywords, seed URLs and known targets, one TOML file per topic.
+
+A topic file ``topics/<name>.toml`` looks like::
+
+    name = "chemistry"
+    description = "Chemistry, in Chinese and English"
+    category = "subject.Science.Chemistry"   # label prefix of a target (optional)
+    seeds = ["https://en.wikipedia.org/wiki/Chemistry"]
+    targets = []                              # known target URLs (optional)
+
+    [keywords]                                # term = weight (> 0)
+    "化学" = 5
+    chemistry = 5
+
+    [thresholds]                              # optional per-topic overrides
+    page = 2.0                                # FOCUSED_PAGE_THRESHOLD
+    anchor = 0.2                              # FOCUSED_ANCHOR_THRESHOLD
+
+Seed 003 (Gao & Han) derives keyword weights from authority pages; here they are
+written by hand and can be tuned in the file.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from urllib.parse import urlsplit
+
+#: The project's topics folder (a checkout); the egg carries a copy in focused/topics.
+PROJECT_TOPICS = Path(__file__).resolve().parent.parent / "topics"
+
+THRESHOLD_RANGES = {"page": (0.0, 5.0), "anchor": (0.0, 1.0)}
+
+
+class TopicError(ValueError):
+    """A topic that cannot be used; the message is one line meant for the user."""
+
+
+@dataclass(frozen=True)
+class Topic:
+    name: str
+    keywords: dict[str, float]
+    seeds: list[str]
+    targets: list[str] = field(default_factory=list)
+    category: str = ""
+    description: str = ""
+    thresholds: dict[str, float] = field(default_factory=dict)
+    source: str = ""
+
+
+def topics_dir(configured: str | Path | None = None) -> Path:
+    """The folder the topics are read from."""
+    if configured:
+        return Path(configured)
+    if PROJECT_TOPICS.is_dir():
+        return PROJECT_TOPICS
+    return Path(str(resources.files("focused") / "topics"))
+
+
+def available(directory: Path) -> list[str]:
+    """Names of the topics in ``directory``."""
+    if not directory.is_dir():
+        return []
+    return sorted(p.stem for p in directory.glob("*.toml"))
+
+
+def load_topic(name_or_path: str, directory: str | Path | None = None) -> Topic:
+    """Load and validate a topic by name (``chemistry``) or by path to a ``.toml`` file."""
+    if not name_or_path:
+        raise TopicError("no topic given: use -a topic=NAME or a path to a topic file")
+    candidate = Path(name_or_path)
+    if name_or_path.endswith(".toml") or candidate.is_file():
+        path = candidate
+        if not path.is_file():
+            raise TopicError(f"topic file {path} does not exist")
+    else:
+        folder = topics_dir(directory)
+        path = folder / f"{name_or_path}.toml"
+        if not path.is_file():
+            names = ", ".join(available(folder)) or "none"
+            raise TopicError(f"unknown topic {name_or_path!r}; available topics: {names}")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TopicError(f"topic file {path}: cannot read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise TopicError(f"topic file {path}: TOML syntax error: {exc}") from None
+    return parse_topic(data, path)
+
+
+def parse_topic(data: dict, path: Path | str) -> Topic:
+    """Validate the parsed TOML of a topic file."""
+
+    def fail(problem: str) -> TopicError:
+        return TopicError(f"topic file {path}: {problem}")
+
+    known = {"name", "description", "category", "seeds", "targets", "keywords", "thresholds"}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise fail(f"unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    keywords = data.get("keywords")
+    if not isinstance(keywords, dict) or not keywords:
+        raise fail("no [keywords] table (term = weight) or it is empty")
+    weights: dict[str, float] = {}
+    for term, weight in keywords.items():
+        if isinstance(weight, bool) or not isinstance(weight, int | float):
+            raise fail(f"keyword {term!r} has a weight that is not a number: {weight!r}")
+        if not math.isfinite(weight) or weight <= 0:
+            raise fail(f"keyword {term!r} has weight {weight}; weights must be > 0")
+        if not term.strip():
+            raise fail("an empty keyword")
+        weights[term.strip()] = float(weight)
+    seeds = data.get("seeds")
+    if not isinstance(seeds, list) or not seeds:
+        raise fail('no seeds: give seeds = ["https://...", ...]')
+    for key in ("seeds", "targets"):
+        for url in data.get(key, []):
+            check_url(url, f"{path}: {key}")
+    thresholds = data.get("thresholds", {})
+    if not isinstance(thresholds, dict):
+        raise fail("[thresholds] must be a table")
+    for key, value in thresholds.items():
+        if key not in THRESHOLD_RANGES:
+            raise fail(f"unknown threshold {key!r}; known: {', '.join(THRESHOLD_RANGES)}")
+        low, high = THRESHOLD_RANGES[key]
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise fail(f"threshold {key} is not a number: {value!r}")
+        if not low <= value < high:
+            raise fail(f"threshold {key} = {value} is outside [{low}, {high})")
+    name = data.get("name") or Path(path).stem
+    return Topic(
+        name=str(name),
+        keywords=weights,
+        seeds=[str(s) for s in seeds],
+        targets=[str(t) for t in data.get("targets", [])],
+        category=str(data.get("category", "")),
+        description=str(data.get("description", "")),
+        thresholds={k: float(v) for k, v in thresholds.items()},
+        source=str(path),
+    )
+
+
+def check_url(url: object, where: str) -> str:
+    """``url`` when it is an absolute http(s) URL, else a :class:`TopicError`."""
+    if not isinstance(url, str):
+        raise TopicError(f"{where}: {url!r} is not a string")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise TopicError(f"{where}: {url!r} is not an http(s) URL")
+    return url

@@ -1,0 +1,197 @@
+"""Store and metrics pipelines fed with real PageItems, real SQLite and real files.
+
+(The lead's integration tests run them inside real ``scrapy crawl`` processes.)
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import json
+import logging
+import sqlite3
+import warnings
+from pathlib import Path
+
+import pytest
+from scrapy import Spider
+from scrapy.utils.test import get_crawler
+
+from focused.items import PageItem
+from focused.pipelines import MetricsPipeline, PageStorePipeline
+from focused.signals import frontier_checkpoint
+
+TARGETS = frozenset({"http://h/wiki/A.html", "http://h/wiki/AT&T.html", "http://h/wiki/C.html"})
+
+
+def page(name: str, relevant: bool, **extra: object) -> PageItem:
+    url = f"http://h/wiki/{name}.html"
+    return PageItem(
+        url=url,
+        title=name,
+        page_relevance=3.0 if relevant else 0.5,
+        relevant=relevant,
+        depth=1,
+        parent_url="http://h/wiki/Seed.html",
+        fetched_at=1700000000.0,
+        status=200,
+        encoding="utf-8",
+        strategy="genetic",
+        body=f"<html><title>{name}</title><p>{'x' * 300}</p></html>".encode(),
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def db_rows(out: Path) -> list[tuple]:
+    conn = sqlite3.connect(out / "pages.sqlite3")
+    try:
+        return conn.execute(
+            "SELECT url, title, relevant, is_target, content_hash, file_path FROM pages ORDER BY id"
+        ).fetchall()
+    finally:
+        conn.close()
+
+
+def test_store_pipeline_writes_rows_and_files(tmp_path: Path) -> None:
+    pipe = PageStorePipeline(tmp_path, commit_every=1)
+    pipe.open_spider()
+    items = [page("A", True, is_target=True), page("B", False)]
+    bodies = [i.body for i in items]
+    for item in items:
+        assert pipe.process_item(item) is item
+        assert item.body == b""  # dropped after storing
+    # committed at once: another connection sees both rows while the crawl runs
+    rows = db_rows(tmp_path)
+    assert [r[:4] for r in rows] == [
+        ("http://h/wiki/A.html", "A", 1, 1),
+        ("http://h/wiki/B.html", "B", 0, None),
+    ]
+    for item, body, row in zip(items, bodies, rows, strict=True):
+        digest = hashlib.sha256(body).hexdigest()
+        assert item.content_hash == digest == row[4]
+        assert item.file_path == row[5] == f"html/{digest[:2]}/{digest[2:4]}/{digest}.html.gz"
+        assert gzip.decompress((tmp_path / item.file_path).read_bytes()) == body
+    again = page("A", False)  # the same URL once more (a resumed crawl)
+    pipe.process_item(again)
+    assert again.body == b"" and again.file_path == items[0].file_path
+    # a dict item works too
+    as_dict = {"url": "http://h/wiki/D.html", "relevant": True, "body": b"<p>d</p>"}
+    pipe.process_item(as_dict)
+    assert as_dict["body"] == b"" and as_dict["file_path"].endswith(".html.gz")
+    assert pipe.process_item({"other": 1}) == {"other": 1}  # not a page: passed on
+    pipe.close_spider()
+    assert pipe.store is not None
+    assert (pipe.store.stored, pipe.store.duplicates) == (3, 1)
+    assert len(db_rows(tmp_path)) == 3
+
+
+def test_metrics_pipeline_summary_csv_plot_and_log(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    pipe = MetricsPipeline(tmp_path, log_every=2, targets=TARGETS, strategy="genetic")
+    pipe.open_spider()
+    caplog.set_level(logging.INFO, logger="focused.pipelines")
+    for item in [
+        page("A", True),  # target (from the set)
+        page("B", True),
+        PageItem(url="http://h/wiki/AT%26T.html", relevant=False),  # target, other spelling
+        page("E", False, is_target=True),  # the item says so
+        page("A", True),  # seen: not counted again
+        {"url": "http://h/wiki/F.html", "relevant": False},
+    ]:
+        pipe.process_item(item)
+    pipe.close_spider()
+    # pages A B AT&T E F = 5; targets found A, AT&T, E = 3 of 3; relevant A, B = 2
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["pages"] == 5 and summary["relevant"] == 2
+    assert summary["targets"] == 3 and summary["targets_found"] == 3
+    assert summary["precision"] == pytest.approx(3 / 5)
+    assert summary["recall"] == pytest.approx(1.0)
+    # recall after each page: 1/3, 1/3, 2/3, 1, 1 -> mean 10/15
+    assert summary["auc_recall"] == pytest.approx(2 / 3)
+    assert summary["strategy"] == "genetic"
+    with (tmp_path / "metrics.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["pages"] for r in rows] == ["1", "2", "3", "4", "5"]
+    assert [float(r["recall"]) for r in rows] == pytest.approx([1 / 3, 1 / 3, 2 / 3, 1, 1], 1e-5)
+    assert (tmp_path / "curve.png").read_bytes()[:4] == b"\x89PNG"
+    messages = [r.getMessage() for r in caplog.records]
+    assert "focused: 2 pages, precision 0.500, recall 0.333 (1/3 targets)" in messages
+    assert "focused: 4 pages, precision 0.750, recall 1.000 (3/3 targets)" in messages
+
+
+def test_metrics_without_targets_use_relevant_pages(tmp_path: Path) -> None:
+    pipe = MetricsPipeline(tmp_path, log_every=0)
+    pipe.open_spider()
+    for item in (page("A", True), page("B", False), page("C", True), page("D", True)):
+        pipe.process_item(item)
+    pipe.close_spider()
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["recall"] is None and summary["targets"] == 0
+    assert summary["precision"] == pytest.approx(0.75)
+
+
+class TargetSpider(Spider):
+    name = "targets"
+    targets = TARGETS
+
+
+def test_from_crawler_checkpoint_before_commit_stats_and_resume(tmp_path: Path) -> None:
+    settings = {
+        "FOCUSED_OUTPUT_DIR": str(tmp_path),
+        "FOCUSED_METRICS_LOG_EVERY": 100,
+        "FOCUSED_STRATEGY": "bfs",
+        "ITEM_PIPELINES": {
+            "focused.pipelines.PageStorePipeline": 300,
+            "focused.pipelines.MetricsPipeline": 800,
+        },
+    }
+    crawler = get_crawler(TargetSpider, settings)
+    crawler._apply_settings()
+    crawler.spider = crawler._create_spider()
+    from scrapy.pipelines import ItemPipelineManager
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no deprecated signature (Scrapy 2.19)
+        manager = ItemPipelineManager.from_crawler(crawler)
+    store_pipe, metrics_pipe = manager.middlewares
+    assert isinstance(store_pipe, PageStorePipeline) and isinstance(metrics_pipe, MetricsPipeline)
+
+    committed_at_checkpoint: list[int] = []
+
+    def on_checkpoint() -> None:  # what the scheduler sees when it commits its journal
+        conn = sqlite3.connect(tmp_path / "pages.sqlite3")
+        committed_at_checkpoint.append(conn.execute("SELECT COUNT(*) FROM pages").fetchone()[0])
+        conn.close()
+
+    crawler.signals.connect(on_checkpoint, signal=frontier_checkpoint)
+    store_pipe.open_spider()
+    metrics_pipe.open_spider()
+    for item in (page("A", True), page("B", False), page("A", True)):
+        metrics_pipe.process_item(store_pipe.process_item(item))
+    assert committed_at_checkpoint == [0, 1]  # sent before each page's commit
+    stats = crawler.stats
+    assert stats.get_value("focused/stored") == 2
+    assert stats.get_value("focused/duplicates") == 1
+    assert stats.get_value("focused/pages") == 2
+    assert stats.get_value("focused/targets") == 3  # spider.targets
+    assert stats.get_value("focused/targets_found") == 1
+    assert stats.get_value("focused/precision") == pytest.approx(0.5)
+    assert stats.get_value("focused/recall") == pytest.approx(1 / 3, 1e-5)
+    assert stats.get_value("focused/relevant") == 1
+    metrics_pipe.close_spider()
+    store_pipe.close_spider()
+
+    # resume (JOBDIR set): the curve continues from the stored pages
+    crawler2 = get_crawler(TargetSpider, {**settings, "JOBDIR": str(tmp_path / "job")})
+    crawler2._apply_settings()
+    crawler2.spider = crawler2._create_spider()
+    resumed = MetricsPipeline.from_crawler(crawler2)
+    resumed.open_spider()
+    assert resumed.curve.pages == 2 and resumed.curve.targets_found == 1
+    resumed.process_item(page("B", False))  # fetched again: not a new page
+    resumed.process_item(page("C", True))
+    resumed.close_spider()
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert (summary["pages"], summary["targets_found"], summary["strategy"]) == (3, 2, "bfs")

@@ -88,6 +88,12 @@ class PageStorePipeline:
                 len(self.store.repaired),
                 self.output_dir,
             )
+        if held := self.store.count():
+            logger.info(
+                "focused: %s already holds %d pages; those URLs are not stored again",
+                self.output_dir,
+                held,
+            )
         if self.stats is not None:
             self.stats.set_value("focused/stored", 0)
             self.stats.set_value("focused/duplicates", 0)

@@ -1,0 +1,146 @@
+"""Tokenizer and vector-space cosine (ALGORITHMS.md section 1), checked by hand."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from focused.relevance import TopicVector, page_relevance, tokenize
+
+# The hand-made topic used below: |R| = sqrt(3^2 + 4^2 + 2^2) = sqrt(29).
+TOPIC = {"chemistry": 3, "acid": 4, "化学": 2}
+NORM_R = math.sqrt(29)
+
+
+@pytest.fixture(scope="module")
+def topic() -> TopicVector:
+    return TopicVector(TOPIC)
+
+
+# --- tokenizer ---------------------------------------------------------------------
+
+
+def test_tokenize_english_lowercases_and_splits_on_punctuation() -> None:
+    # "the" is a stop word; "ACID-base" splits at the hyphen; "!" and "," vanish.
+    assert tokenize("Chemistry, the ACID-base reaction!") == [
+        "chemistry",
+        "acid",
+        "base",
+        "reaction",
+    ]
+
+
+def test_tokenize_keeps_digits_and_accents_splits_underscores() -> None:
+    assert tokenize("H2O état snake_case") == ["h2o", "état", "snake", "case"]
+
+
+def test_tokenize_chinese_is_segmented_by_jieba_without_stop_words() -> None:
+    # 化学/是/研究/物质/的/科学: "是" and "的" are stop words.
+    assert tokenize("化学是研究物质的科学") == ["化学", "研究", "物质", "科学"]
+
+
+def test_tokenize_mixed_text_without_spaces_between_scripts() -> None:
+    # "和" is a stop word; the Latin/CJK boundary splits "acid化学".
+    assert tokenize("化学和酸 acid化学") == ["化学", "酸", "acid", "化学"]
+
+
+def test_tokenize_punctuation_and_stop_words_only_give_nothing() -> None:
+    assert tokenize("！！！……，。 ... --- ___") == []
+    assert tokenize("The of AND 的 了 是") == []
+    assert tokenize("") == []
+
+
+# --- cosine --------------------------------------------------------------------------
+
+
+def test_cosine_english_by_hand(topic: TopicVector) -> None:
+    # text tf (chemistry 1, acid 1): dot = 3*1 + 4*1 = 7, |t| = sqrt(2)
+    assert topic.cosine("chemistry acid") == pytest.approx(7 / (math.sqrt(2) * NORM_R))
+
+
+def test_cosine_uses_term_frequency(topic: TopicVector) -> None:
+    # tf (chemistry 2, acid 1): dot = 3*2 + 4*1 = 10, |t| = sqrt(2^2 + 1^2) = sqrt(5)
+    expected = 10 / (math.sqrt(5) * NORM_R)
+    assert topic.cosine("chemistry chemistry acid") == pytest.approx(expected)
+    # Order, case and stop words do not matter.
+    assert topic.cosine("The ACID of Chemistry, chemistry!") == pytest.approx(expected)
+
+
+def test_cosine_off_topic_words_lower_the_score(topic: TopicVector) -> None:
+    # tf (chemistry 1, football 1, match 1): dot = 3, |t| = sqrt(3)
+    assert topic.cosine("chemistry football match") == pytest.approx(3 / (math.sqrt(3) * NORM_R))
+    assert topic.cosine("football match") == 0.0
+
+
+def test_cosine_chinese_by_hand(topic: TopicVector) -> None:
+    # 化学的化学 -> [化学, 化学]: dot = 2*2 = 4, |t| = 2 -> 4 / (2 sqrt 29)
+    assert topic.cosine("化学的化学") == pytest.approx(2 / NORM_R)
+    # mixed: [化学, acid]: dot = 2 + 4 = 6, |t| = sqrt(2)
+    assert topic.cosine("化学 acid") == pytest.approx(6 / (math.sqrt(2) * NORM_R))
+
+
+def test_cosine_of_a_chinese_topic() -> None:
+    vector = TopicVector({"化学": 2, "酸": 1})
+    # 化学和酸 -> [化学, 酸]: dot = 2 + 1 = 3, |t| = sqrt(2), |R| = sqrt(5)
+    assert vector.cosine("化学和酸") == pytest.approx(3 / math.sqrt(10))
+
+
+def test_cosine_text_parallel_to_topic_is_one() -> None:
+    vector = TopicVector({"chemistry": 3, "acid": 4})
+    assert vector.cosine("chemistry " * 3 + "acid " * 4) == pytest.approx(1.0)
+
+
+def test_cosine_of_empty_or_stop_word_text_is_zero(topic: TopicVector) -> None:
+    assert topic.cosine("") == 0.0
+    assert topic.cosine("the of and 的") == 0.0
+    assert topic.cosine("... !!!") == 0.0
+
+
+def test_chinese_keyword_stays_one_term() -> None:
+    # jieba alone splits this coined compound (量子化学 / 反应器); the topic adds it.
+    vector = TopicVector({"量子化学反应器": 1})
+    assert tokenize("量子化学反应器") == ["量子化学反应器"]
+    assert vector.cosine("量子化学反应器") == pytest.approx(1.0)
+
+
+def test_multi_word_keywords_weigh_each_word() -> None:
+    vector = TopicVector({"organic chemistry": 2, "chemistry": 3})
+    # "organic chemistry" = 2 gives organic 2 and chemistry 2; plus chemistry 3 -> 5.
+    assert vector.weights == {"organic": 2.0, "chemistry": 5.0}
+    # text [organic]: dot = 2, |R| = sqrt(4 + 25) = sqrt(29)
+    assert vector.cosine("organic") == pytest.approx(2 / math.sqrt(29))
+
+
+def test_topic_of_stop_words_only_is_refused() -> None:
+    with pytest.raises(ValueError):
+        TopicVector({"the": 1, "的": 2})
+
+
+def test_batch_cosines_equal_single_cosines(topic: TopicVector) -> None:
+    texts = ["chemistry acid", "", "化学的化学", "football", "acid acid 化学 chemistry"]
+    batch = topic.cosines(texts)
+    assert isinstance(batch, np.ndarray)
+    assert batch.shape == (5,)
+    assert batch.tolist() == pytest.approx([topic.cosine(t) for t in texts])
+    assert batch[0] == pytest.approx(7 / (math.sqrt(2) * NORM_R))
+    # a generator works as well as a list
+    assert topic.cosines(t for t in texts).tolist() == pytest.approx(batch.tolist())
+    assert topic.cosines([]).shape == (0,)
+
+
+def test_cosines_lie_in_unit_interval(topic: TopicVector) -> None:
+    values = topic.cosines(["acid " * 50, "chemistry", "x y z", "化学"])
+    assert ((values >= 0.0) & (values <= 1.0)).all()
+
+
+# --- page relevance (seed 002) -------------------------------------------------------
+
+
+def test_page_relevance_is_four_b_plus_c() -> None:
+    assert page_relevance(0.5, 0.3) == pytest.approx(2.3)  # 4*0.5 + 0.3
+    assert page_relevance(0.0, 0.9) == pytest.approx(0.9)  # 4*0 + 0.9
+    assert page_relevance(0.5, 0.3, title_weight=2) == pytest.approx(1.3)  # 2*0.5 + 0.3
+    # seed 002: relevant when A > 2; a title cosine of 0.5 alone is exactly 2, not above.
+    assert page_relevance(0.5, 0.0) == pytest.approx(2.0)

@@ -42,6 +42,8 @@ CLUSTER_SHARE = 0.25  # share of a subject's pages that sit behind a tunnel
 CLUSTER_SIZE = (4, 12)
 TUNNEL_SHARE = 0.06  # share of a subject's pages reserved as tunnel pages
 TUNNEL_HOPS = (1, 3)  # irrelevant pages between a subject page and its cluster
+CORE_TITLE_RATE = 0.8  # share of titles that start with the subject's core words
+OWN_SHARE, FILLER_SHARE = 0.55, 0.35  # body words: own subject, filler; the rest: others
 UNINFORMATIVE_RATE = 0.12  # share of ordinary anchors replaced by "click here" & co.
 
 HTML_TYPE = "text/html; charset=utf-8"
@@ -134,17 +136,34 @@ class _Writer:
                 filler = list(FILLER_EN if lang == "en" else FILLER_ZH)
                 other = [w for o in SUBJECTS if o is not s for w in getattr(o, f"title_{lang}")]
                 words = own + filler + other
-                weights = [0.5 / len(own)] * len(own) + [0.4 / len(filler)] * len(filler)
-                weights += [0.1 / len(other)] * len(other)
+                # own words by Zipf's law (the vocabularies list core words first)
+                zipf = [1 / rank for rank in range(1, len(own) + 1)]
+                weights = [OWN_SHARE * z / sum(zipf) for z in zipf]
+                weights += [FILLER_SHARE / len(filler)] * len(filler)
+                weights += [(1 - OWN_SHARE - FILLER_SHARE) / len(other)] * len(other)
                 cum, total = [], 0.0
                 for w in weights:
                     total += w
                     cum.append(total)
                 self.pools[s.slug, lang] = (words, cum)
 
+    def _pick(self, words: tuple[str, ...], k: int) -> list[str]:
+        """``k`` distinct words, earlier (core) words more likely (Zipf)."""
+        picked: list[str] = []
+        weights = [1 / rank for rank in range(1, len(words) + 1)]
+        while len(picked) < k:
+            word = self.rng.choices(words, weights)[0]
+            if word not in picked:
+                picked.append(word)
+        return picked
+
     def title(self, s: Subject) -> str:
-        zh = self.rng.sample(s.title_zh, self.rng.randint(1, 2))
-        en = self.rng.sample(s.title_en, self.rng.randint(2, 3))
+        """Subject words only; the subject's core words (its first ones) lead most titles."""
+        core = self.rng.random() < CORE_TITLE_RATE
+        zh = self._pick(s.title_zh[core:], self.rng.randint(1, 2) - core)
+        en = self._pick(s.title_en[core:], self.rng.randint(2, 3) - core)
+        if core:
+            zh, en = [s.title_zh[0], *zh], [s.title_en[0], *en]
         return " ".join(zh + en)
 
     def sentence(self, s: Subject, lang: str) -> str:

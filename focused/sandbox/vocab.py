@@ -37,14 +37,14 @@ def _subject(slug: str, category: str, name_en: str, name_zh: str, title_en: str
 
 CHEMISTRY = _subject(
     "chemistry", "subject.Science.Chemistry", "Chemistry", "化学",
-    "chemistry, chemical, molecule, molecular, atom, reaction, acid, base, element, compound,"
-    "periodic table, oxidation, reduction, catalyst, ion, chemical bond, covalent, polymer,"
-    "organic chemistry, solution, electrolysis, isotope, valence, titration, reagent, solvent,"
-    "ester, alkane, oxide, stoichiometry, reaction kinetics, inorganic chemistry",
-    "化学,分子,原子,化学反应,酸,碱,元素,化合物,元素周期表,氧化,还原,催化剂,离子,化学键,"
-    "共价键,聚合物,有机化学,溶液,电解,同位素,化合价,滴定,试剂,溶剂,氧化物,无机化学,分子式",
-    "electron, energy, laboratory, experiment, salt",
-    "电子,能量,实验室,实验,盐",
+    "chemistry, chemical, molecule, reaction, compound, element, atom, acid, periodic table, ion,"
+    "oxidation, catalyst, organic chemistry, inorganic chemistry, chemical bond, polymer,"
+    "isotope, solution, base, oxide",
+    "化学,化学反应,化合物,分子,元素,原子,酸,元素周期表,离子,氧化,催化剂,有机化学,无机化学,化学键,碱,"
+    "聚合物,同位素,溶液,氧化物",
+    "molecular, reduction, covalent, electrolysis, valence, titration, reagent, solvent, ester,"
+    "alkane, stoichiometry, reaction kinetics, electron, energy, laboratory, experiment, salt",
+    "还原,共价键,电解,化合价,滴定,试剂,溶剂,分子式,电子,能量,实验室,实验,盐",
 )
 
 PHYSICS = _subject(

@@ -86,8 +86,9 @@ def open_web(
         start = seeds or [base + p for p in site.seeds(prefix)]
         return Web("sandbox", start, targets, server)
     start = seeds or list(topic.seeds)
-    targets = frozenset(canonicalize_url(u) for u in topic.targets)
-    if labels and category:
+    if labels and category:  # a labelled web: its labels define the targets
         base = labels if urlsplit(labels).scheme in ("http", "https") else start[0]
-        targets |= targets_from_labels(load_labels(labels), category, urljoin(base, "/"))
+        targets = targets_from_labels(load_labels(labels), category, urljoin(base, "/"))
+    else:
+        targets = frozenset(canonicalize_url(u) for u in topic.targets)
     return Web("real", start, targets)

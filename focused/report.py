@@ -1,0 +1,49 @@
+"""Print a crawl's recall/precision summary: ``python -m focused.report OUTPUT_DIR``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from focused.metrics import read_points_csv
+
+
+def report(folder: Path) -> str:
+    """A few lines: final numbers, then recall and precision at tenths of the crawl."""
+    summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    points = read_points_csv(folder / "metrics.csv")
+    recall = summary.get("recall")
+    lines = [
+        f"topic {summary.get('topic')}, strategy {summary.get('strategy')}: "
+        f"{summary['pages']} pages crawled, {summary['relevant']} relevant",
+        f"precision (harvest rate) {summary['precision']:.3f}, "
+        + (
+            f"recall {recall:.3f} ({summary['targets_found']}/{summary['targets']} targets)"
+            if recall is not None
+            else "recall unknown (no labelled targets)"
+        ),
+        "pages  precision  recall",
+    ]
+    for tenth in range(1, 11):
+        index = max(0, len(points) * tenth // 10 - 1)
+        if points:
+            p = points[index]
+            r = "-" if p.recall is None else f"{p.recall:.3f}"
+            lines.append(f"{p.pages:5d}  {p.precision:9.3f}  {r:>6}")
+    lines.append(f"plot: {folder / 'curve.png'}; pages: {folder / 'pages.sqlite3'}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    folder = Path(args[0] if args else "out/crawl")
+    if not (folder / "summary.json").is_file():
+        print(f"focused: error: no summary.json in {folder} (did the crawl run?)", file=sys.stderr)
+        return 2
+    print(report(folder))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

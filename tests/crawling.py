@@ -1,0 +1,79 @@
+"""Run real crawls of the sandbox as subprocesses (``python -m scrapy crawl focused``)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+PROJECT = Path(__file__).resolve().parent.parent
+SANDBOX_SEED = 7
+SANDBOX_PAGES = 600
+CHEMISTRY = "subject.Science.Chemistry"
+
+
+@dataclass
+class Crawl:
+    out: Path
+    returncode: int
+    log: str
+
+    @property
+    def summary(self) -> dict:
+        return json.loads((self.out / "summary.json").read_text())
+
+    def rows(self, order: str = "rowid") -> list[sqlite3.Row]:
+        con = sqlite3.connect(self.out / "pages.sqlite3")
+        con.row_factory = sqlite3.Row
+        try:
+            return con.execute(f"SELECT * FROM pages ORDER BY {order}").fetchall()
+        finally:
+            con.close()
+
+    def paths_in_order(self) -> list[str]:
+        """URL paths in the order the pages were stored (the crawl order)."""
+        return [urlsplit(r["url"]).path for r in self.rows()]
+
+
+def run_crawl(
+    out: Path, *settings: str, topic: str = "chemistry", timeout: float = 240, check: bool = True
+) -> Crawl:
+    """Crawl the embedded sandbox with ``-s`` ``settings`` (``NAME=VALUE`` strings)."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "scrapy",
+        "crawl",
+        "focused",
+        "-a",
+        f"topic={topic}",
+        "-s",
+        "FOCUSED_WEB=sandbox",
+        "-s",
+        f"FOCUSED_SANDBOX_SEED={SANDBOX_SEED}",
+        "-s",
+        f"FOCUSED_SANDBOX_PAGES={SANDBOX_PAGES}",
+        "-s",
+        f"FOCUSED_OUTPUT_DIR={out}",
+        "-s",
+        "AUTOTHROTTLE_ENABLED=False",
+        "-s",
+        "LOG_LEVEL=INFO",
+        *(
+            ["-s", "SCHEDULER=scrapy.core.scheduler.Scheduler"]
+            if not (PROJECT / "focused/scheduler.py").exists()
+            else []
+        ),
+    ]
+    for setting in settings:
+        cmd += ["-s", setting]
+    proc = subprocess.run(cmd, cwd=PROJECT, capture_output=True, text=True, timeout=timeout)
+    crawl = Crawl(out, proc.returncode, proc.stderr + proc.stdout)
+    if check:
+        assert proc.returncode == 0, crawl.log[-3000:]
+        assert "Traceback" not in crawl.log, crawl.log[-5000:]
+    return crawl

@@ -1,0 +1,36 @@
+"""Exact seen-URL set on 64-bit fingerprints."""
+
+from __future__ import annotations
+
+from focused.dedup import SeenSet, url_fingerprint
+
+
+def test_fingerprint_is_canonical_signed_64_bit():
+    a = url_fingerprint("http://example.com/a?y=2&x=1#frag")
+    assert a == url_fingerprint("http://example.com/a?x=1&y=2")
+    assert a != url_fingerprint("http://example.com/b?x=1&y=2")
+    assert -(2**63) <= a < 2**63
+    fps = {url_fingerprint(f"http://example.com/{i}") for i in range(20_000)}
+    assert len(fps) == 20_000
+
+
+def test_add_contains_len():
+    s = SeenSet()
+    assert s.add(5) and s.add(-7)
+    assert not s.add(5)
+    assert 5 in s and -7 in s and 6 not in s
+    assert len(s) == 2
+    s.discard(5)
+    assert 5 not in s and len(s) == 1
+
+
+def test_dump_and_load_roundtrip(tmp_path):
+    s = SeenSet(url_fingerprint(f"http://e.org/{i}") for i in range(1000))
+    s.add(2**63 - 1)
+    s.add(-(2**63))
+    path = tmp_path / "seen.bin"
+    s.dump(path)
+    assert path.stat().st_size == 8 * len(s)
+    r = SeenSet.load(path)
+    assert set(r) == set(s)
+    assert len(SeenSet.load(tmp_path / "missing.bin")) == 0

@@ -65,8 +65,13 @@ def _set_above_project(settings: Any, name: str) -> bool:
     return priority is not None and priority > 20  # 20 = "project"
 
 
-def strategy(settings: Any, topic: Topic | None = None) -> Any:
-    """The strategy object that ``FOCUSED_STRATEGY`` and its parameters describe."""
+def strategy(
+    settings: Any, topic: Topic | None = None, targets: frozenset[str] = frozenset()
+) -> Any:
+    """The strategy object that ``FOCUSED_STRATEGY`` and its parameters describe.
+
+    ``targets``: the crawl's known target URLs (only the benchmark's ``oracle`` reads them).
+    """
     name = str(get(settings, "FOCUSED_STRATEGY")).strip()
     try:
         return strategies.build(
@@ -78,6 +83,7 @@ def strategy(settings: Any, topic: Topic | None = None) -> Any:
             widening=_number(settings, "FOCUSED_TUNNEL_WIDENING"),
             bsbs_depth=int(_number(settings, "FOCUSED_BSBS_DEPTH")),
             title_weight=_number(settings, "FOCUSED_TITLE_WEIGHT"),
+            targets=targets,
         )
     except strategies.UnknownStrategy as exc:
         raise ConfigError(str(exc)) from None

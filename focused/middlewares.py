@@ -47,7 +47,8 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FocusedPriorityMiddleware:
         topic = getattr(crawler.spider, "topic", None)  # thresholds the topic overrides
-        o = cls(config.strategy(crawler.settings, topic), crawler.stats)
+        targets = getattr(crawler.spider, "targets", frozenset())  # the oracle reads them
+        o = cls(config.strategy(crawler.settings, topic, targets=targets), crawler.stats)
         o.crawler = crawler
         return o
 

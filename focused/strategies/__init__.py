@@ -11,6 +11,7 @@ from focused.strategies.bfs import BreadthFirstStrategy
 from focused.strategies.bsbs import BSBSStrategy
 from focused.strategies.gao import GaoStrategy
 from focused.strategies.genetic import GeneticStrategy
+from focused.strategies.oracle import OracleStrategy
 
 STRATEGIES: dict[str, type] = {
     "bfs": BreadthFirstStrategy,
@@ -19,6 +20,7 @@ STRATEGIES: dict[str, type] = {
     "annealing": AnnealingStrategy,
     "bsbs": BSBSStrategy,
     "gao": GaoStrategy,
+    "oracle": OracleStrategy,  # benchmark only: knows the targets (focused.bench)
 }
 
 __all__ = ["STRATEGIES", "LinkScore", "Parent", "Strategy", "UnknownStrategy", "build"]
@@ -38,8 +40,12 @@ def build(
     widening: float = 0.5,
     bsbs_depth: int = 2,
     title_weight: float = 4.0,
+    targets: frozenset[str] = frozenset(),
 ) -> Any:
-    """The strategy called ``name`` with its parameters (one-line error when unknown)."""
+    """The strategy called ``name`` with its parameters (one-line error when unknown).
+
+    ``targets`` (canonical URLs) are only read by the benchmark's ``oracle``.
+    """
     genetic = {"m0": m0, "ratio": ratio, "anchor_threshold": anchor_threshold, "max_hops": max_hops}
     if name == "bfs":
         return BreadthFirstStrategy()
@@ -53,6 +59,8 @@ def build(
         return BSBSStrategy(depth=bsbs_depth, title_weight=title_weight)
     if name == "gao":
         return GaoStrategy()
+    if name == "oracle":
+        return OracleStrategy(targets=frozenset(targets))
     raise UnknownStrategy(
         f"unknown FOCUSED_STRATEGY {name!r}; valid: {', '.join(sorted(STRATEGIES))}"
     )

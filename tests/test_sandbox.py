@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -72,6 +73,22 @@ def test_another_seed_gives_another_site(site: Site) -> None:
     assert other.pages != site.pages
     shared = set(other.pages) & set(site.pages)
     assert sum(other.pages[p] != site.pages[p] for p in shared) > len(shared) // 2
+
+
+def test_site_does_not_depend_on_hash_randomisation() -> None:
+    code = (
+        "import hashlib; from focused.sandbox import generate_site; s = generate_site(3, 300); "
+        "print(hashlib.sha256(b''.join(k.encode() + v for k, v in sorted(s.pages.items())))"
+        ".hexdigest())"
+    )
+    digests = {
+        subprocess.run(
+            [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+            env={**os.environ, "PYTHONHASHSEED": str(h)},
+        ).stdout
+        for h in (1, 2)
+    }
+    assert len(digests) == 1
 
 
 @pytest.mark.parametrize("kwargs", [{"mode": "nonsense"}, {"pages": 10}])

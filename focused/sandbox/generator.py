@@ -43,7 +43,9 @@ CLUSTER_SIZE = (4, 12)
 TUNNEL_SHARE = 0.06  # share of a subject's pages reserved as tunnel pages
 TUNNEL_HOPS = (1, 3)  # irrelevant pages between a subject page and its cluster
 CORE_TITLE_RATE = 0.8  # share of titles that start with the subject's core words
-OWN_SHARE, FILLER_SHARE = 0.55, 0.35  # body words: own subject, filler; the rest: others
+# body text: the subject's title words, its body-only words (near-misses), filler words;
+# the rest are other subjects' words
+TITLE_WORD_SHARE, BODY_WORD_SHARE, FILLER_SHARE = 0.45, 0.12, 0.33
 UNINFORMATIVE_RATE = 0.12  # share of ordinary anchors replaced by "click here" & co.
 
 HTML_TYPE = "text/html; charset=utf-8"
@@ -128,19 +130,22 @@ class _Writer:
 
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
-        # one weighted pool per subject and language: own words, filler, other subjects
+        # one weighted word pool per subject and language
         self.pools: dict[tuple[str, str], tuple[list[str], list[float]]] = {}
         for s in SUBJECTS:
             for lang in ("en", "zh"):
-                own = list(getattr(s, f"title_{lang}") + getattr(s, f"body_{lang}"))
-                filler = list(FILLER_EN if lang == "en" else FILLER_ZH)
+                titled = getattr(s, f"title_{lang}")
+                extra = getattr(s, f"body_{lang}")
+                filler = FILLER_EN if lang == "en" else FILLER_ZH
                 other = [w for o in SUBJECTS if o is not s for w in getattr(o, f"title_{lang}")]
-                words = own + filler + other
-                # own words by Zipf's law (the vocabularies list core words first)
-                zipf = [1 / rank for rank in range(1, len(own) + 1)]
-                weights = [OWN_SHARE * z / sum(zipf) for z in zipf]
+                words = [*titled, *extra, *filler, *other]
+                # title words by Zipf's law (the vocabularies list core words first)
+                zipf = [1 / rank for rank in range(1, len(titled) + 1)]
+                weights = [TITLE_WORD_SHARE * z / sum(zipf) for z in zipf]
+                weights += [BODY_WORD_SHARE / len(extra)] * len(extra)
                 weights += [FILLER_SHARE / len(filler)] * len(filler)
-                weights += [(1 - OWN_SHARE - FILLER_SHARE) / len(other)] * len(other)
+                rest = 1 - TITLE_WORD_SHARE - BODY_WORD_SHARE - FILLER_SHARE
+                weights += [rest / len(other)] * len(other)
                 cum, total = [], 0.0
                 for w in weights:
                     total += w

@@ -31,8 +31,9 @@ def parent(**fields: object) -> Parent:
 
 
 def test_registry_has_the_six_strategies_with_matching_names() -> None:
-    assert sorted(STRATEGIES) == NAMES
-    for name in NAMES:
+    # the papers' six; the registry may hold more (the benchmark's oracle)
+    assert set(NAMES) <= set(STRATEGIES)
+    for name in STRATEGIES:
         strategy = build(name)
         assert strategy.name == name
         assert isinstance(strategy.seed(), LinkScore)
@@ -44,7 +45,7 @@ def test_build_unknown_name_lists_the_valid_ones() -> None:
     message = str(info.value)
     assert "dfs" in message
     assert "\n" not in message
-    for name in NAMES:
+    for name in STRATEGIES:
         assert name in message
     assert isinstance(info.value, ValueError)
 
@@ -58,7 +59,7 @@ def test_build_passes_parameters() -> None:
 
 
 def test_only_annealing_asks_for_annealing_selection() -> None:
-    assert [n for n in NAMES if build(n).anneal] == ["annealing"]
+    assert [n for n in sorted(STRATEGIES) if build(n).anneal] == ["annealing"]
 
 
 # --- bfs -----------------------------------------------------------------------------

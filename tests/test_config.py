@@ -1,0 +1,183 @@
+"""``focused.config``: every bad FOCUSED_* setting is refused in one line; threshold precedence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scrapy.settings import Settings
+
+from focused import config
+from focused.config import ConfigError
+from focused.topics import Topic
+
+
+def make_settings(tmp_path: Path, **values: Any) -> Settings:
+    """The project's settings.py (priority "project") plus ``values`` as ``-s`` would set them."""
+    settings = Settings()
+    settings.setmodule("focused.settings", priority="project")
+    settings.set("FOCUSED_OUTPUT_DIR", str(tmp_path / "out"), priority="cmdline")
+    for name, value in values.items():
+        settings.set(name, value, priority="cmdline")
+    return settings
+
+
+def refused(settings: Settings, topic: Topic | None = None) -> str:
+    with pytest.raises(ConfigError) as info:
+        config.validate(settings, topic)
+    message = str(info.value)
+    assert "\n" not in message, message
+    return message
+
+
+def topic_with(**thresholds: float) -> Topic:
+    return Topic(name="t", keywords={"acid": 1.0}, seeds=["http://h/"], thresholds=dict(thresholds))
+
+
+def test_defaults_are_accepted_and_the_output_dir_is_made(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path)
+    config.validate(settings)
+    config.validate(settings, topic_with(page=0.3, anchor=0.2))
+    assert (tmp_path / "out").is_dir()
+
+
+def test_bare_settings_use_the_defaults(tmp_path: Path) -> None:
+    settings = Settings()  # no settings.py at all: every value from focused.defaults
+    settings.set("FOCUSED_OUTPUT_DIR", str(tmp_path / "o"))
+    config.validate(settings)
+    assert config.strategy(settings).name == "annealing"
+
+
+@pytest.mark.parametrize("ratio", [0, 1, 1.5, -0.1, "abc", "0", "1.0", "nan"])
+def test_genetic_ratio_must_lie_strictly_between_0_and_1(tmp_path: Path, ratio: object) -> None:
+    message = refused(make_settings(tmp_path, FOCUSED_GENETIC_RATIO=ratio))
+    assert "FOCUSED_GENETIC_RATIO" in message
+
+
+@pytest.mark.parametrize("ratio", [0.5, "0.8", 0.999])
+def test_genetic_ratio_inside_is_accepted(tmp_path: Path, ratio: object) -> None:
+    config.validate(make_settings(tmp_path, FOCUSED_GENETIC_RATIO=ratio))
+
+
+@pytest.mark.parametrize("value", [1.5, 1.0, -0.2, "x"])
+def test_anchor_threshold_out_of_range(tmp_path: Path, value: object) -> None:
+    message = refused(make_settings(tmp_path, FOCUSED_ANCHOR_THRESHOLD=value))
+    assert "FOCUSED_ANCHOR_THRESHOLD" in message
+
+
+def test_page_threshold_above_the_largest_score(tmp_path: Path) -> None:
+    # A = 4B + C <= 4 + 1 = 5: a threshold of 5 can never be passed
+    message = refused(make_settings(tmp_path, FOCUSED_PAGE_THRESHOLD=5.0))
+    assert "FOCUSED_PAGE_THRESHOLD" in message
+    config.validate(make_settings(tmp_path, FOCUSED_PAGE_THRESHOLD=4.9))
+
+
+def test_unknown_strategy_lists_the_valid_ones(tmp_path: Path) -> None:
+    message = refused(make_settings(tmp_path, FOCUSED_STRATEGY="dfs"))
+    assert "'dfs'" in message
+    for name in ("annealing", "best_first", "bfs", "bsbs", "gao", "genetic"):
+        assert name in message
+
+
+@pytest.mark.parametrize("name", ["bfs", "best_first", "genetic", "annealing", "bsbs", "gao"])
+def test_every_strategy_name_is_accepted(tmp_path: Path, name: str) -> None:
+    settings = make_settings(tmp_path, FOCUSED_STRATEGY=name)
+    config.validate(settings)
+    assert config.strategy(settings).name == name
+
+
+def test_unknown_web(tmp_path: Path) -> None:
+    message = refused(make_settings(tmp_path, FOCUSED_WEB="internet"))
+    assert "FOCUSED_WEB" in message and "'internet'" in message and "sandbox" in message
+
+
+def test_unknown_frontier(tmp_path: Path) -> None:
+    assert "FOCUSED_FRONTIER" in refused(make_settings(tmp_path, FOCUSED_FRONTIER="disk"))
+
+
+@pytest.mark.parametrize(
+    "seeds",
+    [
+        "http://ok.example/, ftp://example.org/pub",  # -s gives a comma-separated string
+        ["http://ok.example/", "javascript:void(0)"],
+        ["/relative.html"],
+    ],
+)
+def test_non_http_seed_setting(tmp_path: Path, seeds: object) -> None:
+    message = refused(make_settings(tmp_path, FOCUSED_SEEDS=seeds))
+    assert "FOCUSED_SEEDS" in message
+
+
+def test_http_seed_setting_is_accepted(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, FOCUSED_SEEDS="http://a.example/, https://b.example/x")
+    config.validate(settings)
+    assert config.seeds_setting(settings) == ["http://a.example/", "https://b.example/x"]
+
+
+def test_output_dir_under_a_regular_file(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    out = blocker / "crawl"
+    message = refused(make_settings(tmp_path, FOCUSED_OUTPUT_DIR=str(out)))
+    assert "FOCUSED_OUTPUT_DIR" in message and str(out) in message
+    # the output dir check itself, on an existing regular file
+    with pytest.raises(ConfigError):
+        config.check_output_dir(str(blocker))
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("FOCUSED_M_INITIAL", 0),
+        ("FOCUSED_TUNNEL_WIDENING", 0),  # (0, 1]
+        ("FOCUSED_TUNNEL_WIDENING", 1.5),
+        ("FOCUSED_SA_ALPHA", 1.5),
+        ("FOCUSED_SA_K", 0),
+        ("FOCUSED_BSBS_DEPTH", -1),
+        ("FOCUSED_MAX_TUNNEL_HOPS", "many"),
+        ("FOCUSED_TITLE_WEIGHT", "inf"),
+    ],
+)
+def test_other_numbers_out_of_range(tmp_path: Path, name: str, value: object) -> None:
+    assert name in refused(make_settings(tmp_path, **{name: value}))
+
+
+# --- threshold precedence: -s beats the topic, the topic beats settings.py -------------
+
+
+def test_topic_threshold_beats_the_default_and_settings_py(tmp_path: Path) -> None:
+    topic = topic_with(anchor=0.3, page=1.5)
+    settings = make_settings(tmp_path)
+    assert settings.getpriority("FOCUSED_ANCHOR_THRESHOLD") == 20  # from settings.py
+    assert config.threshold(settings, topic, "anchor") == 0.3
+    assert config.threshold(settings, topic, "page") == 1.5  # not in settings.py: default
+    settings.set("FOCUSED_PAGE_THRESHOLD", 2.5, priority="project")
+    assert config.threshold(settings, topic, "page") == 1.5
+
+
+def test_command_line_threshold_beats_the_topic(tmp_path: Path) -> None:
+    topic = topic_with(anchor=0.3, page=1.5)
+    settings = make_settings(tmp_path, FOCUSED_ANCHOR_THRESHOLD=0.05, FOCUSED_PAGE_THRESHOLD=3.0)
+    assert config.threshold(settings, topic, "anchor") == 0.05
+    assert config.threshold(settings, topic, "page") == 3.0
+    # the strategy is built with the winning value
+    settings.set("FOCUSED_STRATEGY", "genetic", priority="cmdline")
+    assert config.strategy(settings, topic).anchor_threshold == 0.05
+
+
+def test_spider_or_job_threshold_beats_the_topic(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path)
+    settings.set("FOCUSED_ANCHOR_THRESHOLD", 0.15, priority="spider")
+    assert config.threshold(settings, topic_with(anchor=0.3), "anchor") == 0.15
+
+
+def test_without_topic_override_the_settings_value_counts(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path)
+    settings.set("FOCUSED_ANCHOR_THRESHOLD", 0.25, priority="project")
+    assert config.threshold(settings, topic_with(page=1.0), "anchor") == 0.25
+    assert config.threshold(settings, None, "anchor") == 0.25
+    assert config.threshold(Settings(), None, "page") == 2.0  # focused.defaults
+    # the topic's anchor threshold reaches the strategy
+    settings.set("FOCUSED_STRATEGY", "annealing", priority="cmdline")
+    assert config.strategy(settings, topic_with(anchor=0.3)).anchor_threshold == 0.3

@@ -37,7 +37,7 @@ DEFAULTS: dict[str, Any] = {
     "FOCUSED_M_INITIAL": 100.0,
     "FOCUSED_GENETIC_RATIO": 0.8,
     # side channels are dropped after this many irrelevant hops (m < M0 * b**hops)
-    "FOCUSED_MAX_TUNNEL_HOPS": 4,
+    "FOCUSED_MAX_TUNNEL_HOPS": 6,
     # simulated annealing (seed 001)
     "FOCUSED_SA_T0": 0.05,
     "FOCUSED_SA_ALPHA": 0.995,

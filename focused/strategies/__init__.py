@@ -36,7 +36,7 @@ def build(
     m0: float = 100.0,
     ratio: float = 0.8,
     anchor_threshold: float = 0.2,
-    max_hops: int = 4,
+    max_hops: int = 6,
     widening: float = 0.5,
     bsbs_depth: int = 2,
     title_weight: float = 4.0,

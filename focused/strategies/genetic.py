@@ -20,7 +20,7 @@ class GeneticStrategy:
     m0: float = 100.0
     ratio: float = 0.8
     anchor_threshold: float = 0.2
-    max_hops: int = 4
+    max_hops: int = 6
     name: str = "genetic"
     anneal: bool = False
 

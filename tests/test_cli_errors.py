@@ -1,0 +1,121 @@
+"""``scrapy crawl focused`` refuses bad input with one line and fetches nothing.
+
+Each case runs the real command in a subprocess from the project root (about 1.5 s).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+MakeTopic = Callable[..., Path]
+VALID_NAMES = ("annealing", "best_first", "bfs", "bsbs", "gao", "genetic")
+
+
+def crawl(
+    project_root: Path, venv_scrapy: list[str], out: Path, *args: str
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
+    return subprocess.run(
+        [*venv_scrapy, "crawl", "focused", "-s", f"FOCUSED_OUTPUT_DIR={out}", *args],
+        cwd=project_root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def the_error(result: subprocess.CompletedProcess[str], out: Path) -> str:
+    """The single ``focused: error:`` line, after checking that nothing was crawled."""
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("focused: error:")]
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    output = result.stdout + result.stderr
+    assert "Spider opened" not in output
+    assert "Crawled (" not in output
+    assert not out.exists()  # not even the output folder was made
+    return lines[0]
+
+
+@pytest.fixture
+def out(tmp_path: Path) -> Path:
+    return tmp_path / "out"
+
+
+def test_unknown_topic(project_root: Path, venv_scrapy: list[str], out: Path) -> None:
+    result = crawl(project_root, venv_scrapy, out, "-a", "topic=nosuch")
+    line = the_error(result, out)
+    assert "'nosuch'" in line
+    assert "available topics:" in line and "chemistry" in line
+
+
+def test_no_topic(project_root: Path, venv_scrapy: list[str], out: Path) -> None:
+    line = the_error(crawl(project_root, venv_scrapy, out), out)
+    assert "topic=" in line
+
+
+def test_broken_topic_file(
+    project_root: Path, venv_scrapy: list[str], out: Path, tmp_topic: MakeTopic
+) -> None:
+    path = tmp_topic('seeds = ["http://127.0.0.1:1/"]\n[keywords\nacid = 1\n', name="broken")
+    line = the_error(crawl(project_root, venv_scrapy, out, "-a", f"topic={path}"), out)
+    assert str(path) in line and "syntax" in line.lower()
+
+
+def test_missing_topic_file(
+    project_root: Path, venv_scrapy: list[str], out: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "absent.toml"
+    line = the_error(crawl(project_root, venv_scrapy, out, "-a", f"topic={path}"), out)
+    assert str(path) in line
+
+
+def test_unknown_strategy(project_root: Path, venv_scrapy: list[str], out: Path) -> None:
+    result = crawl(
+        project_root, venv_scrapy, out, "-a", "topic=chemistry", "-s", "FOCUSED_STRATEGY=dfs"
+    )
+    line = the_error(result, out)
+    assert "'dfs'" in line
+    assert all(name in line for name in VALID_NAMES)
+
+
+@pytest.mark.parametrize("ratio", ["1.5", "abc"])
+def test_bad_ratio(project_root: Path, venv_scrapy: list[str], out: Path, ratio: str) -> None:
+    result = crawl(
+        project_root,
+        venv_scrapy,
+        out,
+        "-a",
+        "topic=chemistry",
+        "-s",
+        f"FOCUSED_GENETIC_RATIO={ratio}",
+    )
+    assert "FOCUSED_GENETIC_RATIO" in the_error(result, out)
+
+
+def test_non_http_seed(project_root: Path, venv_scrapy: list[str], out: Path) -> None:
+    result = crawl(
+        project_root,
+        venv_scrapy,
+        out,
+        "-a",
+        "topic=chemistry",
+        "-s",
+        "FOCUSED_SEEDS=http://ok.example/,ftp://example.org/pub",
+    )
+    line = the_error(result, out)
+    assert "FOCUSED_SEEDS" in line and "ftp://example.org/pub" in line
+
+
+def test_non_http_seed_in_topic_file(
+    project_root: Path, venv_scrapy: list[str], out: Path, tmp_topic: MakeTopic
+) -> None:
+    path = tmp_topic('seeds = ["javascript:alert(1)"]\n[keywords]\nacid = 1\n', name="js")
+    line = the_error(crawl(project_root, venv_scrapy, out, "-a", f"topic={path}"), out)
+    assert "javascript:alert(1)" in line

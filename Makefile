@@ -48,3 +48,15 @@ lint: install
 
 clean:
 	rm -rf out .pytest_cache
+
+# Deploy the project to a scrapyd with scrapyd-client: make deploy [SCRAPYD_URL=...]
+# The egg carries topics/*.toml as package data (setup.py). The URL is given to
+# scrapyd-deploy as a [deploy:make] target in $(XDG_CONFIG_HOME)/scrapy.cfg.
+SCRAPYD_URL ?= http://127.0.0.1:6800/
+DEPLOY_VERSION ?=
+.PHONY: deploy
+deploy: install
+	mkdir -p out/deploy
+	printf '[deploy:make]\nurl = %s\nproject = focused\n' '$(SCRAPYD_URL)' > out/deploy/scrapy.cfg
+	XDG_CONFIG_HOME=$(CURDIR)/out/deploy $(VENV)/bin/scrapyd-deploy make -p focused \
+		$(if $(DEPLOY_VERSION),-v $(DEPLOY_VERSION))

@@ -26,6 +26,7 @@ import math
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -51,20 +52,24 @@ class Topic:
     source: str = ""
 
 
-def topics_dir(configured: str | Path | None = None) -> Path:
-    """The folder the topics are read from."""
+def topics_dir(configured: str | Path | None = None) -> Path | Traversable:
+    """The folder the topics are read from.
+
+    Outside a checkout (an egg deployed to scrapyd is a zip file) it is the package data
+    ``focused/topics``, a :class:`~importlib.resources.abc.Traversable` and not a path.
+    """
     if configured:
         return Path(configured)
     if PROJECT_TOPICS.is_dir():
         return PROJECT_TOPICS
-    return Path(str(resources.files("focused") / "topics"))
+    return resources.files("focused") / "topics"
 
 
-def available(directory: Path) -> list[str]:
+def available(directory: Path | Traversable) -> list[str]:
     """Names of the topics in ``directory``."""
     if not directory.is_dir():
         return []
-    return sorted(p.stem for p in directory.glob("*.toml"))
+    return sorted(p.name[:-5] for p in directory.iterdir() if p.name.endswith(".toml"))
 
 
 def load_topic(name_or_path: str, directory: str | Path | None = None) -> Topic:
@@ -72,6 +77,7 @@ def load_topic(name_or_path: str, directory: str | Path | None = None) -> Topic:
     if not name_or_path:
         raise TopicError("no topic given: use -a topic=NAME or a path to a topic file")
     candidate = Path(name_or_path)
+    path: Path | Traversable
     if name_or_path.endswith(".toml") or candidate.is_file():
         path = candidate
         if not path.is_file():
@@ -91,7 +97,7 @@ def load_topic(name_or_path: str, directory: str | Path | None = None) -> Topic:
     return parse_topic(data, path)
 
 
-def parse_topic(data: dict, path: Path | str) -> Topic:
+def parse_topic(data: dict, path: Path | Traversable | str) -> Topic:
     """Validate the parsed TOML of a topic file."""
 
     def fail(problem: str) -> TopicError:
@@ -130,7 +136,7 @@ def parse_topic(data: dict, path: Path | str) -> Topic:
             raise fail(f"threshold {key} is not a number: {value!r}")
         if not low <= value < high:
             raise fail(f"threshold {key} = {value} is outside [{low}, {high})")
-    name = data.get("name") or Path(path).stem
+    name = data.get("name") or Path(str(path)).stem
     return Topic(
         name=str(name),
         keywords=weights,

@@ -8,9 +8,10 @@ equal or lower priority it is ignored.
 
 Entries are packed into one ``bytes`` object each instead of a ``scrapy.Request`` (about
 1 KB with its meta dict): a fixed header whose first 16 bytes sort like
-``(-priority, seq)`` (so :mod:`heapq` orders the raw bytes directly), the fingerprint, the
-strategy's state (value, m, hops, anchor relevance, depth), interned ids of the URL's
-``scheme://host`` and of the parent page's URL, then the rest of the URL in UTF-8.
+``(-priority, seq)`` (so :mod:`heapq` orders the raw bytes directly), the fingerprint,
+the strategy's state (value, m, hops, anchor relevance, depth), 16 flag bits, interned ids
+of the URL's ``scheme://host`` and of the parent page's URL, then the rest of the URL in
+UTF-8.
 Promotion pushes a new record and leaves the old one in the heap (lazy deletion): a
 record is live only while ``fingerprint -> record`` in the live map points to that very
 object, and stale records are skipped on pop (and swept when they outnumber live ones).
@@ -35,8 +36,8 @@ __all__ = ["Entry", "Frontier", "MemoryFrontier"]
 
 _MAX = (1 << 63) - 1
 _MIN = -(1 << 63)
-# prio_key, seq, fp, value, m, anchor_relevance, depth, hops, parent id, host id
-_HEAD = struct.Struct(">QQqddfHHII")
+# prio_key, seq, fp, value, m, anchor_relevance, depth, hops, flags, parent id, host id
+_HEAD = struct.Struct(">QQqdddHHHII")
 _FP = struct.Struct(">q")
 _VALUE = struct.Struct(">d")
 _FP_AT = 16
@@ -56,6 +57,7 @@ class Entry:
     hops: int = 0
     anchor_relevance: float = 0.0
     parent_url: str = ""
+    flags: int = 0  # 16 bits for the scheduler (e.g. dont_filter)
     extra: Any = None  # anything else (kept aside, not packed)
     seq: int = -1  # FIFO order; -1: assigned by the frontier on push
 
@@ -66,7 +68,10 @@ class Frontier(Protocol):
     promoted: int
 
     def push(self, entry: Entry) -> bool:
-        """Queue ``entry``; ``True`` when added or promoted, ``False`` when ignored."""
+        """Queue ``entry``; ``True`` when added or promoted, ``False`` when ignored.
+
+        An ``entry.seq`` of -1 is replaced by the next sequence number (FIFO order).
+        """
         ...
 
     def pop(self) -> Entry | None:
@@ -144,12 +149,13 @@ class MemoryFrontier:
             float(e.anchor_relevance),
             _clamp(int(e.depth), 0, 0xFFFF),
             _clamp(int(e.hops), 0, 0xFFFF),
+            e.flags & 0xFFFF,
             self._intern(self._parents, self._parent_list, e.parent_url or ""),
             self._intern(self._hosts, self._host_list, prefix),
         ) + rest.encode("utf-8")
 
     def _unpack(self, rec: bytes) -> Entry:
-        key, seq, fp, value, m, anchor, depth, hops, parent, host = _HEAD.unpack_from(rec)
+        key, seq, fp, value, m, anchor, depth, hops, flags, parent, host = _HEAD.unpack_from(rec)
         return Entry(
             url=self._host_list[host] + rec[_HEAD.size :].decode("utf-8"),
             fp=fp,
@@ -160,6 +166,7 @@ class MemoryFrontier:
             hops=hops,
             anchor_relevance=anchor,
             parent_url=self._parent_list[parent],
+            flags=flags,
             extra=self._extra.get(fp),
             seq=seq,
         )
@@ -178,7 +185,7 @@ class MemoryFrontier:
             if seq >= self._seq:
                 self._seq = seq + 1
         else:
-            seq = self._seq
+            seq = entry.seq = self._seq
             self._seq += 1
         rec = self._pack(entry, seq)
         self._live[fp] = rec

@@ -1,0 +1,458 @@
+"""The focused crawler's Scrapy scheduler: the four queues of seed 000 in one place."""
+
+from __future__ import annotations
+
+import logging
+import pickle
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request, signals
+from scrapy.core.scheduler import BaseScheduler
+from scrapy.utils.job import job_dir
+from scrapy.utils.request import fingerprint as request_fingerprint
+from scrapy.utils.request import request_from_dict
+
+from focused import signals as focused_signals
+from focused.annealing import Annealer
+from focused.dedup import SeenSet, url_fingerprint
+from focused.defaults import get
+from focused.frontier import Entry, Frontier, MemoryFrontier
+from focused.journal import DONE, ERROR, IN_FLIGHT, WAITING, Journal, Row, stored_urls
+from focused.store import DB_NAME as PAGES_DB
+from focused.strategies import STRATEGIES
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from scrapy.spiders import Spider
+    from scrapy.statscollectors import StatsCollector
+    from twisted.python.failure import Failure
+
+logger = logging.getLogger(__name__)
+
+#: Entry flag bits
+DONT_FILTER = 1
+REFERER = 2  # the request had exactly ``Referer: <parent_url>``
+#: meta keys packed into the compact entry (all others go to ``extra``)
+PACKED_META = frozenset({"depth", "link_value", "m", "hops", "anchor_relevance", "parent_url"})
+#: meta keys a download leaves behind that must not follow a request back to the queue
+TRANSIENT_META = frozenset({"download_slot", "download_latency"})
+
+
+class FocusedScheduler(BaseScheduler):
+    """Frontier, seen-URL set and the waiting / in-flight / done / error queues (seed 000).
+
+    Replaces Scrapy's scheduler (``SCHEDULER = "focused.scheduler.FocusedScheduler"``).
+    Requests are stored as compact :class:`~focused.frontier.Entry` records (URL,
+    priority, ``meta["link_value"]``, ``depth``, ``m``, ``hops``, ``anchor_relevance``,
+    ``parent_url``, any other meta in ``extra``) and rebuilt as a ``scrapy.Request`` on
+    the way out, with the spider's default callback. Order: ``priority`` first, then
+    first-found first; with an annealing strategy (``FOCUSED_STRATEGY = "annealing"``)
+    the pick is the simulated-annealing choice among the top ``FOCUSED_SA_K`` (seed 001,
+    :mod:`focused.annealing`). A URL found again with a higher priority while it waits is
+    promoted, never queued twice; any other URL seen before is dropped. ``DUPEFILTER_CLASS``
+    is not used.
+
+    ``dont_filter``: a request for a URL that is in flight is let through only with
+    ``dont_filter`` (a retry: the URL goes back to waiting); for a URL done in this run
+    ``dont_filter`` queues it again, but never for one done in an earlier run of the same
+    ``JOBDIR`` (no page is fetched twice across a pause/resume).
+
+    Requests that are not plain (a callback other than the spider's ``parse``, an
+    errback, ``cb_kwargs``, a method other than GET, a body, headers other than
+    ``Referer``) are kept whole in the entry's ``extra``; with ``JOBDIR`` they are
+    journaled with ``Request.to_dict(spider=...)``, so a callback must be a spider
+    method (an unserialisable one is lost on resume: stat
+    ``focused/scheduler/unserializable``).
+
+    The scheduler gives every request it hands out an errback that records a download
+    failure in the error queue and returns the failure unchanged, so Scrapy logs and
+    handles it as it would without one. A response with status >= 400 also counts as an
+    error; a redirect counts the redirecting URL as done.
+
+    ``JOBDIR``: every change is journaled in ``JOBDIR/frontier.sqlite3`` (SQLite, WAL;
+    :mod:`focused.journal`) and committed on each ``next_request``, at each
+    :data:`focused.signals.frontier_checkpoint` (the page store sends it before it
+    commits a page) and at close. A crawl started again with the same ``JOBDIR`` gets
+    the same frontier, seen set and annealing state; after ``kill -9`` the requests that
+    were in flight are queued again unless ``FOCUSED_OUTPUT_DIR/pages.sqlite3`` holds
+    their URL.
+
+    Settings: ``FOCUSED_STRATEGY``, ``FOCUSED_SA_T0``, ``FOCUSED_SA_ALPHA``,
+    ``FOCUSED_SA_T_MIN``, ``FOCUSED_SA_K``, ``FOCUSED_SEED``, ``FOCUSED_FRONTIER``,
+    ``FOCUSED_OUTPUT_DIR``, ``JOBDIR``. Stats: ``focused/queue/waiting``,
+    ``focused/queue/in_flight``, ``focused/queue/done``, ``focused/queue/error``,
+    ``focused/frontier/promoted``, ``focused/dupefilter/filtered``,
+    ``focused/annealing/accepted_worse``, ``focused/annealing/temperature``,
+    ``focused/scheduler/requeued`` (retries), ``scheduler/enqueued``, ``scheduler/dequeued``.
+    """
+
+    def __init__(
+        self,
+        *,
+        jobdir: str | None = None,
+        anneal: bool = False,
+        t0: float = 0.05,
+        alpha: float = 0.995,
+        t_min: float = 1e-4,
+        k: int = 8,
+        seed: int = 42,
+        page_store: str | None = None,
+        stats: StatsCollector | None = None,
+        crawler: Crawler | None = None,
+        frontier: Frontier | None = None,
+        seen: SeenSet | None = None,
+    ) -> None:
+        self.jobdir = jobdir
+        self.anneal = anneal
+        self.annealer: Annealer | None = Annealer(t0, alpha, t_min, k, seed) if anneal else None
+        self.page_store = page_store
+        self.stats = stats
+        self.crawler = crawler
+        self.frontier: Frontier = frontier if frontier is not None else MemoryFrontier()
+        self.seen = seen if seen is not None else SeenSet()
+        self.journal: Journal | None = None
+        self.spider: Spider | None = None
+        self.in_flight: set[int] = set()
+        self.done = 0
+        self.errors = 0
+        self.filtered = 0
+        self.requeued = 0
+        self._saved_picks = -1
+        self._warned_unserializable = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        s = crawler.settings
+        kind = str(get(s, "FOCUSED_FRONTIER")).strip()
+        if kind != "memory":
+            raise ValueError(f"FOCUSED_FRONTIER={kind!r} is not available in this scheduler yet")
+        name = str(get(s, "FOCUSED_STRATEGY")).strip()
+        return cls(
+            jobdir=job_dir(s),
+            anneal=bool(getattr(STRATEGIES.get(name), "anneal", False)),
+            t0=get(s, "FOCUSED_SA_T0"),
+            alpha=get(s, "FOCUSED_SA_ALPHA"),
+            t_min=get(s, "FOCUSED_SA_T_MIN"),
+            k=get(s, "FOCUSED_SA_K"),
+            seed=get(s, "FOCUSED_SEED"),
+            page_store=str(Path(get(s, "FOCUSED_OUTPUT_DIR")) / PAGES_DB),
+            stats=crawler.stats,
+            crawler=crawler,
+        )
+
+    # --- life cycle -----------------------------------------------------------------
+    def open(self, spider: Spider) -> None:
+        self.spider = spider
+        if self.jobdir:
+            self.journal = Journal.in_jobdir(self.jobdir)
+            self._restore()
+        if self.crawler is not None:
+            self.crawler.signals.connect(self._on_response, signal=signals.response_received)
+            self.crawler.signals.connect(
+                self._on_checkpoint, signal=focused_signals.frontier_checkpoint
+            )
+        if self.stats is not None:
+            self.stats.set_value("focused/frontier/promoted", self.frontier.promoted)
+            self.stats.set_value("focused/dupefilter/filtered", self.filtered)
+        self._update_stats()
+
+    def close(self, reason: str) -> None:
+        if self.crawler is not None:
+            self.crawler.signals.disconnect(self._on_response, signal=signals.response_received)
+            self.crawler.signals.disconnect(
+                self._on_checkpoint, signal=focused_signals.frontier_checkpoint
+            )
+        if self.journal is not None:
+            self._save_annealer()
+            self.journal.close()
+            self.journal = None
+            logger.info(
+                "focused: frontier saved in %s (%d waiting, %d in flight)",
+                self.jobdir,
+                len(self.frontier),
+                len(self.in_flight),
+            )
+        self._update_stats()
+
+    def has_pending_requests(self) -> bool:
+        return len(self.frontier) > 0
+
+    def __len__(self) -> int:
+        return len(self.frontier)
+
+    # --- in -------------------------------------------------------------------------
+    def enqueue_request(self, request: Request) -> bool:
+        fp = self._fingerprint(request)
+        redirects = request.meta.get("redirect_urls")
+        if redirects:  # the redirecting URL is handled
+            self._finish(url_fingerprint(redirects[-1]), DONE)
+        if fp in self.in_flight:
+            if not request.dont_filter:
+                return self._filter()
+            self.in_flight.discard(fp)  # a retry: back to waiting
+            self.requeued += 1
+        elif fp in self.seen:
+            if fp not in self.frontier and (
+                not request.dont_filter or self._done_in_earlier_run(fp)
+            ):
+                return self._filter()
+        else:
+            self.seen.add(fp)
+        waiting = fp in self.frontier
+        entry = self._to_entry(request, fp)
+        if not self.frontier.push(entry):
+            return self._filter()
+        if self.journal is not None:
+            self.journal.push(entry, self._dump_extra(entry.extra))
+        if self.stats is not None:
+            self.stats.inc_value("scheduler/enqueued")
+            if waiting:
+                self.stats.set_value("focused/frontier/promoted", self.frontier.promoted)
+        self._update_stats()
+        return True
+
+    def _filter(self) -> bool:
+        self.filtered += 1
+        if self.stats is not None:
+            self.stats.set_value("focused/dupefilter/filtered", self.filtered)
+        return False
+
+    def _done_in_earlier_run(self, fp: int) -> bool:
+        if self.journal is None:
+            return False
+        got = self.journal.state_of(fp)
+        return got is not None and got[0] >= DONE and got[1] < self.journal.run
+
+    # --- out ------------------------------------------------------------------------
+    def next_request(self) -> Request | None:
+        if self.annealer is not None:
+            entry = self.frontier.pop_annealed(self.annealer)
+        else:
+            entry = self.frontier.pop()
+        if entry is None:
+            self._commit()
+            return None
+        request = self._to_request(entry)
+        self.in_flight.add(entry.fp)
+        if self.journal is not None:
+            self.journal.set_state(entry.fp, IN_FLIGHT)
+        self._commit()
+        if self.stats is not None:
+            self.stats.inc_value("scheduler/dequeued")
+        self._update_stats()
+        return request
+
+    def _finish(self, fp: int, state: int) -> None:
+        """Move an in-flight URL to the done or error queue (no-op if not in flight)."""
+        if fp not in self.in_flight:
+            return
+        self.in_flight.discard(fp)
+        if state == DONE:
+            self.done += 1
+        else:
+            self.errors += 1
+        if self.journal is not None:
+            self.journal.set_state(fp, state)
+        self._update_stats()
+
+    def _on_response(self, response: Response, request: Request, spider: Spider) -> None:
+        self._finish(self._fingerprint(request), ERROR if response.status >= 400 else DONE)
+
+    def _on_error(self, failure: Failure) -> Failure:
+        request = getattr(failure, "request", None)
+        if request is not None:
+            self._finish(self._fingerprint(request), ERROR)
+        return failure
+
+    def _on_checkpoint(self, **kwargs: Any) -> None:
+        self._commit(force=True)
+
+    # --- compact entries ------------------------------------------------------------
+    @staticmethod
+    def _fingerprint(request: Request) -> int:
+        if request.method == "GET" and not request.body:
+            return url_fingerprint(request.url)
+        return int.from_bytes(request_fingerprint(request)[:8], "big", signed=True)
+
+    def _is_plain(self, request: Request) -> bool:
+        callback = request.callback
+        if callback is not None and callback != getattr(self.spider, "parse", None):
+            return False
+        if request.errback is not None and request.errback != self._on_error:
+            return False
+        if request.method != "GET" or request.body or request.cb_kwargs or request.flags:
+            return False
+        headers = request.headers
+        return not headers or (len(headers) == 1 and b"Referer" in headers)
+
+    def _to_entry(self, request: Request, fp: int) -> Entry:
+        meta = request.meta
+        parent = meta.get("parent_url") or ""
+        flags = DONT_FILTER if request.dont_filter else 0
+        extra: dict[str, Any] | None = None
+        if self._is_plain(request):
+            referer = request.headers.get(b"Referer")
+            if referer is not None:
+                if referer == parent.encode("utf-8"):
+                    flags |= REFERER
+                else:
+                    extra = {"headers": {"Referer": referer}}
+            rest = {
+                k: v for k, v in meta.items() if k not in PACKED_META and k not in TRANSIENT_META
+            }
+            if rest:
+                extra = {**(extra or {}), "meta": rest}
+        else:
+            extra = {"request": request}
+        return Entry(
+            url=request.url,
+            fp=fp,
+            priority=request.priority,
+            value=float(meta.get("link_value") or 0.0),
+            depth=int(meta.get("depth") or 0),
+            m=float(meta.get("m") or 0.0),
+            hops=int(meta.get("hops") or 0),
+            anchor_relevance=float(meta.get("anchor_relevance") or 0.0),
+            parent_url=parent,
+            flags=flags,
+            extra=extra,
+        )
+
+    def _to_request(self, entry: Entry) -> Request:
+        extra = entry.extra or {}
+        if "request" in extra:
+            return extra["request"]
+        meta: dict[str, Any] = {
+            "depth": entry.depth,
+            "link_value": entry.value,
+            "m": entry.m,
+            "hops": entry.hops,
+            "anchor_relevance": entry.anchor_relevance,
+            "parent_url": entry.parent_url,
+        }
+        meta.update(extra.get("meta", ()))
+        headers = extra.get("headers")
+        if entry.flags & REFERER:
+            headers = {"Referer": entry.parent_url}
+        return Request(
+            entry.url,
+            priority=entry.priority,
+            meta=meta,
+            headers=headers,
+            dont_filter=bool(entry.flags & DONT_FILTER),
+            errback=self._on_error,
+        )
+
+    # --- persistence ----------------------------------------------------------------
+    def _dump_extra(self, extra: dict[str, Any] | None) -> bytes | None:
+        if extra is None:
+            return None
+        try:
+            if "request" in extra:
+                extra = {"request": extra["request"].to_dict(spider=self.spider)}
+            return pickle.dumps(extra, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as e:  # noqa: BLE001 - anything unserialisable
+            if self.stats is not None:
+                self.stats.inc_value("focused/scheduler/unserializable")
+            if not self._warned_unserializable:
+                self._warned_unserializable = True
+                logger.warning(
+                    "focused: a request cannot be journaled and will be lost on resume (%s);"
+                    " further ones are only counted",
+                    e,
+                )
+            return b""
+
+    def _load_extra(self, blob: bytes | None) -> dict[str, Any] | None:
+        if blob is None:
+            return None
+        extra = pickle.loads(blob)  # noqa: S301 - our own JOBDIR file, as Scrapy's queues
+        if "request" in extra:
+            extra["request"] = request_from_dict(extra["request"], spider=self.spider)
+        return extra
+
+    def _save_annealer(self) -> None:
+        a = self.annealer
+        if self.journal is None or a is None or a.picks == self._saved_picks:
+            return
+        self.journal.put_meta("annealer", pickle.dumps(a.state()))
+        self._saved_picks = a.picks
+
+    def _commit(self, force: bool = False) -> None:
+        journal = self.journal
+        if journal is None:
+            return
+        self._save_annealer()
+        if journal.pending or force:
+            journal.commit()
+
+    def _restore(self) -> None:
+        journal = self.journal
+        assert journal is not None
+        blob = journal.get_meta("annealer")
+        if blob is not None and self.annealer is not None:
+            self.annealer.load_state(pickle.loads(blob))  # noqa: S301
+            self._saved_picks = self.annealer.picks
+        for fp in journal.fingerprints():
+            self.seen.add(fp)
+        lost = 0
+        for row in journal.rows(WAITING):
+            lost += not self._restore_row(row)
+        in_flight = list(journal.rows(IN_FLIGHT))
+        stored = stored_urls(self.page_store, [r.entry.url for r in in_flight])
+        for row in in_flight:
+            if row.entry.url in stored:
+                journal.set_state(row.entry.fp, DONE)
+            elif self._restore_row(row):
+                journal.set_state(row.entry.fp, WAITING)
+            else:
+                lost += 1
+        counts = journal.counts()
+        self.done, self.errors = counts[DONE], counts[ERROR]
+        journal.commit()
+        if len(self.seen):
+            logger.info(
+                "focused: resuming crawl from %s: %d waiting (%d were in flight, %d of"
+                " them already stored), %d seen, %d done, %d errors, %d lost",
+                self.jobdir,
+                len(self.frontier),
+                len(in_flight),
+                len(stored),
+                len(self.seen),
+                self.done,
+                self.errors,
+                lost,
+            )
+
+    def _restore_row(self, row: Row) -> bool:
+        if row.extra == b"":  # could not be serialised: lost
+            return False
+        row.entry.extra = self._load_extra(row.extra)
+        self.frontier.push(row.entry)
+        return True
+
+    # --- stats ----------------------------------------------------------------------
+    def queues(self) -> dict[str, int]:
+        """Sizes of the four queues of seed 000."""
+        return {
+            "waiting": len(self.frontier),
+            "in_flight": len(self.in_flight),
+            "done": self.done,
+            "error": self.errors,
+        }
+
+    def _update_stats(self) -> None:
+        stats = self.stats
+        if stats is None:
+            return
+        for name, n in self.queues().items():
+            stats.set_value(f"focused/queue/{name}", n)
+        if self.annealer is not None:
+            stats.set_value("focused/annealing/accepted_worse", self.annealer.accepted_worse)
+            stats.set_value("focused/annealing/temperature", self.annealer.temperature)
+        if self.requeued:
+            stats.set_value("focused/scheduler/requeued", self.requeued)

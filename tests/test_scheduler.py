@@ -1,0 +1,384 @@
+"""FocusedScheduler and its journal, used directly (no engine): order, promotion, the four
+queues, pause/resume with JOBDIR and resume after a simulated kill -9."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from scrapy import Request, Spider, signals
+from scrapy.http import HtmlResponse
+from scrapy.utils.test import get_crawler
+from twisted.internet.error import ConnectionRefusedError
+from twisted.python.failure import Failure
+
+from focused import signals as focused_signals
+from focused.frontier import Entry
+from focused.journal import DONE, ERROR, IN_FLIGHT, WAITING, Journal, stored_urls
+from focused.scheduler import FocusedScheduler
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class DemoSpider(Spider):
+    name = "demo"
+
+    def parse(self, response):  # pragma: no cover - never called here
+        return []
+
+    def parse_other(self, response):  # pragma: no cover
+        return []
+
+
+def _req(i: int | str, priority: int = 0, value: float = 0.5, **meta) -> Request:
+    url = i if isinstance(i, str) else f"http://127.0.0.1:1/p/{i}.htm"
+    meta = {"link_value": value, "m": 100.0, "hops": 0, "anchor_relevance": 0.3, **meta}
+    return Request(url, priority=priority, meta=meta)
+
+
+def _open(settings: dict | None = None, **kwargs) -> tuple[FocusedScheduler, object]:
+    """A scheduler built from a real (not started) crawler, opened with a real spider."""
+    crawler = get_crawler(DemoSpider, {"FOCUSED_STRATEGY": "bfs", **(settings or {})})
+    crawler.spider = spider = DemoSpider.from_crawler(crawler)
+    sched = FocusedScheduler.from_crawler(crawler)
+    for k, v in kwargs.items():
+        setattr(sched, k, v)
+    sched.open(spider)
+    return sched, crawler
+
+
+def _drain(sched: FocusedScheduler) -> list[str]:
+    out = []
+    while (r := sched.next_request()) is not None:
+        out.append(r.url)
+    return out
+
+
+def _respond(crawler, request: Request, status: int = 200) -> None:
+    """Fire response_received as the engine does after a download."""
+    response = HtmlResponse(request.url, status=status, body=b"<html></html>", request=request)
+    crawler.signals.send_catch_log(
+        signals.response_received, response=response, request=request, spider=crawler.spider
+    )
+
+
+# --- without a crawler --------------------------------------------------------------
+def test_plain_values_priority_then_fifo_and_request_rebuilt():
+    sched = FocusedScheduler()  # no crawler, no stats, no JOBDIR
+    sched.open(DemoSpider())
+    for i, p in enumerate([0, 2, 1, 2, 0]):
+        assert sched.enqueue_request(_req(i, p, depth=3, parent_url="http://127.0.0.1:1/"))
+    assert len(sched) == 5 and sched.has_pending_requests()
+    first = sched.next_request()
+    assert first.url.endswith("/1.htm") and first.priority == 2
+    assert first.callback is None and first.errback is not None
+    assert first.meta == {
+        "depth": 3,
+        "link_value": 0.5,
+        "m": 100.0,
+        "hops": 0,
+        "anchor_relevance": 0.3,
+        "parent_url": "http://127.0.0.1:1/",
+    }
+    assert [u.rsplit("/", 1)[1] for u in _drain(sched)] == ["3.htm", "2.htm", "0.htm", "4.htm"]
+    assert not sched.has_pending_requests()
+    assert sched.queues() == {"waiting": 0, "in_flight": 5, "done": 0, "error": 0}
+    sched.close("finished")
+
+
+def test_duplicates_are_filtered_canonically_and_promotion_keeps_one():
+    sched = FocusedScheduler()
+    sched.open(DemoSpider())
+    assert sched.enqueue_request(_req("http://e.org/a?x=1&y=2", 1, m=80.0))
+    assert not sched.enqueue_request(_req("http://e.org/a?y=2&x=1#f", 1))  # same URL
+    assert not sched.enqueue_request(_req("http://e.org/a?x=1&y=2", 0))  # worse
+    assert sched.enqueue_request(_req("http://e.org/b", 5))
+    assert sched.enqueue_request(_req("http://e.org/a?y=2&x=1", 9, m=100.0))  # promoted
+    assert len(sched) == 2 and sched.frontier.promoted == 1 and sched.filtered == 2
+    r = sched.next_request()
+    assert (r.url, r.priority, r.meta["m"]) == ("http://e.org/a?y=2&x=1", 9, 100.0)
+    assert not sched.enqueue_request(_req("http://e.org/a?x=1&y=2", 1000))  # in flight
+    assert _drain(sched) == ["http://e.org/b"]
+    assert not sched.enqueue_request(_req("http://e.org/b", 1000))  # done: never again
+
+
+def test_extra_meta_referer_and_non_plain_requests_survive():
+    spider = DemoSpider()
+    sched = FocusedScheduler()
+    sched.open(spider)
+    r = _req(1, 3, parent_url="http://e.org/", retry_times=1, download_slot="x")
+    r.headers["Referer"] = "http://e.org/"
+    sched.enqueue_request(r)
+    custom = Request("http://e.org/post", method="POST", body=b"q=1", callback=spider.parse_other)
+    sched.enqueue_request(custom)
+    got = sched.next_request()
+    assert got.meta["retry_times"] == 1 and "download_slot" not in got.meta
+    assert got.headers.get("Referer") == b"http://e.org/"
+    assert sched.next_request() is custom
+
+
+def test_annealing_is_seeded_and_cold_annealing_is_best_first():
+    def order(anneal: bool, t0: float, seed: int = 1) -> list[str]:
+        s = FocusedScheduler(anneal=anneal, t0=t0, alpha=1.0, t_min=t0, k=8, seed=seed)
+        s.open(DemoSpider())
+        for i in range(60):
+            s.enqueue_request(_req(i, 1000 - i, value=1 - i / 100))
+        return _drain(s)
+
+    assert order(True, 0.0) == order(False, 0.0)
+    hot = order(True, 0.5)
+    assert hot == order(True, 0.5) and hot != order(False, 0.0)
+    assert sorted(hot) == sorted(order(False, 0.0))
+    assert hot != order(True, 0.5, seed=2)
+
+
+# --- with a crawler: stats and the engine's signals ---------------------------------
+def test_four_queues_in_stats_from_signals_errback_retry_and_redirect():
+    sched, crawler = _open({"FOCUSED_STRATEGY": "annealing"})
+    assert sched.anneal and sched.annealer.k == 8
+    for i in range(6):
+        sched.enqueue_request(_req(i, 10 - i, value=1 - i / 10))
+    reqs = [sched.next_request() for _ in range(5)]
+    stats = crawler.stats
+    assert stats.get_value("focused/queue/waiting") == 1
+    assert stats.get_value("focused/queue/in_flight") == 5
+    _respond(crawler, reqs[0])
+    _respond(crawler, reqs[1], status=404)
+    failure = Failure(ConnectionRefusedError())
+    failure.request = reqs[2]
+    assert reqs[2].errback(failure) is failure  # returned unchanged: Scrapy still logs it
+    retry = reqs[3].replace(dont_filter=True)
+    retry.meta["retry_times"] = 1
+    assert sched.enqueue_request(retry)  # a retry goes back to waiting
+    redirected = reqs[4].replace(url="http://127.0.0.1:1/moved.htm")
+    redirected.meta["redirect_urls"] = [reqs[4].url]
+    assert sched.enqueue_request(redirected)
+    assert sched.queues() == {"waiting": 3, "in_flight": 0, "done": 2, "error": 2}
+    assert stats.get_value("focused/queue/done") == 2
+    assert stats.get_value("focused/queue/error") == 2
+    assert stats.get_value("focused/scheduler/requeued") == 1
+    assert stats.get_value("focused/annealing/temperature") == pytest.approx(0.05 * 0.995**5)
+    assert stats.get_value("focused/dupefilter/filtered") == 0
+    assert not sched.enqueue_request(_req(0))
+    assert stats.get_value("focused/dupefilter/filtered") == 1
+    assert sched.next_request().meta.get("retry_times") in (None, 1)
+    sched.close("finished")
+
+
+def test_redis_frontier_is_refused_with_one_line():
+    crawler = get_crawler(DemoSpider, {"FOCUSED_FRONTIER": "redis"})
+    with pytest.raises(ValueError, match="FOCUSED_FRONTIER"):
+        FocusedScheduler.from_crawler(crawler)
+
+
+# --- JOBDIR: pause and resume ------------------------------------------------------
+def _run_uninterrupted(n: int, settings: dict) -> list[str]:
+    sched, crawler = _open(settings)
+    for i in range(n):
+        sched.enqueue_request(_req(i, (i * 7) % 13, value=((i * 7) % 13) / 13))
+    out = []
+    while (r := sched.next_request()) is not None:
+        out.append(r.url)
+        _respond(crawler, r)
+    sched.close("finished")
+    return out
+
+
+@pytest.mark.parametrize("strategy", ["bfs", "annealing"])
+def test_close_and_reopen_continues_the_same_order(tmp_path, strategy):
+    settings = {"FOCUSED_STRATEGY": strategy, "FOCUSED_SA_T0": 0.3, "FOCUSED_SA_ALPHA": 0.99}
+    full = _run_uninterrupted(40, settings)
+    jobdir = str(tmp_path / "job")
+    sched, crawler = _open({**settings, "JOBDIR": jobdir})
+    for i in range(40):
+        sched.enqueue_request(_req(i, (i * 7) % 13, value=((i * 7) % 13) / 13))
+    first = []
+    for _ in range(15):
+        r = sched.next_request()
+        first.append(r.url)
+        _respond(crawler, r)
+    sched.close("closespider_itemcount")
+
+    sched, crawler = _open({**settings, "JOBDIR": jobdir})
+    assert sched.queues() == {"waiting": 25, "in_flight": 0, "done": 15, "error": 0}
+    assert len(sched.seen) == 40
+    assert not sched.enqueue_request(_req(first[0], 100))  # done in the first run
+    rest = []
+    while (r := sched.next_request()) is not None:
+        rest.append(r.url)
+        _respond(crawler, r)
+    sched.close("finished")
+    assert first + rest == full
+    if strategy == "annealing":
+        assert full != sorted(full, key=lambda u: -((int(u.split("/")[-1][:-4]) * 7) % 13))
+
+
+def test_in_flight_at_close_is_requeued_unless_stored(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    db = sqlite3.connect(out / "pages.sqlite3")
+    db.execute("CREATE TABLE pages (id INTEGER PRIMARY KEY, url TEXT UNIQUE)")
+    db.execute("INSERT INTO pages (url) VALUES (?)", ("http://127.0.0.1:1/p/0.htm",))
+    db.commit()
+    db.close()
+    settings = {"JOBDIR": str(tmp_path / "job"), "FOCUSED_OUTPUT_DIR": str(out)}
+    sched, _ = _open(settings)
+    for i in range(5):
+        sched.enqueue_request(_req(i, 10 - i))
+    assert [sched.next_request().url for _ in range(2)][0].endswith("/0.htm")
+    sched.close("shutdown")  # 0 and 1 still in flight
+    sched, _ = _open(settings)
+    assert sched.queues() == {"waiting": 4, "in_flight": 0, "done": 1, "error": 0}
+    assert sched.next_request().url.endswith("/1.htm")
+
+
+def test_dont_filter_requeues_in_this_run_but_not_after_resume(tmp_path):
+    settings = {"JOBDIR": str(tmp_path / "job")}
+    sched, crawler = _open(settings)
+    sched.enqueue_request(_req(1))
+    r = sched.next_request()
+    _respond(crawler, r)
+    assert sched.enqueue_request(_req(1, dont_filter=True).replace(dont_filter=True))
+    r = sched.next_request()
+    assert r.dont_filter
+    _respond(crawler, r)
+    sched.close("finished")
+    sched, _ = _open(settings)
+    assert not sched.enqueue_request(_req(1).replace(dont_filter=True))
+    assert not sched.has_pending_requests()
+
+
+def test_custom_callback_request_is_journaled_with_its_callback(tmp_path):
+    settings = {"JOBDIR": str(tmp_path / "job")}
+    sched, crawler = _open(settings)
+    req = Request("http://e.org/x", callback=crawler.spider.parse_other, cb_kwargs={"a": 1})
+    sched.enqueue_request(req)
+    sched.enqueue_request(Request("http://e.org/lambda", callback=lambda r: None, priority=-1))
+    sched.close("shutdown")
+    assert crawler.stats.get_value("focused/scheduler/unserializable") == 1
+    sched, crawler = _open(settings)
+    got = sched.next_request()
+    assert got.url == "http://e.org/x" and got.cb_kwargs == {"a": 1}
+    assert got.callback.__name__ == "parse_other"
+    assert sched.next_request() is None  # the lambda one is lost, as documented
+
+
+def test_checkpoint_signal_commits_the_journal(tmp_path):
+    jobdir = tmp_path / "job"
+    sched, crawler = _open({"JOBDIR": str(jobdir)})
+    sched.next_request()  # opens a fresh transaction
+    sched.enqueue_request(_req(1))
+    reader = sqlite3.connect(jobdir / "frontier.sqlite3")  # another process would see:
+    waiting = "SELECT COUNT(*) FROM urls WHERE state=0"
+    assert reader.execute(waiting).fetchone() == (0,)  # not committed yet
+    crawler.signals.send_catch_log(signal=focused_signals.frontier_checkpoint)
+    assert reader.execute(waiting).fetchone() == (1,)
+    reader.close()
+    sched.close("finished")
+
+
+# --- the journal alone and a simulated kill -9 --------------------------------------
+def test_journal_write_reopen_same_state(tmp_path):
+    j = Journal(tmp_path / "f.sqlite3")
+    assert j.run == 1
+    for i in range(5):
+        j.push(Entry(url=f"http://e/{i}", fp=i, priority=i, value=i / 10, seq=i, m=51.2))
+    j.set_state(0, IN_FLIGHT)
+    j.set_state(1, DONE)
+    j.set_state(2, ERROR)
+    j.put_meta("k", b"v")
+    j.close()
+    j = Journal(tmp_path / "f.sqlite3")
+    assert j.run == 2 and j.get_meta("k") == b"v"
+    assert j.counts() == {WAITING: 2, IN_FLIGHT: 1, DONE: 1, ERROR: 1}
+    rows = list(j.rows(WAITING))
+    assert [r.entry.fp for r in rows] == [3, 4] and rows[0].entry.m == 51.2
+    assert sorted(j.fingerprints()) == [0, 1, 2, 3, 4]
+    assert j.state_of(1) == (DONE, 1) and j.state_of(9) is None
+    j.close()
+    assert stored_urls(tmp_path / "none.sqlite3", ["http://e/0"]) == set()
+
+
+KILL_SCRIPT = textwrap.dedent(
+    """
+    import os, sys
+    sys.path.insert(0, {root!r})
+    from scrapy import Request, Spider
+    from scrapy.utils.test import get_crawler
+    from focused import signals as fs
+    from focused.scheduler import FocusedScheduler
+
+    class DemoSpider(Spider):
+        name = "demo"
+
+    crawler = get_crawler(DemoSpider, {settings!r})
+    spider = DemoSpider.from_crawler(crawler)
+    sched = FocusedScheduler.from_crawler(crawler)
+    sched.open(spider)
+    for i in range(30):
+        sched.enqueue_request(Request(f"http://127.0.0.1:1/p/{{i}}.htm", priority=100 - i,
+                                      meta={{"link_value": 1 - i / 100}}))
+    for _ in range(6):
+        sched.next_request()          # commits: 6 in flight
+    crawler.signals.send_catch_log(signal=fs.frontier_checkpoint)
+    for i in range(30, 40):            # never committed
+        sched.enqueue_request(Request(f"http://127.0.0.1:1/p/{{i}}.htm", priority=1000))
+    os._exit(0)
+    """
+)
+
+
+@pytest.mark.parametrize("strategy", ["bfs", "annealing"])
+def test_resume_after_kill_loses_only_uncommitted_work(tmp_path, strategy):
+    out = tmp_path / "out"
+    out.mkdir()
+    settings = {
+        "JOBDIR": str(tmp_path / "job"),
+        "FOCUSED_OUTPUT_DIR": str(out),
+        "FOCUSED_STRATEGY": strategy,
+        "FOCUSED_SA_T0": 0.5,
+    }
+    script = KILL_SCRIPT.format(root=str(ROOT), settings=settings)
+    subprocess.run([sys.executable, "-c", script], check=True, cwd=tmp_path, timeout=120)
+    # two of the six in-flight pages reached the page store before the kill
+    j = Journal(tmp_path / "job" / "frontier.sqlite3")
+    in_flight = [r.entry.url for r in j.rows(IN_FLIGHT)]
+    annealed_picks = j.get_meta("annealer")
+    j.close()
+    assert len(in_flight) == 6
+    assert (annealed_picks is not None) == (strategy == "annealing")
+    db = sqlite3.connect(out / "pages.sqlite3")
+    db.execute("CREATE TABLE pages (id INTEGER PRIMARY KEY, url TEXT UNIQUE)")
+    db.executemany("INSERT INTO pages (url) VALUES (?)", [(u,) for u in in_flight[:2]])
+    db.commit()
+    db.close()
+
+    sched, _ = _open(settings)
+    assert sched.queues() == {"waiting": 28, "in_flight": 0, "done": 2, "error": 0}
+    assert len(sched.seen) == 30  # the ten uncommitted pushes are gone
+    if strategy == "annealing":
+        assert sched.annealer.picks == 6
+    urls = _drain(sched)
+    assert len(urls) == 28 and not set(urls) & set(in_flight[:2])
+    assert set(in_flight[2:]) <= set(urls)
+    sched.close("finished")
+
+
+def test_journal_is_fast_enough(tmp_path):
+    """10k pushes + pops with JOBDIR stay well under a second per thousand."""
+    import time
+
+    sched, _ = _open({"JOBDIR": str(tmp_path / "job")})
+    t = time.perf_counter()
+    for i in range(10_000):
+        sched.enqueue_request(_req(i, i % 100))
+    for _ in range(10_000):
+        sched.next_request()
+    assert time.perf_counter() - t < 10
+    sched.close("finished")
+    assert os.path.getsize(tmp_path / "job" / "frontier.sqlite3") > 0

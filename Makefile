@@ -60,3 +60,32 @@ deploy: install
 	printf '[deploy:make]\nurl = %s\nproject = focused\n' '$(SCRAPYD_URL)' > out/deploy/scrapy.cfg
 	XDG_CONFIG_HOME=$(CURDIR)/out/deploy $(VENV)/bin/scrapyd-deploy make -p focused \
 		$(if $(DEPLOY_VERSION),-v $(DEPLOY_VERSION))
+
+# --- quality benchmark (issue 4): real Scrapy crawls of the labelled wikispeedia site
+# served on 127.0.0.1, every strategy, same budget; writes out/bench/quality.{csv,md} and
+# one PNG per (topic, seed set). Variables (all optional):
+#   TOPIC="chemistry physics"  HELDOUT=mathematics  CATEGORY=subject.Science.Chemistry
+#   SEEDS="Chemistry.html Water.html,Iron.html,Salt.html"  BUDGET=2  STRATEGIES="oracle bfs"
+#   CONCURRENCY=16  COMPARE=1 (also CONCURRENT_REQUESTS=1, ranking compared)  JOBS=2
+#   DATA=../shared/data/wikispeedia-site  BENCH_OUT=out/bench
+BUDGET ?= 2
+JOBS ?= 2
+COMPARE ?= 1
+BENCH_OUT ?= out/bench
+BENCH_QUICK_OUT ?= out/bench-quick
+BENCH_ARGS = $(if $(filter-out file,$(origin TOPIC)),--topic $(TOPIC)) \
+	$(if $(filter-out undefined,$(origin HELDOUT)),--held-out $(HELDOUT)) \
+	$(if $(CATEGORY),--category $(CATEGORY)) $(if $(SEEDS),--seeds $(SEEDS)) \
+	$(if $(STRATEGIES),--strategies $(STRATEGIES)) \
+	$(if $(CONCURRENCY),--concurrency $(CONCURRENCY)) $(if $(DATA),--data $(DATA)) \
+	--jobs $(JOBS)
+
+.PHONY: bench-quality bench-quality-quick
+bench-quality: install
+	$(PY) -m focused.bench.quality $(BENCH_ARGS) --budget $(BUDGET) \
+		$(if $(filter 1 yes true,$(COMPARE)),--compare-concurrency) --out $(BENCH_OUT)
+
+# CI check of the harness end to end: chemistry from Chemistry.html, 0.25 x 187 pages.
+bench-quality-quick: install
+	$(PY) -m focused.bench.quality --topic chemistry --held-out --seeds Chemistry.html \
+		--budget 0.25 $(if $(DATA),--data $(DATA)) --jobs $(JOBS) --out $(BENCH_QUICK_OUT)

@@ -29,6 +29,9 @@ class OracleStrategy:
     anneal: bool = False
     _order: itertools.count = field(default_factory=itertools.count, repr=False)
 
+    def __post_init__(self) -> None:
+        self.targets = frozenset(canonicalize_url(t) for t in self.targets)
+
     def is_target(self, url: str) -> bool:
         return canonicalize_url(url) in self.targets
 

@@ -1,0 +1,949 @@
+"""Quality benchmark (issue 4): recall and precision of every strategy on a real labelled web.
+
+Serves the wikispeedia site (4,604 real Wikipedia pages with subject labels, see its
+``SOURCE.md``) with a real HTTP server on 127.0.0.1 and runs one **real Scrapy crawl**
+(``python -m scrapy crawl focused`` from the project root: the same spider, middleware,
+scheduler and pipelines a user runs) per (topic, seed set, strategy), all with the same
+page budget: ``BUDGET`` x the number of targets reachable from the seed set.
+
+Evaluation is seed 000's: recall = targets crawled / targets reachable from the seeds,
+precision = targets crawled / pages crawled (the harvest rate), both against pages
+crawled. The ``oracle`` strategy knows the labels (a link to a known target first, else
+breadth-first); it is the ceiling that ``recall_over_oracle`` and ``auc_recall`` (area
+under the recall curve up to the budget, divided by the oracle's) are measured against.
+
+Every number is recomputed here from each crawl's ``pages.sqlite3`` (rows in the order
+the pipeline stored them, cut at the budget: with several requests in flight Scrapy may
+store a few pages past ``CLOSESPIDER_ITEMCOUNT``). Outputs in ``--out`` (``out/bench``):
+``quality.csv``, ``quality.md``, one PNG per (topic, seed set), and ``runs/`` with each
+crawl's own output folder and log.
+
+Usage: ``python -m focused.bench.quality --help`` or ``make bench-quality``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import deque
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote, unquote, urlsplit
+
+from focused.bench.server import StaticServer
+from focused.metrics import HarvestCurve, read_labels, targets_from_labels
+from focused.strategies import STRATEGIES
+from focused.topics import Topic, TopicError, load_topic
+
+ROOT = Path(__file__).resolve().parents[2]
+#: The data lives beside the project, never in it.
+DEFAULT_DATA = Path("..") / "shared" / "data" / "wikispeedia-site"
+DEFAULT_OUT = Path("out") / "bench"
+
+CSV_COLUMNS = (
+    "topic",
+    "seeds",
+    "strategy",
+    "budget",
+    "pages",
+    "targets",
+    "targets_found",
+    "recall",
+    "precision",
+    "oracle_recall",
+    "recall_over_oracle",
+    "auc_recall",
+)
+
+ORACLE = "oracle"
+#: Display order: the reference first, then seed 000's strategies, then the baselines.
+STRATEGY_ORDER = ("oracle", "annealing", "genetic", "best_first", "bsbs", "gao", "bfs")
+DEFAULT_TOPICS = ("chemistry", "physics")
+DEFAULT_HELD_OUT = ("mathematics",)
+#: Two seed sets per shipped topic: one on the topic's hub page, one off-topic (two
+#: clicks from the nearest target). Other topics get computed ones (see `auto_seed_sets`).
+DEFAULT_SEED_SETS: dict[str, tuple[str, ...]] = {
+    "chemistry": ("Chemistry.html", "Football.html"),
+    "physics": ("Physics.html", "Cricket.html"),
+    "mathematics": ("Mathematics.html", "Volcano.html"),
+}
+DEFAULT_SEED = 42
+_HREF = re.compile(rb'href="([^"#?]+)"')
+
+
+class BenchError(RuntimeError):
+    """A bad benchmark argument or a failed crawl; the message is one line for the user."""
+
+
+# --- the labelled web ------------------------------------------------------------------
+@dataclass
+class Site:
+    """The wikispeedia folder: its link graph and labels, keyed by page file name.
+
+    A page name is the decoded file name under ``wiki/`` (``AT&T.html``), which is also
+    ``unquote`` of the path of any URL that reaches it.
+    """
+
+    root: Path
+    graph: dict[str, list[str]]
+    labels: dict[str, list[str]]  # labels.tsv: URL path -> categories
+
+    @classmethod
+    def load(cls, root: str | os.PathLike[str]) -> Site:
+        folder = Path(root)
+        wiki = folder / "wiki"
+        labels_path = folder / "labels.tsv"
+        if not wiki.is_dir() or not labels_path.is_file():
+            raise BenchError(
+                f"{folder} is not the wikispeedia site (needs wiki/ and labels.tsv); "
+                "give its path with --data"
+            )
+        graph: dict[str, list[str]] = {}
+        for page in wiki.iterdir():
+            if page.suffix == ".html":
+                links = (unquote(h.decode("utf-8")) for h in _HREF.findall(page.read_bytes()))
+                graph[page.name] = list(dict.fromkeys(links))
+        with labels_path.open(encoding="utf-8") as fh:
+            labels = read_labels(fh)
+        return cls(folder, graph, labels)
+
+    @property
+    def labels_path(self) -> Path:
+        return self.root / "labels.tsv"
+
+    def targets(self, category: str) -> frozenset[str]:
+        """Pages with a label under ``category`` (the pipelines' prefix rule)."""
+        urls = targets_from_labels(self.labels, category, "http://site/")
+        return frozenset(page_name(u) for u in urls)
+
+    def reachable(self, seeds: Iterable[str]) -> set[str]:
+        """Pages reachable from ``seeds`` by following links (seeds included)."""
+        seen = set(seeds)
+        queue = deque(seen)
+        while queue:
+            for nxt in self.graph.get(queue.popleft(), ()):
+                if nxt not in seen and nxt in self.graph:
+                    seen.add(nxt)
+                    queue.append(nxt)
+        return seen
+
+    def resolve(self, token: str) -> str:
+        """Page name of a seed given as ``Water.html``, ``Water``, ``/wiki/Water.html`` or a URL."""
+        name = page_name(token.strip())
+        if not name.endswith(".html"):
+            name += ".html"
+        if name not in self.graph:
+            alt = name.replace(" ", "_")
+            if alt in self.graph:
+                return alt
+            raise BenchError(f"seed {token!r}: no page {name!r} in {self.root / 'wiki'}")
+        return name
+
+    def auto_seed_sets(self, targets: frozenset[str]) -> tuple[tuple[str, ...], ...]:
+        """Two seed sets for a topic without defaults: its hub, and an off-topic hub.
+
+        The hub is the target most linked from other targets; the off-topic seed is the
+        most linked page that is not a target and links to none (so the crawl starts at
+        least two clicks from every target). Ties break by name: repeatable.
+        """
+        indegree: dict[str, int] = {}
+        from_targets: dict[str, int] = {}
+        for page, links in self.graph.items():
+            for nxt in links:
+                indegree[nxt] = indegree.get(nxt, 0) + 1
+                if page in targets:
+                    from_targets[nxt] = from_targets.get(nxt, 0) + 1
+        hub = max(sorted(targets & self.graph.keys()), key=lambda p: from_targets.get(p, 0))
+        off = [
+            p
+            for p in sorted(self.graph)
+            if p not in targets and not targets.intersection(self.graph[p])
+        ]
+        far = max(off, key=lambda p: indegree.get(p, 0))
+        return ((hub,), (far,))
+
+
+def page_name(url_or_path: str) -> str:
+    """``AT&T.html`` for ``http://h/wiki/AT%26T.html``, ``/wiki/AT%26T.html`` or ``AT&T.html``."""
+    path = urlsplit(url_or_path).path if "://" in url_or_path else url_or_path
+    path = unquote(path)
+    return path.rsplit("/", 1)[-1] if "/" in path else path
+
+
+def page_url(base: str, name: str) -> str:
+    """URL of page ``name`` on the server at ``base`` (percent-encoded like the site's hrefs)."""
+    return f"{base.rstrip('/')}/wiki/{quote(name)}"
+
+
+# --- what to run ------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)  # hashed by identity: one object per group
+class Group:
+    """One (topic, seed set): every strategy crawls it with the same budget."""
+
+    topic: Topic
+    topic_arg: str
+    category: str
+    seeds: tuple[str, ...]  # page names
+    targets: frozenset[str]  # targets reachable from the seeds
+    budget: int
+    held_out: bool
+
+    @property
+    def seeds_label(self) -> str:
+        return ",".join(self.seeds)
+
+    @property
+    def slug(self) -> str:
+        seeds = "+".join(s.removesuffix(".html") for s in self.seeds)
+        safe = re.sub(r"[^A-Za-z0-9_+-]+", "_", seeds)[:80]
+        return f"{self.topic.name}__{safe}"
+
+    @property
+    def off_topic_start(self) -> bool:
+        return not self.targets.intersection(self.seeds)
+
+
+@dataclass(frozen=True)
+class Job:
+    group: Group
+    strategy: str
+    concurrency: int | None  # None: the project's settings
+
+    @property
+    def out_dir(self) -> Path:
+        return Path("runs") / f"c{self.concurrency or 'default'}" / self.group.slug / self.strategy
+
+
+@dataclass
+class Result:
+    job: Job
+    curve: HarvestCurve
+    elapsed: float
+    error: str = ""
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+def project_concurrency() -> tuple[int, int]:
+    """(CONCURRENT_REQUESTS, CONCURRENT_REQUESTS_PER_DOMAIN) of the project's settings."""
+    from scrapy.settings import Settings
+
+    settings = Settings()
+    settings.setmodule("focused.settings", priority="project")
+    return settings.getint("CONCURRENT_REQUESTS"), settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
+
+
+def default_scheduler() -> str:
+    """``""`` (the project's ``SCHEDULER``) once ``focused/scheduler.py`` is committed,
+    else Scrapy's own scheduler (with the project's global priority queue)."""
+    path = ROOT / "focused" / "scheduler.py"
+    try:
+        tracked = (
+            subprocess.run(
+                ["git", "ls-files", "--error-unmatch", str(path)],
+                cwd=ROOT,
+                capture_output=True,
+                check=False,
+            ).returncode
+            == 0
+        )
+    except OSError:  # no git: an installed copy, trust the file
+        tracked = path.is_file()
+    return "" if tracked and path.is_file() else "scrapy.core.scheduler.Scheduler"
+
+
+def crawl_command(
+    job: Job,
+    *,
+    base: str,
+    labels: Path,
+    out_dir: Path,
+    seed: int,
+    scheduler: str,
+    log_level: str,
+) -> list[str]:
+    """The ``scrapy crawl`` command line of one job (run from the project root)."""
+    group = job.group
+    seeds = ",".join(page_url(base, s) for s in group.seeds)
+    settings = {
+        "FOCUSED_WEB": "real",
+        "FOCUSED_SEEDS": seeds,
+        "FOCUSED_LABELS": str(labels),
+        "FOCUSED_TARGET_CATEGORY": group.category,
+        "FOCUSED_STRATEGY": job.strategy,
+        "FOCUSED_SEED": str(seed),
+        "FOCUSED_OUTPUT_DIR": str(out_dir),
+        "FOCUSED_METRICS_LOG_EVERY": "100",
+        "CLOSESPIDER_ITEMCOUNT": str(group.budget),
+        "AUTOTHROTTLE_ENABLED": "False",
+        "LOG_LEVEL": log_level,
+        "LOG_FILE": str(out_dir / "crawl.log"),
+    }
+    if job.concurrency:
+        settings["CONCURRENT_REQUESTS"] = str(job.concurrency)
+        settings["CONCURRENT_REQUESTS_PER_DOMAIN"] = str(job.concurrency)
+    if scheduler:
+        settings["SCHEDULER"] = scheduler
+    cmd = [sys.executable, "-m", "scrapy", "crawl", "focused", "-a", f"topic={group.topic_arg}"]
+    for name, value in settings.items():
+        cmd += ["-s", f"{name}={value}"]
+    return cmd
+
+
+def read_curve(out_dir: Path, group: Group) -> HarvestCurve:
+    """Recall/precision after every page of a crawl, from its ``pages.sqlite3``.
+
+    Rows in storage order, cut at the budget; a page is a target when its name is one of
+    the group's reachable targets.
+    """
+    targets_urls = frozenset(page_url("http://site", t) for t in group.targets)
+    curve = HarvestCurve(targets_urls)
+    db = out_dir / "pages.sqlite3"
+    if not db.is_file():
+        return curve
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        rows = conn.execute("SELECT url, relevant FROM pages ORDER BY id").fetchall()
+    finally:
+        conn.close()
+    for url, relevant in rows:
+        if curve.pages >= group.budget:
+            break
+        curve.add(url, bool(relevant), page_name(url) in group.targets)
+    return curve
+
+
+def run_job(
+    job: Job,
+    *,
+    base: str,
+    site: Site,
+    out: Path,
+    seed: int,
+    scheduler: str,
+    log_level: str,
+    timeout: float,
+) -> Result:
+    """Run one crawl as a subprocess and read its curve."""
+    out_dir = out / job.out_dir
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True)
+    cmd = crawl_command(
+        job,
+        base=base,
+        labels=site.labels_path.resolve(),
+        out_dir=out_dir.resolve(),
+        seed=seed,
+        scheduler=scheduler,
+        log_level=log_level,
+    )
+    (out_dir / "command.txt").write_text(" ".join(cmd) + "\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONHASHSEED": str(seed)}
+    started = time.monotonic()
+    error = ""
+    try:
+        proc = subprocess.run(
+            cmd,
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=timeout,
+            check=False,
+        )
+        if proc.returncode != 0:
+            tail = proc.stdout.decode("utf-8", "replace").strip().splitlines()[-3:]
+            error = f"exit {proc.returncode}: {' | '.join(tail)}"
+    except subprocess.TimeoutExpired:
+        error = f"timed out after {timeout:.0f} s"
+    elapsed = time.monotonic() - started
+    curve = read_curve(out_dir, job.group)
+    if not error and curve.pages == 0:
+        error = f"no page stored (see {out_dir / 'crawl.log'})"
+    return Result(job, curve, elapsed, error)
+
+
+def run_jobs(
+    jobs: Sequence[Job],
+    *,
+    site: Site,
+    out: Path,
+    parallel: int,
+    seed: int,
+    scheduler: str,
+    log_level: str,
+    timeout: float,
+    progress: bool = True,
+) -> list[Result]:
+    """Serve the site and run ``jobs``, ``parallel`` at a time (largest budgets first)."""
+    results: list[Result] = []
+    ordered = sorted(jobs, key=lambda j: -j.group.budget)
+    with StaticServer(site.root) as base, ThreadPoolExecutor(max_workers=parallel) as pool:
+        futures = [
+            pool.submit(
+                run_job,
+                job,
+                base=base,
+                site=site,
+                out=out,
+                seed=seed,
+                scheduler=scheduler,
+                log_level=log_level,
+                timeout=timeout,
+            )
+            for job in ordered
+        ]
+        for done, future in enumerate(as_completed(futures), 1):
+            result = future.result()
+            results.append(result)
+            if progress:
+                j = result.job
+                status = result.error or (
+                    f"{result.curve.pages} pages, recall {result.curve.recall or 0:.3f}"
+                )
+                print(
+                    f"[{done}/{len(jobs)}] {j.group.topic.name} {j.group.seeds_label} "
+                    f"{j.strategy} c={j.concurrency or 'default'}: {status} "
+                    f"({result.elapsed:.1f} s)",
+                    flush=True,
+                )
+    return results
+
+
+# --- numbers ----------------------------------------------------------------------------
+def _ratio(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or b <= 0:
+        return None
+    return a / b
+
+
+def rows_of(results: Sequence[Result]) -> list[dict[str, object]]:
+    """One ``quality.csv`` row per result, normalised by its group's oracle."""
+    oracles = {
+        (r.job.group, r.job.concurrency): r.curve for r in results if r.job.strategy == ORACLE
+    }
+    rows = []
+    for r in sorted(results, key=_result_key):
+        group, curve = r.job.group, r.curve
+        oracle = oracles.get((group, r.job.concurrency))
+        recall = curve.recall_at(group.budget) if not r.error else None
+        oracle_recall = oracle.recall_at(group.budget) if oracle else None
+        auc = curve.auc_recall(group.budget) if not r.error else None
+        oracle_auc = oracle.auc_recall(group.budget) if oracle else None
+        rows.append(
+            {
+                "topic": group.topic.name,
+                "seeds": group.seeds_label,
+                "strategy": r.job.strategy,
+                "budget": group.budget,
+                "pages": curve.pages,
+                "targets": len(group.targets),
+                "targets_found": curve.targets_found,
+                "recall": recall,
+                "precision": curve.precision if not r.error else None,
+                "oracle_recall": oracle_recall,
+                "recall_over_oracle": _ratio(recall, oracle_recall),
+                "auc_recall": _ratio(auc, oracle_auc),
+                "_held_out": group.held_out,
+                "_group": group,
+                "_error": r.error,
+                "_elapsed": r.elapsed,
+            }
+        )
+    return rows
+
+
+def _result_key(r: Result) -> tuple:
+    g = r.job.group
+    order = STRATEGY_ORDER.index(r.job.strategy) if r.job.strategy in STRATEGY_ORDER else 99
+    return (g.held_out, g.topic.name, g.seeds_label, order, r.job.strategy)
+
+
+def _fmt(value: object, digits: int = 3) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return "" if math.isnan(value) else f"{value:.{digits}f}"
+    return str(value)
+
+
+def write_csv(rows: Sequence[dict[str, object]], path: Path) -> None:
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(CSV_COLUMNS)
+        for row in rows:
+            writer.writerow([_fmt(row[c], 6) for c in CSV_COLUMNS])
+
+
+def ranking(rows: Sequence[dict[str, object]], key: str = "auc_recall") -> list[str]:
+    """Strategies (oracle excluded) by their mean ``key`` over the rows, best first."""
+    values: dict[str, list[float]] = {}
+    for row in rows:
+        v = row[key]
+        if row["strategy"] != ORACLE and isinstance(v, float):
+            values.setdefault(str(row["strategy"]), []).append(v)
+    means = {s: sum(v) / len(v) for s, v in values.items()}
+    return sorted(means, key=lambda s: (-means[s], s))
+
+
+def kendall_tau(a: Sequence[str], b: Sequence[str]) -> float | None:
+    """Kendall's tau between two rankings of the same items (1 = same order)."""
+    common = [x for x in a if x in b]
+    n = len(common)
+    if n < 2:
+        return None
+    pos = {x: i for i, x in enumerate(b)}
+    score = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            score += 1 if pos[common[i]] < pos[common[j]] else -1
+    return score / (n * (n - 1) / 2)
+
+
+def plot_groups(results: Sequence[Result], out: Path, suffix: str = "") -> list[Path]:
+    """One PNG per (topic, seed set): recall and precision vs pages, a line per strategy."""
+    from focused.plot import plot_curves  # matplotlib only when drawing
+
+    by_group: dict[Group, list[Result]] = {}
+    for r in sorted(results, key=_result_key):
+        if not r.error:
+            by_group.setdefault(r.job.group, []).append(r)
+    paths = []
+    for group, rs in by_group.items():
+        start = "off-topic start" if group.off_topic_start else "on-topic start"
+        tag = " (held-out)" if group.held_out else ""
+        title = (
+            f"{group.topic.name}{tag}: seeds {group.seeds_label} ({start}), "
+            f"{len(group.targets)} targets, budget {group.budget}{suffix and ', ' + suffix}"
+        )
+        path = out / f"{group.slug}{'-' + suffix if suffix else ''}.png"
+        plot_curves({r.job.strategy: r.curve.points for r in rs}, path, title=title)
+        paths.append(path)
+    return paths
+
+
+# --- the report -------------------------------------------------------------------------
+def _table(rows: Sequence[dict[str, object]]) -> list[str]:
+    lines = [
+        "| topic | seeds | start | strategy | budget | pages | targets | found | recall "
+        "| precision | recall / oracle | AUC / oracle |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        group = row["_group"]
+        assert isinstance(group, Group)
+        start = "off-topic" if group.off_topic_start else "on-topic"
+        name = f"**{row['strategy']}**" if row["strategy"] == ORACLE else str(row["strategy"])
+        if row["_error"]:
+            name += f" (failed: {row['_error']})"
+        lines.append(
+            f"| {row['topic']} | {row['seeds']} | {start} | {name} | {row['budget']} "
+            f"| {row['pages']} | {row['targets']} | {row['targets_found']} "
+            f"| {_fmt(row['recall'])} | {_fmt(row['precision'])} "
+            f"| {_fmt(row['recall_over_oracle'])} | {_fmt(row['auc_recall'])} |"
+        )
+    return lines
+
+
+def _means(rows: Sequence[dict[str, object]]) -> list[str]:
+    """Mean of each strategy over the rows' groups."""
+    keys = ("recall", "precision", "recall_over_oracle", "auc_recall")
+    values: dict[str, dict[str, list[float]]] = {}
+    for row in rows:
+        per = values.setdefault(str(row["strategy"]), {k: [] for k in keys})
+        for k in keys:
+            if isinstance(row[k], float):
+                per[k].append(float(row[k]))  # type: ignore[arg-type]
+    order = sorted(
+        values,
+        key=lambda s: STRATEGY_ORDER.index(s) if s in STRATEGY_ORDER else 99,
+    )
+    lines = [
+        "| strategy | mean recall | mean precision | mean recall / oracle | mean AUC / oracle |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for s in order:
+        cells = [_fmt(sum(v) / len(v)) if (v := values[s][k]) else "" for k in keys]
+        lines.append(f"| {s} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def write_markdown(
+    path: Path,
+    rows: Sequence[dict[str, object]],
+    *,
+    concurrency_label: str,
+    compare: tuple[str, Sequence[dict[str, object]]] | None,
+    settings_lines: Sequence[str],
+    plots: Sequence[Path],
+    elapsed: float,
+    crawls: int,
+) -> None:
+    """``quality.md``: the tables a person reads."""
+    tuned = [r for r in rows if not r["_held_out"]]
+    held = [r for r in rows if r["_held_out"]]
+    lines = [
+        "# Quality benchmark: recall and precision of each strategy (wikispeedia)",
+        "",
+        "Real Scrapy crawls of the wikispeedia site (4,604 Wikipedia pages, real link graph, "
+        "reconstructed anchors) served on 127.0.0.1. recall = targets crawled / targets "
+        "reachable from the seeds; precision = targets crawled / pages crawled (harvest "
+        "rate); both at the budget (BUDGET x reachable targets, equal for every strategy "
+        "of a row group). *recall / oracle* and *AUC / oracle* (area under the recall "
+        "curve up to the budget) divide by the oracle, which knows the labels (a link to "
+        "a known target first, otherwise breadth-first).",
+        "",
+        *[f"- {line}" for line in settings_lines],
+        f"- concurrency of the tables below: {concurrency_label}",
+        f"- {crawls} crawls in {elapsed / 60:.1f} min wall time",
+        "",
+        "## Tuned topics",
+        "",
+        *_table(tuned),
+        "",
+        "Means over the tuned topics' seed sets:",
+        "",
+        *_means(tuned),
+        "",
+    ]
+    if held:
+        lines += [
+            "## Held-out topics",
+            "",
+            "Topics the keywords, thresholds and strategies were not tuned on: a strategy "
+            "tuned to chemistry alone shows here.",
+            "",
+            *_table(held),
+            "",
+            "Means over the held-out topics' seed sets:",
+            "",
+            *_means(held),
+            "",
+        ]
+    lines += [
+        "## Ranking (mean AUC / oracle over all seed sets, oracle excluded)",
+        "",
+        f"- tuned: {' > '.join(ranking(tuned)) or '-'}",
+        f"- held-out: {' > '.join(ranking(held)) or '-'}",
+        f"- all: {' > '.join(ranking(rows)) or '-'}",
+        "",
+    ]
+    if compare is not None:
+        other_label, other_rows = compare
+        lines += _concurrency_section(concurrency_label, rows, other_label, other_rows)
+    if plots:
+        lines += ["## Plots", ""]
+        lines += [f"- [{p.name}]({p.name})" for p in plots]
+        lines.append("")
+    path.write_text("\n".join(lines), encoding="utf-8")
+
+
+def _concurrency_section(
+    label_a: str,
+    rows_a: Sequence[dict[str, object]],
+    label_b: str,
+    rows_b: Sequence[dict[str, object]],
+) -> list[str]:
+    lines = [
+        "## Does concurrency change the ranking?",
+        "",
+        "Scrapy lets later requests overtake earlier ones when several are in flight; "
+        f"every crawl was run again at {label_b} (one request at a time: the frontier "
+        "order is followed exactly). Ranking by AUC / oracle, oracle excluded.",
+        "",
+        f"| row group | {label_a} | {label_b} | same order | Kendall tau |",
+        "|---|---|---|---|---:|",
+    ]
+    groups = sorted({r["_group"] for r in rows_a}, key=lambda g: (g.held_out, g.slug))  # type: ignore[union-attr]
+    changed = 0
+    for g in groups:
+        a = ranking([r for r in rows_a if r["_group"] == g])
+        b = ranking([r for r in rows_b if r["_group"] == g])
+        same = a == b
+        changed += not same
+        tau = kendall_tau(a, b)
+        lines.append(
+            f"| {g.topic.name}{' (held-out)' if g.held_out else ''} {g.seeds_label} "
+            f"| {' > '.join(a)} | {' > '.join(b)} | {'yes' if same else 'no'} "
+            f"| {_fmt(tau, 2)} |"
+        )
+    a, b = ranking(rows_a), ranking(rows_b)
+    tau = kendall_tau(a, b)
+    lines += [
+        f"| **all** | {' > '.join(a)} | {' > '.join(b)} | {'yes' if a == b else 'no'} "
+        f"| {_fmt(tau, 2)} |",
+        "",
+        f"Verdict: the overall ranking {'does not change' if a == b else 'changes'} "
+        f"(Kendall tau {_fmt(tau, 2)}); {changed} of {len(groups)} row groups change order.",
+        "",
+        f"Means at {label_b}:",
+        "",
+        *_means(rows_b),
+        "",
+    ]
+    return lines
+
+
+# --- command line -----------------------------------------------------------------------
+def _split(values: Sequence[str] | None) -> list[str]:
+    """Flatten values given as several arguments and/or spaces/commas inside one."""
+    out: list[str] = []
+    for v in values or ():
+        out += [x for x in re.split(r"[\s,]+", v) if x]
+    return out
+
+
+def _seed_sets(values: Sequence[str] | None) -> list[tuple[str, ...]]:
+    """Seed sets: sets separated by spaces (or arguments), pages by commas."""
+    sets = []
+    for v in values or ():
+        for chunk in v.split():
+            pages = tuple(p for p in chunk.split(",") if p)
+            if pages:
+                sets.append(pages)
+    return sets
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m focused.bench.quality",
+        description=(
+            "Crawl the labelled wikispeedia site with every strategy (real Scrapy crawls "
+            "over loopback HTTP) and write quality.csv, quality.md and one plot per "
+            "(topic, seed set)."
+        ),
+    )
+    p.add_argument(
+        "--topic",
+        nargs="+",
+        metavar="TOPIC",
+        help=f"topic names (topics/) or topic file paths; default: {' '.join(DEFAULT_TOPICS)}",
+    )
+    p.add_argument(
+        "--held-out",
+        nargs="*",
+        metavar="TOPIC",
+        help="topics measured separately, labelled held-out; default: "
+        f"{' '.join(DEFAULT_HELD_OUT)} (none with --topic, unless given; '--held-out' "
+        "alone: none)",
+    )
+    p.add_argument(
+        "--category",
+        nargs="+",
+        metavar="PREFIX",
+        help="label prefix of the targets (e.g. subject.Science.Chemistry): one for every "
+        "topic, or one per topic in order (--topic, then --held-out); default: the "
+        "topic file's category",
+    )
+    p.add_argument(
+        "--seeds",
+        nargs="+",
+        metavar="SET",
+        help="seed sets for every topic: pages separated by commas, sets by spaces, e.g. "
+        "'Chemistry.html Water.html,Iron.html,Salt.html'; default: per topic (two sets, "
+        "one starting off-topic)",
+    )
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=2.0,
+        help="pages per crawl as a multiple of the targets reachable from the seeds (default 2)",
+    )
+    p.add_argument(
+        "--strategies",
+        nargs="+",
+        metavar="NAME",
+        help=f"strategies (default all: {' '.join(STRATEGY_ORDER)}); the oracle always runs",
+    )
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        help="CONCURRENT_REQUESTS and CONCURRENT_REQUESTS_PER_DOMAIN of the crawls "
+        "(default: the project's settings)",
+    )
+    p.add_argument(
+        "--compare-concurrency",
+        action="store_true",
+        help="also run every crawl with CONCURRENT_REQUESTS=1 and report whether the "
+        "ranking changes",
+    )
+    p.add_argument("--jobs", type=int, default=2, help="crawls run at a time (default 2)")
+    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="FOCUSED_SEED of every crawl")
+    p.add_argument(
+        "--data",
+        type=Path,
+        help=f"the wikispeedia site folder (default: {DEFAULT_DATA} from the project root)",
+    )
+    p.add_argument(
+        "--out", type=Path, help=f"output folder (default: {DEFAULT_OUT} in the project root)"
+    )
+    p.add_argument(
+        "--scheduler",
+        help="SCHEDULER of the crawls (default: the project's when focused/scheduler.py "
+        "exists, else scrapy.core.scheduler.Scheduler)",
+    )
+    p.add_argument("--log-level", default="INFO", help="LOG_LEVEL of the crawls' logs")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds before a crawl is killed")
+    p.add_argument("--quiet", action="store_true", help="no progress line per crawl")
+    return p
+
+
+def plan(args: argparse.Namespace, site: Site) -> list[Group]:
+    """The (topic, seed set) groups that ``args`` describe."""
+    topics = _split(args.topic) or list(DEFAULT_TOPICS)
+    if args.held_out is None:
+        held = [] if args.topic else list(DEFAULT_HELD_OUT)
+    else:
+        held = _split(args.held_out)
+    categories = _split(args.category)
+    everything = [(t, False) for t in topics] + [(t, True) for t in held]
+    if categories and len(categories) not in (1, len(everything)):
+        raise BenchError(
+            f"--category: give one prefix or one per topic ({len(everything)}), "
+            f"got {len(categories)}"
+        )
+    seed_sets = _seed_sets(args.seeds)
+    if args.budget <= 0:
+        raise BenchError(f"--budget must be > 0, got {args.budget}")
+    groups: list[Group] = []
+    for i, (arg, held_out) in enumerate(everything):
+        try:
+            topic = load_topic(arg)
+        except TopicError as exc:
+            raise BenchError(str(exc)) from None
+        category = (categories[i] if len(categories) > 1 else categories[0]) if categories else ""
+        category = category or topic.category
+        if not category:
+            raise BenchError(f"topic {topic.name}: no category; give one with --category")
+        all_targets = site.targets(category)
+        if not all_targets:
+            raise BenchError(f"no page of {site.root} is labelled under {category!r}")
+        if seed_sets:
+            sets = seed_sets
+        elif topic.name in DEFAULT_SEED_SETS:
+            sets = [tuple(s.split(",")) for s in DEFAULT_SEED_SETS[topic.name]]
+        else:
+            sets = list(site.auto_seed_sets(all_targets))
+        for pages in sets:
+            seeds = tuple(dict.fromkeys(site.resolve(p) for p in pages))
+            reachable = all_targets & site.reachable(seeds)
+            if not reachable:
+                raise BenchError(f"{topic.name}: no {category} page is reachable from {seeds}")
+            budget = max(1, round(args.budget * len(reachable)))
+            topic_arg = arg if Path(arg).is_file() else topic.name
+            if Path(arg).is_file():
+                topic_arg = str(Path(arg).resolve())
+            groups.append(
+                Group(topic, topic_arg, category, seeds, frozenset(reachable), budget, held_out)
+            )
+    return groups
+
+
+def strategies_of(args: argparse.Namespace) -> list[str]:
+    names = _split(args.strategies) or list(STRATEGY_ORDER)
+    unknown = [n for n in names if n not in STRATEGIES]
+    if unknown:
+        raise BenchError(
+            f"unknown strategy {', '.join(unknown)}; valid: {', '.join(sorted(STRATEGIES))}"
+        )
+    if ORACLE not in names:
+        names.insert(0, ORACLE)
+    return list(dict.fromkeys(names))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    started = time.monotonic()
+    try:
+        data = args.data if args.data is not None else ROOT / DEFAULT_DATA
+        site = Site.load(data)
+        groups = plan(args, site)
+        names = strategies_of(args)
+    except BenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    out = (args.out if args.out is not None else ROOT / DEFAULT_OUT).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    scheduler = args.scheduler if args.scheduler is not None else default_scheduler()
+    requests, per_domain = project_concurrency()
+    if args.concurrency:
+        label = f"CONCURRENT_REQUESTS={args.concurrency} (per domain {args.concurrency})"
+    else:
+        label = (
+            f"project default (CONCURRENT_REQUESTS={requests}, per domain {per_domain}: "
+            f"{min(requests, per_domain)} in flight on the one host)"
+        )
+    levels: list[int | None] = [args.concurrency]
+    if args.compare_concurrency and args.concurrency != 1:
+        levels.append(1)
+    jobs = [Job(g, s, c) for c in levels for g in groups for s in names]
+    print(
+        f"quality benchmark: {len(groups)} seed sets x {len(names)} strategies x "
+        f"{len(levels)} concurrency = {len(jobs)} crawls, {args.jobs} at a time; "
+        f"out {out}",
+        flush=True,
+    )
+    results = run_jobs(
+        jobs,
+        site=site,
+        out=out,
+        parallel=max(1, args.jobs),
+        seed=args.seed,
+        scheduler=scheduler,
+        log_level=args.log_level,
+        timeout=args.timeout,
+        progress=not args.quiet,
+    )
+    main_results = [r for r in results if r.job.concurrency == args.concurrency]
+    rows = rows_of(main_results)
+    write_csv(rows, out / "quality.csv")
+    plots = plot_groups(main_results, out)
+    compare = None
+    if len(levels) > 1:
+        c1 = [r for r in results if r.job.concurrency == 1]
+        c1_rows = rows_of(c1)
+        write_csv(c1_rows, out / "quality-c1.csv")
+        plot_groups(c1, out, suffix="c1")
+        compare = ("CONCURRENT_REQUESTS=1", c1_rows)
+    elapsed = time.monotonic() - started
+    settings_lines = [
+        f"data: {site.root.resolve()} (labels.tsv, {len(site.graph)} pages)",
+        f"scheduler: {scheduler or 'project default (focused.scheduler.FocusedScheduler)'}",
+        f"budget: {args.budget:g} x reachable targets; FOCUSED_SEED={args.seed}, "
+        f"PYTHONHASHSEED={args.seed}, AUTOTHROTTLE_ENABLED=False, {args.jobs} crawls at a time",
+        "CSV: quality.csv" + (" (and quality-c1.csv at CONCURRENT_REQUESTS=1)" if compare else ""),
+    ]
+    write_markdown(
+        out / "quality.md",
+        rows,
+        concurrency_label=label,
+        compare=compare,
+        settings_lines=settings_lines,
+        plots=plots,
+        elapsed=elapsed,
+        crawls=len(jobs),
+    )
+    failed = [r for r in results if r.error]
+    print(
+        f"wrote {out / 'quality.csv'}, {out / 'quality.md'} and {len(plots)} plots "
+        f"in {elapsed:.0f} s",
+        flush=True,
+    )
+    if failed:
+        print(f"error: {len(failed)} crawl(s) failed; see quality.md", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,208 @@
+"""Quality benchmark (issue 4): the oracle strategy, the harness's planning and, end to end,
+``make bench-quality-quick`` (real Scrapy crawls of the wikispeedia site over loopback HTTP)
+whose CSV is checked against each crawl's own ``pages.sqlite3``."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+
+from focused.bench import quality
+from focused.strategies import Parent, build
+from focused.strategies.oracle import OracleStrategy
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data" / "wikispeedia-site"
+needs_data = pytest.mark.skipif(
+    not (DATA / "labels.tsv").is_file(), reason=f"wikispeedia site not at {DATA}"
+)
+
+
+def _parent(depth: int = 0) -> Parent:
+    return Parent(
+        url="http://h/wiki/A.html",
+        page_relevance=0.0,
+        relevant=False,
+        body_relevance=0.0,
+        m=0.0,
+        hops=0,
+        depth=depth,
+        link_count=3,
+    )
+
+
+# --- the oracle (pure) ----------------------------------------------------------------
+def test_oracle_puts_target_links_first_then_breadth_first_fifo() -> None:
+    oracle = build("oracle", targets=frozenset({"http://h/wiki/T%26U.html"}))
+    assert isinstance(oracle, OracleStrategy)
+    shallow_first = oracle.score(_parent(0), "http://h/wiki/B.html", 0.0)
+    shallow_second = oracle.score(_parent(0), "http://h/wiki/C.html", 0.9)
+    deep_target = oracle.score(_parent(5), "http://h/wiki/T%26U.html#x", 0.0)  # canonical
+    deeper = oracle.score(_parent(1), "http://h/wiki/D.html", 1.0)
+    assert deep_target.priority > shallow_first.priority > shallow_second.priority
+    assert shallow_second.priority > deeper.priority  # depth 1 before depth 2, anchors ignored
+    assert oracle.seed().priority > deep_target.priority
+    assert 0.0 <= deeper.value < shallow_first.value < deep_target.value <= 1.0
+
+
+def test_oracle_without_targets_is_plain_breadth_first() -> None:
+    oracle = build("oracle")
+    a = oracle.score(_parent(2), "http://h/wiki/A.html", 1.0)
+    b = oracle.score(_parent(0), "http://h/wiki/B.html", 0.0)
+    assert b.priority > a.priority
+
+
+# --- planning (no crawl) --------------------------------------------------------------
+def test_seed_sets_and_lists_parse_like_the_make_variables() -> None:
+    assert quality._seed_sets(["Chemistry.html Water.html,Iron.html,Salt.html"]) == [
+        ("Chemistry.html",),
+        ("Water.html", "Iron.html", "Salt.html"),
+    ]
+    assert quality._seed_sets(["A.html", "B.html,C.html"]) == [("A.html",), ("B.html", "C.html")]
+    assert quality._split(["oracle bfs", "gao,bsbs"]) == ["oracle", "bfs", "gao", "bsbs"]
+    assert quality.page_name("http://127.0.0.1:1/wiki/AT%26T.html") == "AT&T.html"
+    assert quality.page_url("http://h:1/", "AT&T.html") == "http://h:1/wiki/AT%26T.html"
+
+
+def test_kendall_tau_and_ranking() -> None:
+    assert quality.kendall_tau(["a", "b", "c"], ["a", "b", "c"]) == 1.0
+    assert quality.kendall_tau(["a", "b", "c"], ["c", "b", "a"]) == -1.0
+    rows = [
+        {"strategy": "oracle", "auc_recall": 1.0},
+        {"strategy": "bfs", "auc_recall": 0.3},
+        {"strategy": "gao", "auc_recall": 0.5},
+        {"strategy": "bfs", "auc_recall": 0.5},
+    ]
+    assert quality.ranking(rows) == ["gao", "bfs"]
+
+
+def _site(tmp_path: Path) -> quality.Site:
+    """A 6-page labelled web: S -> A -> T1 -> T2, S -> B; T3 is unreachable."""
+    wiki = tmp_path / "wiki"
+    wiki.mkdir()
+    links = {"S": ["A", "B"], "A": ["T1"], "T1": ["T2"], "T2": [], "B": [], "T3": ["T1"]}
+    for name, out in links.items():
+        hrefs = "".join(f'<a href="{o}.html">{o}</a>' for o in out)
+        (wiki / f"{name}.html").write_text(f"<html><body>{hrefs}</body></html>")
+    (tmp_path / "labels.tsv").write_text(
+        "# path\tcategory\n"
+        "/wiki/T1.html\tsubject.Science.Chemistry.Compounds\n"
+        "/wiki/T2.html\tsubject.Science.Chemistry\n"
+        "/wiki/T3.html\tsubject.Science.Chemistry\n"
+        "/wiki/A.html\tsubject.Science.ChemistryX\n"
+        "/wiki/B.html\tsubject.Geography\n"
+    )
+    return quality.Site.load(tmp_path)
+
+
+def test_budget_counts_only_targets_reachable_from_the_seeds(tmp_path: Path) -> None:
+    site = _site(tmp_path)
+    assert site.targets("subject.Science.Chemistry") == {"T1.html", "T2.html", "T3.html"}
+    args = quality.build_parser().parse_args(
+        ["--topic", "chemistry", "--seeds", "S.html B", "--budget", "1.5"]
+    )
+    with pytest.raises(quality.BenchError, match="no subject.Science.Chemistry page"):
+        quality.plan(args, site)
+    args = quality.build_parser().parse_args(["--topic", "chemistry", "--seeds", "S.html A"])
+    groups = quality.plan(args, site)
+    assert [g.seeds for g in groups] == [("S.html",), ("A.html",)]
+    assert [sorted(g.targets) for g in groups] == [["T1.html", "T2.html"]] * 2
+    assert [g.budget for g in groups] == [4, 4]
+    assert all(g.off_topic_start for g in groups)
+    assert not any(g.held_out for g in groups)
+
+
+def test_unknown_seed_page_is_a_one_line_error(tmp_path: Path, capsys) -> None:
+    _site(tmp_path)
+    code = quality.main(
+        ["--topic", "chemistry", "--seeds", "Nowhere.html", "--data", str(tmp_path)]
+    )
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("error: seed 'Nowhere.html'") and err.count("\n") == 1
+
+
+def test_auto_seed_sets_start_on_the_hub_and_two_clicks_away(tmp_path: Path) -> None:
+    site = _site(tmp_path)
+    on, off = site.auto_seed_sets(site.targets("subject.Science.Chemistry"))
+    assert on == ("T1.html",)  # linked from T3, a target
+    assert off[0] not in site.targets("subject.Science.Chemistry")
+    assert not {"T1.html", "T2.html", "T3.html"} & set(site.graph[off[0]])
+
+
+# --- end to end: make bench-quality-quick ----------------------------------------------
+def _labelled_targets(prefix: str) -> set[str]:
+    found = set()
+    for line in (DATA / "labels.tsv").read_text(encoding="utf-8").splitlines():
+        if line.startswith("#") or "\t" not in line:
+            continue
+        path, category = line.split("\t", 1)
+        if category == prefix or category.startswith(prefix + "."):
+            found.add(unquote(path))
+    return found
+
+
+@needs_data
+@pytest.mark.integration
+def test_make_bench_quality_quick_end_to_end(tmp_path: Path) -> None:
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    out = tmp_path / "bench"
+    proc = subprocess.run(
+        ["make", "-s", "bench-quality-quick", f"PY={sys.executable}", f"BENCH_QUICK_OUT={out}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+
+    with (out / "quality.csv").open(newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        assert tuple(reader.fieldnames or ()) == quality.CSV_COLUMNS
+        rows = list(reader)
+    assert sorted(r["strategy"] for r in rows) == sorted(quality.STRATEGY_ORDER)
+    by_strategy = {r["strategy"]: r for r in rows}
+    oracle = by_strategy["oracle"]
+    # SOURCE.md: 187 of the 191 chemistry pages are reachable from Chemistry.html.
+    assert {int(r["targets"]) for r in rows} == {187}
+    budget = round(0.25 * 187)
+    assert {int(r["budget"]) for r in rows} == {budget}
+    for row in rows:
+        assert float(oracle["recall"]) >= float(row["recall"]) - 0.02, row
+        assert float(row["oracle_recall"]) == pytest.approx(float(oracle["recall"]))
+    assert float(oracle["recall_over_oracle"]) == pytest.approx(1.0)
+    assert float(oracle["auc_recall"]) == pytest.approx(1.0)
+
+    targets = _labelled_targets("subject.Science.Chemistry")
+    runs = out / "runs" / "cdefault" / "chemistry__Chemistry"
+    for strategy, row in by_strategy.items():
+        db = runs / strategy / "pages.sqlite3"
+        with sqlite3.connect(db) as conn:
+            urls = [u for (u,) in conn.execute("SELECT url FROM pages ORDER BY id")]
+        assert len(urls) >= budget, strategy  # the crawl reached the budget
+        crawled = urls[:budget]
+        assert all(u.startswith("http://127.0.0.1:") for u in crawled)
+        found = sum(unquote(urlsplit(u).path) in targets for u in crawled)
+        assert int(row["pages"]) == budget
+        assert int(row["targets_found"]) == found, strategy
+        assert float(row["recall"]) == pytest.approx(found / 187, abs=1e-6), strategy
+        assert float(row["precision"]) == pytest.approx(found / budget, abs=1e-6), strategy
+        assert (runs / strategy / "crawl.log").stat().st_size > 0
+    # the oracle, knowing the labels, fetches only targets while Chemistry.html has many
+    assert float(oracle["precision"]) == pytest.approx(1.0)
+    assert float(by_strategy["bfs"]["precision"]) < 0.9
+
+    md = (out / "quality.md").read_text(encoding="utf-8")
+    assert "| chemistry | Chemistry.html | on-topic | **oracle** |" in md
+    assert "concurrency of the tables below" in md
+    png = out / "chemistry__Chemistry.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

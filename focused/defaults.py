@@ -54,6 +54,24 @@ DEFAULTS: dict[str, Any] = {
     "FOCUSED_FRONTIER": "memory",  # "memory" (SQLite journal under JOBDIR) or "redis"
     "FOCUSED_REDIS_KEY": "focused:{topic}",
     "FOCUSED_REDIS_LEASE": 60.0,
+    # --- a hostile web (focused/robustness.py, focused/sanitize.py; issue 7) ----
+    # at most this many downloads per host name (0: no cap); bounds an endless URL
+    # space (a calendar, a session id in every link) on one host
+    "FOCUSED_MAX_PAGES_PER_HOST": 0,
+    # hosts the crawl may leave the seeds for (Scrapy's allowed_domains: a domain also
+    # allows its subdomains); empty: any host
+    "FOCUSED_ALLOWED_DOMAINS": [],
+    # query (and ;jsessionid= path) parameters stripped from every link as session ids
+    "FOCUSED_SESSION_PARAMS": [
+        "jsessionid",
+        "phpsessid",
+        "sid",
+        "sessionid",
+        "session_id",
+        "aspsessionid",
+        "cfid",
+        "cftoken",
+    ],
     # --- output ----------------------------------------------------------------
     "FOCUSED_OUTPUT_DIR": "out/crawl",
     "FOCUSED_METRICS_LOG_EVERY": 50,

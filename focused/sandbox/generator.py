@@ -21,9 +21,11 @@ import itertools
 import math
 import random
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler
 
+from focused.sandbox import hostile
 from focused.sandbox.vocab import (
     FILLER_EN,
     FILLER_ZH,
@@ -35,7 +37,8 @@ from focused.sandbox.vocab import (
     Subject,
 )
 
-MODES = ("normal",)
+#: "hostile": the normal site plus the hostile corner of :mod:`focused.sandbox.hostile`
+MODES = ("normal", "hostile")
 MIN_PAGES = 60
 HUB_SIZE = 30  # main pages listed per hub page
 CLUSTER_SHARE = 0.25  # share of a subject's pages that sit behind a tunnel
@@ -77,6 +80,10 @@ class Site:
     links: dict[str, list[str]]  # HTML path -> linked paths (absolute, in page order)
     titles: dict[str, str]
     hubs: dict[str, list[str]]  # subject slug -> its hub pages in order
+    # answers the requests it knows (hostile mode's dynamic cases); True when it did
+    responder: Callable[[BaseHTTPRequestHandler, bool], bool] | None = field(
+        default=None, repr=False
+    )
 
     def targets(self, prefix: str) -> set[str]:
         """Paths with a category that starts with ``prefix``."""
@@ -219,7 +226,8 @@ def generate_site(seed: int = 7, pages: int = 600, mode: str = "normal") -> Site
         raise ValueError(f"unknown sandbox mode {mode!r} (known: {', '.join(MODES)})")
     if pages < MIN_PAGES:
         raise ValueError(f"a sandbox needs at least {MIN_PAGES} pages, got {pages}")
-    rng = random.Random(f"focused-sandbox/{seed}/{pages}/{mode}")
+    # the hostile site is the normal one plus its hostile corner: same random stream
+    rng = random.Random(f"focused-sandbox/{seed}/{pages}/normal")
     writer = _Writer(rng)
 
     # budget: home + private + hubs + content pages
@@ -327,8 +335,13 @@ def generate_site(seed: int = 7, pages: int = 600, mode: str = "normal") -> Site
     private.links = [("/", "首页 home")]
     out[PRIVATE_PATH] = private
     out[hubs["chemistry"][0]].links.insert(0, (PRIVATE_PATH, "实验室 lab notes"))
+    if mode == "hostile":
+        home.links.append((hostile.INDEX, hostile.INDEX_ANCHOR))
 
-    return _build(seed, mode, out, hubs)
+    site = _build(seed, mode, out, hubs)
+    if mode == "hostile":
+        hostile.install(site)
+    return site
 
 
 def _build(seed: int, mode: str, out: dict[str, _Page], hubs: dict[str, list[str]]) -> Site:

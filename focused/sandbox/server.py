@@ -25,6 +25,8 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True  # headers and body go out as two writes: no 40 ms stalls
 
     def _respond(self, with_body: bool) -> None:
+        if self.site.responder is not None and self.site.responder(self, with_body):
+            return
         path = unquote(urlsplit(self.path).path) or "/"
         body = self.site.pages.get(path)
         if body is None:

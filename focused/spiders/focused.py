@@ -9,14 +9,14 @@ from typing import Any
 import scrapy
 from scrapy import signals
 from scrapy.http import Response, TextResponse
-from scrapy.linkextractors import LinkExtractor
 from w3lib.url import canonicalize_url
 
-from focused import config
+from focused import config, robustness
 from focused.defaults import get
 from focused.items import PageItem
 from focused.middlewares import PAGE_META
 from focused.relevance import TopicVector, page_relevance
+from focused.sanitize import strip_session_ids
 from focused.topics import load_topic
 from focused.web import Web, open_web
 
@@ -33,7 +33,9 @@ class FocusedSpider(scrapy.Spider):
 
     Settings: ``FOCUSED_WEB``, ``FOCUSED_SEEDS``, ``FOCUSED_LABELS``,
     ``FOCUSED_TARGET_CATEGORY``, ``FOCUSED_TOPICS_DIR``, ``FOCUSED_SANDBOX_*``,
-    ``FOCUSED_TITLE_WEIGHT``, ``FOCUSED_PAGE_THRESHOLD``.
+    ``FOCUSED_TITLE_WEIGHT``, ``FOCUSED_PAGE_THRESHOLD``; on a hostile web (issue 7)
+    ``FOCUSED_ALLOWED_DOMAINS`` (its ``allowed_domains``), ``FOCUSED_SESSION_PARAMS``
+    (stripped from links) and :class:`~focused.robustness.RobustnessMiddleware`.
     """
 
     name = "focused"
@@ -41,6 +43,11 @@ class FocusedSpider(scrapy.Spider):
     def __init__(self, topic: str = "", *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.topic_arg = topic
+
+    @classmethod
+    def update_settings(cls, settings: Any) -> None:
+        super().update_settings(settings)
+        robustness.install(settings)  # charset repair, binary bodies, per-host cap
 
     @classmethod
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> FocusedSpider:
@@ -68,6 +75,9 @@ class FocusedSpider(scrapy.Spider):
             sandbox_mode=get(settings, "FOCUSED_SANDBOX_MODE"),
         )
         self.targets = self.web.targets
+        self.allowed_domains = [d.strip() for d in get(settings, "FOCUSED_ALLOWED_DOMAINS")]
+        self.session_params = [p for p in get(settings, "FOCUSED_SESSION_PARAMS") if p]
+        self.link_extractor = robustness.FocusedLinkExtractor(count=self._count)
         self.logger.info(
             "focused: topic %s on the %s web, %d seeds, %d known targets, strategy %s",
             self.topic.name,
@@ -93,7 +103,7 @@ class FocusedSpider(scrapy.Spider):
         title_cos, body_cos = self.vector.cosines([title, body])
         relevance = page_relevance(title_cos, body_cos, self.title_weight)
         relevant = relevance > self.page_threshold
-        links = LinkExtractor().extract_links(response)
+        links = self.link_extractor.extract_links(response)
         response.meta[PAGE_META] = {
             "page_relevance": relevance,
             "relevant": relevant,
@@ -102,9 +112,9 @@ class FocusedSpider(scrapy.Spider):
         }
         anchors = self.vector.cosines([link.text for link in links])
         for link, r in zip(links, anchors, strict=True):
-            yield scrapy.Request(
-                link.url, meta={"anchor_relevance": float(r), "parent_url": response.url}
-            )
+            request = self._request(link.url, float(r), response.url)
+            if request is not None:
+                yield request
         meta = response.meta
         yield PageItem(
             url=response.url,
@@ -126,3 +136,19 @@ class FocusedSpider(scrapy.Spider):
             strategy=self.strategy_name,
             body=response.body,
         )
+
+    def _request(self, url: str, anchor_relevance: float, parent: str) -> scrapy.Request | None:
+        """The request of a link, without session ids; None for a URL Scrapy refuses."""
+        clean = strip_session_ids(url, self.session_params)
+        if clean != url:
+            self._count("focused/links/session_ids_stripped")
+        try:
+            return scrapy.Request(
+                clean, meta={"anchor_relevance": anchor_relevance, "parent_url": parent}
+            )
+        except ValueError:  # e.g. a port out of range
+            self._count("focused/links/ignored/bad_url")
+            return None
+
+    def _count(self, key: str) -> None:
+        self.crawler.stats.inc_value(key)

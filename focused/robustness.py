@@ -1,0 +1,148 @@
+"""Scrapy glue of the defences in :mod:`focused.sanitize` (issue 7: a hostile web).
+
+Most hostile cases are Scrapy's own job and only need the right settings: time-outs
+(``DOWNLOAD_TIMEOUT``), size (``DOWNLOAD_MAXSIZE``, also on the inflated size of a gzip
+bomb), retries, redirect loops (``REDIRECT_MAX_TIMES`` and the seen-URL filter),
+``ROBOTSTXT_OBEY``, ``DEPTH_LIMIT``, ``URLLENGTH_LIMIT``, other hosts
+(``OffsiteMiddleware`` with ``spider.allowed_domains``). What Scrapy lacks is here.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http import Response, TextResponse
+from scrapy.linkextractors import LinkExtractor
+from scrapy.settings import SETTINGS_PRIORITIES
+from scrapy.utils.httpobj import urlparse_cached
+
+from focused import sanitize
+from focused.defaults import get
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+    from scrapy.link import Link
+    from scrapy.statscollectors import StatsCollector
+
+logger = logging.getLogger(__name__)
+
+#: Place in ``DOWNLOADER_MIDDLEWARES``: requests pass it after the robots.txt and offsite
+#: checks (so refused requests do not count against a host), responses after
+#: ``HttpCompressionMiddleware`` (590) has inflated them.
+ORDER = 585
+SPIDER_PRIORITY = SETTINGS_PRIORITIES["spider"]
+
+
+class RobustnessMiddleware:
+    """Downloader middleware: a page cap per host, charset repair, binary bodies.
+
+    - At most ``FOCUSED_MAX_PAGES_PER_HOST`` downloads per host name (0: no cap); retries
+      and robots.txt do not count. Further requests to the host are dropped
+      (``focused/skipped/host_cap``): a calendar or another endless URL space on one
+      host cannot eat the crawl.
+    - A text response whose ``Content-Type`` charset is wrong (GBK served as
+      ``charset=utf-8`` or ``iso-8859-1``) is decoded with the ``<meta>`` charset or the
+      sniffed one instead (:func:`focused.sanitize.repair_encoding`,
+      ``focused/charset/repaired``).
+    - A "text" response whose body is binary (:func:`focused.sanitize.looks_binary`)
+      becomes a plain :class:`~scrapy.http.Response` (no text, no links), which the
+      spider skips (``focused/skipped/binary``).
+
+    Settings: ``FOCUSED_MAX_PAGES_PER_HOST``.
+    """
+
+    def __init__(self, max_per_host: int = 0, stats: StatsCollector | None = None) -> None:
+        self.max_per_host = max(0, int(max_per_host))
+        self.stats = stats
+        self.per_host: Counter[str] = Counter()
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RobustnessMiddleware:
+        return cls(get(crawler.settings, "FOCUSED_MAX_PAGES_PER_HOST"), crawler.stats)
+
+    def _inc(self, key: str) -> None:
+        if self.stats is not None:
+            self.stats.inc_value(key)
+
+    def process_request(self, request: Request) -> None:
+        if not self.max_per_host:
+            return
+        meta = request.meta
+        if meta.get("retry_times") or meta.get("dont_obey_robotstxt"):
+            return  # a retry of a counted request, or robots.txt itself
+        host = (urlparse_cached(request).hostname or "").lower()
+        if self.per_host[host] >= self.max_per_host:
+            self._inc("focused/skipped/host_cap")
+            if self.per_host[host] == self.max_per_host:
+                self.per_host[host] += 1  # log once per host
+                logger.info(
+                    "focused: %s reached FOCUSED_MAX_PAGES_PER_HOST=%d; its other URLs are dropped",
+                    host,
+                    self.max_per_host,
+                )
+            raise IgnoreRequest(f"host {host} reached its cap of {self.max_per_host} pages")
+        self.per_host[host] += 1
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        if not isinstance(response, TextResponse) or not response.body:
+            return response
+        if sanitize.looks_binary(response.body):
+            self._inc("focused/skipped/binary")
+            return Response(**{name: getattr(response, name) for name in Response.attributes})
+        content_type = response.headers.get(b"Content-Type")
+        if content_type:
+            encoding = sanitize.repair_encoding(content_type.decode("latin-1"), response.body)
+            if encoding is not None:
+                self._inc("focused/charset/repaired")
+                logger.debug(
+                    "focused: %s declared %r; decoding it as %s",
+                    response.url,
+                    content_type,
+                    encoding,
+                )
+                return response.replace(encoding=encoding)
+        return response
+
+
+class FocusedLinkExtractor(LinkExtractor):
+    """Scrapy's link extractor, restricted to http(s) links.
+
+    Scrapy's own keeps ``file:`` and ``ftp:`` links (a hostile page could make the
+    crawler read ``file:///etc/passwd``) and drops ``mailto:``, ``javascript:``,
+    ``data:`` and malformed URLs silently. Here all of them are dropped and counted in
+    ``focused/links/ignored/<scheme>`` (``bad_url`` for malformed ones).
+    """
+
+    def __init__(self, count: Callable[[str], Any] | None = None, **kwargs: Any) -> None:
+        """``count(stat_key)`` is called for each dropped link (e.g. ``stats.inc_value``)."""
+        super().__init__(**kwargs)
+        self.count = count
+
+    def _link_allowed(self, link: Link) -> bool:
+        problem = sanitize.scheme_problem(link.url)
+        if problem is not None:
+            if self.count is not None:
+                self.count(f"focused/links/ignored/{problem}")
+            return False
+        return super()._link_allowed(link)
+
+
+def install(settings: Any) -> None:
+    """Add :class:`RobustnessMiddleware` to ``DOWNLOADER_MIDDLEWARES`` the way a spider's
+    ``custom_settings`` would (priority ``spider``), keeping the project's entries.
+
+    A project that lists it (or disables it with ``None``) keeps its choice; a
+    ``DOWNLOADER_MIDDLEWARES`` given on the command line replaces the whole setting.
+    """
+    name = f"{__name__}.RobustnessMiddleware"
+    current = settings["DOWNLOADER_MIDDLEWARES"]
+    if name in current or settings.getpriority("DOWNLOADER_MIDDLEWARES") > SPIDER_PRIORITY:
+        return
+    merged = current.copy_to_dict()
+    merged[name] = ORDER
+    settings.set("DOWNLOADER_MIDDLEWARES", merged, priority="spider")

@@ -1,0 +1,194 @@
+"""Defences against a hostile web: wrong charsets, binary bodies, odd links, session ids.
+
+Pure module (w3lib and charset-normalizer, which Scrapy itself uses; no Scrapy import).
+:mod:`focused.robustness` applies these rules inside the crawl.
+
+**Charsets.** Scrapy decodes a page with the charset of its ``Content-Type`` header when
+there is one, else the ``<meta charset>``, else by sniffing (charset-normalizer), which is
+what a browser does. On the Chinese web a server-wide default header
+(``charset=iso-8859-1`` or ``charset=utf-8``) on GBK or Big5 pages is common; the header
+then wins and every Chinese word turns into mojibake, so the page scores 0.
+:func:`repair_encoding` overrules such a header in this order:
+
+1. a body that is valid UTF-8 (and not plain ASCII) is UTF-8: random GBK or Big5 text
+   is practically never valid UTF-8;
+2. a ``<meta>`` charset that differs from the header's and decodes the body without
+   error wins (the page's author wrote it; a server default did not look at the page);
+3. a header charset that decodes the body without error stays, unless it is a
+   single-byte Western charset (latin-1 decodes any bytes, so it proves nothing);
+4. otherwise the sniffed charset wins when it is a multi-byte one that decodes the body.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from collections.abc import Iterable
+from urllib.parse import urlsplit, urlunsplit
+
+from charset_normalizer import from_bytes
+from w3lib.encoding import (
+    html_body_declared_encoding,
+    http_content_type_encoding,
+    read_bom,
+    resolve_encoding,
+)
+
+from focused.defaults import DEFAULTS
+
+__all__ = [
+    "ALLOWED_SCHEMES",
+    "SESSION_PARAMS",
+    "looks_binary",
+    "repair_encoding",
+    "scheme_problem",
+    "strip_session_ids",
+]
+
+#: Single-byte Western charsets: decoding never fails, so a strict decode proves nothing.
+_WEAK = {
+    codecs.lookup(name).name
+    for name in ("latin-1", "cp1252", "iso8859-15", "ascii", "cp1250", "iso8859-2", "mac-roman")
+}
+#: Multi-byte charsets the sniffer may pick over a wrong header.
+_MULTIBYTE = {
+    codecs.lookup(name).name
+    for name in (
+        "utf-8",
+        "gb18030",
+        "gbk",
+        "gb2312",
+        "big5",
+        "big5hkscs",
+        "cp950",
+        "shift_jis",
+        "cp932",
+        "euc_jp",
+        "euc_kr",
+        "cp949",
+        "iso2022_jp",
+        "hz",
+    )
+}
+_SNIFF_BYTES = 16 * 1024
+
+
+def _norm(name: str | None) -> str | None:
+    """Python codec name of a charset label (``gbk`` -> ``gb18030`` as browsers do)."""
+    if not name:
+        return None
+    resolved = resolve_encoding(name)
+    if not resolved:
+        return None
+    try:
+        return codecs.lookup(resolved).name
+    except LookupError:
+        return None
+
+
+_ASCII = bytes(range(128))
+#: share of non-ASCII bytes that may fail to decode (one stray byte, a cut last character)
+_MAX_ERRORS = 0.01
+
+
+def _decodes(body: bytes, encoding: str) -> bool:
+    """True when ``encoding`` decodes ``body`` with at most 1 % of its non-ASCII bytes in
+    error, not counting a multi-byte character cut off at the end (a truncated page)."""
+    try:
+        text = codecs.getincrementaldecoder(encoding)("replace").decode(body, final=False)
+    except LookupError:
+        return False
+    errors = text.count("\ufffd")
+    return errors == 0 or errors <= len(body.translate(None, _ASCII)) * _MAX_ERRORS
+
+
+def repair_encoding(content_type: str | None, body: bytes) -> str | None:
+    """The charset to decode ``body`` with when its header's charset is wrong, else None.
+
+    ``None`` also when there is nothing to overrule: no header charset, a byte order mark
+    (it always wins), or a plain-ASCII body. See the module docstring for the rules.
+    """
+    header = _norm(http_content_type_encoding(content_type or ""))
+    if header is None or not body or body.isascii() or read_bom(body)[0] is not None:
+        return None
+    if header != "utf-8" and _decodes(body, "utf-8"):
+        return "utf-8"
+    meta = _norm(html_body_declared_encoding(body))
+    if meta is not None and meta != header and _decodes(body, meta):
+        return meta
+    if header not in _WEAK and _decodes(body, header):
+        return None
+    match = from_bytes(body[:_SNIFF_BYTES]).best()
+    sniffed = _norm(match.encoding) if match is not None else None
+    if sniffed and sniffed != header and sniffed in _MULTIBYTE and _decodes(body, sniffed):
+        return sniffed
+    return None
+
+
+_CONTROL = frozenset(range(32)) - {9, 10, 12, 13, 27}
+
+
+def looks_binary(body: bytes, sample: int = 4096) -> bool:
+    """True when the first ``sample`` bytes are not text: a NUL byte, or more than 5 %
+    control characters. A UTF-16/32 byte order mark marks text."""
+    head = body[:sample]
+    if not head or read_bom(head)[0] is not None:
+        return False
+    if b"\x00" in head:
+        return True
+    controls = sum(1 for b in head if b in _CONTROL)
+    return controls > len(head) * 0.05
+
+
+#: The only link schemes a crawl follows (Scrapy's link extractor also lets ``file:`` and
+#: ``ftp:`` through: a hostile page could make the crawler read local files).
+ALLOWED_SCHEMES = ("http", "https")
+_SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.\-]*):")
+
+
+def scheme_problem(url: str) -> str | None:
+    """``None`` for an http(s) URL with a host, else why it is not followed: its scheme
+    (``mailto``, ``javascript``, ``file``, ``data``, ``ftp``, ...) or ``bad_url``."""
+    match = _SCHEME.match(url.strip())
+    if match is None:
+        return "bad_url"
+    scheme = match.group(1).lower()
+    if scheme not in ALLOWED_SCHEMES:
+        return scheme if len(scheme) <= 16 else "other"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError when out of range
+    except ValueError:
+        return "bad_url"
+    if not parts.hostname:
+        return "bad_url"
+    return None
+
+
+#: Query parameters (case-insensitive) that carry a session id (``FOCUSED_SESSION_PARAMS``);
+#: ``aspsessionid`` is a prefix (ASP appends random letters). Heritrix strips the same ones.
+SESSION_PARAMS = tuple(DEFAULTS["FOCUSED_SESSION_PARAMS"])
+_PATH_SESSION = re.compile(r";(?:jsessionid|phpsessid|sessionid|sid)=[^/?#;]*", re.IGNORECASE)
+
+
+def strip_session_ids(url: str, params: Iterable[str] = SESSION_PARAMS) -> str:
+    """``url`` without session-id query parameters and ``;jsessionid=`` path parameters,
+    so that one page reached under many session ids is one URL (an infinite URL space
+    otherwise). Idempotent; other parameters keep their order and spelling."""
+    names = tuple(p.lower() for p in params)
+    if not names:
+        return url
+    parts = urlsplit(url)
+    path = _PATH_SESSION.sub("", parts.path)
+    query = parts.query
+    if query:
+        kept = []
+        for pair in query.split("&"):
+            key = pair.split("=", 1)[0].lower()
+            if key in names or (key.startswith("aspsessionid") and "aspsessionid" in names):
+                continue
+            kept.append(pair)
+        query = "&".join(kept)
+    if path == parts.path and query == parts.query:
+        return url
+    return urlunsplit((parts.scheme, parts.netloc, path, query, parts.fragment))

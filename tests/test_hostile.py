@@ -1,0 +1,399 @@
+"""A hostile web and hostile input (issue 7): every case is counted, skipped or handled,
+the crawl goes on, and nothing is half-written.
+
+The crawls run the real ``scrapy crawl focused`` against the sandbox in hostile mode
+(``FOCUSED_SANDBOX_MODE=hostile``: the normal 60-page site plus ``/hostile/``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from crawling import Crawl, run_crawl
+from scrapy.http import HtmlResponse, TextResponse
+
+from focused.relevance import TopicVector, page_relevance
+from focused.robustness import FocusedLinkExtractor, RobustnessMiddleware
+from focused.sandbox import generate_site, hostile
+from focused.sanitize import looks_binary, repair_encoding, scheme_problem, strip_session_ids
+from focused.store import PageStore
+from focused.topics import load_topic
+
+HOSTILE = ("FOCUSED_SANDBOX_MODE=hostile", "FOCUSED_SANDBOX_PAGES=60", "DOWNLOAD_TIMEOUT=2")
+STAT = re.compile(r"^[\s{]*'([^']+)': (-?\d+(?:\.\d+)?)[,}]?$", re.M)
+
+
+def stats(crawl: Crawl) -> dict[str, float]:
+    """The numbers of Scrapy's final stats dump."""
+    dump = crawl.log.split("Dumping Scrapy stats:")[-1]
+    return {k: float(v) for k, v in STAT.findall(dump)}
+
+
+def paths(crawl: Crawl, host: str = "127.0.0.1") -> set[str]:
+    """Paths (with query) of the stored pages of ``host``."""
+    found = set()
+    for row in crawl.rows():
+        parts = urlsplit(row["url"])
+        if parts.hostname == host:
+            found.add(parts.path + (f"?{parts.query}" if parts.query else ""))
+    return found
+
+
+def assert_consistent(out: Path) -> None:
+    """Nothing half-written: every row has its file and every file its row."""
+    with PageStore(out) as store:
+        assert store.check(verify=True) == []
+    assert not [p for p in out.rglob("*.tmp")]
+
+
+def assert_went_on(crawl: Crawl) -> None:
+    """The crawl finished normally, no error came from our code or a spider callback."""
+    assert crawl.returncode == 0, crawl.log[-3000:]
+    s = stats(crawl)
+    assert "'finish_reason': 'finished'" in crawl.log
+    assert "Spider error processing" not in crawl.log
+    assert 'File "' + str(Path(__file__).resolve().parents[1] / "focused") not in crawl.log
+    assert s.get("focused/queue/waiting", 0) == 0 and s.get("focused/queue/in_flight", 0) == 0
+
+
+# --- charsets (pure) ---------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def site():
+    return generate_site(seed=7, pages=60, mode="hostile")
+
+
+def decoded(site, path: str) -> TextResponse:
+    """The response Scrapy builds for ``path``, after the robustness middleware."""
+    response = HtmlResponse(
+        "http://127.0.0.1/" + path,
+        body=site.pages[path],
+        headers={"Content-Type": site.content_types[path]},
+    )
+    return RobustnessMiddleware().process_response(response.request, response)
+
+
+@pytest.mark.parametrize("variant", list(hostile.ENC_VARIANTS))
+@pytest.mark.parametrize("enc", hostile.ENCODINGS)
+def test_cjk_page_decodes_and_scores_like_its_utf8_twin(site, enc, variant):
+    vector = TopicVector(load_topic("chemistry").keywords)
+    twin = decoded(site, hostile.twin_path(enc))
+    page = decoded(site, hostile.enc_path(enc, variant))
+    title, text = hostile.expected_text(enc)
+    assert page.xpath("//title/text()").get() == title
+    assert page.xpath("//p/text()").get() == text
+    body = " ".join(page.xpath("//body//text()").getall())
+    twin_title = twin.xpath("//title/text()").get()
+    twin_body = " ".join(twin.xpath("//body//text()").getall())
+    assert (title, body) == (twin_title, twin_body)
+    scores = vector.cosines([title, body])
+    assert page_relevance(*scores) == page_relevance(*vector.cosines([twin_title, twin_body]))
+    assert scores[0] > 0.1  # the text is Chinese chemistry, not mojibake
+
+
+def test_a_wrong_header_alone_fools_scrapy(site):
+    """Why the repair exists: Scrapy trusts the header over the meta charset."""
+    path = hostile.enc_path("gbk", "wrong-utf8")
+    raw = HtmlResponse(
+        "http://x/", body=site.pages[path], headers={"Content-Type": site.content_types[path]}
+    )
+    assert raw.xpath("//title/text()").get() != hostile.SIMPLIFIED_TITLE
+    assert decoded(site, path).xpath("//title/text()").get() == hostile.SIMPLIFIED_TITLE
+
+
+def test_repair_leaves_right_and_western_pages_alone():
+    french = "<html><title>Chimie élémentaire</title><p>Réaction acide-base, équilibre.</p>"
+    latin1 = french.encode("latin-1")
+    assert repair_encoding("text/html; charset=iso-8859-1", latin1) is None
+    assert repair_encoding("text/html; charset=utf-8", french.encode()) is None
+    assert repair_encoding("text/html; charset=gbk", "化学反应".encode("gbk")) is None
+    assert repair_encoding("text/html", "化学反应".encode("gbk")) is None  # no header: Scrapy's
+    assert repair_encoding("text/html; charset=utf-8", b"plain ascii") is None
+    # UTF-8 served as GBK: valid UTF-8 wins
+    assert repair_encoding("text/html; charset=gbk", "化学反应与元素".encode()) == "utf-8"
+    # a page cut inside its last character is still UTF-8
+    cut = ("<title>化学</title>" + "元素" * 50).encode()[:-1]
+    assert repair_encoding("text/html; charset=utf-8", cut) is None
+
+
+def test_binary_bodies_are_recognised(site):
+    assert looks_binary(site.pages["/hostile/binary.html"])
+    assert looks_binary(site.pages["/hostile/binary-text.html"])
+    for path in (
+        "/",
+        "/hostile/broken.html",
+        "/hostile/truncated.html",
+        hostile.enc_path("big5", "sniff"),
+    ):
+        assert not looks_binary(site.pages[path]), path
+    assert not looks_binary("\ufeff<html>".encode("utf-16"))  # a BOM marks UTF-16 text
+
+
+def test_only_http_links_are_followed():
+    for url in (
+        "mailto:a@b.org",
+        "javascript:void(0)",
+        "file:///etc/passwd",
+        "data:text/html,hi",
+        "ftp://host/x",
+        "tel:+1",
+        "http://[::1",
+        "http:///x",
+        "http://127.0.0.1:99999/",
+    ):
+        assert scheme_problem(url) is not None, url
+    assert scheme_problem("https://example.org/a?b=c") is None
+    body = (
+        b'<a href="file:///etc/passwd">f</a><a href="ftp://h/x">f</a><a href="mailto:x@y">m</a>'
+        b'<a href="javascript:x()">j</a><a href="/ok">ok</a>'
+    )
+    counted: list[str] = []
+    links = FocusedLinkExtractor(count=counted.append).extract_links(
+        HtmlResponse("http://h.org/", body=body)
+    )
+    assert [link.url for link in links] == ["http://h.org/ok"]  # Scrapy's keeps file: and ftp:
+    assert sorted(counted) == [
+        f"focused/links/ignored/{s}" for s in ("file", "ftp", "javascript", "mailto")
+    ]
+
+
+def test_session_ids_are_stripped():
+    assert strip_session_ids("http://h/cart.html?sid=12ab") == "http://h/cart.html"
+    assert strip_session_ids("http://h/c?item=3&PHPSESSID=x&b=2") == "http://h/c?item=3&b=2"
+    assert strip_session_ids("http://h/shop.html;jsessionid=A1?x=1") == "http://h/shop.html?x=1"
+    assert strip_session_ids("http://h/c?ASPSESSIONIDQA=z&a=1") == "http://h/c?a=1"
+    assert strip_session_ids("http://h/c?side=1&insider=2") == "http://h/c?side=1&insider=2"
+    assert strip_session_ids("http://h/c?sid=1", params=()) == "http://h/c?sid=1"
+
+
+# --- one crawl of the hostile web --------------------------------------------------------
+@pytest.fixture(scope="module")
+def hostile_crawl(tmp_path_factory) -> Crawl:
+    out = tmp_path_factory.mktemp("hostile")
+    return run_crawl(out, *HOSTILE, f"JOBDIR={out / 'job'}", check=False)
+
+
+def journal(crawl: Crawl, state: int) -> set[str]:
+    con = sqlite3.connect(crawl.out / "job" / "frontier.sqlite3")
+    try:
+        rows = con.execute("SELECT url FROM urls WHERE state = ?", (state,)).fetchall()
+    finally:
+        con.close()
+    return {urlsplit(u).path for (u,) in rows}
+
+
+@pytest.mark.integration
+def test_hostile_crawl_goes_on_and_stores_nothing_half_written(hostile_crawl, site):
+    assert_went_on(hostile_crawl)
+    assert_consistent(hostile_crawl.out)
+    s = stats(hostile_crawl)
+    assert s["focused/recall"] == 1.0  # every chemistry page of the normal site is found
+    got = paths(hostile_crawl)
+    for after in ("broken", "truncated", "links", "redirect"):
+        assert f"/hostile/after-{after}.html" in got, after
+
+
+@pytest.mark.integration
+def test_every_encoding_variant_is_stored_with_its_twins_score(hostile_crawl):
+    rows = {urlsplit(r["url"]).path: r for r in hostile_crawl.rows()}
+    for enc in hostile.ENCODINGS:
+        twin = rows[hostile.twin_path(enc)]
+        for variant in hostile.ENC_VARIANTS:
+            row = rows[hostile.enc_path(enc, variant)]
+            assert row["title"] == twin["title"] == hostile.expected_text(enc)[0]
+            assert row["page_relevance"] == pytest.approx(twin["page_relevance"], abs=1e-12)
+            assert row["encoding"] in ("gb18030", "big5hkscs")
+    # 2 wrong headers with meta + 2 without, per encoding
+    assert stats(hostile_crawl)["focused/charset/repaired"] == 4 * len(hostile.ENCODINGS)
+
+
+@pytest.mark.integration
+def test_failures_are_retried_then_land_in_the_error_queue(hostile_crawl):
+    s = stats(hostile_crawl)
+    errors = journal(hostile_crawl, 3)
+    expected = {
+        "/hostile/status/404.html",  # not retried
+        "/hostile/status/500.html",
+        "/hostile/status/503.html",
+        "/hostile/hang.html",  # DOWNLOAD_TIMEOUT
+        "/hostile/reset.html",  # connection reset
+        "/hostile/dataloss.html",  # shorter than its Content-Length
+        "/hostile/huge.html",  # 50 MB > DOWNLOAD_MAXSIZE (by Content-Length)
+        "/hostile/huge-stream.html",  # 50 MB > DOWNLOAD_MAXSIZE (while reading)
+        "/hostile/bomb.html",  # inflates past DOWNLOAD_MAXSIZE
+        "/hostile/redirect/6.html",  # REDIRECT_MAX_TIMES = 5
+        "/hostile/forbidden/secret.html",  # robots.txt
+        "/private/lab-notes.html",  # robots.txt
+    }
+    assert expected <= errors, expected - errors
+    assert not expected & paths(hostile_crawl)  # none of them stored
+    for reason in (
+        "500 Internal Server Error",
+        "503 Service Unavailable",
+        "scrapy.exceptions.DownloadTimeoutError",
+        "scrapy.exceptions.ResponseDataLossError",
+    ):
+        assert s[f"retry/reason_count/{reason}"] == 2, reason  # RETRY_TIMES = 2
+    assert s["retry/max_reached"] >= 5
+    assert s["httperror/response_ignored_status_count/404"] >= 1
+    assert s["downloader/exception_type_count/scrapy.exceptions.DownloadCancelledError"] >= 2
+    assert s["robotstxt/forbidden"] >= 2
+    assert s["focused/queue/error"] == len(errors)
+
+
+@pytest.mark.integration
+def test_broken_binary_and_looping_pages(hostile_crawl):
+    s = stats(hostile_crawl)
+    got = paths(hostile_crawl)
+    assert {"/hostile/broken.html", "/hostile/truncated.html", "/hostile/truncated-tag.html"} <= got
+    assert s["focused/skipped/binary"] == 2
+    assert not {"/hostile/binary.html", "/hostile/binary-text.html"} & got
+    # the redirect loop a -> b -> a ends at the seen-URL filter, nothing stored, no error
+    assert not {"/hostile/loop-a.html", "/hostile/loop-b.html"} & got
+    assert "/hostile/after-redirect.html" in got  # a single redirect is followed
+
+
+@pytest.mark.integration
+def test_odd_links_session_ids_and_other_hosts(hostile_crawl):
+    s = stats(hostile_crawl)
+    for scheme in ("mailto", "javascript", "file", "data", "ftp", "tel"):
+        assert s[f"focused/links/ignored/{scheme}"] >= 1, scheme
+    got = paths(hostile_crawl)
+    assert not any(p.startswith(("/etc", "/pub")) for p in got)
+    # one cart and one shop page whatever the session id in the link
+    session = {p for p in got if p.startswith("/hostile/session/")}
+    assert session == {
+        "/hostile/session/cart.html",
+        "/hostile/session/shop.html",
+        "/hostile/session/cart.html?item=3",
+    }
+    assert s["focused/links/session_ids_stripped"] >= 3
+    # FOCUSED_ALLOWED_DOMAINS is empty: the other host is crawled too
+    assert "/hostile/elsewhere.html" in paths(hostile_crawl, "localhost")
+
+
+# --- endless URL spaces, bounded ---------------------------------------------------------
+@pytest.mark.integration
+def test_depth_and_url_length_bound_endless_spaces(tmp_path):
+    crawl = run_crawl(
+        tmp_path,
+        *HOSTILE,
+        "FOCUSED_STRATEGY=bfs",
+        "DEPTH_LIMIT=10",
+        "URLLENGTH_LIMIT=300",
+        "RETRY_TIMES=0",
+        "FOCUSED_ALLOWED_DOMAINS=127.0.0.1",
+        check=False,
+    )
+    assert_went_on(crawl)
+    assert_consistent(tmp_path)
+    rows = crawl.rows()
+    assert max(r["depth"] for r in rows) <= 10
+    assert max(len(r["url"]) for r in rows) <= 300
+    s = stats(crawl)
+    assert s["urllength/request_ignored_count"] >= 1
+    months = [p for p in paths(crawl) if p.startswith("/hostile/calendar/")]
+    assert 4 < len(months) < 30
+    # the other host is outside FOCUSED_ALLOWED_DOMAINS
+    assert not paths(crawl, "localhost")
+    assert s["offsite/filtered"] >= 1
+
+
+@pytest.mark.integration
+def test_per_host_cap_bounds_an_endless_calendar(tmp_path):
+    cap = 150
+    crawl = run_crawl(
+        tmp_path,
+        *HOSTILE,
+        "FOCUSED_STRATEGY=bfs",
+        f"FOCUSED_MAX_PAGES_PER_HOST={cap}",
+        "RETRY_TIMES=0",
+        "DOWNLOAD_TIMEOUT=1",
+        check=False,
+    )
+    assert_went_on(crawl)
+    assert_consistent(tmp_path)
+    s = stats(crawl)
+    assert s["focused/skipped/host_cap"] >= 1
+    assert len(paths(crawl)) <= cap
+    assert len(paths(crawl)) > cap - 25  # errors and skipped pages use up the rest
+    assert "reached FOCUSED_MAX_PAGES_PER_HOST=150" in crawl.log
+
+
+# --- bad input: one line, exit status 2, nothing fetched ----------------------------------
+def run_cli(project_root: Path, venv_scrapy: list[str], out: Path, *args: str):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
+    return subprocess.run(
+        [*venv_scrapy, "crawl", "focused", "-s", f"FOCUSED_OUTPUT_DIR={out}", *args],
+        cwd=project_root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def one_line(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = [x for x in result.stderr.splitlines() if x.startswith("focused: error:")]
+    assert len(lines) == 1, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    assert "Spider opened" not in result.stderr + result.stdout
+    return lines[0]
+
+
+TOPIC_CASES = {
+    "no keywords": ('seeds = ["http://127.0.0.1:1/"]\n[keywords]\n', "keywords"),
+    "negative weight": ('seeds = ["http://127.0.0.1:1/"]\n[keywords]\nacid = -2\n', "acid"),
+    "no seeds": ("seeds = []\n[keywords]\nacid = 1\n", "seeds"),
+    "threshold out of range": (
+        'seeds = ["http://127.0.0.1:1/"]\n[keywords]\nacid = 1\n[thresholds]\nanchor = 3\n',
+        "anchor",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(TOPIC_CASES))
+def test_bad_topic_file(project_root, venv_scrapy, tmp_path, tmp_topic: Callable[..., Path], case):
+    text, word = TOPIC_CASES[case]
+    path = tmp_topic(text, name="bad")
+    line = one_line(run_cli(project_root, venv_scrapy, tmp_path / "out", "-a", f"topic={path}"))
+    assert str(path) in line and word in line
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        "FOCUSED_PAGE_THRESHOLD=-1",
+        "FOCUSED_ANCHOR_THRESHOLD=1.5",
+        "FOCUSED_GENETIC_RATIO=0",  # 1.5 and a non-number: tests/test_cli_errors.py
+    ],
+)
+def test_bad_setting(project_root, venv_scrapy, tmp_path, setting):
+    result = run_cli(
+        project_root, venv_scrapy, tmp_path / "out", "-a", "topic=chemistry", "-s", setting
+    )
+    assert setting.split("=")[0] in one_line(result)
+    assert not (tmp_path / "out").exists()
+
+
+def test_unusable_output_folder(project_root, venv_scrapy, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    result = run_cli(
+        project_root,
+        venv_scrapy,
+        blocker / "out",
+        "-a",
+        "topic=chemistry",
+        "-s",
+        "FOCUSED_WEB=sandbox",
+    )
+    assert "FOCUSED_OUTPUT_DIR" in one_line(result)

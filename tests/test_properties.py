@@ -1,0 +1,203 @@
+"""Property tests (hypothesis): the tokenizer on any Unicode, relevance bounds, the m-value
+rule of seed 000, and URL canonicalisation (issue 7)."""
+
+from __future__ import annotations
+
+import math
+from urllib.parse import quote
+
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from w3lib.url import canonicalize_url
+
+from focused.dedup import url_fingerprint
+from focused.genetic import M_SCALE, child_m, priority, side_channel_hops
+from focused.relevance import STOP_WORDS, TopicVector, page_relevance, tokenize
+from focused.sanitize import repair_encoding, scheme_problem, strip_session_ids
+from focused.topics import load_topic
+
+SETTINGS = settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,  # the same examples on every run
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+# Text from every Unicode block, with CJK and Latin words mixed in so both tokenizers run.
+WORDS = st.sampled_from(["化学", "元素周期表", "acid", "Chemistry", "的", "İstanbul", "ß", "Ω"])
+TEXT = st.lists(st.one_of(st.text(), WORDS), max_size=8).map(" ".join)
+
+CHEMISTRY = TopicVector(load_topic("chemistry").keywords)
+
+
+# --- tokenizer ---------------------------------------------------------------------------
+@SETTINGS
+@given(TEXT)
+def test_tokenizer_takes_any_unicode(text):
+    tokens = tokenize(text)
+    assert tokens == tokenize(text)  # deterministic
+    for token in tokens:
+        assert isinstance(token, str) and token
+        assert not any(ch.isspace() for ch in token)
+        assert token not in STOP_WORDS
+        assert token == token.lower() or not token.isascii()
+
+
+@SETTINGS
+@given(st.lists(st.from_regex(r"[a-z]{1,12}", fullmatch=True), max_size=10))
+def test_latin_words_are_their_own_tokens(words):
+    assert tokenize(" ".join(words).upper()) == [w for w in words if w not in STOP_WORDS]
+
+
+# --- relevance ---------------------------------------------------------------------------
+# Random topics use Latin keywords only: a Chinese keyword is added to jieba's (global)
+# dictionary and would change how other tests segment.
+KEYWORDS = st.dictionaries(
+    st.from_regex(r"[a-z]{2,10}( [a-z]{2,10})?", fullmatch=True),
+    st.floats(min_value=1e-3, max_value=1e3, allow_nan=False),
+    min_size=1,
+    max_size=12,
+).filter(lambda d: any(w not in STOP_WORDS for k in d for w in k.split()))
+
+
+@SETTINGS
+@given(KEYWORDS, st.lists(TEXT, min_size=1, max_size=5))
+def test_relevance_is_finite_and_in_unit_interval(keywords, texts):
+    vector = TopicVector(keywords)
+    for cos in (*vector.cosines(texts), *CHEMISTRY.cosines(texts)):
+        assert math.isfinite(cos) and 0.0 <= cos <= 1.0
+    assert vector.cosine(texts[0]) == vector.cosines(texts)[0]
+
+
+@SETTINGS
+@given(KEYWORDS)
+def test_the_topic_scores_its_own_keywords_highest(keywords):
+    vector = TopicVector(keywords)
+    text = " ".join(f"{k} " * max(1, round(w)) for k, w in keywords.items())
+    assert 0.0 < vector.cosine(text) <= 1.0
+    assert vector.cosine("") == 0.0
+
+
+@SETTINGS
+@given(st.floats(0, 1), st.floats(0, 1), st.floats(min_value=0, max_value=100, allow_nan=False))
+def test_page_relevance_is_bounded_and_monotone(title, body, weight):
+    a = page_relevance(title, body, weight)
+    assert math.isfinite(a) and 0.0 <= a <= weight + 1.0 + 1e-9
+    assert page_relevance(min(1.0, title + 0.1), body, weight) >= a
+    assert page_relevance(title, min(1.0, body + 0.1), weight) >= a
+
+
+# --- the m-value rule (seed 000) ---------------------------------------------------------
+M0 = st.floats(min_value=1.0, max_value=1000.0)
+RATIO = st.floats(min_value=0.01, max_value=0.99)
+UNIT = st.floats(min_value=0.0, max_value=1.0)
+THRESHOLD = st.floats(min_value=0.0, max_value=0.99)
+
+
+@SETTINGS
+@given(M0, RATIO, THRESHOLD, UNIT, UNIT, UNIT, UNIT)
+def test_child_m_is_bounded_and_monotone(m0, ratio, f, share1, share2, r1, r2):
+    p1, p2 = sorted((m0 * max(share1, 1e-6), m0 * max(share2, 1e-6)))
+    r1, r2 = sorted((r1, r2))
+
+    def child(p: float, r: float) -> float:
+        return child_m(p, r, m0=m0, ratio=ratio, threshold=f)
+
+    for p in (p1, p2):
+        for r in (r1, r2):
+            m = child(p, r)
+            assert 0.0 < m <= m0  # bounded by M0
+            if r > f:
+                assert m == m0  # a relevant anchor keeps or restores the main channel
+            else:
+                assert m == p * ratio < p  # a side channel decays by b per hop
+    assert child(p1, r1) <= child(p2, r1) and child(p1, r2) <= child(p2, r2)  # in m_parent
+    assert child(p1, r1) <= child(p1, r2) and child(p2, r1) <= child(p2, r2)  # in r
+
+
+@SETTINGS
+@given(M0, RATIO, st.integers(min_value=0, max_value=60))
+def test_side_channel_hops_count_the_decay(m0, ratio, hops):
+    m = m0
+    for _ in range(hops):
+        m = child_m(m, 0.0, m0=m0, ratio=ratio, threshold=0.2)
+    assume(m > 0)
+    assert side_channel_hops(m, m0=m0, ratio=ratio) == hops
+
+
+@SETTINGS
+@given(
+    st.floats(min_value=0, max_value=1e6),
+    st.floats(min_value=0, max_value=1e6),
+    UNIT,
+    UNIT,
+)
+def test_priority_orders_by_m_then_r(m1, m2, r1, r2):
+    q1, q2 = round(m1 * M_SCALE), round(m2 * M_SCALE)
+    if q1 > q2:
+        assert priority(m1, r1) > priority(m2, r2)  # m first, whatever r
+    elif q1 == q2:
+        assert (priority(m1, r1) >= priority(m2, r2)) == (r1 >= r2) or abs(r1 - r2) < 2e-3
+
+
+@SETTINGS
+@given(
+    st.floats(min_value=10, max_value=1000),
+    st.floats(min_value=0.5, max_value=0.95),
+    st.integers(min_value=0, max_value=5),
+    UNIT,
+    UNIT,
+)
+def test_each_irrelevant_hop_ranks_below_the_last(m0, ratio, k, r1, r2):
+    """With the paper's kind of parameters, a link one more hop down a side channel
+    always waits behind, whatever the anchors (seed 000: order by m first)."""
+    assert priority(m0 * ratio**k, r1) > priority(m0 * ratio ** (k + 1), r2)
+
+
+# --- URLs --------------------------------------------------------------------------------
+HOST = st.one_of(
+    st.from_regex(r"[a-z0-9]([a-z0-9-]{0,10}[a-z0-9])?(\.[a-z]{2,6}){1,2}", fullmatch=True),
+    st.sampled_from(["127.0.0.1", "例子.中国", "bücher.de", "EXAMPLE.org"]),
+)
+SEGMENT = st.text(max_size=12).map(lambda s: quote(s, safe="%;=@:+!$&'()*,")) | st.text(
+    alphabet="abc%20%zz/;=é中 ", max_size=12
+)
+QUERY = st.lists(
+    st.tuples(st.text(alphabet="abcsidSID_é中 %+=", max_size=8), st.text(max_size=8)),
+    max_size=4,
+).map(lambda pairs: "&".join(f"{k}={v}" for k, v in pairs))
+
+
+@st.composite
+def urls(draw) -> str:
+    scheme = draw(st.sampled_from(["http", "https", "HTTP"]))
+    port = draw(st.one_of(st.just(""), st.integers(1, 65535).map(lambda p: f":{p}")))
+    path = "/".join(draw(st.lists(SEGMENT, max_size=4)))
+    query = draw(QUERY)
+    fragment = draw(st.one_of(st.just(""), st.text(max_size=6).map(lambda s: "#" + s)))
+    return f"{scheme}://{draw(HOST)}{port}/{path}" + (f"?{query}" if query else "") + fragment
+
+
+@SETTINGS
+@given(urls())
+def test_canonicalisation_is_idempotent(url):
+    canonical = canonicalize_url(url)
+    assert canonicalize_url(canonical) == canonical
+    assert url_fingerprint(url) == url_fingerprint(canonical)  # dedup sees one URL
+
+
+@SETTINGS
+@given(urls())
+def test_session_id_stripping_is_idempotent_and_keeps_urls_crawlable(url):
+    once = strip_session_ids(url)
+    assert strip_session_ids(once) == once
+    assert scheme_problem(once) == scheme_problem(url)
+    assert canonicalize_url(strip_session_ids(canonicalize_url(once))) == canonicalize_url(once)
+
+
+@SETTINGS
+@given(st.binary(max_size=2000), st.sampled_from(["utf-8", "gbk", "big5", "iso-8859-1", "x"]))
+def test_charset_repair_never_fails(body, charset):
+    encoding = repair_encoding(f"text/html; charset={charset}", body)
+    assert encoding is None or body.decode(encoding, "replace") is not None

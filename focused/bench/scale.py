@@ -1,0 +1,451 @@
+"""Scale-out benchmark (``make bench-scale``): 1, 2 and 4 crawler processes on one Redis.
+
+Every process is a real ``python -m scrapy crawl focused`` with ``FOCUSED_FRONTIER =
+"redis"``; they crawl one sandbox web served by a separate process
+(``python -m focused.sandbox --port 0``, which prints its base URL), so all workers see
+the same URLs. A private ``redis-server`` runs on a free loopback port in a temporary
+folder. The reference is a single process with the in-memory frontier crawling the same
+site to the end (the same budget: everything the topic's seeds reach).
+
+For each number of workers ``out/bench/scale.json`` records: pages stored, wall time
+(first process started to last one finished) and crawl time (first page fetched to last
+one), pages/s on both, duplicate fetches (URLs stored by more than one worker: must be
+0), pages lost (reference pages no worker stored: must be 0), whether the union equals
+the reference, Redis round trips per page, and the shared queues at the end.
+
+The helpers (:class:`RedisServer`, :class:`SandboxProcess`, :func:`run_workers`) are
+also used by ``tests/test_distributed.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PROJECT = Path(__file__).resolve().parents[2]
+CHEMISTRY = "subject.Science.Chemistry"
+
+__all__ = [
+    "RedisServer",
+    "SandboxProcess",
+    "Run",
+    "free_port",
+    "run_workers",
+    "stored_urls",
+]
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RedisServer:
+    """A private ``redis-server`` on a free loopback port, data in a temporary folder.
+
+    No persistence (``save ""``, no AOF); ``stop()`` terminates it and deletes the folder.
+    """
+
+    def __init__(self, binary: str | None = None) -> None:
+        found = binary or shutil.which("redis-server")
+        if not found:
+            raise FileNotFoundError(
+                "redis-server is not installed (Debian: apt-get install redis-server)"
+            )
+        self.binary = found
+        self.port = 0
+        self.dir: Path | None = None
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self, timeout: float = 10.0) -> str:
+        import redis
+
+        self.dir = Path(tempfile.mkdtemp(prefix="focused-redis-"))
+        self.port = free_port()
+        self.process = subprocess.Popen(
+            [
+                self.binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.dir),
+                "--logfile",
+                str(self.dir / "redis.log"),
+                "--daemonize",
+                "no",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        client = redis.Redis(port=self.port, socket_connect_timeout=1)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                client.ping()
+                client.close()
+                return self.url
+            except redis.exceptions.ConnectionError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError("redis-server did not start") from None
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+            self.process = None
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
+
+    def __enter__(self) -> RedisServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class SandboxProcess:
+    """``python -m focused.sandbox --port 0`` in its own process; ``base`` is its URL."""
+
+    def __init__(self, seed: int = 7, pages: int = 600) -> None:
+        self.seed = seed
+        self.pages = pages
+        self.base = ""
+        self.process: subprocess.Popen | None = None
+        self._seeds: dict[str, list[str]] = {}
+
+    def start(self, timeout: float = 60.0) -> str:
+        cmd = [sys.executable, "-m", "focused.sandbox", "--port", "0"]
+        cmd += ["--seed", str(self.seed), "--pages", str(self.pages)]
+        self.process = subprocess.Popen(
+            cmd, cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
+        assert self.process.stdout is not None
+        deadline = time.monotonic() + timeout
+        line = self.process.stdout.readline().strip()
+        if not line.startswith("http") or time.monotonic() > deadline:
+            self.stop()
+            raise RuntimeError(f"the sandbox did not start (printed {line!r})")
+        self.base = line.rstrip("/")
+        return self.base
+
+    def seeds(self, category: str = CHEMISTRY) -> list[str]:
+        """The seed URLs the in-process sandbox would give the topic of ``category``."""
+        if category not in self._seeds:
+            from focused.sandbox import generate_site
+
+            site = generate_site(seed=self.seed, pages=self.pages)
+            self._seeds[category] = [self.base + path for path in site.seeds(category)]
+        return self._seeds[category]
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+            self.process = None
+
+    def __enter__(self) -> SandboxProcess:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def needs_scheduler_override() -> bool:
+    """True while ``FocusedScheduler`` does not yet hand ``FOCUSED_FRONTIER=redis`` over."""
+    source = (PROJECT / "focused" / "scheduler.py").read_text(encoding="utf-8")
+    return "redis_frontier" not in source
+
+
+def crawl_command(
+    out: Path,
+    sandbox: SandboxProcess,
+    *,
+    redis_url: str | None,
+    key: str = "focused:{topic}",
+    strategy: str = "annealing",
+    topic: str = "chemistry",
+    settings: tuple[str, ...] = (),
+) -> list[str]:
+    """``python -m scrapy crawl focused`` on the external sandbox; Redis frontier if
+    ``redis_url``, else the in-memory one."""
+    cmd = [sys.executable, "-m", "scrapy", "crawl", "focused", "-a", f"topic={topic}"]
+    options = [
+        "FOCUSED_WEB=real",
+        f"FOCUSED_SEEDS={','.join(sandbox.seeds())}",
+        f"FOCUSED_LABELS={sandbox.base}/labels.tsv",
+        f"FOCUSED_OUTPUT_DIR={out}",
+        f"FOCUSED_STRATEGY={strategy}",
+        "AUTOTHROTTLE_ENABLED=False",
+        "LOG_LEVEL=INFO",
+    ]
+    if redis_url:
+        options += ["FOCUSED_FRONTIER=redis", f"REDIS_URL={redis_url}", f"FOCUSED_REDIS_KEY={key}"]
+        if needs_scheduler_override():
+            options.append("SCHEDULER=focused.redis_frontier.RedisScheduler")
+    for option in [*options, *settings]:
+        cmd += ["-s", option]
+    return cmd
+
+
+def stored_urls(out: Path) -> list[str]:
+    """URLs in ``out/pages.sqlite3``, in the order they were stored."""
+    db = out / "pages.sqlite3"
+    if not db.exists():
+        return []
+    con = sqlite3.connect(db)
+    try:
+        return [u for (u,) in con.execute("SELECT url FROM pages ORDER BY rowid")]
+    finally:
+        con.close()
+
+
+def fetch_times(out: Path) -> list[float]:
+    db = out / "pages.sqlite3"
+    if not db.exists():
+        return []
+    con = sqlite3.connect(db)
+    try:
+        return [t for (t,) in con.execute("SELECT fetched_at FROM pages")]
+    finally:
+        con.close()
+
+
+_STAT = re.compile(r"'([\w/]+)': (\d+(?:\.\d+)?)[,}]")
+
+
+def log_stats(log: str) -> dict[str, float]:
+    """The numeric stats of the last Scrapy stats dump in ``log``."""
+    at = log.rfind("Dumping Scrapy stats:")
+    return {k: float(v) for k, v in _STAT.findall(log[at:])} if at >= 0 else {}
+
+
+@dataclass
+class Worker:
+    out: Path
+    process: subprocess.Popen
+    log_path: Path
+    returncode: int | None = None
+
+    @property
+    def log(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    @property
+    def urls(self) -> list[str]:
+        return stored_urls(self.out)
+
+    @property
+    def stats(self) -> dict[str, float]:
+        return log_stats(self.log)
+
+
+@dataclass
+class Run:
+    """Several workers started together, and what they stored."""
+
+    workers: list[Worker]
+    started: float
+    finished: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def wall(self) -> float:
+        return self.finished - self.started
+
+    def union(self) -> set[str]:
+        return {u for w in self.workers for u in w.urls}
+
+    def duplicates(self) -> int:
+        """URLs stored by more than one worker (each extra copy counts)."""
+        counts = Counter(u for w in self.workers for u in set(w.urls))
+        return sum(n - 1 for n in counts.values() if n > 1)
+
+    def crawl_seconds(self) -> float:
+        times = [t for w in self.workers for t in fetch_times(w.out)]
+        return max(times) - min(times) if len(times) > 1 else 0.0
+
+
+def start_workers(
+    n: int,
+    root: Path,
+    sandbox: SandboxProcess,
+    *,
+    redis_url: str | None,
+    key: str = "focused:{topic}",
+    strategy: str = "annealing",
+    settings: tuple[str, ...] = (),
+    stagger: float = 0.0,
+) -> Run:
+    """Start ``n`` crawl processes writing to ``root/w0``, ``root/w1``, ..."""
+    root.mkdir(parents=True, exist_ok=True)
+    run = Run([], time.monotonic())
+    for i in range(n):
+        out = root / f"w{i}"
+        log_path = root / f"w{i}.log"
+        cmd = crawl_command(
+            out, sandbox, redis_url=redis_url, key=key, strategy=strategy, settings=settings
+        )
+        env = {k: v for k, v in os.environ.items() if k != "SCRAPY_SETTINGS_MODULE"}
+        process = subprocess.Popen(
+            cmd, cwd=PROJECT, stdout=log_path.open("wb"), stderr=subprocess.STDOUT, env=env
+        )
+        run.workers.append(Worker(out, process, log_path))
+        if stagger and i < n - 1:
+            time.sleep(stagger)
+    return run
+
+
+def wait(run: Run, timeout: float = 600.0) -> Run:
+    """Wait for every worker of ``run`` (killing all of them after ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    for w in run.workers:
+        try:
+            w.returncode = w.process.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            for other in run.workers:
+                if other.process.poll() is None:
+                    other.process.send_signal(signal.SIGKILL)
+            raise
+    run.finished = time.monotonic()
+    return run
+
+
+def run_workers(n: int, root: Path, sandbox: SandboxProcess, **kwargs: Any) -> Run:
+    """:func:`start_workers` then :func:`wait`."""
+    timeout = kwargs.pop("timeout", 600.0)
+    return wait(start_workers(n, root, sandbox, **kwargs), timeout=timeout)
+
+
+def redis_status(url: str, key: str) -> dict[str, int]:
+    import redis
+
+    from focused.redis_frontier import RedisFrontier
+
+    server = redis.Redis.from_url(url)
+    try:
+        return RedisFrontier(server, key).status()
+    finally:
+        server.close()
+
+
+def measure(run: Run, reference: set[str], redis: dict[str, int] | None = None) -> dict[str, Any]:
+    union = run.union()
+    stored = sum(len(w.urls) for w in run.workers)
+    crawl_s = run.crawl_seconds()
+    trips = sum(w.stats.get("focused/redis/round_trips", 0) for w in run.workers)
+    return {
+        "workers": len(run.workers),
+        "exit_codes": [w.returncode for w in run.workers],
+        "pages": len(union),
+        "pages_per_worker": [len(w.urls) for w in run.workers],
+        "wall_s": round(run.wall, 2),
+        "crawl_s": round(crawl_s, 2),
+        "pages_per_s": round(len(union) / crawl_s, 1) if crawl_s else None,
+        "pages_per_s_wall": round(len(union) / run.wall, 1) if run.wall else None,
+        "duplicate_fetches": run.duplicates()
+        + (stored - sum(len(set(w.urls)) for w in run.workers)),
+        "pages_lost": len(reference - union),
+        "pages_extra": len(union - reference),
+        "union_equals_single": union == reference,
+        "redis_round_trips_per_page": round(trips / len(union), 2) if union and trips else None,
+        "redis": redis,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m focused.bench.scale",
+        description="1, 2, 4 crawler processes on one Redis crawling the sandbox.",
+    )
+    parser.add_argument("--workers", default="1,2,4", help="comma-separated process counts")
+    parser.add_argument("--pages", type=int, default=2000, help="sandbox size (about)")
+    parser.add_argument("--seed", type=int, default=7, help="sandbox seed")
+    parser.add_argument("--strategy", default="annealing")
+    parser.add_argument("--out", default="out/bench", help="folder of scale.json")
+    args = parser.parse_args(argv)
+    sizes = [int(x) for x in args.workers.split(",") if x.strip()]
+    out = Path(args.out)
+    work = out / "scale"
+    shutil.rmtree(work, ignore_errors=True)
+    results: dict[str, Any] = {
+        "sandbox": {"seed": args.seed, "pages": args.pages},
+        "strategy": args.strategy,
+        "cpus": os.cpu_count(),
+        "runs": [],
+    }
+    with SandboxProcess(args.seed, args.pages) as sandbox, RedisServer() as server:
+        print(f"sandbox at {sandbox.base}, redis at {server.url}", flush=True)
+        single = run_workers(
+            1, work / "single-memory", sandbox, redis_url=None, strategy=args.strategy
+        )
+        if single.workers[0].returncode != 0:
+            print(single.workers[0].log[-3000:], file=sys.stderr)
+            return 1
+        reference = single.union()
+        results["single_process_memory"] = measure(single, reference)
+        print(f"single process, memory frontier: {len(reference)} pages", flush=True)
+        for n in sizes:
+            key = f"focused:bench:{n}"
+            run = run_workers(
+                n,
+                work / f"redis-{n}",
+                sandbox,
+                redis_url=server.url,
+                key=key,
+                strategy=args.strategy,
+            )
+            row = measure(run, reference, redis_status(server.url, key))
+            results["runs"].append(row)
+            print(json.dumps(row), flush=True)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "scale.json"
+    path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {path}")
+    ok = all(
+        r["duplicate_fetches"] == 0 and r["pages_lost"] == 0 and r["union_equals_single"]
+        for r in results["runs"]
+    )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""Every strategy crawls the sandbox to the end through the real scheduler (issue 3)."""
+
+from __future__ import annotations
+
+import pytest
+from crawling import CHEMISTRY, SANDBOX_PAGES, SANDBOX_SEED, run_crawl
+
+from focused.sandbox import generate_site
+from focused.strategies import STRATEGIES
+
+pytestmark = pytest.mark.integration
+
+PAPER_STRATEGIES = ["annealing", "genetic", "best_first", "bfs", "bsbs", "gao"]
+
+
+@pytest.fixture(scope="module")
+def site():
+    return generate_site(seed=SANDBOX_SEED, pages=SANDBOX_PAGES)
+
+
+@pytest.fixture(scope="module")
+def crawls(tmp_path_factory):
+    # One request at a time: the crawl order is the strategy's order, repeatably.
+    return {
+        name: run_crawl(
+            tmp_path_factory.mktemp(name), f"FOCUSED_STRATEGY={name}", "CONCURRENT_REQUESTS=1"
+        )
+        for name in PAPER_STRATEGIES
+    }
+
+
+def _quantile(ranks: list[int], q: float) -> int:
+    ranks = sorted(ranks)
+    return ranks[int(q * (len(ranks) - 1))]
+
+
+def test_the_six_paper_strategies_are_registered():
+    assert set(PAPER_STRATEGIES) <= set(STRATEGIES)
+
+
+@pytest.mark.parametrize("name", PAPER_STRATEGIES)
+def test_each_strategy_crawls_the_sandbox_to_the_end(crawls, site, name):
+    crawl = crawls[name]
+    assert "finish_reason': 'finished'" in crawl.log
+    order = crawl.paths_in_order()
+    assert len(order) == len(set(order)) > 100
+    assert crawl.summary["strategy"] == name
+    # The frontier ran dry: waiting queue empty at the end.
+    assert "'focused/queue/waiting': 0" in crawl.log
+
+
+def test_bfs_crawls_in_breadth_first_order(crawls):
+    depths = [row["depth"] for row in crawls["bfs"].rows()]
+    assert depths == sorted(depths)
+
+
+def test_m_value_strategies_reach_the_tunnel_clusters_before_best_first(crawls, site):
+    tunnel = site.tunnel_targets(CHEMISTRY)
+    ranks = {
+        name: [i for i, p in enumerate(crawls[name].paths_in_order()) if p in tunnel]
+        for name in ("genetic", "annealing", "best_first")
+    }
+    assert len(ranks["genetic"]) == len(ranks["annealing"]) == len(tunnel)
+    for name in ("genetic", "annealing"):
+        # The first tunnel targets and the first quarter of them come clearly earlier.
+        assert min(ranks[name]) < min(ranks["best_first"]), name
+        assert _quantile(ranks[name], 0.25) < _quantile(ranks["best_first"], 0.25), name
+
+
+def test_gao_drops_the_links_of_irrelevant_pages(crawls, site):
+    # Gao's rule never crosses an irrelevant page, so no tunnel target is reached.
+    order = set(crawls["gao"].paths_in_order())
+    assert not order & site.tunnel_targets(CHEMISTRY)
+    assert len(order) < len(set(crawls["bfs"].paths_in_order()))
+
+
+def test_bsbs_tunnels_at_most_its_depth(crawls, site):
+    # D = 2 reaches clusters behind one or two irrelevant pages, not all behind three.
+    found = set(crawls["bsbs"].paths_in_order()) & site.tunnel_targets(CHEMISTRY)
+    assert 0 < len(found) < len(site.tunnel_targets(CHEMISTRY))

@@ -79,7 +79,10 @@ class FocusedScheduler(BaseScheduler):
     commits a page) and at close. A crawl started again with the same ``JOBDIR`` gets
     the same frontier, seen set and annealing state; after ``kill -9`` the requests that
     were in flight are queued again unless ``FOCUSED_OUTPUT_DIR/pages.sqlite3`` holds
-    their URL.
+    their URL. A fetched page is journaled as done only once it is safe: after its item
+    went through the pipelines (its links, yielded before it, are journaled by then) and,
+    when ``PageStorePipeline`` is in ``ITEM_PIPELINES``, after the store committed it.
+    Until then its row says "in flight", which a resume checks against the page store.
 
     Settings: ``FOCUSED_STRATEGY``, ``FOCUSED_SA_T0``, ``FOCUSED_SA_ALPHA``,
     ``FOCUSED_SA_T_MIN``, ``FOCUSED_SA_K``, ``FOCUSED_SEED``, ``FOCUSED_FRONTIER``,
@@ -101,6 +104,7 @@ class FocusedScheduler(BaseScheduler):
         k: int = 8,
         seed: int = 42,
         page_store: str | None = None,
+        confirm_with_store: bool = False,
         stats: StatsCollector | None = None,
         crawler: Crawler | None = None,
         frontier: Frontier | None = None,
@@ -110,6 +114,7 @@ class FocusedScheduler(BaseScheduler):
         self.anneal = anneal
         self.annealer: Annealer | None = Annealer(t0, alpha, t_min, k, seed) if anneal else None
         self.page_store = page_store
+        self.confirm_with_store = confirm_with_store
         self.stats = stats
         self.crawler = crawler
         self.frontier: Frontier = frontier if frontier is not None else MemoryFrontier()
@@ -117,6 +122,9 @@ class FocusedScheduler(BaseScheduler):
         self.journal: Journal | None = None
         self.spider: Spider | None = None
         self.in_flight: set[int] = set()
+        self._fetched: set[int] = set()  # fetched, page item not through the pipelines yet
+        self._confirmed_new: list[int] = []  # item through since the last checkpoint
+        self._confirmed_old: list[int] = []  # ... since the checkpoint before
         self.done = 0
         self.errors = 0
         self.filtered = 0
@@ -140,6 +148,10 @@ class FocusedScheduler(BaseScheduler):
             k=get(s, "FOCUSED_SA_K"),
             seed=get(s, "FOCUSED_SEED"),
             page_store=str(Path(get(s, "FOCUSED_OUTPUT_DIR")) / PAGES_DB),
+            confirm_with_store=any(
+                "PageStorePipeline" in str(getattr(p, "__name__", p))
+                for p in s.getwithbase("ITEM_PIPELINES")
+            ),
             stats=crawler.stats,
             crawler=crawler,
         )
@@ -151,10 +163,8 @@ class FocusedScheduler(BaseScheduler):
             self.journal = Journal.in_jobdir(self.jobdir)
             self._restore()
         if self.crawler is not None:
-            self.crawler.signals.connect(self._on_response, signal=signals.response_received)
-            self.crawler.signals.connect(
-                self._on_checkpoint, signal=focused_signals.frontier_checkpoint
-            )
+            for handler, signal in self._signals():
+                self.crawler.signals.connect(handler, signal=signal)
         if self.stats is not None:
             self.stats.set_value("focused/frontier/promoted", self.frontier.promoted)
             self.stats.set_value("focused/dupefilter/filtered", self.filtered)
@@ -162,11 +172,13 @@ class FocusedScheduler(BaseScheduler):
 
     def close(self, reason: str) -> None:
         if self.crawler is not None:
-            self.crawler.signals.disconnect(self._on_response, signal=signals.response_received)
-            self.crawler.signals.disconnect(
-                self._on_checkpoint, signal=focused_signals.frontier_checkpoint
-            )
+            for handler, signal in self._signals():
+                self.crawler.signals.disconnect(handler, signal=signal)
         if self.journal is not None:
+            # A graceful close comes after the engine finished every page and the page
+            # store committed its last rows: every fetched page is done.
+            for fp in (*self._confirmed_old, *self._confirmed_new, *self._fetched):
+                self.journal.set_state(fp, DONE)
             self._save_annealer()
             self.journal.close()
             self.journal = None
@@ -246,7 +258,16 @@ class FocusedScheduler(BaseScheduler):
         self._update_stats()
         return request
 
-    def _finish(self, fp: int, state: int) -> None:
+    def _signals(self) -> list[tuple[Any, object]]:
+        return [
+            (self._on_response, signals.response_received),
+            (self._on_item, signals.item_scraped),
+            (self._on_item, signals.item_dropped),
+            (self._on_item, signals.item_error),
+            (self._on_checkpoint, focused_signals.frontier_checkpoint),
+        ]
+
+    def _finish(self, fp: int, state: int, journal: bool = True) -> None:
         """Move an in-flight URL to the done or error queue (no-op if not in flight)."""
         if fp not in self.in_flight:
             return
@@ -255,12 +276,38 @@ class FocusedScheduler(BaseScheduler):
             self.done += 1
         else:
             self.errors += 1
-        if self.journal is not None:
+        if journal and self.journal is not None:
             self.journal.set_state(fp, state)
         self._update_stats()
 
     def _on_response(self, response: Response, request: Request, spider: Spider) -> None:
-        self._finish(self._fingerprint(request), ERROR if response.status >= 400 else DONE)
+        fp = self._fingerprint(request)
+        if response.status >= 400:
+            self._finish(fp, ERROR)
+        elif fp in self.in_flight:
+            # Done, but journaled as done only once its page item went through the
+            # pipelines (its links are journaled by then): see _on_item.
+            self._finish(fp, DONE, journal=False)
+            self._fetched.add(fp)
+
+    def _on_item(self, item: Any, response: Response | None = None, **kwargs: Any) -> None:
+        """The page item of a fetched page left the pipelines (scraped, dropped or failed).
+
+        Its links were journaled before it (the spider yields them first). With the page
+        store in use, the page's row may still sit in the store's open batch: its done
+        state is journaled at the checkpoint after next, when that batch is committed.
+        """
+        request = getattr(response, "request", None)
+        if request is None:
+            return
+        fp = self._fingerprint(request)
+        if fp not in self._fetched:
+            return
+        self._fetched.discard(fp)
+        if self.confirm_with_store:
+            self._confirmed_new.append(fp)
+        elif self.journal is not None:
+            self.journal.set_state(fp, DONE)
 
     def _on_error(self, failure: Failure) -> Failure:
         request = getattr(failure, "request", None)
@@ -269,6 +316,13 @@ class FocusedScheduler(BaseScheduler):
         return failure
 
     def _on_checkpoint(self, **kwargs: Any) -> None:
+        """The page store is about to commit: make the journal durable first."""
+        if self.journal is not None:
+            # Items that went through the pipelines before the previous checkpoint are
+            # in the store's committed rows now.
+            for fp in self._confirmed_old:
+                self.journal.set_state(fp, DONE)
+        self._confirmed_old, self._confirmed_new = self._confirmed_new, []
         self._commit(force=True)
 
     # --- compact entries ------------------------------------------------------------

@@ -4,14 +4,18 @@ queues, pause/resume with JOBDIR and resume after a simulated kill -9."""
 from __future__ import annotations
 
 import os
+import re
+import signal
 import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
-from scrapy import Request, Spider, signals
+from scrapy import Request, Spider
+from scrapy import signals as scrapy_signals
 from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 from twisted.internet.error import ConnectionRefusedError
@@ -59,12 +63,13 @@ def _drain(sched: FocusedScheduler) -> list[str]:
     return out
 
 
-def _respond(crawler, request: Request, status: int = 200) -> None:
+def _respond(crawler, request: Request, status: int = 200) -> HtmlResponse:
     """Fire response_received as the engine does after a download."""
     response = HtmlResponse(request.url, status=status, body=b"<html></html>", request=request)
     crawler.signals.send_catch_log(
-        signals.response_received, response=response, request=request, spider=crawler.spider
+        scrapy_signals.response_received, response=response, request=request, spider=crawler.spider
     )
+    return response
 
 
 # --- without a crawler --------------------------------------------------------------
@@ -282,6 +287,33 @@ def test_checkpoint_signal_commits_the_journal(tmp_path):
     sched.close("finished")
 
 
+@pytest.mark.parametrize("with_store", [True, False])
+def test_done_is_journaled_only_once_the_page_is_safe(tmp_path, with_store):
+    pipelines = {"focused.pipelines.PageStorePipeline": 300} if with_store else {}
+    jobdir = tmp_path / "job"
+    sched, crawler = _open({"JOBDIR": str(jobdir), "ITEM_PIPELINES": pipelines})
+    assert sched.confirm_with_store is with_store
+    sched.enqueue_request(_req(1))
+    response = _respond(crawler, sched.next_request())
+    assert sched.queues()["done"] == 1
+    reader = sqlite3.connect(jobdir / "frontier.sqlite3")
+
+    def journaled() -> int:
+        crawler.signals.send_catch_log(signal=focused_signals.frontier_checkpoint)
+        return reader.execute("SELECT state FROM urls").fetchone()[0]
+
+    assert journaled() == IN_FLIGHT  # fetched, its item not stored yet
+    crawler.signals.send_catch_log(
+        scrapy_signals.item_scraped, item={}, response=response, spider=crawler.spider
+    )
+    # with the page store, the item may sit in the store's open batch until the next
+    # checkpoint's commit: done is journaled at the checkpoint after that one
+    assert journaled() == (IN_FLIGHT if with_store else DONE)
+    assert journaled() == DONE
+    reader.close()
+    sched.close("finished")
+
+
 # --- the journal alone and a simulated kill -9 --------------------------------------
 def test_journal_write_reopen_same_state(tmp_path):
     j = Journal(tmp_path / "f.sqlite3")
@@ -371,8 +403,6 @@ def test_resume_after_kill_loses_only_uncommitted_work(tmp_path, strategy):
 
 def test_journal_is_fast_enough(tmp_path):
     """10k pushes + pops with JOBDIR stay well under a second per thousand."""
-    import time
-
     sched, _ = _open({"JOBDIR": str(tmp_path / "job")})
     t = time.perf_counter()
     for i in range(10_000):
@@ -382,3 +412,132 @@ def test_journal_is_fast_enough(tmp_path):
     assert time.perf_counter() - t < 10
     sched.close("finished")
     assert os.path.getsize(tmp_path / "job" / "frontier.sqlite3") > 0
+
+
+# --- end to end: real crawls of a sandbox served on a fixed port --------------------
+E2E_PAGES = 200
+CRAWLED = re.compile(r"Crawled \((\d+)\) <GET (\S+)>")
+
+
+@pytest.fixture(scope="module")
+def sandbox_base():
+    """A sandbox on its own port, so that every run of a job sees the same URLs."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "focused.sandbox", "--pages", str(E2E_PAGES), "--seed", "7"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        base = proc.stdout.readline().strip().rstrip("/")
+        assert base.startswith("http://127.0.0.1:"), base
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def _crawl_cmd(base: str, out: Path, *settings: str) -> list[str]:
+    from focused.sandbox import generate_site
+
+    seeds = generate_site(seed=7, pages=E2E_PAGES).seeds("subject.Science.Chemistry")
+    cmd = [sys.executable, "-m", "scrapy", "crawl", "focused", "-a", "topic=chemistry"]
+    for s in (
+        "FOCUSED_WEB=real",
+        "FOCUSED_SEEDS=" + ",".join(base + p for p in seeds),
+        "FOCUSED_STRATEGY=bfs",  # never drops a link: the fetched set is order-free
+        f"FOCUSED_OUTPUT_DIR={out}",
+        "AUTOTHROTTLE_ENABLED=False",
+        "LOG_LEVEL=DEBUG",
+        *settings,
+    ):
+        cmd += ["-s", s]
+    return cmd
+
+
+def _crawl(base: str, out: Path, *settings: str) -> str:
+    proc = subprocess.run(
+        _crawl_cmd(base, out, *settings), cwd=ROOT, capture_output=True, text=True, timeout=240
+    )
+    log = proc.stderr + proc.stdout
+    assert proc.returncode == 0, log[-3000:]
+    assert "Traceback" not in log, log[-5000:]
+    return log
+
+
+def _fetched(log: str) -> list[str]:
+    return [url for _, url in CRAWLED.findall(log) if not url.endswith("/robots.txt")]
+
+
+def _stored(out: Path) -> set[str]:
+    db = sqlite3.connect(out / "pages.sqlite3")
+    try:
+        return {u for (u,) in db.execute("SELECT url FROM pages")}
+    except sqlite3.OperationalError:  # the crawl has not created the table yet
+        return set()
+    finally:
+        db.close()
+
+
+@pytest.fixture(scope="module")
+def full_crawl(sandbox_base, tmp_path_factory):
+    out = tmp_path_factory.mktemp("full")
+    fetched = _fetched(_crawl(sandbox_base, out))
+    assert len(fetched) == len(set(fetched)) > 100
+    return set(fetched)
+
+
+@pytest.mark.integration
+def test_crawl_stopped_and_resumed_fetches_the_same_pages_once(sandbox_base, full_crawl, tmp_path):
+    out, job = tmp_path / "out", f"JOBDIR={tmp_path / 'job'}"
+    log1 = _crawl(sandbox_base, out, job, "CLOSESPIDER_ITEMCOUNT=40")
+    assert "'finish_reason': 'closespider_itemcount'" in log1
+    first = _fetched(log1)
+    assert 40 <= len(first) < len(full_crawl)
+    log2 = _crawl(sandbox_base, out, job)
+    assert "focused: resuming crawl" in log2
+    second = _fetched(log2)
+    assert not set(first) & set(second)  # nothing fetched twice
+    assert len(second) == len(set(second))
+    assert set(first) | set(second) == full_crawl
+    assert _stored(out) == full_crawl
+    assert "'focused/duplicates': 0" in log2
+
+
+@pytest.mark.integration
+def test_crawl_killed_and_resumed_loses_at_most_the_in_flight_pages(
+    sandbox_base, full_crawl, tmp_path
+):
+    out, job = tmp_path / "out", f"JOBDIR={tmp_path / 'job'}"
+    concurrency = 4
+    with open(tmp_path / "run1.log", "w") as log:
+        proc = subprocess.Popen(
+            _crawl_cmd(
+                sandbox_base, out, job, f"CONCURRENT_REQUESTS={concurrency}", "DOWNLOAD_DELAY=0.02"
+            ),
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and proc.poll() is None:
+                if (out / "pages.sqlite3").exists() and len(_stored(out)) >= 40:
+                    break
+                time.sleep(0.05)
+            assert proc.poll() is None, "the crawl ended before it could be killed"
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+    stored_at_kill = _stored(out)
+    first = _fetched((tmp_path / "run1.log").read_text())
+    assert len(stored_at_kill) >= 40 and len(first) < len(full_crawl)
+
+    log2 = _crawl(sandbox_base, out, job)
+    assert "focused: resuming crawl" in log2
+    second = _fetched(log2)
+    assert not stored_at_kill & set(second)  # a stored page is never fetched again
+    again = set(first) & set(second)  # fetched but not stored at the kill: in flight
+    assert len(again) <= concurrency + 1
+    assert set(first) | set(second) == full_crawl
+    assert _stored(out) == full_crawl

@@ -957,7 +957,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     started = time.monotonic()
     try:
-        data = args.data if args.data is not None else ROOT / DEFAULT_DATA
+        data = (args.data if args.data is not None else ROOT / DEFAULT_DATA).resolve()
         site = Site.load(data)
         groups = plan(args, site)
         names = strategies_of(args)

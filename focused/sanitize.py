@@ -10,13 +10,16 @@ what a browser does. On the Chinese web a server-wide default header
 then wins and every Chinese word turns into mojibake, so the page scores 0.
 :func:`repair_encoding` overrules such a header in this order:
 
-1. a body that is valid UTF-8 (and not plain ASCII) is UTF-8: random GBK or Big5 text
-   is practically never valid UTF-8;
-2. a ``<meta>`` charset that differs from the header's and decodes the body without
-   error wins (the page's author wrote it; a server default did not look at the page);
-3. a header charset that decodes the body without error stays, unless it is a
-   single-byte Western charset (latin-1 decodes any bytes, so it proves nothing);
+1. a body that is valid UTF-8 (and not plain ASCII) is UTF-8, whatever the header or
+   a stale ``<meta>`` says: GBK or Big5 text is practically never valid UTF-8;
+2. a ``<meta>`` charset that differs from the header's and decodes the body wins (the
+   page's author wrote it; a server-wide default did not look at the page);
+3. a header charset that decodes the body stays, unless it is a single-byte Western
+   charset (latin-1 decodes any bytes, so that proves nothing);
 4. otherwise the sniffed charset wins when it is a multi-byte one that decodes the body.
+
+"Decodes" allows 1 % of the non-ASCII bytes in error and a character cut off at the end
+(a stray byte, a truncated page). A byte order mark always wins (Scrapy's rule).
 """
 
 from __future__ import annotations
@@ -111,8 +114,8 @@ def repair_encoding(content_type: str | None, body: bytes) -> str | None:
     header = _norm(http_content_type_encoding(content_type or ""))
     if header is None or not body or body.isascii() or read_bom(body)[0] is not None:
         return None
-    if header != "utf-8" and _decodes(body, "utf-8"):
-        return "utf-8"
+    if _decodes(body, "utf-8"):
+        return None if header == "utf-8" else "utf-8"
     meta = _norm(html_body_declared_encoding(body))
     if meta is not None and meta != header and _decodes(body, meta):
         return meta
@@ -125,7 +128,7 @@ def repair_encoding(content_type: str | None, body: bytes) -> str | None:
     return None
 
 
-_CONTROL = frozenset(range(32)) - {9, 10, 12, 13, 27}
+_CONTROL = bytes(sorted(set(range(32)) - {9, 10, 12, 13, 27}))
 
 
 def looks_binary(body: bytes, sample: int = 4096) -> bool:
@@ -136,7 +139,7 @@ def looks_binary(body: bytes, sample: int = 4096) -> bool:
         return False
     if b"\x00" in head:
         return True
-    controls = sum(1 for b in head if b in _CONTROL)
+    controls = len(head) - len(head.translate(None, _CONTROL))
     return controls > len(head) * 0.05
 
 

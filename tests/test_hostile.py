@@ -115,6 +115,9 @@ def test_repair_leaves_right_and_western_pages_alone():
     assert repair_encoding("text/html; charset=gbk", "化学反应".encode("gbk")) is None
     assert repair_encoding("text/html", "化学反应".encode("gbk")) is None  # no header: Scrapy's
     assert repair_encoding("text/html; charset=utf-8", b"plain ascii") is None
+    # a stale <meta> on a page transcoded to UTF-8: the valid UTF-8 and its header win
+    stale = '<meta charset="gbk"><title>化学反应</title><p>元素周期表</p>'.encode()
+    assert repair_encoding("text/html; charset=utf-8", stale) is None
     # UTF-8 served as GBK: valid UTF-8 wins
     assert repair_encoding("text/html; charset=gbk", "化学反应与元素".encode()) == "utf-8"
     # a page cut inside its last character is still UTF-8
@@ -397,3 +400,26 @@ def test_unusable_output_folder(project_root, venv_scrapy, tmp_path):
         "FOCUSED_WEB=sandbox",
     )
     assert "FOCUSED_OUTPUT_DIR" in one_line(result)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="config.check_output_dir does not open an existing pages.sqlite3 yet: a corrupt "
+    "store fails in PageStorePipeline.open_spider with a traceback, after the spider opened",
+)
+def test_corrupt_page_store_in_output_folder(project_root, venv_scrapy, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "pages.sqlite3").write_bytes(bytes(range(256)) * 20)
+    result = run_cli(
+        project_root,
+        venv_scrapy,
+        out,
+        "-a",
+        "topic=chemistry",
+        "-s",
+        "FOCUSED_WEB=sandbox",
+        "-s",
+        "FOCUSED_SANDBOX_PAGES=60",
+    )
+    assert "pages.sqlite3" in one_line(result)

@@ -1005,7 +1005,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         c1 = [r for r in results if r.job.concurrency == 1]
         c1_rows = rows_of(c1)
         write_csv(c1_rows, out / "quality-c1.csv")
-        plot_groups(c1, out, suffix="c1")
+        plots += plot_groups(c1, out, suffix="c1")
         compare = ("CONCURRENT_REQUESTS=1", c1_rows)
     elapsed = time.monotonic() - started
     settings_lines = [

@@ -16,6 +16,7 @@ Pure module: no Scrapy import.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from array import array
@@ -24,11 +25,21 @@ from pathlib import Path
 
 from w3lib.url import canonicalize_url
 
-__all__ = ["SeenSet", "url_fingerprint"]
+__all__ = ["URL_CACHE_SIZE", "SeenSet", "url_fingerprint"]
+
+#: URLs whose fingerprints are cached (most recently used)
+URL_CACHE_SIZE = 65536
 
 
+@functools.lru_cache(maxsize=URL_CACHE_SIZE)
 def url_fingerprint(url: str) -> int:
-    """Signed 64-bit fingerprint of the canonical form of ``url``."""
+    """Signed 64-bit fingerprint of the canonical form of ``url``.
+
+    Canonicalising is the costly part (~7 us). Most links a crawler extracts were seen
+    before (navigation, popular pages), so the last :data:`URL_CACHE_SIZE` URLs are kept
+    in an LRU cache: Broder, Najork and Wiener (2003, thesis seed 002's appendix) found
+    that a cache of ~50,000 URLs answers ~80% of a crawler's seen-URL tests.
+    """
     digest = hashlib.sha1(canonicalize_url(url).encode("utf-8")).digest()  # noqa: S324
     return int.from_bytes(digest[:8], "big", signed=True)
 

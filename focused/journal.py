@@ -182,14 +182,14 @@ class Journal:
         return {s: got.get(s, 0) for s in range(len(STATES))}
 
 
-def stored_urls(db_path: str | os.PathLike[str], urls: list[str]) -> set[str]:
+def stored_urls(db_path: str | os.PathLike[str] | None, urls: list[str]) -> set[str]:
     """Which of ``urls`` the page store at ``db_path`` (table ``pages``) already holds.
 
-    Read-only; an absent file or table holds nothing.
+    Read-only; no path, an absent file or an absent table holds nothing.
     """
-    path = Path(db_path)
-    if not urls or not path.exists():
+    if db_path is None or not urls or not Path(db_path).exists():
         return set()
+    path = Path(db_path)
     db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     try:
         found: set[str] = set()

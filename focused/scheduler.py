@@ -84,6 +84,9 @@ class FocusedScheduler(BaseScheduler):
     when ``PageStorePipeline`` is in ``ITEM_PIPELINES``, after the store committed it.
     Until then its row says "in flight", which a resume checks against the page store.
 
+    ``FOCUSED_FRONTIER = "redis"`` builds :class:`focused.redis_frontier.RedisScheduler`
+    instead (the same scheduler on a frontier shared in Redis).
+
     Settings: ``FOCUSED_STRATEGY``, ``FOCUSED_SA_T0``, ``FOCUSED_SA_ALPHA``,
     ``FOCUSED_SA_T_MIN``, ``FOCUSED_SA_K``, ``FOCUSED_SEED``, ``FOCUSED_FRONTIER``,
     ``FOCUSED_OUTPUT_DIR``, ``JOBDIR``. Stats: ``focused/queue/waiting``,
@@ -136,8 +139,14 @@ class FocusedScheduler(BaseScheduler):
     def from_crawler(cls, crawler: Crawler) -> Self:
         s = crawler.settings
         kind = str(get(s, "FOCUSED_FRONTIER")).strip()
-        if kind != "memory":
-            raise ValueError(f"FOCUSED_FRONTIER={kind!r} is not available in this scheduler yet")
+        if kind == "redis":
+            # The shared frontier (imported here: it needs the redis client library).
+            from focused.redis_frontier import RedisScheduler
+
+            if not issubclass(cls, RedisScheduler):
+                return RedisScheduler.from_crawler(crawler)  # type: ignore[return-value]
+        elif kind != "memory":
+            raise ValueError(f"FOCUSED_FRONTIER must be 'memory' or 'redis', got {kind!r}")
         name = str(get(s, "FOCUSED_STRATEGY")).strip()
         return cls(
             jobdir=job_dir(s),
@@ -264,6 +273,7 @@ class FocusedScheduler(BaseScheduler):
             (self._on_item, signals.item_scraped),
             (self._on_item, signals.item_dropped),
             (self._on_item, signals.item_error),
+            (self._on_item, signals.spider_error),  # the callback failed: no item comes
             (self._on_checkpoint, focused_signals.frontier_checkpoint),
         ]
 
@@ -290,8 +300,9 @@ class FocusedScheduler(BaseScheduler):
             self._finish(fp, DONE, journal=False)
             self._fetched.add(fp)
 
-    def _on_item(self, item: Any, response: Response | None = None, **kwargs: Any) -> None:
-        """The page item of a fetched page left the pipelines (scraped, dropped or failed).
+    def _on_item(self, response: Response | None = None, **kwargs: Any) -> None:
+        """The page item of a fetched page left the pipelines (scraped, dropped or failed),
+        or the spider callback failed.
 
         Its links were journaled before it (the spider yields them first). With the page
         store in use, the page's row may still sit in the store's open batch: its done

@@ -175,8 +175,12 @@ def test_four_queues_in_stats_from_signals_errback_retry_and_redirect():
     sched.close("finished")
 
 
-def test_redis_frontier_is_refused_with_one_line():
+def test_frontier_setting_selects_the_scheduler():
+    from focused.redis_frontier import RedisScheduler
+
     crawler = get_crawler(DemoSpider, {"FOCUSED_FRONTIER": "redis"})
+    assert isinstance(FocusedScheduler.from_crawler(crawler), RedisScheduler)
+    crawler = get_crawler(DemoSpider, {"FOCUSED_FRONTIER": "disk"})
     with pytest.raises(ValueError, match="FOCUSED_FRONTIER"):
         FocusedScheduler.from_crawler(crawler)
 
@@ -334,6 +338,16 @@ def test_journal_write_reopen_same_state(tmp_path):
     assert j.state_of(1) == (DONE, 1) and j.state_of(9) is None
     j.close()
     assert stored_urls(tmp_path / "none.sqlite3", ["http://e/0"]) == set()
+    assert stored_urls(None, ["http://e/0"]) == set()
+    # a scheduler without a page store still resumes (in-flight rows are re-queued)
+    sched = FocusedScheduler(jobdir=str(tmp_path / "job"))
+    sched.open(DemoSpider())
+    sched.enqueue_request(_req(1))
+    sched.next_request()
+    sched.close("shutdown")
+    sched = FocusedScheduler(jobdir=str(tmp_path / "job"))
+    sched.open(DemoSpider())
+    assert sched.queues() == {"waiting": 1, "in_flight": 0, "done": 0, "error": 0}
 
 
 KILL_SCRIPT = textwrap.dedent(

@@ -89,3 +89,12 @@ bench-quality: install
 bench-quality-quick: install
 	$(PY) -m focused.bench.quality --topic chemistry --held-out --seeds Chemistry.html \
 		--budget 0.25 $(if $(DATA),--data $(DATA)) --jobs $(JOBS) --out $(BENCH_QUICK_OUT)
+
+# Scale-out benchmark (issue 6): 1, 2 and 4 crawl processes on one private redis-server
+# crawling the sandbox served by its own process; writes $(BENCH_OUT)/scale.json
+# (pages/s, duplicate fetches, pages lost, union = single-process crawl). Needs
+# redis-server (Debian package redis-server). SCALE_ARGS="--workers 1,2 --delay 0" etc.
+SCALE_ARGS ?=
+.PHONY: bench-scale
+bench-scale: install
+	$(PY) -m focused.bench.scale --out $(BENCH_OUT) $(SCALE_ARGS)

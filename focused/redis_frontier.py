@@ -636,7 +636,19 @@ def _priority(priority: int) -> int:
 
 
 # --- Scrapy glue -------------------------------------------------------------------------
-class RedisScheduler(FocusedScheduler):
+class _NominalSchedulerMeta(type(FocusedScheduler)):  # type: ignore[misc]
+    """Scrapy's ``BaseSchedulerMeta`` makes ``issubclass(X, Sched)`` true for any class
+    with the scheduler methods; for :class:`RedisScheduler` it means real inheritance
+    (``FocusedScheduler.from_crawler`` asks ``issubclass(cls, RedisScheduler)``)."""
+
+    def __subclasscheck__(cls, subclass: type) -> bool:
+        return type.__subclasscheck__(cls, subclass)
+
+    def __instancecheck__(cls, instance: Any) -> bool:
+        return type.__instancecheck__(cls, instance)
+
+
+class RedisScheduler(FocusedScheduler, metaclass=_NominalSchedulerMeta):
     """:class:`~focused.scheduler.FocusedScheduler` on the shared :class:`RedisFrontier`.
 
     Same request packing, order, promotion, annealing, errback and stats as the
@@ -649,8 +661,9 @@ class RedisScheduler(FocusedScheduler):
     pipelines (``item_scraped``), so a worker killed between fetch and store leaves it
     in flight and it is fetched again after the lease, never lost. The crawl ends for a
     worker when the shared queue and every worker's in-flight set are empty; a worker
-    that runs dry while others still fetch asks again every ``idle_poll`` seconds
-    (0.2) instead of waiting for Scrapy's 5 s heartbeat. ``JOBDIR`` is not used for the
+    that runs dry while others still fetch asks again after ``idle_poll`` seconds (0.02,
+    doubled while it stays dry, up to 0.5 s) instead of waiting for Scrapy's 5 s
+    heartbeat. ``JOBDIR`` is not used for the
     frontier (Redis keeps it).
 
     Settings: ``REDIS_URL`` (or ``REDIS_HOST``/``REDIS_PORT``), ``REDIS_PARAMS``,
@@ -669,7 +682,8 @@ class RedisScheduler(FocusedScheduler):
         server: redis.Redis,
         key_template: str = "focused:{topic}",
         lease: float = 60.0,
-        idle_poll: float = 0.2,
+        idle_poll: float = 0.02,
+        idle_poll_max: float = 0.5,
         output_dir: str = "out/crawl",
         **kwargs: Any,
     ) -> None:
@@ -678,6 +692,8 @@ class RedisScheduler(FocusedScheduler):
         self.key_template = key_template
         self.lease = float(lease)
         self.idle_poll = float(idle_poll)
+        self.idle_poll_max = float(idle_poll_max)
+        self._idle_delay = self.idle_poll
         self.output_dir = Path(output_dir)
         self.redis: RedisFrontier | None = None
         self._gone: set[int] = set()  # fingerprints known to be in flight or finished
@@ -875,6 +891,7 @@ class RedisScheduler(FocusedScheduler):
                 continue
             break
         request = self._to_request(entry)
+        self._idle_delay = self.idle_poll
         self.in_flight.add(entry.fp)
         self._gone.add(entry.fp)
         if self.stats is not None:
@@ -931,12 +948,14 @@ class RedisScheduler(FocusedScheduler):
             deferred_from_coro(engine.close_spider_async(reason=reason))
 
     def _poke_later(self) -> None:
-        """Make the engine ask for a request again in ``idle_poll`` seconds."""
+        """Make the engine ask for a request again soon (back-off while nothing comes)."""
         from twisted.internet import reactor
 
         if self._closing or (self._poke is not None and self._poke.active()):
             return
-        self._poke = reactor.callLater(self.idle_poll, self._poke_engine)  # type: ignore[attr-defined]
+        delay = self._idle_delay
+        self._idle_delay = min(self.idle_poll_max, 2 * delay)
+        self._poke = reactor.callLater(delay, self._poke_engine)  # type: ignore[attr-defined]
 
     def _poke_engine(self) -> None:
         slot = getattr(getattr(self.crawler, "engine", None), "_slot", None)
@@ -974,7 +993,7 @@ class RedisScheduler(FocusedScheduler):
                 self.released += 1
 
     # --- bookkeeping ----------------------------------------------------------------
-    def _finish(self, fp: int, state: int) -> None:
+    def _finish(self, fp: int, state: int, journal: bool = True) -> None:
         """Move an in-flight URL to the done or error queue (staged, sent with the next
         round trip; no-op if it is not in flight here)."""
         if fp not in self.in_flight or self.redis is None:

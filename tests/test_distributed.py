@@ -1,0 +1,122 @@
+"""Several real crawl processes on one Redis crawl one sandbox together.
+
+The sandbox is served by its own process (``python -m focused.sandbox --port 0``) so that
+every worker sees the same URLs; a private ``redis-server`` runs on a free loopback port.
+The reference is one process with the in-memory frontier crawling the same site to the
+end.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from focused.bench.scale import (
+    RedisServer,
+    SandboxProcess,
+    run_workers,
+    start_workers,
+    stored_urls,
+)
+from focused.dedup import url_fingerprint
+from focused.redis_frontier import RedisFrontier
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("redis-server") is None,
+    reason="redis-server is not installed (apt-get install redis-server)",
+)
+
+
+@pytest.fixture(scope="module")
+def site() -> Iterator[SandboxProcess]:
+    with SandboxProcess(seed=7, pages=600) as sandbox:
+        yield sandbox
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    with RedisServer() as server:
+        yield server.url
+
+
+@pytest.fixture(scope="module")
+def reference(site: SandboxProcess, tmp_path_factory: pytest.TempPathFactory) -> set[str]:
+    run = run_workers(1, tmp_path_factory.mktemp("single"), site, redis_url=None, timeout=180)
+    worker = run.workers[0]
+    assert worker.returncode == 0, worker.log[-3000:]
+    urls = set(worker.urls)
+    assert len(urls) > 300
+    return urls
+
+
+def check_clean(run_log: str) -> None:
+    assert "Traceback" not in run_log, run_log[-4000:]
+    assert "focused: error" not in run_log, run_log[-4000:]
+
+
+def test_two_workers_crawl_the_sandbox_together(
+    site: SandboxProcess, redis_url: str, reference: set[str], tmp_path: Path
+) -> None:
+    key = "dist:two"
+    # the second worker starts a second later and joins the running crawl
+    run = run_workers(2, tmp_path, site, redis_url=redis_url, key=key, stagger=1.0, timeout=180)
+    for w in run.workers:
+        assert w.returncode == 0, w.log[-3000:]
+        check_clean(w.log)
+        assert len(w.urls) > 50, [len(x.urls) for x in run.workers]  # both did real work
+    assert run.duplicates() == 0
+    assert run.union() == reference
+    status = RedisFrontier(redis.Redis.from_url(redis_url), key).status()
+    assert status["waiting"] == 0 and status["in_flight"] == 0
+    assert status["done"] == len(reference)
+    # every URL was picked once, by the shared annealing pick
+    assert status["picks"] == status["done"] + status["error"]
+    assert status["accepted_worse"] > 0
+
+
+def test_a_killed_worker_s_urls_are_handed_out_again(
+    site: SandboxProcess, redis_url: str, reference: set[str], tmp_path: Path
+) -> None:
+    key = "dist:kill"
+    lease = ("FOCUSED_REDIS_LEASE=3",)
+    frontier = RedisFrontier(redis.Redis.from_url(redis_url), key)
+    first = start_workers(1, tmp_path / "a", site, redis_url=redis_url, key=key, settings=lease)
+    victim = first.workers[0]
+    deadline = time.monotonic() + 60
+    while len(stored_urls(victim.out)) < 60:
+        assert victim.process.poll() is None, victim.log[-3000:]
+        assert time.monotonic() < deadline, victim.log[-3000:]
+        time.sleep(0.05)
+    os.kill(victim.process.pid, signal.SIGSTOP)  # frozen: its Redis state cannot move
+    in_flight = {
+        int.from_bytes(fp, "big", signed=True)
+        for fp in frontier.server.zrange(frontier.keys[2], 0, -1)
+    }
+    os.kill(victim.process.pid, signal.SIGKILL)
+    victim.process.wait()
+    assert in_flight, "the killed worker had nothing in flight"
+    a = set(stored_urls(victim.out))
+    assert 60 <= len(a) < len(reference)
+
+    second = run_workers(1, tmp_path / "b", site, redis_url=redis_url, key=key, settings=lease)
+    helper = second.workers[0]
+    assert helper.returncode == 0, helper.log[-3000:]
+    check_clean(helper.log)
+    b = set(helper.urls)
+    status = frontier.status()
+    assert status["waiting"] == 0 and status["in_flight"] == 0
+    assert status["reclaimed"] >= len(in_flight)
+    assert a | b == reference  # nothing lost
+    # Fetched twice at most: pages the killed worker stored whose "done" died with it.
+    assert len(a & b) <= len(in_flight)
+    by_fp = {url_fingerprint(u): u for u in reference}
+    for fp in in_flight:  # each one is finished now, and its page stored by A or B
+        assert frontier.server.hget(frontier.keys[1], fp.to_bytes(8, "big", signed=True)) is None
+        assert fp not in by_fp or by_fp[fp] in a | b

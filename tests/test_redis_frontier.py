@@ -1,0 +1,308 @@
+"""The shared Redis frontier against a real ``redis-server`` (started on a free loopback port).
+
+Unit level: atomic picks from several clients, leases, promotion, retries, the outbox
+when Redis is down. Crawl level (real ``scrapy crawl`` subprocesses on the sandbox): a
+worker leaves the shared frontier in Redis when it closes and a second run continues it,
+and an unreachable Redis stops the crawl with one line before anything is fetched.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from focused.annealing import Annealer
+from focused.bench.scale import (
+    RedisServer,
+    SandboxProcess,
+    crawl_command,
+    free_port,
+    stored_urls,
+)
+from focused.frontier import Entry
+from focused.redis_frontier import (
+    ANNEAL,
+    BEST,
+    IGNORED_GONE,
+    IGNORED_WAITING,
+    PROMOTED,
+    REQUEUED,
+    RedisFrontier,
+    RedisUnavailable,
+    check,
+)
+
+PROJECT = Path(__file__).resolve().parent.parent
+HAVE_REDIS = shutil.which("redis-server") is not None
+
+pytestmark = pytest.mark.skipif(
+    not HAVE_REDIS, reason="redis-server is not installed (apt-get install redis-server)"
+)
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    with RedisServer() as server:
+        yield server.url
+
+
+@pytest.fixture
+def client(redis_url: str) -> Iterator[redis.Redis]:
+    c = redis.Redis.from_url(redis_url)
+    yield c
+    c.close()
+
+
+_keys = iter(range(10**6))
+
+
+@pytest.fixture
+def key() -> str:
+    return f"test:{next(_keys)}:{time.monotonic_ns()}"
+
+
+def entry(i: int, priority: int = 0, value: float = 0.0, **kw: object) -> Entry:
+    return Entry(url=f"http://h.test/p{i}", fp=1000 + i, priority=priority, value=value, **kw)
+
+
+def test_round_trip_of_an_entry(client: redis.Redis, key: str) -> None:
+    f = RedisFrontier(client, key)
+    e = entry(
+        7,
+        priority=-3,
+        value=0.25,
+        depth=4,
+        m=81.5,
+        hops=2,
+        anchor_relevance=0.125,
+        parent_url="http://h.test/中文",
+        flags=3,
+        extra={"meta": {"x": [1, 2]}},
+    )
+    e.url = "http://h.test/p7?q=é"
+    assert f.push(e)
+    assert 1007 in f and len(f) == 1
+    got = f.pop()
+    assert got is not None
+    for name in ("url", "fp", "priority", "value", "depth", "m", "hops", "parent_url", "flags"):
+        assert getattr(got, name) == getattr(e, name), name
+    assert got.anchor_relevance == pytest.approx(0.125)
+    assert got.extra == {"meta": {"x": [1, 2]}}
+    assert f.pop() is None and 1007 not in f
+
+
+def test_order_is_priority_then_first_found(client: redis.Redis, key: str) -> None:
+    f = RedisFrontier(client, key)
+    for i, prio in enumerate([0, 5, 0, 5, -1, 3]):
+        f.stage_push(entry(i, priority=prio))
+    f.sync()
+    assert [f.pop().fp - 1000 for _ in range(6)] == [1, 3, 5, 0, 2, 4]
+
+
+def test_promotion_requeue_and_ignores(client: redis.Redis, key: str) -> None:
+    f = RedisFrontier(client, key)
+    for i in range(3):
+        f.stage_push(entry(i, priority=1))
+    f.sync()
+    f.stage_push(entry(2, priority=9))  # promoted: now first
+    f.stage_push(entry(1, priority=0))  # lower: ignored, stays waiting
+    step = f.sync()
+    assert [code for _, _, code in step.results] == [PROMOTED, IGNORED_WAITING]
+    assert len(f) == 3 and f.status()["promoted"] == 1
+    first = f.pop()
+    assert first.fp == 1002 and first.priority == 9
+    f.stage_push(entry(2, priority=50))  # in flight: ignored
+    f.stage_push(entry(2, priority=50), dont_filter=True)  # a retry: back to waiting
+    step = f.sync()
+    assert [code for _, _, code in step.results] == [IGNORED_GONE, REQUEUED]
+    assert f.pop().fp == 1002
+    f.stage_finish(1002)
+    f.stage_push(entry(2, priority=99))  # done: ignored for good
+    step = f.sync()
+    assert step.results[-1][2] == IGNORED_GONE
+    assert step.counts.done == 1 and step.counts.waiting == 2 and step.counts.in_flight == 0
+
+
+def test_two_clients_never_take_the_same_url(redis_url: str, key: str) -> None:
+    n = 3000
+    setup = RedisFrontier(redis.Redis.from_url(redis_url), key)
+    for i in range(n):
+        setup.stage_push(entry(i, priority=i % 17, value=(i % 17) / 17))
+    setup.sync()
+    taken: list[list[int]] = [[], [], [], []]
+
+    def worker(slot: int) -> None:
+        f = RedisFrontier(redis.Redis.from_url(redis_url), key)
+        annealer = Annealer(t0=0.5, alpha=0.999, k=8, seed=slot)
+        while True:
+            step = f.sync(ANNEAL if slot % 2 else BEST, annealer if slot % 2 else None)
+            if step.entry is None:
+                break
+            taken[slot].append(step.entry.fp)
+            f.stage_finish(step.entry.fp)
+        f.sync()
+        f.close()
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    everything = [fp for part in taken for fp in part]
+    assert len(everything) == n == len(set(everything))
+    assert all(len(part) > 100 for part in taken), [len(p) for p in taken]
+    status = setup.status()
+    assert status["done"] == n and status["waiting"] == 0 and status["in_flight"] == 0
+    assert status["picks"] == sum(len(p) for p in taken[1::2])  # an empty queue: no pick
+    assert status["accepted_worse"] > 0  # the annealing pick did take worse links
+
+
+def test_annealing_temperature_is_shared_and_cools_per_pick(client: redis.Redis, key: str) -> None:
+    f = RedisFrontier(client, key)
+    for i in range(10):
+        f.stage_push(entry(i, priority=i, value=i / 10))
+    f.sync()
+    a = Annealer(t0=0.1, alpha=0.5, t_min=0.001, k=4, seed=3)
+    b = Annealer(t0=0.1, alpha=0.5, t_min=0.001, k=4, seed=4)
+    f.pop_annealed(a)
+    f.pop_annealed(b)
+    f.pop_annealed(a)
+    assert a.picks == 3 and a.temperature == pytest.approx(0.1 * 0.5**3)
+    assert b.picks == 2 and b.temperature == pytest.approx(0.1 * 0.5**2)
+    zero = Annealer(t0=0.0, k=4)  # T = 0: plain best-first
+    assert [f.pop_annealed(zero).fp for _ in range(3)] == [1006, 1005, 1004]
+
+
+def test_lease_expiry_hands_in_flight_urls_out_again(redis_url: str, key: str) -> None:
+    dead = RedisFrontier(redis.Redis.from_url(redis_url), key, lease=0.4)
+    alive = RedisFrontier(redis.Redis.from_url(redis_url), key, lease=0.4)
+    for i in range(3):
+        dead.stage_push(entry(i, priority=10 - i))
+    dead.sync()
+    lost = dead.pop()
+    kept = alive.pop()
+    assert (lost.fp, kept.fp) == (1000, 1001)
+    time.sleep(0.25)
+    alive.stage_renew([kept.fp])  # a live worker renews its leases
+    alive.sync()
+    time.sleep(0.25)
+    # the dead worker's lease ran out: its URL is handed out again, first (old place)
+    again = alive.pop()
+    assert again.fp == 1000 and again.url == lost.url and again.priority == 10
+    assert alive.status()["reclaimed"] == 1
+    assert alive.pop().fp == 1002
+    assert alive.pop() is None  # the renewed URL is still leased
+    alive.stage_finish(1001)
+    alive.stage_finish(1000)
+    dead.stage_finish(1000)  # the slow worker reports too: counted once
+    assert alive.sync().counts.done == 2 and dead.sync().counts.done == 2
+
+
+def test_release_gives_back_the_old_place(client: redis.Redis, key: str) -> None:
+    f = RedisFrontier(client, key)
+    for i in range(3):
+        f.stage_push(entry(i, priority=1))
+    f.sync()
+    first = f.pop()
+    f.stage_release(first.fp)
+    f.sync()
+    assert [f.pop().fp for _ in range(3)] == [1000, 1001, 1002]
+
+
+def test_closing_never_wipes(redis_url: str, key: str) -> None:
+    f = RedisFrontier(redis.Redis.from_url(redis_url), key)
+    f.push(entry(1))
+    f.close()
+    other = RedisFrontier(redis.Redis.from_url(redis_url), key)
+    assert other.status()["waiting"] == 1
+    assert other.clear() == 4  # queue, data, seen, stats: only when asked
+    assert other.status()["waiting"] == 0
+
+
+def test_unreachable_redis_keeps_staged_changes(
+    client: redis.Redis, key: str, tmp_path: Path
+) -> None:
+    port = free_port()
+    no_retry = Retry(NoBackoff(), 0)
+    down = RedisFrontier(redis.Redis("127.0.0.1", port, retry=no_retry), key)
+    with pytest.raises(RedisUnavailable) as info:
+        down.open()
+    message = str(info.value)
+    assert "\n" not in message and f"127.0.0.1:{port}" in message and "unreachable" in message
+    down._sha = "0" * 40  # as if it had been up once
+    for i in range(5):
+        down.stage_push(entry(i, priority=i))
+    with pytest.raises(redis.exceptions.ConnectionError):
+        down.sync()
+    assert down.pending == 5  # nothing lost
+    path = tmp_path / "outbox.pickle"
+    assert down.save_outbox(path) == 5 and down.pending == 0
+    up = RedisFrontier(client, key)
+    assert RedisFrontier(client, "another:key").restore_outbox(path) == 0  # not its key
+    assert up.restore_outbox(path) == 5
+    up.sync()
+    assert len(up) == 5 and up.pop().fp == 1004
+
+
+def test_check_names_the_server_in_one_line() -> None:
+    from scrapy.settings import Settings
+
+    port = free_port()
+    with pytest.raises(RedisUnavailable, match=rf"^Redis at redis://127.0.0.1:{port}/0 is"):
+        check(Settings({"REDIS_URL": f"redis://127.0.0.1:{port}/0"}))
+
+
+# --- real crawls ----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[SandboxProcess]:
+    with SandboxProcess(seed=7, pages=600) as site:
+        yield site
+
+
+def crawl(out: Path, sandbox: SandboxProcess, redis_url: str, key: str, *settings: str):
+    cmd = crawl_command(out, sandbox, redis_url=redis_url, key=key, settings=settings)
+    return subprocess.run(cmd, cwd=PROJECT, capture_output=True, text=True, timeout=120)
+
+
+def test_a_closed_worker_leaves_the_frontier_and_a_second_run_continues(
+    sandbox: SandboxProcess, redis_url: str, key: str, tmp_path: Path
+) -> None:
+    first = crawl(tmp_path / "a", sandbox, redis_url, key, "CLOSESPIDER_PAGECOUNT=40")
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "Traceback" not in first.stderr, first.stderr[-3000:]
+    assert "(not cleared)" in first.stderr
+    frontier = RedisFrontier(redis.Redis.from_url(redis_url), key)
+    status = frontier.status()
+    a = stored_urls(tmp_path / "a")
+    assert 40 <= len(a) < 80
+    assert status["in_flight"] == 0  # the URLs it had not fetched went back to the queue
+    assert status["waiting"] > 0 and status["done"] == len(a)
+
+    second = crawl(tmp_path / "b", sandbox, redis_url, key, "CLOSESPIDER_PAGECOUNT=40")
+    assert second.returncode == 0, second.stderr[-3000:]
+    b = stored_urls(tmp_path / "b")
+    assert len(b) >= 40
+    assert not set(a) & set(b)  # it continued: nothing fetched twice, seeds included
+    assert frontier.status()["done"] == len(a) + len(b)
+
+
+def test_unreachable_redis_stops_before_any_fetch(sandbox: SandboxProcess, tmp_path: Path) -> None:
+    port = free_port()
+    run = crawl(tmp_path / "out", sandbox, f"redis://127.0.0.1:{port}/0", "k")
+    log = run.stderr
+    assert "Traceback" not in log, log[-3000:]
+    errors = [line for line in log.splitlines() if "focused: error:" in line]
+    assert errors, log[-3000:]
+    assert f"Redis at redis://127.0.0.1:{port}/0 is unreachable" in errors[0]
+    assert "'downloader/response_count'" not in log or "robots" in log
+    assert stored_urls(tmp_path / "out") == []
+    assert run.returncode in (0, 2)

@@ -605,13 +605,13 @@ class RedisFrontier:
     def save_outbox(self, path: str | os.PathLike[str]) -> int:
         """Append the staged operations to ``path``; the number written."""
         path = Path(path)
-        saved = load_outbox_file(path, self.key) + self.outbox
+        ops = [op for op in self.outbox if op[0] != "l"]  # leases die with this worker
+        saved = load_outbox_file(path, self.key) + ops
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_bytes(pickle.dumps({"key": self.key, "ops": saved}))
         os.replace(tmp, path)
-        n = len(self.outbox)
         self.outbox = []
-        return n
+        return len(ops)
 
     def restore_outbox(self, path: str | os.PathLike[str]) -> int:
         """Stage the operations a previous run saved in ``path`` (same key); the number."""

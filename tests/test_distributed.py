@@ -120,3 +120,43 @@ def test_a_killed_worker_s_urls_are_handed_out_again(
     for fp in in_flight:  # each one is finished now, and its page stored by A or B
         assert frontier.server.hget(frontier.keys[1], fp.to_bytes(8, "big", signed=True)) is None
         assert fp not in by_fp or by_fp[fp] in a | b
+
+
+def test_redis_going_down_mid_crawl_loses_nothing(
+    site: SandboxProcess, reference: set[str], tmp_path: Path
+) -> None:
+    """Redis dies (kill -9) under a running worker: the worker keeps its changes, stops
+    after the lease with one error line and saves them; the next start sends them and
+    the crawl ends with every page stored."""
+    out = tmp_path / "out"
+    settings = ("FOCUSED_REDIS_LEASE=2", "DOWNLOAD_DELAY=0.02")
+    with RedisServer(persist=True) as server:
+        key = "dist:down"
+        run = start_workers(1, out, site, redis_url=server.url, key=key, settings=settings)
+        worker = run.workers[0]
+        deadline = time.monotonic() + 60
+        while len(stored_urls(worker.out)) < 40:
+            assert worker.process.poll() is None, worker.log[-3000:]
+            assert time.monotonic() < deadline, worker.log[-3000:]
+            time.sleep(0.05)
+        server.kill()
+        worker.process.wait(timeout=60)
+        log = worker.log
+        assert worker.process.returncode == 0, log[-3000:]
+        assert "Traceback" not in log, log[-4000:]
+        errors = [line for line in log.splitlines() if "focused: error:" in line]
+        assert errors and "is unreachable" in errors[0], log[-3000:]
+        assert all(len(line) < 400 for line in errors)
+        assert "'finish_reason': 'redis_unreachable'" in log
+        first = set(stored_urls(worker.out))
+        assert 40 <= len(first) < len(reference)
+
+        server.start()  # the same server again, with what it had written
+        again = run_workers(1, out, site, redis_url=server.url, key=key, settings=settings[:1])
+        log = again.workers[0].log
+        assert again.workers[0].returncode == 0, log[-3000:]
+        assert "Traceback" not in log, log[-4000:]
+        assert not (worker.out / "redis-outbox.pickle").exists()
+        status = RedisFrontier(redis.Redis.from_url(server.url), key).status()
+        assert status["waiting"] == 0 and status["in_flight"] == 0
+        assert set(stored_urls(worker.out)) == reference  # nothing lost

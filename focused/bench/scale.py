@@ -59,16 +59,20 @@ def free_port() -> int:
 class RedisServer:
     """A private ``redis-server`` on a free loopback port, data in a temporary folder.
 
-    No persistence (``save ""``, no AOF); ``stop()`` terminates it and deletes the folder.
+    No persistence (``save ""``, no AOF) unless ``persist`` (append-only file, fsync on
+    every write): then :meth:`kill` (``kill -9``) and :meth:`start` again bring back the
+    same server with its data, on the same port. ``stop()`` terminates it and deletes
+    the folder.
     """
 
-    def __init__(self, binary: str | None = None) -> None:
+    def __init__(self, binary: str | None = None, persist: bool = False) -> None:
         found = binary or shutil.which("redis-server")
         if not found:
             raise FileNotFoundError(
                 "redis-server is not installed (Debian: apt-get install redis-server)"
             )
         self.binary = found
+        self.persist = persist
         self.port = 0
         self.dir: Path | None = None
         self.process: subprocess.Popen | None = None
@@ -80,8 +84,10 @@ class RedisServer:
     def start(self, timeout: float = 10.0) -> str:
         import redis
 
-        self.dir = Path(tempfile.mkdtemp(prefix="focused-redis-"))
-        self.port = free_port()
+        if self.dir is None:
+            self.dir = Path(tempfile.mkdtemp(prefix="focused-redis-"))
+            self.port = free_port()
+        durable = ["--appendonly", "yes", "--appendfsync", "always"] if self.persist else []
         self.process = subprocess.Popen(
             [
                 self.binary,
@@ -93,6 +99,7 @@ class RedisServer:
                 "",
                 "--appendonly",
                 "no",
+                *durable,
                 "--dir",
                 str(self.dir),
                 "--logfile",
@@ -115,6 +122,13 @@ class RedisServer:
                     self.stop()
                     raise RuntimeError("redis-server did not start") from None
                 time.sleep(0.05)
+
+    def kill(self) -> None:
+        """``kill -9`` the server; its folder (and port) are kept for :meth:`start`."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            self.process = None
 
     def stop(self) -> None:
         if self.process is not None:
@@ -170,6 +184,13 @@ class SandboxProcess:
             site = generate_site(seed=self.seed, pages=self.pages)
             self._seeds[category] = [self.base + path for path in site.seeds(category)]
         return self._seeds[category]
+
+    def kill(self) -> None:
+        """``kill -9`` the server; its folder (and port) are kept for :meth:`start`."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            self.process = None
 
     def stop(self) -> None:
         if self.process is not None:

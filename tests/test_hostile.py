@@ -325,7 +325,7 @@ def test_per_host_cap_bounds_an_endless_calendar(tmp_path):
     s = stats(crawl)
     assert s["focused/skipped/host_cap"] >= 1
     assert len(paths(crawl)) <= cap
-    assert len(paths(crawl)) > cap - 25  # errors and skipped pages use up the rest
+    assert len(paths(crawl)) > cap - 40  # failures, redirects and binary pages use the rest
     assert "reached FOCUSED_MAX_PAGES_PER_HOST=150" in crawl.log
 
 

@@ -32,7 +32,16 @@ from pathlib import Path
 
 from focused.frontier import Entry
 
-__all__ = ["DONE", "ERROR", "IN_FLIGHT", "WAITING", "Journal", "Row", "stored_urls"]
+__all__ = [
+    "DONE",
+    "ERROR",
+    "IN_FLIGHT",
+    "WAITING",
+    "Journal",
+    "JournalBusy",
+    "Row",
+    "stored_urls",
+]
 
 WAITING, IN_FLIGHT, DONE, ERROR = 0, 1, 2, 3
 STATES = ("waiting", "in_flight", "done", "error")
@@ -60,6 +69,10 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BLOB);
 _COLS = "fp, url, state, run, priority, value, seq, depth, m, hops, anchor, parent, flags, extra"
 
 
+class JournalBusy(RuntimeError):
+    """Another process is writing the same journal (two crawls on one ``JOBDIR``)."""
+
+
 @dataclass(slots=True)
 class Row:
     """One journal row: the URL's queue, the run that last changed it, and its entry."""
@@ -76,11 +89,17 @@ class Journal:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
-        self._db.execute("BEGIN")
+        self._db = sqlite3.connect(
+            self.path, timeout=2.0, isolation_level=None, check_same_thread=False
+        )
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+            self._db.execute("BEGIN IMMEDIATE")  # one writer: fails if another crawl has it
+        except sqlite3.OperationalError as exc:
+            self._db.close()
+            raise JournalBusy(f"{self.path} is in use by another crawl ({exc})") from None
         #: operations since the last commit
         self.pending = 0
         #: number of this run of the job (1 for a new job, +1 at each resume)
@@ -133,7 +152,7 @@ class Journal:
         """Make every change so far durable, then open the next transaction."""
         db = self._db
         db.execute("COMMIT")
-        db.execute("BEGIN")
+        db.execute("BEGIN IMMEDIATE")  # keep the write lock: one crawl per JOBDIR
         self.pending = 0
 
     def close(self) -> None:

@@ -23,7 +23,7 @@ from twisted.python.failure import Failure
 
 from focused import signals as focused_signals
 from focused.frontier import Entry
-from focused.journal import DONE, ERROR, IN_FLIGHT, WAITING, Journal, stored_urls
+from focused.journal import DONE, ERROR, IN_FLIGHT, WAITING, Journal, JournalBusy, stored_urls
 from focused.scheduler import FocusedScheduler
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -336,6 +336,8 @@ def test_journal_write_reopen_same_state(tmp_path):
     assert [r.entry.fp for r in rows] == [3, 4] and rows[0].entry.m == 51.2
     assert sorted(j.fingerprints()) == [0, 1, 2, 3, 4]
     assert j.state_of(1) == (DONE, 1) and j.state_of(9) is None
+    with pytest.raises(JournalBusy, match="in use by another crawl"):
+        Journal(tmp_path / "f.sqlite3")  # j holds its write transaction
     j.close()
     assert stored_urls(tmp_path / "none.sqlite3", ["http://e/0"]) == set()
     assert stored_urls(None, ["http://e/0"]) == set()

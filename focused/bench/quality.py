@@ -24,20 +24,24 @@ Usage: ``python -m focused.bench.quality --help`` or ``make bench-quality``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import math
 import os
 import re
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 from focused.bench.server import StaticServer
@@ -324,6 +328,45 @@ def read_curve(out_dir: Path, group: Group) -> HarvestCurve:
     return curve
 
 
+class _Children:
+    """The crawl subprocesses alive, so that an interrupted benchmark stops them too."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._alive: set[subprocess.Popen[bytes]] = set()
+        self.stopping = False
+
+    @contextlib.contextmanager
+    def start(self, cmd: list[str], **kwargs: Any) -> Iterator[subprocess.Popen[bytes]]:
+        with self._lock:
+            if self.stopping:
+                raise BenchError("benchmark interrupted")
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **kwargs)
+            self._alive.add(proc)
+        try:
+            yield proc
+        finally:
+            with self._lock:
+                self._alive.discard(proc)
+
+    def stop_all(self, grace: float = 5.0) -> None:
+        """Refuse new crawls; SIGTERM the running ones, SIGKILL them after ``grace`` s."""
+        with self._lock:
+            self.stopping = True
+            alive = list(self._alive)
+        for proc in alive:
+            proc.terminate()
+        deadline = time.monotonic() + grace
+        for proc in alive:
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+_CHILDREN = _Children()
+
+
 def run_job(
     job: Job,
     *,
@@ -353,21 +396,16 @@ def run_job(
     env = {**os.environ, "PYTHONHASHSEED": str(seed)}
     started = time.monotonic()
     error = ""
-    try:
-        proc = subprocess.run(
-            cmd,
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            timeout=timeout,
-            check=False,
-        )
-        if proc.returncode != 0:
-            tail = proc.stdout.decode("utf-8", "replace").strip().splitlines()[-3:]
-            error = f"exit {proc.returncode}: {' | '.join(tail)}"
-    except subprocess.TimeoutExpired:
-        error = f"timed out after {timeout:.0f} s"
+    with _CHILDREN.start(cmd, cwd=ROOT, env=env) as proc:
+        try:
+            output, _ = proc.communicate(timeout=timeout)
+            if proc.returncode != 0:
+                tail = output.decode("utf-8", "replace").strip().splitlines()[-3:]
+                error = f"exit {proc.returncode}: {' | '.join(tail)}"
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            error = f"timed out after {timeout:.0f} s"
     elapsed = time.monotonic() - started
     curve = read_curve(out_dir, job.group)
     if not error and curve.pages == 0:
@@ -405,21 +443,33 @@ def run_jobs(
             )
             for job in ordered
         ]
-        for done, future in enumerate(as_completed(futures), 1):
-            result = future.result()
-            results.append(result)
-            if progress:
-                j = result.job
-                status = result.error or (
-                    f"{result.curve.pages} pages, recall {result.curve.recall or 0:.3f}"
-                )
-                print(
-                    f"[{done}/{len(jobs)}] {j.group.topic.name} {j.group.seeds_label} "
-                    f"{j.strategy} c={j.concurrency or 'default'}: {status} "
-                    f"({result.elapsed:.1f} s)",
-                    flush=True,
-                )
+        try:
+            finished = list(_progress(futures, len(jobs), progress))
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            _CHILDREN.stop_all()
+            raise
+        results.extend(finished)
     return results
+
+
+def _progress(futures: list[Future[Result]], total: int, progress: bool) -> Iterator[Result]:
+    """Results as they finish, with one line per crawl when ``progress``."""
+    for done, future in enumerate(as_completed(futures), 1):
+        result = future.result()
+        if progress:
+            j = result.job
+            status = result.error or (
+                f"{result.curve.pages} pages, recall {result.curve.recall or 0:.3f}"
+            )
+            print(
+                f"[{done}/{total}] {j.group.topic.name} {j.group.seeds_label} "
+                f"{j.strategy} c={j.concurrency or 'default'}: {status} "
+                f"({result.elapsed:.1f} s)",
+                flush=True,
+            )
+        yield result
 
 
 # --- numbers ----------------------------------------------------------------------------
@@ -1045,5 +1095,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    signal.signal(signal.SIGTERM, _interrupt)  # stop the crawls too, as on Ctrl-C
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print("interrupted: running crawls stopped", file=sys.stderr)
+        sys.exit(130)

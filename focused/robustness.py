@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
-from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.httpobj import urlparse_cached
 
 from focused import sanitize
@@ -34,8 +33,6 @@ logger = logging.getLogger(__name__)
 #: Place in ``DOWNLOADER_MIDDLEWARES``: requests pass it after the robots.txt and offsite
 #: checks (so refused requests do not count against a host), responses after
 #: ``HttpCompressionMiddleware`` (590) has inflated them.
-ORDER = 585
-SPIDER_PRIORITY = SETTINGS_PRIORITIES["spider"]
 
 
 class RobustnessMiddleware:
@@ -130,19 +127,3 @@ class FocusedLinkExtractor(LinkExtractor):
                 self.count(f"focused/links/ignored/{problem}")
             return False
         return super()._link_allowed(link)
-
-
-def install(settings: Any) -> None:
-    """Add :class:`RobustnessMiddleware` to ``DOWNLOADER_MIDDLEWARES`` the way a spider's
-    ``custom_settings`` would (priority ``spider``), keeping the project's entries.
-
-    A project that lists it (or disables it with ``None``) keeps its choice; a
-    ``DOWNLOADER_MIDDLEWARES`` given on the command line replaces the whole setting.
-    """
-    name = f"{__name__}.RobustnessMiddleware"
-    current = settings["DOWNLOADER_MIDDLEWARES"]
-    if name in current or settings.getpriority("DOWNLOADER_MIDDLEWARES") > SPIDER_PRIORITY:
-        return
-    merged = current.copy_to_dict()
-    merged[name] = ORDER
-    settings.set("DOWNLOADER_MIDDLEWARES", merged, priority="spider")

@@ -40,6 +40,12 @@ SPIDER_MIDDLEWARES = {
     # sees the request's depth.
     "focused.middlewares.FocusedPriorityMiddleware": 890,
 }
+DOWNLOADER_MIDDLEWARES = {
+    # Charset repair, binary bodies, per-host page cap (see docs/robustness.md).
+    "focused.robustness.RobustnessMiddleware": 585,
+}
+# Only http(s) is crawled: a page linking file:///etc/passwd must not get it read.
+DOWNLOAD_HANDLERS = {"file": None, "ftp": None, "s3": None, "data": None}
 ITEM_PIPELINES = {
     "focused.pipelines.PageStorePipeline": 300,
     "focused.pipelines.MetricsPipeline": 800,

@@ -45,11 +45,6 @@ class FocusedSpider(scrapy.Spider):
         self.topic_arg = topic
 
     @classmethod
-    def update_settings(cls, settings: Any) -> None:
-        super().update_settings(settings)
-        robustness.install(settings)  # charset repair, binary bodies, per-host cap
-
-    @classmethod
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> FocusedSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.setup(crawler.settings)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -120,7 +121,11 @@ def validate(settings: Any, topic: Topic | None = None) -> None:
             check_url(url, "FOCUSED_SEEDS")
         except TopicError as exc:
             raise ConfigError(str(exc)) from None
-    check_output_dir(str(get(settings, "FOCUSED_OUTPUT_DIR")))
+    _in_range(settings, "FOCUSED_MAX_PAGES_PER_HOST", 0, 1e12, open_low=False)
+    output = check_output_dir(str(get(settings, "FOCUSED_OUTPUT_DIR")))
+    check_database(output / "pages.sqlite3", "FOCUSED_OUTPUT_DIR")
+    if settings.get("JOBDIR"):
+        check_database(Path(settings.get("JOBDIR")) / "frontier.sqlite3", "JOBDIR")
 
 
 def seeds_setting(settings: Any) -> list[str]:
@@ -138,3 +143,17 @@ def check_output_dir(path: str) -> Path:
     if not os.access(folder, os.W_OK | os.X_OK):
         raise ConfigError(f"FOCUSED_OUTPUT_DIR {path!r} is not writable")
     return folder
+
+
+def check_database(path: Path, setting: str) -> None:
+    """A :class:`ConfigError` when ``path`` exists and is not a readable SQLite database."""
+    if not path.exists():
+        return
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            con.execute("PRAGMA schema_version").fetchone()
+        finally:
+            con.close()
+    except sqlite3.Error as exc:
+        raise ConfigError(f"{setting}: {path} is not a usable SQLite database ({exc})") from None

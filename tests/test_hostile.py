@@ -402,11 +402,6 @@ def test_unusable_output_folder(project_root, venv_scrapy, tmp_path):
     assert "FOCUSED_OUTPUT_DIR" in one_line(result)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="config.check_output_dir does not open an existing pages.sqlite3 yet: a corrupt "
-    "store fails in PageStorePipeline.open_spider with a traceback, after the spider opened",
-)
 def test_corrupt_page_store_in_output_folder(project_root, venv_scrapy, tmp_path):
     out = tmp_path / "out"
     out.mkdir()

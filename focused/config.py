@@ -107,6 +107,7 @@ def validate(settings: Any, topic: Topic | None = None) -> None:
     _in_range(settings, "FOCUSED_SA_T_MIN", 0.0, 1e6, open_low=False)
     _in_range(settings, "FOCUSED_SA_K", 1, 1e6, open_low=False)
     _in_range(settings, "FOCUSED_SANDBOX_PAGES", 10, 10_000_000, open_low=False)
+    _in_range(settings, "FOCUSED_SANDBOX_PORT", 0, 65535, open_low=False, open_high=False)
     _number(settings, "FOCUSED_SEED")
     web = str(get(settings, "FOCUSED_WEB"))
     if web not in WEBS:

@@ -27,6 +27,8 @@ DEFAULTS: dict[str, Any] = {
     "FOCUSED_SANDBOX_SEED": 7,
     "FOCUSED_SANDBOX_PAGES": 600,
     "FOCUSED_SANDBOX_MODE": "normal",
+    # Port of the embedded sandbox (0: a free one; a JOBDIR crawl reuses its first port).
+    "FOCUSED_SANDBOX_PORT": 0,
     # --- relevance (seed 000, seed 002) ----------------------------------------
     "FOCUSED_TITLE_WEIGHT": 4.0,  # A = 4B + C
     "FOCUSED_PAGE_THRESHOLD": 2.0,  # relevant when A > threshold

@@ -20,6 +20,10 @@ from focused.sandbox import SandboxServer, generate_site
 from focused.topics import Topic
 
 
+class SandboxError(RuntimeError):
+    """The sandbox cannot be served (e.g. its port is taken)."""
+
+
 @dataclass
 class Web:
     """Seeds and known targets of one crawl; ``server`` is the sandbox when it runs one."""
@@ -66,12 +70,16 @@ def open_web(
     sandbox_seed: int,
     sandbox_pages: int,
     sandbox_mode: str,
+    sandbox_port: int = 0,
+    port_file: Path | None = None,
 ) -> Web:
     """Decide the web, start the sandbox if it is the one, and gather seeds and targets.
 
     ``seeds`` (``FOCUSED_SEEDS``) replace the topic's; ``labels`` (``FOCUSED_LABELS``) and
     ``category`` (``FOCUSED_TARGET_CATEGORY`` or the topic's) define the targets on a
-    labelled web; the topic's own ``targets`` count on the real web.
+    labelled web; the topic's own ``targets`` count on the real web. The sandbox listens
+    on ``sandbox_port`` (0: a free one); with ``port_file`` (``JOBDIR/sandbox.port``) a
+    resumed crawl serves the sandbox on the port of the first run, so its URLs match.
     """
     category = category or topic.category
     if mode == "auto":
@@ -79,8 +87,16 @@ def open_web(
         mode = "real" if seeds or reachable(first) else "sandbox"
     if mode == "sandbox":
         site = generate_site(seed=sandbox_seed, pages=sandbox_pages, mode=sandbox_mode)
-        server = SandboxServer(site)
+        if not sandbox_port and port_file is not None and port_file.is_file():
+            sandbox_port = int(port_file.read_text().strip() or 0)
+        try:
+            server = SandboxServer(site, port=sandbox_port)
+        except OSError as exc:
+            raise SandboxError(f"cannot serve the sandbox on port {sandbox_port}: {exc}") from None
         base = server.start()
+        if port_file is not None:
+            port_file.parent.mkdir(parents=True, exist_ok=True)
+            port_file.write_text(str(urlsplit(base).port))
         prefix = category or "subject.Science.Chemistry"
         targets = frozenset(canonicalize_url(base + p) for p in site.targets(prefix))
         start = seeds or [base + p for p in site.seeds(prefix)]

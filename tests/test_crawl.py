@@ -71,3 +71,17 @@ def test_reported_recall_equals_recall_from_the_database(genetic_crawl, site):
     assert summary["targets_found"] == found
     assert summary["recall"] == pytest.approx(found / len(targets))
     assert summary["precision"] == pytest.approx(found / len(rows))
+
+
+def test_a_stopped_sandbox_crawl_resumes_on_the_same_urls(tmp_path, genetic_crawl):
+    # The embedded sandbox gets a new free port each run; with JOBDIR the resumed run
+    # serves it on the first run's port, so the frontier's URLs still resolve.
+    settings = ("FOCUSED_STRATEGY=genetic", "CONCURRENT_REQUESTS=1", f"JOBDIR={tmp_path / 'job'}")
+    first = run_crawl(tmp_path / "out", *settings, "CLOSESPIDER_ITEMCOUNT=60")
+    stopped_at = len(first.rows())
+    assert 60 <= stopped_at < 100
+    second = run_crawl(tmp_path / "out", *settings)
+    paths = second.paths_in_order()
+    assert len(paths) == len(set(paths))  # no page stored twice
+    assert len({r["url"].split("/")[2] for r in second.rows()}) == 1  # one host:port
+    assert set(paths) == set(genetic_crawl.paths_in_order())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import scrapy
@@ -68,6 +69,8 @@ class FocusedSpider(scrapy.Spider):
             sandbox_seed=get(settings, "FOCUSED_SANDBOX_SEED"),
             sandbox_pages=get(settings, "FOCUSED_SANDBOX_PAGES"),
             sandbox_mode=get(settings, "FOCUSED_SANDBOX_MODE"),
+            sandbox_port=get(settings, "FOCUSED_SANDBOX_PORT"),
+            port_file=Path(settings["JOBDIR"]) / "sandbox.port" if settings.get("JOBDIR") else None,
         )
         self.targets = self.web.targets
         self.allowed_domains = [d.strip() for d in get(settings, "FOCUSED_ALLOWED_DOMAINS")]

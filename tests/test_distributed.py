@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +29,8 @@ from focused.bench.scale import (
 from focused.dedup import url_fingerprint
 from focused.redis_frontier import RedisFrontier
 
+PROJECT = Path(__file__).resolve().parent.parent
+
 pytestmark = pytest.mark.skipif(
     shutil.which("redis-server") is None,
     reason="redis-server is not installed (apt-get install redis-server)",
@@ -36,7 +39,7 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def site() -> Iterator[SandboxProcess]:
-    with SandboxProcess(seed=7, pages=600) as sandbox:
+    with SandboxProcess(seed=7, pages=200) as sandbox:
         yield sandbox
 
 
@@ -52,7 +55,7 @@ def reference(site: SandboxProcess, tmp_path_factory: pytest.TempPathFactory) ->
     worker = run.workers[0]
     assert worker.returncode == 0, worker.log[-3000:]
     urls = set(worker.urls)
-    assert len(urls) > 300
+    assert len(urls) > 150
     return urls
 
 
@@ -70,7 +73,7 @@ def test_two_workers_crawl_the_sandbox_together(
     for w in run.workers:
         assert w.returncode == 0, w.log[-3000:]
         check_clean(w.log)
-        assert len(w.urls) > 50, [len(x.urls) for x in run.workers]  # both did real work
+        assert len(w.urls) > 20, [len(x.urls) for x in run.workers]  # both did real work
     assert run.duplicates() == 0
     assert run.union() == reference
     status = RedisFrontier(redis.Redis.from_url(redis_url), key).status()
@@ -90,7 +93,7 @@ def test_a_killed_worker_s_urls_are_handed_out_again(
     first = start_workers(1, tmp_path / "a", site, redis_url=redis_url, key=key, settings=lease)
     victim = first.workers[0]
     deadline = time.monotonic() + 60
-    while len(stored_urls(victim.out)) < 60:
+    while len(stored_urls(victim.out)) < 40:
         assert victim.process.poll() is None, victim.log[-3000:]
         assert time.monotonic() < deadline, victim.log[-3000:]
         time.sleep(0.05)
@@ -103,7 +106,7 @@ def test_a_killed_worker_s_urls_are_handed_out_again(
     victim.process.wait()
     assert in_flight, "the killed worker had nothing in flight"
     a = set(stored_urls(victim.out))
-    assert 60 <= len(a) < len(reference)
+    assert 40 <= len(a) < len(reference)
 
     second = run_workers(1, tmp_path / "b", site, redis_url=redis_url, key=key, settings=lease)
     helper = second.workers[0]
@@ -135,7 +138,7 @@ def test_redis_going_down_mid_crawl_loses_nothing(
         run = start_workers(1, out, site, redis_url=server.url, key=key, settings=settings)
         worker = run.workers[0]
         deadline = time.monotonic() + 60
-        while len(stored_urls(worker.out)) < 40:
+        while len(stored_urls(worker.out)) < 30:
             assert worker.process.poll() is None, worker.log[-3000:]
             assert time.monotonic() < deadline, worker.log[-3000:]
             time.sleep(0.05)
@@ -149,7 +152,7 @@ def test_redis_going_down_mid_crawl_loses_nothing(
         assert all(len(line) < 400 for line in errors)
         assert "'finish_reason': 'redis_unreachable'" in log
         first = set(stored_urls(worker.out))
-        assert 40 <= len(first) < len(reference)
+        assert 30 <= len(first) < len(reference)
 
         server.start()  # the same server again, with what it had written
         again = run_workers(1, out, site, redis_url=server.url, key=key, settings=settings[:1])
@@ -160,3 +163,38 @@ def test_redis_going_down_mid_crawl_loses_nothing(
         status = RedisFrontier(redis.Redis.from_url(server.url), key).status()
         assert status["waiting"] == 0 and status["in_flight"] == 0
         assert set(stored_urls(worker.out)) == reference  # nothing lost
+
+
+def test_robots_txt_holds_for_every_request_waiting_on_it(
+    site: SandboxProcess, redis_url: str, tmp_path: Path
+) -> None:
+    """A worker joining a shared crawl starts with a burst of URLs of one host, which all
+    wait for robots.txt. Scrapy 2.19's middleware lets every waiter after the first
+    through unchecked; the project's replacement does not."""
+    import json
+
+    from focused import settings as project
+    from focused.bench.scale import crawl_command
+    from focused.frontier import Entry
+    from focused.sandbox import generate_site
+
+    pages = generate_site(seed=site.seed, pages=site.pages).pages
+    paths = [p for p in pages if p.endswith(".html") and not p.startswith("/private/")][:12]
+    urls = [site.base + p for p in paths] + [site.base + "/private/lab-notes.html"]
+    scrapy_own = json.dumps(dict(getattr(project, "DOWNLOADER_MIDDLEWARES", {})))
+    fetched = {}
+    for name, extra in (("fixed", ()), ("scrapy", (f"DOWNLOADER_MIDDLEWARES={scrapy_own}",))):
+        key = f"dist:robots:{name}"
+        frontier = RedisFrontier(redis.Redis.from_url(redis_url), key)
+        for i, url in enumerate(urls):  # a running crawl's queue, ahead of the seeds
+            frontier.stage_push(Entry(url=url, fp=url_fingerprint(url), priority=10**9 - i))
+        frontier.sync()
+        out = tmp_path / name
+        settings = ("CLOSESPIDER_PAGECOUNT=12", *extra)
+        cmd = crawl_command(out, site, redis_url=redis_url, key=key, settings=settings)
+        proc = subprocess.run(cmd, cwd=PROJECT, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        fetched[name] = [u for u in stored_urls(out) if "/private/" in u]
+    assert fetched["fixed"] == []
+    if "focused.redis_frontier.RobotsTxtMiddleware" not in scrapy_own:
+        assert fetched["scrapy"], "Scrapy's own middleware obeyed: is the race fixed upstream?"

@@ -216,6 +216,24 @@ def needs_scheduler_override() -> bool:
     return "redis_frontier" not in source
 
 
+ROBOTS_FIX = "focused.redis_frontier.RobotsTxtMiddleware"
+SCRAPY_ROBOTS = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
+
+
+def robots_fix_settings() -> list[str]:
+    """``-s DOWNLOADER_MIDDLEWARES=...`` that swaps Scrapy 2.19's racy robots.txt
+    middleware for :class:`focused.redis_frontier.RobotsTxtMiddleware` (nothing when the
+    project settings already replace Scrapy's)."""
+    from focused import settings as project
+
+    middlewares = dict(getattr(project, "DOWNLOADER_MIDDLEWARES", {}))
+    if SCRAPY_ROBOTS in middlewares or ROBOTS_FIX in middlewares:
+        return []
+    middlewares[SCRAPY_ROBOTS] = None
+    middlewares[ROBOTS_FIX] = 100
+    return [f"DOWNLOADER_MIDDLEWARES={json.dumps(middlewares)}"]
+
+
 def crawl_command(
     out: Path,
     sandbox: SandboxProcess,
@@ -237,6 +255,7 @@ def crawl_command(
         f"FOCUSED_STRATEGY={strategy}",
         "AUTOTHROTTLE_ENABLED=False",
         "LOG_LEVEL=INFO",
+        *robots_fix_settings(),
     ]
     if redis_url:
         options += ["FOCUSED_FRONTIER=redis", f"REDIS_URL={redis_url}", f"FOCUSED_REDIS_KEY={key}"]

@@ -41,6 +41,10 @@ SPIDER_MIDDLEWARES = {
     "focused.middlewares.FocusedPriorityMiddleware": 890,
 }
 DOWNLOADER_MIDDLEWARES = {
+    # Scrapy 2.19's robots.txt middleware lets a request through unchecked when two others
+    # already wait for the host's robots.txt, and when robots.txt cannot be fetched.
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "focused.robots.FocusedRobotsTxtMiddleware": 100,
     # Charset repair, binary bodies, per-host page cap (see docs/robustness.md).
     "focused.robustness.RobustnessMiddleware": 585,
 }

@@ -1,0 +1,139 @@
+"""robots.txt that holds for every request: Scrapy 2.19's middleware, two holes closed.
+
+1. **Concurrent first requests** (the bug the ``kill -9`` crash test caught). While a
+   host's robots.txt downloads, Scrapy 2.19's ``RobotsTxtMiddleware.robot_parser`` makes
+   every other request to that host ``await maybe_deferred_to_future(deferred)`` on one
+   shared ``Deferred``. ``Deferred.asFuture`` consumes the result (its callback returns
+   ``None``), so the first waiter gets the parser and **every further waiter gets None,
+   which means "allow all"**: it is downloaded unchecked (scrapy/scrapy#6802 replaced the
+   per-waiter ``Deferred`` that passed the parser on). A crawl meets it whenever its
+   first burst holds three or more URLs of a host: a resumed ``JOBDIR`` (the frontier is
+   full at once), many seeds, a worker joining a shared frontier. Here every waiter gets
+   its own ``Deferred`` fed by a callback that passes the parser on.
+2. **Unreachable robots.txt** (RFC 9309, section 2.3.1.4: a server error or a network
+   error means "complete disallow"). Scrapy lets a host's every URL through when its
+   robots.txt download raises (time-out, refused connection, ...) and parses the error
+   page of a 5xx answer (usually: allow all). Here, once Scrapy's own retries
+   (``RETRY_TIMES``) are spent, such a host is disallowed for
+   :attr:`FocusedRobotsTxtMiddleware.RETRY_AFTER` seconds; the first request to it after
+   that downloads its robots.txt again. A 4xx answer still means "allow all" (RFC 9309,
+   section 2.3.1.3), and so does a robots.txt download that a middleware ignored
+   (``IgnoreRequest``, e.g. a redirect off-site), as in Scrapy.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+from scrapy.exceptions import IgnoreRequest
+from scrapy.robotstxt import RobotParser
+from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.httpobj import urlparse_cached
+from twisted.internet.defer import Deferred
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+logger = logging.getLogger(__name__)
+
+
+class Unreachable(RobotParser):
+    """Stands for the robots.txt of a host that could not be fetched: nothing allowed."""
+
+    def __init__(self, reason: str, retry_at: float) -> None:
+        self.reason = reason
+        self.retry_at = retry_at  # time.monotonic() after which robots.txt is fetched again
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, robotstxt_body: bytes) -> Self:
+        return cls("no robots.txt", 0.0)
+
+    def allowed(self, url: str | bytes, user_agent: str | bytes) -> bool:
+        return False
+
+
+class FocusedRobotsTxtMiddleware(RobotsTxtMiddleware):
+    """Downloader middleware: Scrapy's ``RobotsTxtMiddleware`` where robots.txt holds for
+    every request (see the module docstring).
+
+    - Each request that waits for a host's robots.txt gets the parsed robots.txt (Scrapy
+      2.19 hands ``None``, "allow all", to all waiters but the first).
+    - A robots.txt that cannot be fetched (an exception or a 5xx answer, after Scrapy's
+      retries) disallows its host for ``RETRY_AFTER`` seconds (RFC 9309); the host's
+      requests meanwhile are dropped with ``IgnoreRequest`` (the scheduler records them as
+      errors), then robots.txt is fetched again.
+
+    Replaces Scrapy's in ``DOWNLOADER_MIDDLEWARES`` (same place, 100). Settings: Scrapy's
+    ``ROBOTSTXT_OBEY``, ``ROBOTSTXT_PARSER``, ``ROBOTSTXT_USER_AGENT``. Stats: Scrapy's
+    ``robotstxt/*`` plus ``focused/robotstxt/unreachable`` (failed robots.txt fetches)
+    and ``focused/robotstxt/refused`` (requests dropped for it).
+    """
+
+    #: seconds a host whose robots.txt could not be fetched stays disallowed
+    RETRY_AFTER: float = 60.0
+
+    def __init__(self, crawler: Crawler) -> None:
+        super().__init__(crawler)
+        self.retry_after = float(self.RETRY_AFTER)
+
+    # --- every waiter gets the parser --------------------------------------------------
+    async def robot_parser(self, request: Request) -> RobotParser | None:
+        netloc = urlparse_cached(request).netloc
+        parser = self._parsers.get(netloc)
+        if isinstance(parser, Deferred):
+            waiter: Deferred[RobotParser | None] = Deferred()
+
+            def relay(result: Any) -> Any:
+                waiter.callback(result)
+                return result  # the next waiter gets the parser too
+
+            parser.addBoth(relay)
+            return await maybe_deferred_to_future(waiter)
+        if isinstance(parser, Unreachable) and time.monotonic() >= parser.retry_at:
+            del self._parsers[netloc]  # time to fetch it again (Scrapy's code does it)
+        return await super().robot_parser(request)
+
+    def process_request_2(self, rp: RobotParser | None, request: Request) -> None:
+        if isinstance(rp, Unreachable):
+            self._stats.inc_value("focused/robotstxt/refused")
+            logger.debug("robots.txt unreachable (%s): %s dropped", rp.reason, request)
+            raise IgnoreRequest(f"robots.txt unreachable ({rp.reason})")
+        super().process_request_2(rp, request)
+
+    # --- an unreachable robots.txt disallows its host for a while -------------------
+    async def _parse_robots(self, response: Response, netloc: str, request: Request) -> None:
+        if response.status >= 500:
+            self._stats.inc_value("robotstxt/response_count")
+            self._stats.inc_value(f"robotstxt/response_status_count/{response.status}")
+            self._unreachable(netloc, f"HTTP {response.status}")
+            return
+        await super()._parse_robots(response, netloc, request)
+
+    def _robots_error(self, exc: Exception, netloc: str) -> None:
+        if isinstance(exc, IgnoreRequest):
+            super()._robots_error(exc, netloc)  # Scrapy's "allow all"
+            return
+        self._stats.inc_value(f"robotstxt/exception_count/{type(exc)}")
+        self._unreachable(netloc, type(exc).__name__)
+
+    def _unreachable(self, netloc: str, reason: str) -> None:
+        self._stats.inc_value("focused/robotstxt/unreachable")
+        logger.warning(
+            "focused: robots.txt of %s unreachable (%s): its URLs are disallowed for %g s"
+            " (RFC 9309), then robots.txt is fetched again",
+            netloc,
+            reason,
+            self.retry_after,
+        )
+        waiting = self._parsers[netloc]
+        assert isinstance(waiting, Deferred)
+        parser = Unreachable(reason, time.monotonic() + self.retry_after)
+        self._parsers[netloc] = parser
+        waiting.callback(parser)

@@ -1,0 +1,223 @@
+"""robots.txt holds for every request (focused.robots.FocusedRobotsTxtMiddleware).
+
+Real crawls (Scrapy in a subprocess, the project's ``DOWNLOADER_MIDDLEWARES``) against a
+real loopback server that logs every request it gets and whose robots.txt is slow, fails
+the first time, or is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+PROJECT = Path(__file__).resolve().parent.parent
+ROBOTS = b"User-agent: *\nDisallow: /private/\n"
+PRIVATE = "/private/p.html"
+
+SCRIPT = """
+import asyncio, json, sys
+import scrapy
+from scrapy.crawler import CrawlerProcess
+from focused import settings as project
+from focused.robots import FocusedRobotsTxtMiddleware
+
+args = json.loads(sys.argv[1])
+FocusedRobotsTxtMiddleware.RETRY_AFTER = args["retry_after"]
+
+class Probe(scrapy.Spider):
+    name = "robots-probe"
+    settled = 0  # requests of the batches so far that got a response or an error
+
+    async def start(self):
+        sent = 0
+        for wait, paths in args["batches"]:
+            while self.settled < sent:  # the previous batch is over
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(wait)
+            for path in paths:
+                sent += 1
+                yield scrapy.Request(args["base"] + path, dont_filter=True, errback=self.failed)
+
+    def parse(self, response):
+        self.settled += 1
+
+    def failed(self, failure):
+        self.settled += 1
+
+middlewares = project.DOWNLOADER_MIDDLEWARES if args["project"] else {}
+process = CrawlerProcess({
+    "ROBOTSTXT_OBEY": True,
+    "DOWNLOADER_MIDDLEWARES": middlewares,
+    "RETRY_TIMES": args["retry_times"],
+    "TELNETCONSOLE_ENABLED": False,
+    "LOG_LEVEL": "INFO",
+    "USER_AGENT": project.USER_AGENT,
+})
+crawler = process.create_crawler(Probe)
+process.crawl(crawler)
+process.start()
+print(json.dumps({k: v for k, v in crawler.stats.get_stats().items()
+                  if isinstance(v, (int, float, str))}))
+"""
+
+
+class Web:
+    """A loopback server: pages answer 200; robots.txt answers after ``robots_delay``
+    seconds, except for its first ``robots_failures`` requests, which fail as
+    ``robots_mode`` says ("503", "drop": close without answering, "404": always 404)."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+        self.robots_delay = 0.0
+        self.robots_failures = 0
+        self.robots_mode = "503"
+        web = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:  # noqa: N802
+                web.log.append(self.path)
+                body, status, ctype = b"<html><body>page</body></html>", 200, "text/html"
+                if self.path == "/robots.txt":
+                    if web.robots_mode == "404":
+                        status = 404
+                    elif web.robots_failures > 0:
+                        web.robots_failures -= 1
+                        if web.robots_mode == "drop":
+                            self.close_connection = True
+                            return
+                        status = 503
+                    else:
+                        time.sleep(web.robots_delay)
+                        body, ctype = ROBOTS, "text/plain"
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join()
+
+
+@pytest.fixture
+def web() -> Iterator[Web]:
+    server = Web()
+    yield server
+    server.close()
+
+
+def crawl(
+    web: Web,
+    batches: list[tuple[float, list[str]]],
+    *,
+    project: bool = True,
+    retry_times: int = 0,
+    retry_after: float = 60.0,
+    log: list[str] | None = None,
+) -> dict[str, object]:
+    """Crawl the batches of paths (each after the previous one is over and ``wait`` s);
+    return the crawl's stats (and its log lines in ``log``). A traceback in the log fails
+    it, except Scrapy's own for a robots.txt download that raised."""
+    args = {
+        "base": web.base,
+        "batches": batches,
+        "project": project,
+        "retry_times": retry_times,
+        "retry_after": retry_after,
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT, json.dumps(args)],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    errors = proc.stderr.split("Error downloading")
+    assert "Traceback" not in errors[0] + "".join(e.split("\n2", 1)[-1] for e in errors[1:])
+    if log is not None:
+        log.extend(proc.stderr.splitlines())
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_the_project_uses_the_fixed_middleware() -> None:
+    from focused import settings
+
+    mw = settings.DOWNLOADER_MIDDLEWARES
+    assert mw["scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"] is None
+    assert mw["focused.robots.FocusedRobotsTxtMiddleware"] == 100
+
+
+def test_every_request_waiting_for_robots_txt_obeys_it(web: Web) -> None:
+    """A first burst of requests to a host (a resumed JOBDIR) all wait for its slow
+    robots.txt; the forbidden one comes last, as the 7th waiter."""
+    web.robots_delay = 0.5
+    burst = [f"/p{i}.html" for i in range(6)] + [PRIVATE]
+    stats = crawl(web, [(0.0, burst)])
+    assert PRIVATE not in web.log
+    assert sorted(web.log) == sorted(["/robots.txt", *burst[:-1]])
+    assert stats["robotstxt/forbidden"] == 1
+
+    # Scrapy 2.19's own middleware lets it through: the test catches the bug.
+    web.log.clear()
+    crawl(web, [(0.0, burst)], project=False)
+    assert PRIVATE in web.log, "Scrapy's middleware obeyed: is scrapy/scrapy#6802 fixed?"
+
+
+@pytest.mark.parametrize("mode", ["503", "drop"])
+def test_unreachable_robots_txt_disallows_then_is_fetched_again(web: Web, mode: str) -> None:
+    """robots.txt fails (503 or a dropped connection) and Scrapy retries nothing: the
+    host's requests are refused (RFC 9309) until robots.txt is fetched again."""
+    web.robots_failures, web.robots_mode = 1, mode
+    first = ["/a.html", PRIVATE, "/b.html"]
+    later = ["/c.html", PRIVATE, "/d.html"]
+    log: list[str] = []
+    stats = crawl(web, [(0.0, first), (1.2, later)], retry_after=1.0, log=log)
+    host = web.base.split("//")[1]
+    assert any(f"robots.txt of {host} unreachable" in line for line in log)
+    assert web.log == ["/robots.txt", "/robots.txt", *sorted(web.log[2:])]
+    assert sorted(web.log[2:]) == ["/c.html", "/d.html"]  # nothing of the first batch
+    assert stats["focused/robotstxt/unreachable"] == 1
+    assert stats["focused/robotstxt/refused"] == len(first)
+    assert stats["robotstxt/forbidden"] == 1
+
+
+def test_scrapy_retries_heal_one_robots_txt_failure(web: Web) -> None:
+    """With the project's RETRY_TIMES, one failed robots.txt download is retried at once."""
+    web.robots_failures = 1
+    stats = crawl(web, [(0.0, ["/a.html", PRIVATE, "/b.html"])], retry_times=2)
+    assert web.log[:2] == ["/robots.txt", "/robots.txt"]
+    assert sorted(web.log[2:]) == ["/a.html", "/b.html"]
+    assert "focused/robotstxt/unreachable" not in stats
+    assert stats["robotstxt/forbidden"] == 1
+
+
+def test_missing_robots_txt_allows_all(web: Web) -> None:
+    """A 4xx robots.txt means no rules (RFC 9309), as in Scrapy."""
+    web.robots_mode = "404"
+    stats = crawl(web, [(0.0, ["/a.html", PRIVATE])])
+    assert sorted(web.log) == sorted(["/robots.txt", "/a.html", PRIVATE])
+    assert "focused/robotstxt/unreachable" not in stats

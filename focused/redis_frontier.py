@@ -68,10 +68,6 @@ from urllib.parse import urlsplit, urlunsplit
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
-from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as _ScrapyRobots
-from scrapy.utils.defer import maybe_deferred_to_future
-from scrapy.utils.httpobj import urlparse_cached
-from twisted.internet.defer import Deferred
 
 from focused.annealing import Annealer
 from focused.config import ConfigError
@@ -91,7 +87,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Counts",
-    "RobotsTxtMiddleware",
     "RedisFrontier",
     "RedisScheduler",
     "RedisUnavailable",
@@ -1053,40 +1048,6 @@ class RedisScheduler(FocusedScheduler, metaclass=_NominalSchedulerMeta):
         stats.set_value("focused/redis/in_flight_here", len(self.in_flight))
         stats.set_value("focused/redis/released", self.released)
         stats.set_value("focused/frontier/promoted", red.promoted)
-
-
-class RobotsTxtMiddleware(_ScrapyRobots):
-    """Scrapy 2.19's ``RobotsTxtMiddleware`` without its race on concurrent first requests.
-
-    While a host's robots.txt downloads, Scrapy 2.19 makes every other request to that
-    host await the same ``Deferred`` through ``Deferred.asFuture``, whose callback
-    returns ``None``: the first waiter gets the parser, **every further one gets None
-    and is let through unchecked** (scrapy/scrapy#6802 replaced the per-waiter
-    ``Deferred`` that passed the parser on). A single crawl meets it when its first batch
-    holds several URLs of a host (a resumed ``JOBDIR``, many seeds); a worker joining a
-    shared Redis frontier meets it every time (it starts with a full queue). Here every
-    waiter gets its own ``Deferred`` fed by a callback that passes the parser on.
-
-    Use it in place of Scrapy's (same settings, ``ROBOTSTXT_OBEY`` etc.)::
-
-        DOWNLOADER_MIDDLEWARES = {
-            "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
-            "focused.redis_frontier.RobotsTxtMiddleware": 100,
-        }
-    """
-
-    async def robot_parser(self, request: Any) -> Any:
-        parser = self._parsers.get(urlparse_cached(request).netloc)
-        if isinstance(parser, Deferred):
-            waiter: Deferred = Deferred()
-
-            def relay(result: Any) -> Any:
-                waiter.callback(result)
-                return result  # the next waiter gets the parser too
-
-            parser.addBoth(relay)
-            return await maybe_deferred_to_future(waiter)
-        return await super().robot_parser(request)
 
 
 # --- command line --------------------------------------------------------------------------

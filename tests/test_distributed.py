@@ -30,6 +30,11 @@ from focused.dedup import url_fingerprint
 from focused.redis_frontier import RedisFrontier
 
 PROJECT = Path(__file__).resolve().parent.parent
+#: best_first drops no link, so the pages it reaches do not depend on the crawl order and
+#: N workers must store exactly the single process's pages. The m-value strategies
+#: (genetic, annealing) drop a side channel whose m decayed, and a page's m depends on
+#: the path it was first fetched by: their page set may move with the order.
+STRATEGY = "best_first"
 
 pytestmark = pytest.mark.skipif(
     shutil.which("redis-server") is None,
@@ -51,7 +56,9 @@ def redis_url() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def reference(site: SandboxProcess, tmp_path_factory: pytest.TempPathFactory) -> set[str]:
-    run = run_workers(1, tmp_path_factory.mktemp("single"), site, redis_url=None, timeout=180)
+    run = run_workers(
+        1, tmp_path_factory.mktemp("single"), site, redis_url=None, strategy=STRATEGY, timeout=180
+    )
     worker = run.workers[0]
     assert worker.returncode == 0, worker.log[-3000:]
     urls = set(worker.urls)
@@ -64,24 +71,31 @@ def check_clean(run_log: str) -> None:
     assert "focused: error" not in run_log, run_log[-4000:]
 
 
+@pytest.mark.parametrize("strategy", [STRATEGY, "annealing"])
 def test_two_workers_crawl_the_sandbox_together(
-    site: SandboxProcess, redis_url: str, reference: set[str], tmp_path: Path
+    site: SandboxProcess, redis_url: str, reference: set[str], tmp_path: Path, strategy: str
 ) -> None:
-    key = "dist:two"
+    key = f"dist:two:{strategy}"
     # the second worker starts a second later and joins the running crawl
-    run = run_workers(2, tmp_path, site, redis_url=redis_url, key=key, stagger=1.0, timeout=180)
+    run = run_workers(
+        2, tmp_path, site, redis_url=redis_url, key=key, strategy=strategy, stagger=1.0
+    )
     for w in run.workers:
         assert w.returncode == 0, w.log[-3000:]
         check_clean(w.log)
         assert len(w.urls) > 20, [len(x.urls) for x in run.workers]  # both did real work
     assert run.duplicates() == 0
-    assert run.union() == reference
+    union = run.union()
     status = RedisFrontier(redis.Redis.from_url(redis_url), key).status()
     assert status["waiting"] == 0 and status["in_flight"] == 0
-    assert status["done"] == len(reference)
-    # every URL was picked once, by the shared annealing pick
-    assert status["picks"] == status["done"] + status["error"]
-    assert status["accepted_worse"] > 0
+    # every URL that entered the frontier was fetched once: stored, or failed
+    assert status["seen"] == status["done"] + status["error"]
+    assert status["done"] == len(union)
+    if strategy == STRATEGY:
+        assert union == reference
+    else:  # the shared annealing pick did take worse links, with one temperature
+        assert status["picks"] == status["seen"] and status["accepted_worse"] > 0
+        assert len(union) > 0.9 * len(reference)
 
 
 def test_a_killed_worker_s_urls_are_handed_out_again(
@@ -90,7 +104,9 @@ def test_a_killed_worker_s_urls_are_handed_out_again(
     key = "dist:kill"
     lease = ("FOCUSED_REDIS_LEASE=3",)
     frontier = RedisFrontier(redis.Redis.from_url(redis_url), key)
-    first = start_workers(1, tmp_path / "a", site, redis_url=redis_url, key=key, settings=lease)
+    first = start_workers(
+        1, tmp_path / "a", site, redis_url=redis_url, key=key, strategy=STRATEGY, settings=lease
+    )
     victim = first.workers[0]
     deadline = time.monotonic() + 60
     while len(stored_urls(victim.out)) < 40:
@@ -108,7 +124,9 @@ def test_a_killed_worker_s_urls_are_handed_out_again(
     a = set(stored_urls(victim.out))
     assert 40 <= len(a) < len(reference)
 
-    second = run_workers(1, tmp_path / "b", site, redis_url=redis_url, key=key, settings=lease)
+    second = run_workers(
+        1, tmp_path / "b", site, redis_url=redis_url, key=key, strategy=STRATEGY, settings=lease
+    )
     helper = second.workers[0]
     assert helper.returncode == 0, helper.log[-3000:]
     check_clean(helper.log)
@@ -135,7 +153,9 @@ def test_redis_going_down_mid_crawl_loses_nothing(
     settings = ("FOCUSED_REDIS_LEASE=2", "DOWNLOAD_DELAY=0.02")
     with RedisServer(persist=True) as server:
         key = "dist:down"
-        run = start_workers(1, out, site, redis_url=server.url, key=key, settings=settings)
+        run = start_workers(
+            1, out, site, redis_url=server.url, key=key, strategy=STRATEGY, settings=settings
+        )
         worker = run.workers[0]
         deadline = time.monotonic() + 60
         while len(stored_urls(worker.out)) < 30:
@@ -155,7 +175,9 @@ def test_redis_going_down_mid_crawl_loses_nothing(
         assert 30 <= len(first) < len(reference)
 
         server.start()  # the same server again, with what it had written
-        again = run_workers(1, out, site, redis_url=server.url, key=key, settings=settings[:1])
+        again = run_workers(
+            1, out, site, redis_url=server.url, key=key, strategy=STRATEGY, settings=settings[:1]
+        )
         log = again.workers[0].log
         assert again.workers[0].returncode == 0, log[-3000:]
         assert "Traceback" not in log, log[-4000:]
@@ -165,12 +187,12 @@ def test_redis_going_down_mid_crawl_loses_nothing(
         assert set(stored_urls(worker.out)) == reference  # nothing lost
 
 
-def test_robots_txt_holds_for_every_request_waiting_on_it(
+def test_robots_txt_holds_for_a_joining_worker_s_burst(
     site: SandboxProcess, redis_url: str, tmp_path: Path
 ) -> None:
     """A worker joining a shared crawl starts with a burst of URLs of one host, which all
     wait for robots.txt. Scrapy 2.19's middleware lets every waiter after the first
-    through unchecked; the project's replacement does not."""
+    through unchecked; the project's (``focused.robots``) does not."""
     import json
 
     from focused import settings as project
@@ -178,12 +200,18 @@ def test_robots_txt_holds_for_every_request_waiting_on_it(
     from focused.frontier import Entry
     from focused.sandbox import generate_site
 
+    scrapy_robots = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
+    middlewares = dict(getattr(project, "DOWNLOADER_MIDDLEWARES", {}))
+    raw = {k: v for k, v in middlewares.items() if "robots" not in k.lower()}
+    raw[scrapy_robots] = 100
     pages = generate_site(seed=site.seed, pages=site.pages).pages
     paths = [p for p in pages if p.endswith(".html") and not p.startswith("/private/")][:12]
     urls = [site.base + p for p in paths] + [site.base + "/private/lab-notes.html"]
-    scrapy_own = json.dumps(dict(getattr(project, "DOWNLOADER_MIDDLEWARES", {})))
     fetched = {}
-    for name, extra in (("fixed", ()), ("scrapy", (f"DOWNLOADER_MIDDLEWARES={scrapy_own}",))):
+    for name, extra in (
+        ("project", ()),
+        ("scrapy", (f"DOWNLOADER_MIDDLEWARES={json.dumps(raw)}",)),
+    ):
         key = f"dist:robots:{name}"
         frontier = RedisFrontier(redis.Redis.from_url(redis_url), key)
         for i, url in enumerate(urls):  # a running crawl's queue, ahead of the seeds
@@ -195,6 +223,5 @@ def test_robots_txt_holds_for_every_request_waiting_on_it(
         proc = subprocess.run(cmd, cwd=PROJECT, capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr[-3000:]
         fetched[name] = [u for u in stored_urls(out) if "/private/" in u]
-    assert fetched["fixed"] == []
-    if "focused.redis_frontier.RobotsTxtMiddleware" not in scrapy_own:
-        assert fetched["scrapy"], "Scrapy's own middleware obeyed: is the race fixed upstream?"
+    assert fetched["project"] == []
+    assert fetched["scrapy"], "Scrapy's own middleware obeyed: is the race fixed upstream?"

@@ -663,8 +663,7 @@ class RedisScheduler(FocusedScheduler, metaclass=_NominalSchedulerMeta):
     worker when the shared queue and every worker's in-flight set are empty; a worker
     that runs dry while others still fetch asks again after ``idle_poll`` seconds (0.02,
     doubled while it stays dry, up to 0.5 s) instead of waiting for Scrapy's 5 s
-    heartbeat. ``JOBDIR`` is not used for the
-    frontier (Redis keeps it).
+    heartbeat. ``JOBDIR`` is not used for the frontier (Redis keeps it).
 
     Settings: ``REDIS_URL`` (or ``REDIS_HOST``/``REDIS_PORT``), ``REDIS_PARAMS``,
     ``FOCUSED_REDIS_KEY``, ``FOCUSED_REDIS_LEASE``, ``FOCUSED_OUTPUT_DIR`` and the
@@ -845,7 +844,7 @@ class RedisScheduler(FocusedScheduler, metaclass=_NominalSchedulerMeta):
             return False
         if self._down_since is not None:
             return not self._closing  # unknown: do not let the spider finish
-        if self._counts.pending == 0 or self.redis is None or self.redis.pending:
+        if self._counts.pending == 0 or self.redis.pending:
             self._settle()
             self._sync()
             if self._down_since is not None:

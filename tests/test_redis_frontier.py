@@ -264,7 +264,7 @@ def test_check_names_the_server_in_one_line() -> None:
 # --- real crawls ----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def sandbox() -> Iterator[SandboxProcess]:
-    with SandboxProcess(seed=7, pages=600) as site:
+    with SandboxProcess(seed=7, pages=200) as site:
         yield site
 
 

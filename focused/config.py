@@ -117,6 +117,10 @@ def validate(settings: Any, topic: Topic | None = None) -> None:
         raise ConfigError(
             f"FOCUSED_FRONTIER must be one of {', '.join(FRONTIERS)}, got {frontier!r}"
         )
+    if frontier == "redis":
+        from focused.redis_frontier import check  # redis-py only when it is used
+
+        check(settings)  # RedisUnavailable is a ConfigError: one line, exit 2
     for url in seeds_setting(settings):
         try:
             check_url(url, "FOCUSED_SEEDS")

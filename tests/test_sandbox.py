@@ -83,7 +83,11 @@ def test_site_does_not_depend_on_hash_randomisation() -> None:
     )
     digests = {
         subprocess.run(
-            [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+            [sys.executable, "-c", code],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
             env={**os.environ, "PYTHONHASHSEED": str(h)},
         ).stdout
         for h in (1, 2)
@@ -340,6 +344,16 @@ def test_python_m_focused_sandbox_serves() -> None:
 
 def test_scrapy_sandbox_command_serves() -> None:
     serve_process(
-        [sys.executable, "-m", "scrapy", "sandbox", "-s", "COMMANDS_MODULE=focused.commands",
-         "--seed", "5", "--pages", "100"]
+        [
+            sys.executable,
+            "-m",
+            "scrapy",
+            "sandbox",
+            "-s",
+            "COMMANDS_MODULE=focused.commands",
+            "--seed",
+            "5",
+            "--pages",
+            "100",
+        ]
     )

@@ -207,7 +207,7 @@ def _render(page: _Page) -> bytes:
     paras = "\n".join(f"<p>{esc(p)}</p>" for p in page.paragraphs)
     items = "\n".join(f'<li><a href="{esc(h)}">{esc(a)}</a></li>' for h, a in page.links)
     return (
-        "<!DOCTYPE html>\n<html lang=\"zh\">\n<head>\n<meta charset=\"utf-8\">\n"
+        '<!DOCTYPE html>\n<html lang="zh">\n<head>\n<meta charset="utf-8">\n'
         f"<title>{esc(page.title)}</title>\n</head>\n<body>\n<h1>{esc(page.title)}</h1>\n"
         f"{paras}\n<ul>\n{items}\n</ul>\n</body>\n</html>\n"
     ).encode()

@@ -30,8 +30,10 @@ class _Handler(BaseHTTPRequestHandler):
         path = unquote(urlsplit(self.path).path) or "/"
         body = self.site.pages.get(path)
         if body is None:
-            body, status, ctype = b"<!DOCTYPE html><title>404</title>not found\n", 404, (
-                "text/html; charset=utf-8"
+            body, status, ctype = (
+                b"<!DOCTYPE html><title>404</title>not found\n",
+                404,
+                ("text/html; charset=utf-8"),
             )
         else:
             status, ctype = 200, self.site.content_types[path]
@@ -111,8 +113,9 @@ class SandboxServer:
         self.stop()
 
 
-def add_arguments(parser: argparse.ArgumentParser, seed: int = 7, pages: int = 600,
-                  mode: str = "normal") -> None:
+def add_arguments(
+    parser: argparse.ArgumentParser, seed: int = 7, pages: int = 600, mode: str = "normal"
+) -> None:
     """The sandbox's command-line options (shared with ``scrapy sandbox``)."""
     parser.add_argument("--host", default="127.0.0.1", help="bind address (default: %(default)s)")
     parser.add_argument("--port", type=int, default=0, help="port (default: a free one)")

@@ -29,14 +29,33 @@ class Subject:
     body_zh: tuple[str, ...] = ()
 
 
-def _subject(slug: str, category: str, name_en: str, name_zh: str, title_en: str,
-             title_zh: str, body_en: str = "", body_zh: str = "") -> Subject:
-    return Subject(slug, category, name_en, name_zh, _words(title_en), _words(title_zh),
-                   _words(body_en), _words(body_zh))
+def _subject(
+    slug: str,
+    category: str,
+    name_en: str,
+    name_zh: str,
+    title_en: str,
+    title_zh: str,
+    body_en: str = "",
+    body_zh: str = "",
+) -> Subject:
+    return Subject(
+        slug,
+        category,
+        name_en,
+        name_zh,
+        _words(title_en),
+        _words(title_zh),
+        _words(body_en),
+        _words(body_zh),
+    )
 
 
 CHEMISTRY = _subject(
-    "chemistry", "subject.Science.Chemistry", "Chemistry", "化学",
+    "chemistry",
+    "subject.Science.Chemistry",
+    "Chemistry",
+    "化学",
     "chemistry, chemical, molecule, reaction, compound, element, atom, acid, periodic table, ion,"
     "oxidation, catalyst, organic chemistry, inorganic chemistry, chemical bond, polymer,"
     "isotope, solution, base, oxide",
@@ -48,7 +67,10 @@ CHEMISTRY = _subject(
 )
 
 PHYSICS = _subject(
-    "physics", "subject.Science.Physics", "Physics", "物理",
+    "physics",
+    "subject.Science.Physics",
+    "Physics",
+    "物理",
     "physics, force, gravity, velocity, acceleration, momentum, quantum, relativity, optics,"
     "mechanics, magnetism, wave, photon, particle, friction, inertia, laser, thermodynamics",
     "物理,力学,引力,速度,加速度,动量,量子,相对论,光学,热力学,磁场,波动,光子,粒子,摩擦力,惯性,激光",
@@ -58,43 +80,63 @@ PHYSICS = _subject(
 )
 
 SPORTS = _subject(
-    "sports", "subject.Sports", "Sports", "体育",
+    "sports",
+    "subject.Sports",
+    "Sports",
+    "体育",
     "sports, football, basketball, tennis, olympics, athlete, coach, match, tournament,"
     "stadium, marathon, swimming, goal, team, league, championship, referee",
     "体育,足球,篮球,网球,奥运会,运动员,教练,比赛,锦标赛,体育场,马拉松,游泳,进球,球队,联赛,冠军,裁判",
-    "energy, training", "能量,训练",
+    "energy, training",
+    "能量,训练",
 )
 
 FOOD = _subject(
-    "food", "subject.Food_and_drink", "Food and drink", "美食",
+    "food",
+    "subject.Food_and_drink",
+    "Food and drink",
+    "美食",
     "cooking, recipe, noodles, dumplings, rice, soup, kitchen, chef, flavor, spicy, tea,"
     "dessert, bread, vegetables, baking, sauce, food",
     "美食,烹饪,菜谱,面条,饺子,米饭,汤,厨房,厨师,味道,辣,茶,甜点,面包,蔬菜,烘焙,酱汁",
-    "salt, vinegar, sugar", "盐,醋,糖",
+    "salt, vinegar, sugar",
+    "盐,醋,糖",
 )
 
 HISTORY = _subject(
-    "history", "subject.History", "History", "历史",
+    "history",
+    "subject.History",
+    "History",
+    "历史",
     "history, dynasty, emperor, empire, war, revolution, ancient, medieval, archaeology,"
     "kingdom, treaty, battle, civilization, chronicle",
     "历史,朝代,皇帝,帝国,战争,革命,古代,中世纪,考古,王国,条约,战役,文明,史书",
-    "alchemy, gunpowder", "炼金术,火药",
+    "alchemy, gunpowder",
+    "炼金术,火药",
 )
 
 GEOGRAPHY = _subject(
-    "geography", "subject.Geography", "Geography and travel", "地理",
+    "geography",
+    "subject.Geography",
+    "Geography and travel",
+    "地理",
     "geography, mountain, river, continent, climate, desert, island, ocean, valley, capital,"
     "travel, map, population, tourism, coast",
     "地理,山脉,河流,大陆,气候,沙漠,岛屿,海洋,山谷,首都,旅行,地图,人口,旅游,海岸",
-    "minerals, salt lake", "矿物,盐湖",
+    "minerals, salt lake",
+    "矿物,盐湖",
 )
 
 SUBJECTS: tuple[Subject, ...] = (CHEMISTRY, PHYSICS, SPORTS, FOOD, HISTORY, GEOGRAPHY)
 
 # share of the content pages each subject gets
 WEIGHTS: dict[str, float] = {
-    "chemistry": 0.25, "physics": 0.15, "sports": 0.15,
-    "food": 0.15, "history": 0.15, "geography": 0.15,
+    "chemistry": 0.25,
+    "physics": 0.15,
+    "sports": 0.15,
+    "food": 0.15,
+    "history": 0.15,
+    "geography": 0.15,
 }
 
 HUB_CATEGORY = "sandbox.hub"

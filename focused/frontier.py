@@ -6,15 +6,24 @@ pushed again with a *higher* priority it is **promoted** (it keeps its better sc
 question seed 000 leaves open: "a URL found again keeps the best m"); pushed again with an
 equal or lower priority it is ignored.
 
-Entries are packed into one ``bytes`` object each instead of a ``scrapy.Request`` (about
-1 KB with its meta dict): a fixed header whose first 16 bytes sort like
-``(-priority, seq)`` (so :mod:`heapq` orders the raw bytes directly), the fingerprint,
-the strategy's state (value, m, hops, anchor relevance, depth), 16 flag bits, interned ids
-of the URL's ``scheme://host`` and of the parent page's URL, then the rest of the URL in
-UTF-8.
-Promotion pushes a new record and leaves the old one in the heap (lazy deletion): a
-record is live only while ``fingerprint -> record`` in the live map points to that very
-object, and stale records are skipped on pop (and swept when they outnumber live ones).
+Storage (about 110-130 bytes per URL instead of ~1 KB for a ``scrapy.Request`` with its
+meta dict, and ~200 for one Python object per entry): strategies give integer priorities
+that many URLs share (the m-value rule quantises m and r, best-first scores all links of
+a page alike, breadth-first uses the depth), so the frontier is a **bucket queue**: one
+bucket per priority, a heap of the priorities, and in each bucket the entries in FIFO
+(``seq``) order, packed back to back in one ``bytearray``. A record is a fixed header
+(size, seq, fingerprint, the strategy's state: value, m, anchor relevance, depth, hops,
+16 flag bits, interned ids of the parent page's URL and of the URL's ``scheme://host``)
+then the rest of the URL in UTF-8. A :class:`~focused.dedup.FingerprintTable` maps each
+waiting fingerprint to ``(bucket id, seq)`` of its live record in 16 bytes per slot.
+Popping the best entry deletes from the front of the best bucket (O(1): CPython's
+``bytearray`` moves its start); an annealing pick reads the top K records in place and
+removes the chosen one, nothing else moves.
+
+Promotion appends a new record and leaves the old one in its bucket (lazy deletion): a
+record is live only while the table points to its bucket and seq; stale records are
+dropped when they reach the front of their bucket, with the bucket when it has no live
+record left, or by a sweep when they outnumber the live ones.
 
 :class:`Frontier` is the interface the scheduler uses, so another store (Redis) can be
 dropped in; :class:`MemoryFrontier` is the in-process one.
@@ -31,17 +40,22 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from focused.annealing import Annealer
+from focused.dedup import FingerprintTable
 
 __all__ = ["Entry", "Frontier", "MemoryFrontier"]
 
 _MAX = (1 << 63) - 1
 _MIN = -(1 << 63)
-# prio_key, seq, fp, value, m, anchor_relevance, depth, hops, flags, parent id, host id
-_HEAD = struct.Struct(">QQqdddHHHII")
-_FP = struct.Struct(">q")
-_VALUE = struct.Struct(">d")
-_FP_AT = 16
-_VALUE_AT = 24
+# size (| _DEAD), seq, fp, value, m, anchor_relevance, depth, hops, flags, parent id, host id
+_REC = struct.Struct("<IQqdddHHHII")
+_PEEK = struct.Struct("<IQqd")  # size, seq, fp, value: what a scan of a bucket reads
+_SIZE = struct.Struct("<I")
+_DEAD = 1 << 31  # size bit: the record was taken from the middle of its bucket
+_SIZE_MASK = _DEAD - 1
+# the table's value for a live record: bucket id << _SEQ_BITS | seq
+_SEQ_BITS = 40
+_SEQ_MASK = (1 << _SEQ_BITS) - 1
+_MAX_BUCKETS = 1 << (63 - _SEQ_BITS)
 
 
 @dataclass(slots=True)
@@ -110,17 +124,35 @@ def _split(url: str) -> tuple[str, str]:
     return url[:j], url[j:]
 
 
-class MemoryFrontier:
-    """In-memory :class:`Frontier`: a binary heap of packed records (see module doc).
+class _Bucket:
+    """The records of one priority, in ``seq`` order, back to back in ``data``."""
 
-    ``push`` and ``pop`` cost O(log n); ``pop_annealed`` pops the top K live records,
-    lets the :class:`~focused.annealing.Annealer` choose one and pushes the others back.
-    ``promoted`` counts promotions.
+    __slots__ = ("data", "id", "last_seq", "live", "prio", "stale")
+
+    def __init__(self, prio: int, id_: int) -> None:
+        self.prio = prio
+        self.id = id_
+        self.data = bytearray()
+        self.live = 0  # live records
+        self.stale = 0  # records promoted away, still in data
+        self.last_seq = -1
+
+
+class MemoryFrontier:
+    """In-memory :class:`Frontier`: a bucket queue of packed records (see module doc).
+
+    ``push`` costs O(1) plus O(log b) for a new priority (b buckets); ``pop`` takes the
+    front of the best bucket; ``pop_annealed`` reads the top K live records in place, lets
+    the :class:`~focused.annealing.Annealer` choose one and removes only that one (the
+    others keep their place, as if pushed back). ``promoted`` counts promotions.
     """
 
     def __init__(self) -> None:
-        self._heap: list[bytes] = []
-        self._live: dict[int, bytes] = {}
+        self._buckets: dict[int, _Bucket] = {}
+        self._by_id: list[_Bucket | None] = []
+        self._free_ids: list[int] = []
+        self._prios: list[int] = []  # heap of -priority (may hold dropped ones)
+        self._table = FingerprintTable(values=True)
         self._extra: dict[int, Any] = {}
         self._hosts: dict[str, int] = {}
         self._host_list: list[str] = []
@@ -140,26 +172,33 @@ class MemoryFrontier:
 
     def _pack(self, e: Entry, seq: int) -> bytes:
         prefix, rest = _split(e.url)
-        return _HEAD.pack(
-            _MAX - _clamp(int(e.priority), _MIN, _MAX),
-            seq,
-            e.fp,
-            float(e.value),
-            float(e.m),
-            float(e.anchor_relevance),
-            _clamp(int(e.depth), 0, 0xFFFF),
-            _clamp(int(e.hops), 0, 0xFFFF),
-            e.flags & 0xFFFF,
-            self._intern(self._parents, self._parent_list, e.parent_url or ""),
-            self._intern(self._hosts, self._host_list, prefix),
-        ) + rest.encode("utf-8")
+        tail = rest.encode("utf-8")
+        return (
+            _REC.pack(
+                _REC.size + len(tail),
+                seq,
+                e.fp,
+                float(e.value),
+                float(e.m),
+                float(e.anchor_relevance),
+                _clamp(int(e.depth), 0, 0xFFFF),
+                _clamp(int(e.hops), 0, 0xFFFF),
+                e.flags & 0xFFFF,
+                self._intern(self._parents, self._parent_list, e.parent_url or ""),
+                self._intern(self._hosts, self._host_list, prefix),
+            )
+            + tail
+        )
 
-    def _unpack(self, rec: bytes) -> Entry:
-        key, seq, fp, value, m, anchor, depth, hops, flags, parent, host = _HEAD.unpack_from(rec)
+    def _unpack(self, data: bytes | bytearray, at: int, priority: int) -> Entry:
+        size, seq, fp, value, m, anchor, depth, hops, flags, parent, host = _REC.unpack_from(
+            data, at
+        )
+        end = at + (size & _SIZE_MASK)
         return Entry(
-            url=self._host_list[host] + rec[_HEAD.size :].decode("utf-8"),
+            url=self._host_list[host] + data[at + _REC.size : end].decode("utf-8"),
             fp=fp,
-            priority=_MAX - key,
+            priority=priority,
             value=value,
             depth=depth,
             m=m,
@@ -171,15 +210,99 @@ class MemoryFrontier:
             seq=seq,
         )
 
+    # --- buckets --------------------------------------------------------------------
+    def _bucket(self, prio: int) -> _Bucket:
+        b = self._buckets.get(prio)
+        if b is None:
+            if self._free_ids:
+                id_ = self._free_ids.pop()
+            else:
+                id_ = len(self._by_id)
+                if id_ >= _MAX_BUCKETS:
+                    raise OverflowError("too many distinct priorities waiting at once")
+                self._by_id.append(None)
+            b = self._buckets[prio] = self._by_id[id_] = _Bucket(prio, id_)
+            heapq.heappush(self._prios, -prio)
+        return b
+
+    def _drop(self, b: _Bucket) -> None:
+        """Forget a bucket without live records (its stale records go with it)."""
+        self._stale -= b.stale
+        del self._buckets[b.prio]
+        self._by_id[b.id] = None
+        self._free_ids.append(b.id)
+
+    def _is_live(self, b: _Bucket, seq: int, fp: int) -> bool:
+        return self._table.get(fp) == (b.id << _SEQ_BITS) | seq
+
+    def _live_records(self, b: _Bucket, limit: int) -> list[tuple[int, int, int, float]]:
+        """``(offset, size, fp, value)`` of the first ``limit`` live records of ``b``;
+        dead and stale records met at the front are deleted on the way."""
+        data = b.data
+        out: list[tuple[int, int, int, float]] = []
+        at = 0
+        end = len(data)
+        while at < end and len(out) < limit:
+            size, seq, fp, value = _PEEK.unpack_from(data, at)
+            if size & _DEAD:
+                size &= _SIZE_MASK
+            elif not b.stale or self._is_live(b, seq, fp):
+                out.append((at, size, fp, value))
+                at += size
+                continue
+            else:
+                b.stale -= 1
+                self._stale -= 1
+            if at == 0 and not out:  # garbage at the front: drop it
+                del data[:size]
+                end -= size
+            else:
+                if not size & _DEAD:  # a stale record behind live ones: mark it dead
+                    _SIZE.pack_into(data, at, size | _DEAD)
+                at += size
+        return out
+
+    def _best(self) -> _Bucket | None:
+        prios, buckets = self._prios, self._buckets
+        while prios:
+            b = buckets.get(-prios[0])
+            if b is not None:
+                return b
+            heapq.heappop(prios)
+        return None
+
+    def _take(self, b: _Bucket, at: int, size: int, fp: int) -> Entry:
+        """Remove the live record at ``at`` of ``b`` and return its entry."""
+        entry = self._unpack(b.data, at, b.prio)
+        if at == 0:
+            del b.data[:size]
+        else:
+            _SIZE.pack_into(b.data, at, size | _DEAD)
+        b.live -= 1
+        if not b.live:
+            self._drop(b)
+        self._table.discard(fp)
+        if entry.extra is not None:
+            del self._extra[fp]
+        return entry
+
     # --- the Frontier interface -----------------------------------------------------
     def push(self, entry: Entry) -> bool:
         fp = entry.fp
-        old = self._live.get(fp)
-        if old is not None:
-            if entry.priority <= _MAX - _HEAD.unpack_from(old)[0]:
+        prio = _clamp(int(entry.priority), _MIN, _MAX)
+        table = self._table
+        old = table.get(fp)
+        if old >= 0:
+            ob = self._by_id[old >> _SEQ_BITS]
+            assert ob is not None
+            if prio <= ob.prio:
                 return False
+            ob.live -= 1
+            ob.stale += 1
             self._stale += 1
             self.promoted += 1
+            if not ob.live:
+                self._drop(ob)
         if entry.seq >= 0:
             seq = entry.seq
             if seq >= self._seq:
@@ -187,75 +310,129 @@ class MemoryFrontier:
         else:
             seq = entry.seq = self._seq
             self._seq += 1
+        if seq > _SEQ_MASK:
+            raise OverflowError(f"sequence number {seq} too large")
         rec = self._pack(entry, seq)
-        self._live[fp] = rec
+        b = self._bucket(prio)
+        if seq > b.last_seq:
+            b.data += rec
+            b.last_seq = seq
+        else:
+            self._insert(b, rec, seq)
+        b.live += 1
+        table.set(fp, (b.id << _SEQ_BITS) | seq)
         if entry.extra is not None:
             self._extra[fp] = entry.extra
-        elif old is not None:
+        elif old >= 0:
             self._extra.pop(fp, None)
-        heapq.heappush(self._heap, rec)
-        if self._stale > 1024 and self._stale > len(self._live):
+        if self._stale > 1024 and self._stale > len(table):
             self._sweep()
         return True
 
-    def _take(self, rec: bytes, fp: int) -> Entry:
-        entry = self._unpack(rec)
-        del self._live[fp]
-        if entry.extra is not None:
-            del self._extra[fp]
-        return entry
-
-    def _pop_live(self) -> bytes | None:
-        heap, live = self._heap, self._live
-        while heap:
-            rec = heapq.heappop(heap)
-            if live.get(_FP.unpack_from(rec, _FP_AT)[0]) is rec:
-                return rec
-            self._stale -= 1
-        return None
+    def _insert(self, b: _Bucket, rec: bytes, seq: int) -> None:
+        """Put ``rec`` before the first record of ``b`` with a larger seq (an entry
+        restored with its old seq: rare, O(bucket))."""
+        data = b.data
+        at = 0
+        while at < len(data):
+            size, other = _PEEK.unpack_from(data, at)[:2]
+            if other > seq:
+                break
+            at += size & _SIZE_MASK
+        data[at:at] = rec
 
     def pop(self) -> Entry | None:
-        rec = self._pop_live()
-        if rec is None:
-            return None
-        return self._take(rec, _FP.unpack_from(rec, _FP_AT)[0])
+        while (b := self._best()) is not None:
+            found = self._live_records(b, 1)
+            if found:
+                at, size, fp, _value = found[0]
+                return self._take(b, at, size, fp)
+            self._drop(b)  # pragma: no cover - a bucket with live > 0 has a live record
+        return None
 
     def pop_annealed(self, annealer: Annealer) -> Entry | None:
         if annealer.temperature <= 0 or annealer.k <= 1:
             annealer.cool()
             return self.pop()
-        top: list[bytes] = []
-        while len(top) < annealer.k:
-            rec = self._pop_live()
-            if rec is None:
-                break
-            top.append(rec)
-        if not top:
+        k = annealer.k
+        b = self._best()
+        if b is None:
             return None
-        i = annealer.choose([_VALUE.unpack_from(rec, _VALUE_AT)[0] for rec in top])
-        chosen = top[i]
-        heap = self._heap
-        for j, rec in enumerate(top):
-            if j != i:
-                heapq.heappush(heap, rec)
-        return self._take(chosen, _FP.unpack_from(chosen, _FP_AT)[0])
+        if b.live >= k:  # the usual case: the top K are in the best bucket
+            found = self._live_records(b, k)
+            i = annealer.choose([c[3] for c in found])
+            at, size, fp, _value = found[i]
+            return self._take(b, at, size, fp)
+        # the top K span several buckets: take their priorities off the heap, put back
+        prios, buckets = self._prios, self._buckets
+        taken: list[int] = []
+        cands: list[tuple[_Bucket, int, int, int, float]] = []
+        while len(cands) < k and prios:
+            p = heapq.heappop(prios)
+            b = buckets.get(-p)
+            if b is None or p in taken:
+                continue
+            taken.append(p)
+            for at, size, fp, value in self._live_records(b, k - len(cands)):
+                cands.append((b, at, size, fp, value))
+        for p in taken:
+            heapq.heappush(prios, p)
+        if not cands:
+            return None
+        i = annealer.choose([c[4] for c in cands])
+        b, at, size, fp, _value = cands[i]
+        return self._take(b, at, size, fp)
 
     def get(self, fp: int) -> Entry | None:
-        rec = self._live.get(fp)
-        return None if rec is None else self._unpack(rec)
+        found = self._find(fp)
+        return None if found is None else self._unpack(found[0].data, found[1], found[0].prio)
+
+    def _find(self, fp: int) -> tuple[_Bucket, int] | None:
+        """Bucket and offset of the live record of ``fp`` (a scan of its bucket)."""
+        val = self._table.get(fp)
+        if val < 0:
+            return None
+        b = self._by_id[val >> _SEQ_BITS]
+        assert b is not None
+        seq = val & _SEQ_MASK
+        data, at = b.data, 0
+        while at < len(data):
+            size, other, other_fp = _PEEK.unpack_from(data, at)[:3]
+            if other == seq and other_fp == fp and not size & _DEAD:
+                return b, at
+            at += size & _SIZE_MASK
+        raise AssertionError("a waiting fingerprint without its record")  # pragma: no cover
 
     def __contains__(self, fp: object) -> bool:
-        return fp in self._live
+        return fp in self._table
 
     def __len__(self) -> int:
-        return len(self._live)
+        return len(self._table)
 
     def entries(self) -> Iterator[Entry]:
-        for rec in list(self._live.values()):
-            yield self._unpack(rec)
+        for b in list(self._buckets.values()):
+            data = bytes(b.data)
+            for at, _size, _fp, _value in self._live_records_of(b, data):
+                yield self._unpack(data, at, b.prio)
+
+    def _live_records_of(
+        self, b: _Bucket, data: bytes | bytearray
+    ) -> Iterator[tuple[int, int, int, float]]:
+        """Every live record of ``b`` (read only)."""
+        at = 0
+        while at < len(data):
+            size, seq, fp, value = _PEEK.unpack_from(data, at)
+            if not size & _DEAD and (not b.stale or self._is_live(b, seq, fp)):
+                yield at, size, fp, value
+            at += size & _SIZE_MASK
 
     def _sweep(self) -> None:
-        """Drop stale records (promoted away) from the heap."""
-        self._heap = list(self._live.values())
-        heapq.heapify(self._heap)
+        """Drop stale and dead records (promoted away) from every bucket."""
+        for b in self._buckets.values():
+            if b.stale:
+                data = b.data
+                b.data = bytearray().join(
+                    data[at : at + size] for at, size, _fp, _v in self._live_records_of(b, data)
+                )
+                b.stale = 0
         self._stale = 0

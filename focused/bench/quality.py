@@ -29,6 +29,7 @@ import csv
 import math
 import os
 import re
+import resource
 import shutil
 import signal
 import sqlite3
@@ -530,6 +531,15 @@ def _fmt(value: object, digits: int = 3) -> str:
     return str(value)
 
 
+def cpu_time() -> float:
+    """CPU minutes used so far by this process and the crawls it waited for."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        usage = resource.getrusage(who)
+        total += usage.ru_utime + usage.ru_stime
+    return total / 60
+
+
 def write_runs(results: Sequence[Result], path: Path) -> None:
     """One row per crawl: where it ran, how long it took, whether it failed."""
     with path.open("w", newline="", encoding="utf-8") as fh:
@@ -678,7 +688,8 @@ def write_markdown(
         "",
         *[f"- {line}" for line in settings_lines],
         f"- concurrency of the tables below: {concurrency_label}",
-        f"- {crawls} crawls in {elapsed / 60:.1f} min wall time",
+        f"- {crawls} crawls in {elapsed / 60:.1f} min wall time; {cpu_time():.1f} CPU-min "
+        f"(crawls + server), load average {os.getloadavg()[0]:.1f} at the end",
         "",
         "Reading the numbers: precision can be at most targets / pages = 1 / BUDGET, which "
         "the oracle reaches when targets are near. The oracle is a strong reference, not a "

@@ -63,7 +63,7 @@ def tokenize(text: str) -> list[str]:
     tokens: list[str] = []
     for run in _TOKEN.findall(text):
         if _CJK_RUN.match(run):
-            tokens.extend(w for w in jieba.lcut(run) if w not in STOP_WORDS)
+            tokens.extend(w for w in _cut(run) if w not in STOP_WORDS)
         else:
             word = run.lower()
             if word not in STOP_WORDS:
@@ -71,12 +71,75 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
+#: Chinese runs whose jieba words are cached (cleared when full or when jieba's
+#: dictionary changes, e.g. after ``jieba.add_word``): pages repeat most of their phrases.
+CUT_CACHE_SIZE = 1 << 16
+CUT_CACHE_MAX_CHARS = 64
+_cut_cache: dict[str, list[str]] = {}
+_cut_dictionary: tuple[int, int, int] = (0, 0, 0)
+
+
+def _cut(run: str) -> list[str]:
+    """``jieba.lcut(run)``, cached for short runs."""
+    global _cut_dictionary
+    if len(run) > CUT_CACHE_MAX_CHARS:
+        return jieba.lcut(run)
+    dt = jieba.dt
+    state = (id(dt.FREQ), dt.total, len(dt.FREQ))
+    if state != _cut_dictionary or len(_cut_cache) >= CUT_CACHE_SIZE:
+        _cut_cache.clear()
+        _cut_dictionary = state
+    words = _cut_cache.get(run)
+    if words is None:
+        words = _cut_cache[run] = jieba.lcut(run)
+        _cut_dictionary = (id(dt.FREQ), dt.total, len(dt.FREQ))  # lcut may load the dict
+    return words
+
+
+# ASCII letters and digits stay (upper case folded to lower case), every other ASCII byte
+# becomes a space; bytes of non-ASCII characters stay, for a second look.
+_FOLD = bytes(
+    b + 32 if 65 <= b <= 90 else b if 48 <= b <= 57 or 97 <= b <= 122 or b >= 128 else 32
+    for b in range(256)
+)
+_STOP_BYTES = frozenset(w.encode("utf-8") for w in STOP_WORDS if w.isascii())
+
+
+def term_counts(text: str) -> Counter[bytes]:
+    """How often each term of :func:`tokenize` occurs in ``text``, terms in UTF-8.
+
+    Same terms, counted without making a string per word: a text without Chinese is
+    encoded once, ASCII punctuation mapped to spaces and lower-cased with one
+    ``bytes.translate``, split and counted in C; only the few words holding non-ASCII
+    characters (accents, typographic quotes, non-breaking spaces) go through the regular
+    expression of :func:`tokenize` again.
+    """
+    try:
+        if _CJK_RUN.search(text) is not None:
+            raise UnicodeError
+        data = text.encode("utf-8")
+    except UnicodeError:  # Chinese (jieba), or a lone surrogate
+        return Counter(t.encode("utf-8", "surrogatepass") for t in tokenize(text))
+    counts = Counter(data.translate(_FOLD).split())
+    if not data.isascii():
+        for term in [t for t in counts if not t.isascii()]:
+            n = counts.pop(term)
+            for word in _WORD.findall(term.decode("utf-8")):
+                word = word.lower()
+                if word not in STOP_WORDS:
+                    counts[word.encode("utf-8")] += n
+    for stop in _STOP_BYTES & counts.keys():
+        del counts[stop]
+    return counts
+
+
 def _has_cjk(text: str) -> bool:
     return _CJK_RUN.search(text) is not None
 
 
-def feature(term: str) -> int:
-    """Hashed feature of ``term``, exactly as scikit-learn's ``FeatureHasher`` computes it."""
+def feature(term: str | bytes) -> int:
+    """Hashed feature of ``term`` (a ``str`` or its UTF-8), as scikit-learn's ``FeatureHasher``
+    computes it."""
     h = murmurhash3_32(term, 0)
     if h == -2147483648:  # abs(-2**31) is undefined: FeatureHasher's special case
         return (2147483647 - (N_FEATURES - 1)) % N_FEATURES
@@ -111,14 +174,12 @@ class TopicVector:
         self._values = topic.data
         # feature -> unit topic weight, in ascending feature order (scikit-learn's order)
         order = np.argsort(topic.indices, kind="stable")
-        self._topic: dict[int, float] = {
-            int(topic.indices[i]): float(topic.data[i]) for i in order
-        }
-        self._features: dict[str, int] = {}
+        self._topic: dict[int, float] = {int(topic.indices[i]): float(topic.data[i]) for i in order}
+        self._features: dict[bytes, int] = {}
         self._short: dict[str, float] = {}
 
     def _cosine(self, text: str) -> float:
-        counts = Counter(tokenize(text))
+        counts = term_counts(text)
         if not counts:
             return 0.0
         features = self._features

@@ -1,0 +1,1167 @@
+"""Speed benchmark (issue 5, ``make bench-speed``): what focusing costs next to plain Scrapy.
+
+Four parts, written to ``out/bench/speed.json`` and ``out/bench/speed.md``:
+
+- **throughput**: real crawls (``python -m scrapy crawl focused`` per strategy, and the
+  plain-Scrapy spider of :mod:`focused.bench.plain`: Scrapy's default scheduler and
+  dupefilter, no focused middleware or pipeline, items to a JSON lines feed) of the same
+  site served by a separate process: the sandbox (``python -m focused.sandbox --pages
+  20000 --port 0``) and the wikispeedia site (``python -m focused.bench.server``). Runs
+  alternate plain / focused (A B A B ...), one pair per strategy per round; every run has
+  the same page budget (``CLOSESPIDER_ITEMCOUNT``), ``CONCURRENT_REQUESTS``, AutoThrottle
+  off and ``LOG_LEVEL=WARNING``. The :class:`Probe` extension times each crawl from its
+  first item to its last (start-up excluded) and reads the process's CPU time over the
+  same span. Per strategy: median pages/s, and the ratio focused/plain as the median of
+  the per-pair ratios (a pair runs back to back, so a shared machine's load hits both);
+  ``throughput.ratio_min`` is the worst (site, strategy).
+- **profile**: one focused crawl and one plain crawl under cProfile; the cost per page of
+  parsing, tokenising, vectorising, SQLite, gzip, scheduling ...
+- **frontier**: N pushes then N annealing picks on :class:`focused.frontier.MemoryFrontier`
+  (100k and 1M): µs per push and per pick, bytes per URL held (tracemalloc, RSS).
+- **dedup**: :class:`focused.dedup.SeenSet` at 1M and 10M fingerprints against Scrapy's
+  ``RFPDupeFilter`` at 1M: bytes per URL, µs per test, false drops (a new URL reported
+  seen: must be 0).
+
+The micro-benchmarks run in child processes (``--worker``), so that each one measures its
+own memory; their µs are CPU time (``time.process_time``), which other work on a shared
+machine disturbs far less than wall time. Nothing here is a test:
+``tests/test_bench_speed.py`` runs the harness with tiny sizes and checks its output,
+never a time.
+
+Usage: ``python -m focused.bench.speed --help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import json
+import os
+import platform
+import random
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from scrapy import signals
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_DATA = Path("..") / "shared" / "data" / "wikispeedia-site"
+DEFAULT_OUT = Path("out") / "bench"
+CHEMISTRY = "subject.Science.Chemistry"
+WIKI_SEED = "/wiki/Chemistry.html"
+
+#: Targets of issue 5: (key, comparison, limit, aim)
+TARGETS = (
+    ("throughput.ratio_min", ">=", 0.9, 0.95),
+    ("frontier.bytes_per_url", "<=", 200, 100),
+    ("frontier.pick_us", "<=", 50, 20),
+    ("dedup.bytes_per_url", "<=", 32, 16),
+    ("dedup.false_drops", "==", 0, 0),
+)
+
+
+# --- the probe inside each crawl ----------------------------------------------------------
+class Probe:
+    """Extension: times a crawl from its first scraped item to its last.
+
+    Writes ``{"items", "responses", "seconds", "cpu_seconds", "reason"}`` to the file named
+    by the setting ``SPEED_PROBE_FILE`` when the spider closes. ``seconds`` and
+    ``cpu_seconds`` (this process's CPU time) span first item to last item, so start-up
+    (imports, jieba's dictionary, the topic) and shutdown (plots) are left out. With
+    ``SPEED_PROFILE_FILE`` set, the same span is profiled with cProfile (up to the
+    ``CLOSESPIDER_ITEMCOUNT``-th item) and the stats dumped there.
+    """
+
+    def __init__(self, path: str, profile_path: str = "", budget: int = 0) -> None:
+        self.path = path
+        self.profile_path = profile_path
+        self.budget = budget
+        self.profiler: Any = None
+        self.items = 0
+        self.responses = 0
+        self.t_first = self.t_last = 0.0
+        self.cpu_first = self.cpu_last = 0.0
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> Probe:
+        s = crawler.settings
+        probe = cls(
+            s.get("SPEED_PROBE_FILE") or "speed-probe.json",
+            s.get("SPEED_PROFILE_FILE") or "",
+            s.getint("CLOSESPIDER_ITEMCOUNT"),
+        )
+        crawler.signals.connect(probe.item_scraped, signal=signals.item_scraped)
+        crawler.signals.connect(probe.response_received, signal=signals.response_received)
+        crawler.signals.connect(probe.spider_closed, signal=signals.spider_closed)
+        return probe
+
+    def response_received(self, **kwargs: Any) -> None:
+        self.responses += 1
+
+    def item_scraped(self, **kwargs: Any) -> None:
+        now, cpu = time.perf_counter(), time.process_time()
+        if not self.items:
+            self.t_first, self.cpu_first = now, cpu
+            if self.profile_path:
+                import cProfile
+
+                self.profiler = cProfile.Profile()
+                self.profiler.enable()
+        self.items += 1
+        self.t_last, self.cpu_last = now, cpu
+        if self.items == self.budget:
+            self._stop_profile()
+
+    def _stop_profile(self) -> None:
+        if self.profiler is not None:
+            self.profiler.disable()
+            self.profiler.dump_stats(self.profile_path)
+            self.profiler = None
+
+    def spider_closed(self, reason: str = "") -> None:
+        self._stop_profile()
+        data = {
+            "items": self.items,
+            "responses": self.responses,
+            "seconds": self.t_last - self.t_first,
+            "cpu_seconds": self.cpu_last - self.cpu_first,
+            "reason": reason,
+        }
+        Path(self.path).write_text(json.dumps(data), encoding="utf-8")
+
+
+PROBE = "focused.bench.speed.Probe"
+
+
+# --- servers in their own processes ------------------------------------------------------
+class ServerProcess:
+    """A command that prints its base URL on its first line, then serves until stopped."""
+
+    def __init__(self, cmd: list[str], name: str) -> None:
+        self.cmd = cmd
+        self.name = name
+        self.base = ""
+        self.process: subprocess.Popen[str] | None = None
+
+    def start(self, timeout: float = 120.0) -> str:
+        self.process = subprocess.Popen(
+            self.cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
+        assert self.process.stdout is not None
+        deadline = time.monotonic() + timeout
+        line = self.process.stdout.readline().strip()
+        if not line.startswith("http") or time.monotonic() > deadline:
+            self.stop()
+            raise RuntimeError(f"{self.name} server did not start (printed {line!r})")
+        self.base = line.rstrip("/")
+        return self.base
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+            self.process = None
+
+    def __enter__(self) -> ServerProcess:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def sandbox_server(pages: int, seed: int = 7) -> ServerProcess:
+    cmd = [sys.executable, "-m", "focused.sandbox", "--port", "0"]
+    cmd += ["--pages", str(pages), "--seed", str(seed)]
+    return ServerProcess(cmd, "sandbox")
+
+
+def static_server(folder: Path) -> ServerProcess:
+    cmd = [sys.executable, "-m", "focused.bench.server", str(folder), "--port", "0"]
+    return ServerProcess(cmd, "wikispeedia")
+
+
+def sandbox_seeds(base: str, pages: int, seed: int = 7) -> list[str]:
+    """The chemistry seeds the embedded sandbox would give (same generator, same seed)."""
+    from focused.sandbox import generate_site
+
+    site = generate_site(seed=seed, pages=pages)
+    return [base + path for path in site.seeds(CHEMISTRY)]
+
+
+# --- one crawl -----------------------------------------------------------------------------
+def common_settings(pages: int, concurrency: int, probe_file: Path) -> dict[str, str]:
+    return {
+        "CLOSESPIDER_ITEMCOUNT": str(pages),
+        "CONCURRENT_REQUESTS": str(concurrency),
+        "CONCURRENT_REQUESTS_PER_DOMAIN": str(concurrency),
+        "AUTOTHROTTLE_ENABLED": "False",
+        "LOG_LEVEL": "WARNING",
+        "EXTENSIONS": json.dumps({PROBE: 0}),
+        "SPEED_PROBE_FILE": str(probe_file),
+    }
+
+
+def crawl_command(
+    kind: str,
+    *,
+    seeds: Sequence[str],
+    labels: str,
+    out_dir: Path,
+    pages: int,
+    concurrency: int,
+    probe_file: Path,
+) -> list[str]:
+    """``kind`` is ``plain`` or a strategy name."""
+    settings = common_settings(pages, concurrency, probe_file)
+    if kind == "plain":
+        cmd = [sys.executable, "-m", "scrapy", "runspider", str(ROOT / "focused/bench/plain.py")]
+        cmd += ["-a", f"seeds={','.join(seeds)}"]
+        feed = {str(out_dir / "items.jsonl"): {"format": "jsonlines"}}
+        settings["FEEDS"] = json.dumps(feed)
+    else:
+        cmd = [sys.executable, "-m", "scrapy", "crawl", "focused", "-a", "topic=chemistry"]
+        settings.update(
+            {
+                "FOCUSED_WEB": "real",
+                "FOCUSED_SEEDS": ",".join(seeds),
+                "FOCUSED_LABELS": labels,
+                "FOCUSED_TARGET_CATEGORY": CHEMISTRY,
+                "FOCUSED_STRATEGY": kind,
+                "FOCUSED_OUTPUT_DIR": str(out_dir),
+                "FOCUSED_METRICS_LOG_EVERY": "0",
+            }
+        )
+    for name, value in settings.items():
+        cmd += ["-s", f"{name}={value}"]
+    return cmd
+
+
+class Children:
+    """Child processes alive, so that an interrupted benchmark stops them too."""
+
+    alive: set[subprocess.Popen[bytes]] = set()  # noqa: RUF012 - one per process
+
+    @classmethod
+    def run(cls, cmd: list[str], timeout: float, log: Path) -> int:
+        with log.open("wb") as fh:
+            proc = subprocess.Popen(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT)
+            cls.alive.add(proc)
+            try:
+                return proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                return -9
+            finally:
+                cls.alive.discard(proc)
+
+    @classmethod
+    def stop_all(cls) -> None:
+        for proc in list(cls.alive):
+            with contextlib.suppress(OSError):
+                proc.kill()
+
+
+def run_crawl(
+    kind: str,
+    *,
+    site: str,
+    seeds: Sequence[str],
+    labels: str,
+    work: Path,
+    pages: int,
+    concurrency: int,
+    timeout: float,
+    tag: str,
+) -> dict[str, Any]:
+    """One crawl in a subprocess; its probe's numbers plus pages/s and CPU ms per page."""
+    out_dir = work / f"{site}-{kind}-{tag}"
+    shutil.rmtree(out_dir, ignore_errors=True)
+    out_dir.mkdir(parents=True)
+    probe_file = out_dir / "probe.json"
+    cmd = crawl_command(
+        kind,
+        seeds=seeds,
+        labels=labels,
+        out_dir=out_dir,
+        pages=pages,
+        concurrency=concurrency,
+        probe_file=probe_file,
+    )
+    started = time.monotonic()
+    code = Children.run(cmd, timeout, out_dir / "crawl.log")
+    result: dict[str, Any] = {"kind": kind, "returncode": code}
+    result["wall_s"] = round(time.monotonic() - started, 3)
+    if probe_file.exists():
+        probe = json.loads(probe_file.read_text(encoding="utf-8"))
+        result.update(probe)
+        n, secs = probe["items"], probe["seconds"]
+        result["pages_s"] = round((n - 1) / secs, 2) if n > 1 and secs > 0 else None
+        cpu = probe["cpu_seconds"]
+        result["cpu_ms_per_page"] = round(1000 * cpu / (n - 1), 3) if n > 1 else None
+    else:
+        result["pages_s"] = result["cpu_ms_per_page"] = None
+    shutil.rmtree(out_dir / "html", ignore_errors=True)  # page bodies: not needed
+    return result
+
+
+def _median(values: Sequence[float | None]) -> float | None:
+    got = [v for v in values if v is not None]
+    return round(statistics.median(got), 4) if got else None
+
+
+def throughput(
+    sites: dict[str, tuple[list[str], str]],
+    strategies: Sequence[str],
+    *,
+    pairs: int,
+    pages: int,
+    concurrency: int,
+    work: Path,
+    timeout: float,
+    log: Any,
+) -> dict[str, Any]:
+    """Alternating plain / focused runs; per site and strategy the medians and ratios."""
+    out: dict[str, Any] = {
+        "pages_per_run": pages,
+        "pairs": pairs,
+        "concurrency": concurrency,
+        "order": "per round, for each strategy: plain then focused (A B A B ...)",
+        "sites": {},
+    }
+    ratios: dict[str, float] = {}
+    for site, (seeds, labels) in sites.items():
+        runs: dict[str, list[dict[str, Any]]] = {"plain": []}
+        pair_ratios: dict[str, list[float]] = {s: [] for s in strategies}
+        cpu_ratios: dict[str, list[float]] = {s: [] for s in strategies}
+        for s in strategies:
+            runs[s] = []
+        for r in range(pairs):
+            for s in strategies:
+                kw = dict(
+                    site=site,
+                    seeds=seeds,
+                    labels=labels,
+                    work=work,
+                    pages=pages,
+                    concurrency=concurrency,
+                    timeout=timeout,
+                    tag=str(r),
+                )
+                a = run_crawl("plain", **kw)
+                b = run_crawl(s, **kw)
+                runs["plain"].append({**a, "round": r, "paired_with": s})
+                runs[s].append({**b, "round": r})
+                if a["pages_s"] and b["pages_s"]:
+                    pair_ratios[s].append(b["pages_s"] / a["pages_s"])
+                if a["cpu_ms_per_page"] and b["cpu_ms_per_page"]:
+                    cpu_ratios[s].append(a["cpu_ms_per_page"] / b["cpu_ms_per_page"])
+                log(
+                    f"throughput {site} round {r + 1}/{pairs}: plain {a['pages_s']} pages/s,"
+                    f" {s} {b['pages_s']} pages/s"
+                )
+        plain = runs["plain"]
+        site_out: dict[str, Any] = {
+            "plain": {
+                "median_pages_s": _median([x["pages_s"] for x in plain]),
+                "median_cpu_ms_per_page": _median([x["cpu_ms_per_page"] for x in plain]),
+                "runs": plain,
+            },
+            "strategies": {},
+        }
+        for s in strategies:
+            ratio = _median(pair_ratios[s])
+            site_out["strategies"][s] = {
+                "median_pages_s": _median([x["pages_s"] for x in runs[s]]),
+                "median_cpu_ms_per_page": _median([x["cpu_ms_per_page"] for x in runs[s]]),
+                "ratio": ratio,
+                "pair_ratios": [round(x, 4) for x in pair_ratios[s]],
+                "cpu_ratio": _median(cpu_ratios[s]),
+                "runs": runs[s],
+            }
+            if ratio is not None:
+                ratios[f"{site}/{s}"] = ratio
+        out["sites"][site] = site_out
+    if ratios:
+        worst = min(ratios, key=ratios.__getitem__)
+        out["ratio_min"] = ratios[worst]
+        out["ratio_min_at"] = worst
+    else:
+        out["ratio_min"] = None
+    return out
+
+
+# --- profile -------------------------------------------------------------------------------
+#: (category, how to find it in the profile): ("cum"|"tot", file part, function name).
+#: Cumulative entries must not contain one another (except where subtracted below).
+CATEGORIES: tuple[tuple[str, str, str, str], ...] = (
+    ("spider callback (parse), total", "cum", "/spiders/focused.py", "parse"),
+    ("spider callback (parse), total", "cum", "focused/bench/plain.py", "parse"),
+    ("parsing: title and body text (lxml)", "cum", "focused/spiders/focused.py", "texts"),
+    ("link extraction (Scrapy LinkExtractor)", "cum", "linkextractors/", "extract_links"),
+    ("tokenising", "cum", "focused/relevance.py", "tokenize"),
+    ("vectorising and cosine (without tokenising)", "cum", "focused/relevance.py", "cosines"),
+    ("link requests (scrapy.Request, session ids)", "cum", "/spiders/focused.py", "_request"),
+    ("priority middleware (strategy)", "cum", "focused/middlewares.py", "get_processed_request"),
+    ("scheduler: enqueue (dedup, frontier)", "cum", "focused/scheduler.py", "enqueue_request"),
+    ("scheduler: next request (annealing pick)", "cum", "focused/scheduler.py", "next_request"),
+    ("Scrapy scheduler: enqueue (plain)", "cum", "scrapy/core/scheduler.py", "enqueue_request"),
+    ("Scrapy scheduler: next request (plain)", "cum", "scrapy/core/scheduler.py", "next_request"),
+    ("page store (total)", "cum", "focused/store.py", "add"),
+    ("  gzip", "tot", "~", "<built-in method zlib.compress>"),
+    ("  SQLite", "tot", "~", "<method 'execute' of 'sqlite3.Connection' objects>"),
+    ("  SHA-256", "tot", "~", "<built-in method _hashlib.openssl_sha256>"),
+    ("metrics pipeline", "cum", "focused/pipelines.py", "process_item"),
+    ("feed export (plain)", "cum", "scrapy/extensions/feedexport.py", "item_scraped"),
+    ("stats collector calls", "tot", "scrapy/statscollectors.py", "__getattribute__"),
+)
+
+
+def _profile_rows(prof: Path, pages: int) -> tuple[list[dict[str, Any]], float]:
+    import pstats
+
+    st = pstats.Stats(str(prof))
+    table: dict[tuple[str, int, str], tuple] = st.stats  # type: ignore[attr-defined]
+    total = sum(tt for (_cc, _nc, tt, _ct, _callers) in table.values())
+    rows: list[dict[str, Any]] = []
+    for name, how, part, func in CATEGORIES:
+        secs = 0.0
+        calls = 0
+        for (file, line, f), (_cc, nc, tt, ct, _callers) in table.items():
+            if f == func and (part in file or (part == "~" and file == "~")):
+                if func == "process_item" and "MetricsPipeline" not in _source_line(file, line):
+                    continue
+                secs += ct if how == "cum" else tt
+                calls += nc
+        if calls:
+            rows = [r for r in rows if r["category"] != name]  # one of two alternatives
+            rows.append(
+                {
+                    "category": name,
+                    "ms_per_page": round(1000 * secs / max(1, pages), 3),
+                    "calls_per_page": round(calls / max(1, pages), 1),
+                }
+            )
+    by_name = {r["category"]: r for r in rows}
+    tok = by_name.get("tokenising")
+    vec = by_name.get("vectorising and cosine (without tokenising)")
+    if tok and vec:
+        vec["ms_per_page"] = round(vec["ms_per_page"] - tok["ms_per_page"], 3)
+    return rows, total
+
+
+def _source_line(file: str, line: int) -> str:
+    """The class that defines the function at ``file:line`` (nearest ``class`` above)."""
+    try:
+        lines = Path(file).read_text(encoding="utf-8").splitlines()[:line]
+    except OSError:
+        return ""
+    for text in reversed(lines):
+        if text.startswith("class "):
+            return text
+    return ""
+
+
+def profile(
+    site: str,
+    seeds: Sequence[str],
+    labels: str,
+    *,
+    strategy: str,
+    pages: int,
+    concurrency: int,
+    work: Path,
+    timeout: float,
+) -> dict[str, Any]:
+    """A focused and a plain crawl of ``site`` under cProfile; cost per page by category."""
+    out: dict[str, Any] = {"site": site, "strategy": strategy, "pages_per_run": pages}
+    for kind in ("plain", strategy):
+        out_dir = work / f"profile-{site}-{kind}"
+        shutil.rmtree(out_dir, ignore_errors=True)
+        out_dir.mkdir(parents=True)
+        probe_file = out_dir / "probe.json"
+        prof = out_dir / "crawl.prof"
+        cmd = crawl_command(
+            kind,
+            seeds=seeds,
+            labels=labels,
+            out_dir=out_dir,
+            pages=pages,
+            concurrency=concurrency,
+            probe_file=probe_file,
+        )
+        cmd += ["-s", f"SPEED_PROFILE_FILE={prof}"]
+        Children.run(cmd, timeout, out_dir / "crawl.log")
+        items = pages
+        if probe_file.exists():
+            items = json.loads(probe_file.read_text(encoding="utf-8"))["items"] or pages
+        if not prof.exists():
+            out[kind] = {"error": "no profile written"}
+            continue
+        rows, total = _profile_rows(prof, items)
+        shutil.rmtree(out_dir / "html", ignore_errors=True)
+        out["plain" if kind == "plain" else "focused"] = {
+            "pages": items,
+            "profiled_ms_per_page": round(1000 * total / max(1, items), 3),
+            "categories": rows,
+            "profile_file": str(prof),
+        }
+    return out
+
+
+# --- frontier ------------------------------------------------------------------------------
+_WORDS = (
+    "chemistry acid atom bond carbon element energy gas ion metal molecule oxygen reaction "
+    "salt water physics force light mass football cup match recipe bread rice empire war "
+    "river mountain city island"
+).split()
+
+
+def frontier_entries(n: int, seed: int = 1) -> Iterator[Any]:
+    """``n`` distinct frontier entries with realistic URLs, parents and m-value scores.
+
+    Pages of 2,000 hosts link 40 URLs each; anchor relevance ``r`` is skewed low, ``m``
+    follows the genetic rule's channels (M0 * 0.8**hops), and the priority, value, m and
+    hops are what :class:`~focused.strategies.annealing.AnnealingStrategy` would give.
+    """
+    from focused import genetic
+    from focused.frontier import Entry
+
+    rng = random.Random(seed)
+    parent = ""
+    m_parent = 100.0
+    for i in range(n):
+        if i % 40 == 0:
+            parent = f"https://www.site{rng.randrange(2000):04d}.example.org/wiki/page_{i}"
+            m_parent = 100.0 * 0.8 ** rng.choice((0, 0, 0, 1, 1, 2, 3, 4, 5))
+        r = rng.random() ** 3
+        m = genetic.child_m(m_parent, r, m0=100.0, ratio=0.8, threshold=0.2)
+        host = f"www.site{rng.randrange(2000):04d}.example.org"
+        word = _WORDS[i % len(_WORDS)]
+        yield Entry(
+            url=f"https://{host}/wiki/{word}_{i}",
+            fp=i * 0x9E3779B97F4A7C15 % (1 << 64) - (1 << 63),
+            priority=genetic.priority(m, r),
+            value=0.9 * m / 100.0 + 0.1 * r,
+            depth=rng.randrange(1, 20),
+            m=m,
+            hops=genetic.side_channel_hops(m, m0=100.0, ratio=0.8),
+            anchor_relevance=r,
+            parent_url=parent,
+            seq=i,
+        )
+
+
+def rss_bytes() -> int:
+    """Resident set size of this process (Linux ``/proc``; 0 elsewhere)."""
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def frontier_worker(n: int) -> dict[str, Any]:
+    """``n`` pushes then ``n`` annealing picks; memory held after the pushes.
+
+    The entries are made first, with their FIFO numbers (``seq``) set so that a push does
+    not attach a new int to an entry the benchmark holds. Memory: a first frontier is
+    filled under ``tracemalloc`` (RSS read before and after); time: a second one is
+    filled and emptied without tracing.
+    """
+    import tracemalloc
+
+    from focused.annealing import Annealer
+    from focused.frontier import MemoryFrontier
+
+    t = time.process_time()
+    entries = list(frontier_entries(n))
+    out: dict[str, Any] = {"n": n, "make_entries_s": time.process_time() - t}
+    out["url_chars_mean"] = sum(len(e.url) for e in entries) / n
+    gc.collect()
+    rss0 = rss_bytes()
+    tracemalloc.start()
+    mem0 = tracemalloc.get_traced_memory()[0]
+    frontier = MemoryFrontier()
+    for e in entries:
+        frontier.push(e)
+    gc.collect()
+    out["bytes_per_url_tracemalloc"] = (tracemalloc.get_traced_memory()[0] - mem0) / n
+    out["bytes_per_url_rss"] = (rss_bytes() - rss0) / n
+    tracemalloc.stop()
+    out["held"] = len(frontier)
+    del frontier
+    gc.collect()
+    frontier = MemoryFrontier()
+    push = frontier.push
+    t = time.process_time()
+    for e in entries:
+        push(e)
+    out["push_us"] = 1e6 * (time.process_time() - t) / n
+    del entries
+    annealer = Annealer(t0=0.05, alpha=0.995, t_min=1e-4, k=8, seed=42)
+    pick = frontier.pop_annealed
+    t = time.process_time()
+    picked = 0
+    while pick(annealer) is not None:
+        picked += 1
+    out["pick_us"] = 1e6 * (time.process_time() - t) / max(1, picked)
+    out["picked"] = picked
+    return out
+
+
+# --- dedup ---------------------------------------------------------------------------------
+def _mix(x: Any) -> Any:
+    """splitmix64's finaliser on a numpy uint64 array: a bijection, so distinct in, distinct
+    out; the result looks like the random 64-bit prefix of a SHA-1."""
+    import numpy as np
+
+    with np.errstate(over="ignore"):
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        x = x ^ (x >> np.uint64(31))
+    return x.view(np.int64)
+
+
+def fingerprints(start: int, stop: int, absent: bool = False) -> list[int]:
+    """Fingerprints number ``start..stop``: ``mix(2i)`` (added) or ``mix(2i+1)`` (never
+    added), so an absent one can never equal an added one."""
+    import numpy as np
+
+    i = np.arange(start, stop, dtype=np.uint64) * np.uint64(2) + np.uint64(absent)
+    return _mix(i).tolist()
+
+
+def dedup_worker(n: int, probes: int) -> dict[str, Any]:
+    """Add ``n`` fingerprints to :class:`~focused.dedup.SeenSet`, then test ``probes`` added
+    and ``probes`` never-added ones; count every wrong answer.
+
+    The fingerprints are made first (outside the measures); memory: a first set filled
+    under ``tracemalloc``; time: a second one filled without tracing.
+    """
+    import tracemalloc
+
+    from focused.dedup import SeenSet, url_fingerprint
+
+    fps = fingerprints(0, n)
+    gc.collect()
+    rss0 = rss_bytes()
+    tracemalloc.start()
+    mem0 = tracemalloc.get_traced_memory()[0]
+    seen = SeenSet()
+    for fp in fps:
+        seen.add(fp)
+    gc.collect()
+    out: dict[str, Any] = {"n": n}
+    out["bytes_per_url_tracemalloc"] = (tracemalloc.get_traced_memory()[0] - mem0) / n
+    out["bytes_per_url_rss"] = (rss_bytes() - rss0) / n
+    tracemalloc.stop()
+    del seen
+    gc.collect()
+    seen = SeenSet()
+    add = seen.add
+    false_drops = 0  # a new URL reported as seen (it would never be crawled)
+    t = time.process_time()
+    for fp in fps:
+        if not add(fp):
+            false_drops += 1
+    out["add_us"] = 1e6 * (time.process_time() - t) / n
+    out["held"] = len(seen)
+    del fps
+    rng = random.Random(5)
+    k = max(1, min(probes, n))
+    start = rng.randrange(0, max(1, n - k + 1))
+    present = fingerprints(start, start + k)
+    absent = fingerprints(start, start + k, absent=True)
+    t = time.process_time()
+    missed = sum(1 for fp in present if fp not in seen)  # would be crawled twice
+    hit_s = time.process_time() - t
+    t = time.process_time()
+    false_drops += sum(1 for fp in absent if fp in seen)
+    miss_s = time.process_time() - t
+    out["test_us_seen"] = 1e6 * hit_s / k
+    out["test_us_new"] = 1e6 * miss_s / k
+    out["test_us"] = 1e6 * (hit_s + miss_s) / (2 * k)
+    out["false_drops"] = false_drops
+    out["false_accepts"] = missed
+    m = min(k, 100_000)
+    urls = [f"https://www.site{i % 2000:04d}.example.org/wiki/page_{i}?b=2&a=1" for i in range(m)]
+    url_fingerprint.cache_clear()
+    t = time.process_time()
+    for u in urls:
+        url_fingerprint(u)
+    out["fingerprint_us"] = 1e6 * (time.process_time() - t) / m
+    return out
+
+
+def _allocated(size: int) -> int:
+    """Bytes pymalloc gives an object of ``size`` bytes (16-byte size classes up to 512)."""
+    return (size + 15) // 16 * 16 if size <= 512 else size
+
+
+def scrapy_dedup_worker(n: int) -> dict[str, Any]:
+    """Scrapy's ``RFPDupeFilter`` (in memory) fed ``n`` distinct requests.
+
+    Time: ``request_seen`` (which computes Scrapy's request fingerprint). Memory: the set
+    and its fingerprint objects, summed with ``sys.getsizeof`` rounded to pymalloc's size
+    classes (tracing a million ``Request`` objects would take minutes), and RSS.
+    """
+    from scrapy import Request
+    from scrapy.dupefilters import RFPDupeFilter
+
+    chunk = 20_000
+    df = RFPDupeFilter()
+    gc.collect()
+    rss0 = rss_bytes()
+    seen_s = 0.0
+    false_drops = 0
+    for start in range(0, n, chunk):
+        batch = [
+            Request(f"https://www.site{i % 2000:04d}.example.org/wiki/page_{i}")
+            for i in range(start, min(n, start + chunk))
+        ]
+        t = time.process_time()
+        for request in batch:
+            if df.request_seen(request):
+                false_drops += 1
+        seen_s += time.process_time() - t
+        del batch
+    gc.collect()
+    held = getattr(df, "_fingerprints", None)
+    out: dict[str, Any] = {"n": n, "held": len(held) if held is not None else None}
+    out["bytes_per_url_rss"] = (rss_bytes() - rss0) / n
+    if held is not None:
+        total = sys.getsizeof(held) + sum(_allocated(sys.getsizeof(x)) for x in held)
+        out["bytes_per_url_objects"] = total / n
+    out["test_us"] = 1e6 * seen_s / n  # includes Scrapy's request fingerprint
+    out["false_drops"] = false_drops
+    return out
+
+
+def run_worker(args: list[str], timeout: float) -> dict[str, Any]:
+    """``python -m focused.bench.speed --worker ...`` in a child; its JSON answer."""
+    cmd = [sys.executable, "-m", "focused.bench.speed", "--worker", *args]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    Children.alive.add(proc)  # type: ignore[arg-type]
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return {"error": f"timed out after {timeout:.0f} s"}
+    finally:
+        Children.alive.discard(proc)  # type: ignore[arg-type]
+    if proc.returncode != 0:
+        return {"error": stderr.decode("utf-8", "replace").strip().splitlines()[-1:]}
+    return json.loads(stdout.decode("utf-8").strip().splitlines()[-1])
+
+
+def frontier_bench(sizes: Sequence[int], timeout: float, log: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"sizes": {}}
+    for n in sizes:
+        row = _rounded(run_worker(["frontier", str(n)], timeout))
+        out["sizes"][str(n)] = row
+        log(f"frontier {n:,}: {row}")
+    if sizes:
+        top = out["sizes"][str(max(sizes))]
+        out["at"] = max(sizes)
+        out["bytes_per_url"] = top.get("bytes_per_url_tracemalloc")
+        out["bytes_per_url_rss"] = top.get("bytes_per_url_rss")
+        out["pick_us"] = top.get("pick_us")
+        out["push_us"] = top.get("push_us")
+    return out
+
+
+def dedup_bench(
+    sizes: Sequence[int], scrapy_size: int, probes: int, timeout: float, log: Any
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"sizes": {}}
+    for n in sizes:
+        row = _rounded(run_worker(["dedup", str(n), "--probes", str(probes)], timeout))
+        out["sizes"][str(n)] = row
+        log(f"dedup {n:,}: {row}")
+    if sizes:
+        top = out["sizes"][str(max(sizes))]
+        out["at"] = max(sizes)
+        out["bytes_per_url"] = top.get("bytes_per_url_tracemalloc")
+        out["bytes_per_url_rss"] = top.get("bytes_per_url_rss")
+        out["test_us"] = top.get("test_us")
+        rows = out["sizes"].values()
+        out["false_drops"] = sum(int(r.get("false_drops", 1)) for r in rows)
+        out["false_accepts"] = sum(int(r.get("false_accepts", 1)) for r in rows)
+    if scrapy_size:
+        row = _rounded(run_worker(["scrapy-dedup", str(scrapy_size)], timeout))
+        out["scrapy"] = row
+        out["scrapy_at"] = scrapy_size
+        out["scrapy_bytes_per_url"] = row.get("bytes_per_url_objects")
+        out["scrapy_bytes_per_url_rss"] = row.get("bytes_per_url_rss")
+        out["scrapy_test_us"] = row.get("test_us")
+        log(f"scrapy RFPDupeFilter {scrapy_size:,}: {row}")
+    return out
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the project when inside it."""
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def _rounded(x: Any) -> Any:
+    if isinstance(x, float):
+        return round(x, 3)
+    if isinstance(x, dict):
+        return {k: _rounded(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_rounded(v) for v in x]
+    return x
+
+
+# --- report --------------------------------------------------------------------------------
+def _lookup(data: dict[str, Any], key: str) -> Any:
+    node: Any = data
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def check_targets(data: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, op, limit, aim in TARGETS:
+        value = _lookup(data, key)
+        if value is None:
+            out[key] = {"value": None, "target": f"{op} {limit}", "met": None}
+            continue
+        ok = {">=": value >= limit, "<=": value <= limit, "==": value == limit}[op]
+        aimed = {">=": value >= aim, "<=": value <= aim, "==": value == aim}[op]
+        out[key] = {
+            "value": value,
+            "target": f"{op} {limit}",
+            "aim": f"{op} {aim}",
+            "met": bool(ok),
+            "aim_met": bool(aimed),
+        }
+    return out
+
+
+def _fmt(v: Any, digits: int = 2) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:,.{digits}f}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def write_markdown(data: dict[str, Any], path: Path) -> None:
+    m = data["machine"]
+    lines = [
+        "# Speed benchmark (issue 5)",
+        "",
+        f"{m['cpus']} CPUs, load average {m['loadavg_start']} at start and"
+        f" {m['loadavg_end']} at the end (other work on the machine slows both sides of a"
+        f" pair alike; compare ratios, not absolute pages/s). Python {m['python']},"
+        f" Scrapy {m['scrapy']}. Whole benchmark: {_fmt(data.get('elapsed_s'), 0)} s.",
+        "",
+        "## Targets",
+        "",
+        "| key | value | target | met | aim |",
+        "|---|---|---|---|---|",
+    ]
+    for key, t in data["targets"].items():
+        met = {True: "yes", False: "**no**", None: "not measured"}[t["met"]]
+        aim = {True: "yes", False: "no", None: "–"}[t.get("aim_met")]
+        lines.append(f"| `{key}` | {_fmt(t['value'], 3)} | {t['target']} | {met} | {aim} |")
+    tp = data.get("throughput")
+    if tp:
+        lines += [
+            "",
+            "## Throughput: focused against plain Scrapy",
+            "",
+            f"{tp['pages_per_run']} pages per crawl (`CLOSESPIDER_ITEMCOUNT`),"
+            f" `CONCURRENT_REQUESTS` = {tp['concurrency']} (also per domain), AutoThrottle off,"
+            f" {tp['pairs']} pairs per strategy, {tp['order']}. pages/s from the first item"
+            " to the last (start-up excluded); ratio = median of the per-pair ratios"
+            " focused/plain; CPU ratio = plain CPU ms per page / focused CPU ms per page"
+            " (what the ratio would be if the crawl were CPU-bound).",
+        ]
+        for site, s_out in tp["sites"].items():
+            p = s_out["plain"]
+            lines += [
+                "",
+                f"### {site}",
+                "",
+                "| crawler | median pages/s | CPU ms/page | ratio | CPU ratio | pair ratios |",
+                "|---|---|---|---|---|---|",
+                f"| plain Scrapy | {_fmt(p['median_pages_s'], 1)} |"
+                f" {_fmt(p['median_cpu_ms_per_page'])} | 1 | 1 | |",
+            ]
+            for s, row in s_out["strategies"].items():
+                lines.append(
+                    f"| focused `{s}` | {_fmt(row['median_pages_s'], 1)} |"
+                    f" {_fmt(row['median_cpu_ms_per_page'])} | {_fmt(row['ratio'], 3)} |"
+                    f" {_fmt(row['cpu_ratio'], 3)} |"
+                    f" {', '.join(f'{x:.2f}' for x in row['pair_ratios'])} |"
+                )
+        lines += ["", f"Worst: `{tp.get('ratio_min_at')}` at {_fmt(tp.get('ratio_min'), 3)}."]
+    prof = data.get("profile")
+    if prof and "focused" in prof:
+        lines += [
+            "",
+            "## Where the time goes",
+            "",
+            f"cProfile of one crawl of {prof['pages_per_run']} pages of {prof['site']}"
+            f" (focused: `{prof['strategy']}`) from its first item to its last (start-up"
+            " and shutdown left out), ms per page *under the profiler* (which inflates"
+            " Python-heavy code ~2x: compare rows and columns, not with the throughput).",
+            "",
+            "| cost | plain ms/page | focused ms/page | focused calls/page |",
+            "|---|---|---|---|",
+        ]
+        plain_rows = {r["category"]: r for r in prof.get("plain", {}).get("categories", [])}
+        focused_rows = {r["category"]: r for r in prof["focused"]["categories"]}
+        for name in dict.fromkeys(c[0] for c in CATEGORIES):
+            a, b = plain_rows.get(name), focused_rows.get(name)
+            if a is None and b is None:
+                continue
+            lines.append(
+                f"| {name} | {_fmt(a and a['ms_per_page'])} | {_fmt(b and b['ms_per_page'])} |"
+                f" {_fmt(b and b['calls_per_page'], 1)} |"
+            )
+        lines.append(
+            f"| **everything profiled** | {_fmt(prof.get('plain', {}).get('profiled_ms_per_page'))}"
+            f" | {_fmt(prof['focused']['profiled_ms_per_page'])} | |"
+        )
+    fr = data.get("frontier")
+    if fr and fr.get("sizes"):
+        lines += [
+            "",
+            "## Frontier (`focused.frontier.MemoryFrontier`)",
+            "",
+            "N pushes of distinct entries (m-value scores, 2,000 hosts, 40 links per parent),"
+            " then N annealing picks (K = 8, T0 = 0.05).",
+            "",
+            "| N | µs/push | µs/pick | bytes/URL (tracemalloc) | bytes/URL (RSS) | URL chars |",
+            "|---|---|---|---|---|---|",
+        ]
+        for n, row in fr["sizes"].items():
+            lines.append(
+                f"| {int(n):,} | {_fmt(row.get('push_us'))} | {_fmt(row.get('pick_us'))} |"
+                f" {_fmt(row.get('bytes_per_url_tracemalloc'), 1)} |"
+                f" {_fmt(row.get('bytes_per_url_rss'), 1)} | {_fmt(row.get('url_chars_mean'), 1)} |"
+            )
+    dd = data.get("dedup")
+    if dd and dd.get("sizes"):
+        lines += [
+            "",
+            "## Seen-URL test",
+            "",
+            "| set | N | bytes/URL (tracemalloc) | bytes/URL (RSS) | µs/add | µs/test |"
+            " false drops |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for n, row in dd["sizes"].items():
+            lines.append(
+                f"| `SeenSet` (exact, 64-bit) | {int(n):,} |"
+                f" {_fmt(row.get('bytes_per_url_tracemalloc'), 1)} |"
+                f" {_fmt(row.get('bytes_per_url_rss'), 1)} | {_fmt(row.get('add_us'))} |"
+                f" {_fmt(row.get('test_us'))} | {_fmt(row.get('false_drops'))} |"
+            )
+        sc = dd.get("scrapy")
+        if sc:
+            lines.append(
+                f"| Scrapy `RFPDupeFilter` | {int(dd['scrapy_at']):,} |"
+                f" {_fmt(sc.get('bytes_per_url_objects'), 1)} (objects) |"
+                f" {_fmt(sc.get('bytes_per_url_rss'), 1)} | – |"
+                f" {_fmt(sc.get('test_us'))} (with its fingerprint) |"
+                f" {_fmt(sc.get('false_drops'))} |"
+            )
+        top = dd["sizes"].get(str(dd.get("at")), {})
+        if top.get("fingerprint_us") is not None:
+            lines.append(
+                f"\nThe project's URL fingerprint (canonical URL, SHA-1, first 8 bytes) costs"
+                f" {_fmt(top['fingerprint_us'])} µs on a new URL (an LRU cache answers repeats)."
+            )
+    notes = data.get("notes")
+    if notes:
+        lines += ["", "## Notes", "", *notes]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+# --- main ----------------------------------------------------------------------------------
+def _ints(text: str) -> list[int]:
+    return [int(float(x)) for x in text.split(",") if x.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m focused.bench.speed",
+        description="Speed benchmark: throughput against plain Scrapy, profile, frontier and"
+        " seen-URL set at scale. Writes speed.json and speed.md in --out.",
+    )
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder")
+    p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="wikispeedia-site folder")
+    p.add_argument("--sites", default="sandbox,wikispeedia", help="sites to crawl")
+    p.add_argument("--sandbox-pages", type=int, default=20_000, help="sandbox size")
+    p.add_argument("--pages", type=int, default=400, help="page budget of each crawl")
+    p.add_argument("--pairs", type=int, default=3, help="plain/focused pairs per strategy")
+    p.add_argument("--strategies", default="", help="comma-separated; default: all but oracle")
+    p.add_argument("--concurrency", type=int, default=16, help="CONCURRENT_REQUESTS")
+    p.add_argument("--profile-pages", type=int, default=400, help="pages of the profiled crawls")
+    p.add_argument("--profile-site", default="wikispeedia", help="site of the profiled crawls")
+    p.add_argument("--frontier-sizes", type=_ints, default=[100_000, 1_000_000])
+    p.add_argument("--dedup-sizes", type=_ints, default=[1_000_000, 10_000_000])
+    p.add_argument("--scrapy-dedup-size", type=int, default=1_000_000)
+    p.add_argument("--probes", type=int, default=1_000_000, help="membership tests per size")
+    p.add_argument("--skip", default="", help="parts to skip: throughput,profile,frontier,dedup")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds per child process")
+    p.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
+    return p
+
+
+def _worker(argv: list[str], probes: int) -> int:
+    kind, n = argv[0], int(argv[1])
+    if kind == "frontier":
+        out = frontier_worker(n)
+    elif kind == "dedup":
+        out = dedup_worker(n, probes)
+    elif kind == "scrapy-dedup":
+        out = scrapy_dedup_worker(n)
+    else:
+        raise SystemExit(f"unknown worker {kind!r}")
+    print(json.dumps(out))
+    return 0
+
+
+def default_strategies() -> list[str]:
+    from focused.strategies import STRATEGIES
+
+    return [s for s in STRATEGIES if s != "oracle"]
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    Children.stop_all()
+    raise SystemExit(128 + signum)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.worker:
+        return _worker(args.worker, args.probes)
+    signal.signal(signal.SIGTERM, _interrupt)
+    started = time.monotonic()
+    skip = {s.strip() for s in args.skip.split(",") if s.strip()}
+    out_dir = args.out if args.out.is_absolute() else ROOT / args.out
+    out_dir.mkdir(parents=True, exist_ok=True)
+    data_dir = args.data if args.data.is_absolute() else (ROOT / args.data).resolve()
+    strategies = [s for s in args.strategies.split(",") if s] or default_strategies()
+    sites_wanted = [s.strip() for s in args.sites.split(",") if s.strip()]
+
+    def log(msg: str) -> None:
+        print(f"[speed {time.monotonic() - started:6.1f}s] {msg}", file=sys.stderr, flush=True)
+
+    import scrapy
+
+    data: dict[str, Any] = {
+        "machine": {
+            "cpus": os.cpu_count(),
+            "loadavg_start": [round(x, 2) for x in os.getloadavg()],
+            "python": platform.python_version(),
+            "scrapy": scrapy.__version__,
+        },
+    }
+    servers: list[ServerProcess] = []
+    work = Path(tempfile.mkdtemp(prefix="focused-speed-"))
+    try:
+        sites: dict[str, tuple[list[str], str]] = {}
+        if not {"throughput", "profile"} <= skip:
+            for site in sites_wanted:
+                if site == "sandbox":
+                    server = sandbox_server(args.sandbox_pages)
+                    base = server.start()
+                    servers.append(server)
+                    seeds = sandbox_seeds(base, args.sandbox_pages)
+                    sites[site] = (seeds, f"{base}/labels.tsv")
+                elif site == "wikispeedia":
+                    if not data_dir.is_dir():
+                        log(f"no wikispeedia site at {data_dir}: skipped")
+                        continue
+                    server = static_server(data_dir)
+                    base = server.start()
+                    servers.append(server)
+                    sites[site] = ([base + WIKI_SEED], str(data_dir / "labels.tsv"))
+                else:
+                    raise SystemExit(f"unknown site {site!r}: sandbox or wikispeedia")
+                log(f"{site} served by its own process at {base}")
+        if "throughput" not in skip and sites:
+            data["throughput"] = throughput(
+                sites,
+                strategies,
+                pairs=args.pairs,
+                pages=args.pages,
+                concurrency=args.concurrency,
+                work=work,
+                timeout=args.timeout,
+                log=log,
+            )
+        if "profile" not in skip and sites:
+            site = args.profile_site if args.profile_site in sites else next(iter(sites))
+            seeds, labels = sites[site]
+            data["profile"] = profile(
+                site,
+                seeds,
+                labels,
+                strategy="annealing" if "annealing" in strategies else strategies[0],
+                pages=args.profile_pages,
+                concurrency=args.concurrency,
+                work=work,
+                timeout=args.timeout,
+            )
+            prof_out = out_dir / "speed-profiles"
+            prof_out.mkdir(exist_ok=True)
+            for kind in ("plain", "focused"):
+                entry = data["profile"].get(kind, {})
+                if "profile_file" in entry:
+                    target = prof_out / f"{kind}.prof"
+                    shutil.copy(entry["profile_file"], target)
+                    entry["profile_file"] = _shown(target)
+            log("profile done")
+    finally:
+        for server in servers:
+            server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    if "frontier" not in skip:
+        data["frontier"] = frontier_bench(args.frontier_sizes, args.timeout, log)
+    if "dedup" not in skip:
+        data["dedup"] = dedup_bench(
+            args.dedup_sizes, args.scrapy_dedup_size, args.probes, args.timeout, log
+        )
+    data["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+    data["elapsed_s"] = round(time.monotonic() - started, 1)
+    data["targets"] = check_targets(data)
+    (out_dir / "speed.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    write_markdown(data, out_dir / "speed.md")
+    log(f"wrote {out_dir / 'speed.json'} and {out_dir / 'speed.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -98,3 +98,12 @@ SCALE_ARGS ?=
 .PHONY: bench-scale
 bench-scale: install
 	$(PY) -m focused.bench.scale --out $(BENCH_OUT) $(SCALE_ARGS)
+
+# Speed benchmark (issue 5): plain Scrapy against focused (every strategy) on the sandbox
+# (20,000 pages) and wikispeedia, each served by its own process, A B A B pairs; a
+# profile; the frontier at 100k/1M URLs and the seen-URL set at 1M/10M. Writes
+# $(BENCH_OUT)/speed.json and speed.md (~10-15 min). SPEED_ARGS="--pairs 3 --pages 300" etc.
+SPEED_ARGS ?=
+.PHONY: bench-speed
+bench-speed: install
+	$(PY) -m focused.bench.speed --out $(BENCH_OUT) $(if $(DATA),--data $(DATA)) $(SPEED_ARGS)

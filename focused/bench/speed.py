@@ -88,8 +88,19 @@ class Probe:
         self.profiler: Any = None
         self.items = 0
         self.responses = 0
+        self.body_bytes = 0
         self.t_first = self.t_last = 0.0
         self.cpu_first = self.cpu_last = 0.0
+        self.gc_seconds = 0.0
+        self.gc_collections = 0
+        self._gc_start = 0.0
+
+    def _gc(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._gc_start = time.process_time()
+        elif self.items:
+            self.gc_seconds += time.process_time() - self._gc_start
+            self.gc_collections += 1
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> Probe:
@@ -102,10 +113,13 @@ class Probe:
         crawler.signals.connect(probe.item_scraped, signal=signals.item_scraped)
         crawler.signals.connect(probe.response_received, signal=signals.response_received)
         crawler.signals.connect(probe.spider_closed, signal=signals.spider_closed)
+        gc.callbacks.append(probe._gc)
         return probe
 
-    def response_received(self, **kwargs: Any) -> None:
+    def response_received(self, response: Any = None, **kwargs: Any) -> None:
         self.responses += 1
+        if self.items and response is not None:
+            self.body_bytes += len(response.body)
 
     def item_scraped(self, **kwargs: Any) -> None:
         now, cpu = time.perf_counter(), time.process_time()
@@ -126,6 +140,8 @@ class Probe:
             self.profiler.disable()
             self.profiler.dump_stats(self.profile_path)
             self.profiler = None
+        with contextlib.suppress(ValueError):
+            gc.callbacks.remove(self._gc)
 
     def spider_closed(self, reason: str = "") -> None:
         self._stop_profile()
@@ -134,6 +150,10 @@ class Probe:
             "responses": self.responses,
             "seconds": self.t_last - self.t_first,
             "cpu_seconds": self.cpu_last - self.cpu_first,
+            "kb_per_page": self.body_bytes / 1024 / max(1, self.items - 1),
+            "gc_seconds": self.gc_seconds,
+            "gc_collections": self.gc_collections,
+            "gc_tracked_objects": len(gc.get_objects()),
             "reason": reason,
         }
         Path(self.path).write_text(json.dumps(data), encoding="utf-8")
@@ -313,6 +333,7 @@ def run_crawl(
         result["pages_s"] = round((n - 1) / secs, 2) if n > 1 and secs > 0 else None
         cpu = probe["cpu_seconds"]
         result["cpu_ms_per_page"] = round(1000 * cpu / (n - 1), 3) if n > 1 else None
+        result["kb_per_page"] = round(probe.get("kb_per_page", 0.0), 2)
     else:
         result["pages_s"] = result["cpu_ms_per_page"] = None
     shutil.rmtree(out_dir / "html", ignore_errors=True)  # page bodies: not needed
@@ -379,6 +400,7 @@ def throughput(
             "plain": {
                 "median_pages_s": _median([x["pages_s"] for x in plain]),
                 "median_cpu_ms_per_page": _median([x["cpu_ms_per_page"] for x in plain]),
+                "median_kb_per_page": _median([x.get("kb_per_page") for x in plain]),
                 "runs": plain,
             },
             "strategies": {},
@@ -388,6 +410,7 @@ def throughput(
             site_out["strategies"][s] = {
                 "median_pages_s": _median([x["pages_s"] for x in runs[s]]),
                 "median_cpu_ms_per_page": _median([x["cpu_ms_per_page"] for x in runs[s]]),
+                "median_kb_per_page": _median([x.get("kb_per_page") for x in runs[s]]),
                 "ratio": ratio,
                 "pair_ratios": [round(x, 4) for x in pair_ratios[s]],
                 "cpu_ratio": _median(cpu_ratios[s]),
@@ -909,15 +932,18 @@ def write_markdown(data: dict[str, Any], path: Path) -> None:
                 "",
                 f"### {site}",
                 "",
-                "| crawler | median pages/s | CPU ms/page | ratio | CPU ratio | pair ratios |",
-                "|---|---|---|---|---|---|",
+                "| crawler | median pages/s | CPU ms/page | KB/page | ratio | CPU ratio |"
+                " pair ratios |",
+                "|---|---|---|---|---|---|---|",
                 f"| plain Scrapy | {_fmt(p['median_pages_s'], 1)} |"
-                f" {_fmt(p['median_cpu_ms_per_page'])} | 1 | 1 | |",
+                f" {_fmt(p['median_cpu_ms_per_page'])} | {_fmt(p.get('median_kb_per_page'), 1)} |"
+                " 1 | 1 | |",
             ]
             for s, row in s_out["strategies"].items():
                 lines.append(
                     f"| focused `{s}` | {_fmt(row['median_pages_s'], 1)} |"
-                    f" {_fmt(row['median_cpu_ms_per_page'])} | {_fmt(row['ratio'], 3)} |"
+                    f" {_fmt(row['median_cpu_ms_per_page'])} |"
+                    f" {_fmt(row.get('median_kb_per_page'), 1)} | {_fmt(row['ratio'], 3)} |"
                     f" {_fmt(row['cpu_ratio'], 3)} |"
                     f" {', '.join(f'{x:.2f}' for x in row['pair_ratios'])} |"
                 )

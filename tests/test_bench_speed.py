@@ -1,0 +1,258 @@
+"""Speed benchmark (issue 5): the harness end to end at tiny sizes, and the speed-ups
+keeping their results (no timed assertion anywhere: speed is a benchmark, not a test)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from parsel import Selector
+
+from focused.annealing import Annealer
+from focused.dedup import FingerprintTable, SeenSet
+from focused.frontier import Entry, MemoryFrontier
+from focused.relevance import TopicVector, term_counts, tokenize
+from focused.sandbox import generate_site
+from focused.spiders.focused import BODY_TEXT
+from focused.topics import load_topic
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# --- the harness ---------------------------------------------------------------------
+def test_harness_writes_every_number_with_tiny_sizes(tmp_path: Path) -> None:
+    out = tmp_path / "bench"
+    cmd = [
+        sys.executable,
+        "-m",
+        "focused.bench.speed",
+        "--out",
+        str(out),
+        "--sites",
+        "sandbox",
+        "--sandbox-pages",
+        "300",
+        "--pages",
+        "15",
+        "--pairs",
+        "1",
+        "--strategies",
+        "bfs",
+        "--profile-pages",
+        "15",
+        "--frontier-sizes",
+        "3000",
+        "--dedup-sizes",
+        "2000,5000",
+        "--scrapy-dedup-size",
+        "2000",
+        "--probes",
+        "1000",
+    ]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    data = json.loads((out / "speed.json").read_text(encoding="utf-8"))
+
+    tp = data["throughput"]
+    site = tp["sites"]["sandbox"]
+    assert site["plain"]["median_pages_s"] > 0
+    row = site["strategies"]["bfs"]
+    assert row["median_pages_s"] > 0 and row["ratio"] > 0 and len(row["pair_ratios"]) == 1
+    assert tp["ratio_min"] == row["ratio"] and tp["ratio_min_at"] == "sandbox/bfs"
+    for run in (*site["plain"]["runs"], *row["runs"]):
+        assert run["returncode"] == 0 and run["items"] >= 15
+
+    prof = data["profile"]
+    names = {r["category"] for r in prof["focused"]["categories"]}
+    assert {"tokenising", "link extraction (Scrapy LinkExtractor)", "  SQLite"} <= names
+    assert prof["plain"]["profiled_ms_per_page"] > 0
+
+    fr = data["frontier"]
+    assert fr["sizes"]["3000"]["held"] == 3000 and fr["sizes"]["3000"]["picked"] == 3000
+    assert fr["bytes_per_url"] > 0 and fr["pick_us"] > 0 and fr["push_us"] > 0
+
+    dd = data["dedup"]
+    assert dd["false_drops"] == 0 and dd["false_accepts"] == 0
+    assert dd["sizes"]["5000"]["held"] == 5000 and dd["at"] == 5000
+    assert dd["bytes_per_url"] > 0 and dd["test_us"] > 0
+    assert dd["scrapy_bytes_per_url"] > 0 and dd["scrapy"]["false_drops"] == 0
+
+    assert set(data["targets"]) == {
+        "throughput.ratio_min",
+        "frontier.bytes_per_url",
+        "frontier.pick_us",
+        "dedup.bytes_per_url",
+        "dedup.false_drops",
+    }
+    assert data["targets"]["dedup.false_drops"]["met"] is True
+    assert data["machine"]["cpus"] and len(data["machine"]["loadavg_start"]) == 3
+    md = (out / "speed.md").read_text(encoding="utf-8")
+    for heading in ("## Targets", "## Throughput", "## Where the time goes", "## Frontier"):
+        assert heading in md
+
+
+# --- relevance: term counting on bytes gives tokenize's terms -----------------------
+WORDS = st.sampled_from(
+    ["Chemistry", "ACID", "the", "İstanbul", "ΟΔΟΣ", "École", "word’s", "a_b", "x\u00a0y"]
+    + ["化学", "和", "H2O", "ﬁnal", "Straße", "ǅ", "Ⅻ", "²", "\ud800", "\x00", "-"]
+)
+TEXTS = st.lists(st.one_of(st.text(max_size=12), WORDS), max_size=25).map(" ".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXTS)
+def test_term_counts_are_the_counts_of_tokenize(text: str) -> None:
+    expected = Counter(t.encode("utf-8", "surrogatepass") for t in tokenize(text))
+    assert term_counts(text) == expected
+
+
+@pytest.fixture(scope="module")
+def sandbox_texts() -> list[str]:
+    site = generate_site(seed=3, pages=300)
+    texts: list[str] = []
+    for body in list(site.pages.values())[:120]:
+        sel = Selector(text=body.decode("utf-8", "replace"))
+        texts.append(" ".join(sel.xpath("//title//text()").getall()))
+        texts.append(" ".join(sel.xpath(BODY_TEXT).getall()))
+        texts.extend(sel.xpath("//a//text()").getall())
+    return texts
+
+
+def test_cosines_equal_scikit_learns_sparse_product_exactly(sandbox_texts: list[str]) -> None:
+    for name in ("chemistry", "physics"):
+        vector = TopicVector(load_topic(name).keywords)
+        fast = vector.cosines(sandbox_texts)
+        assert fast.tolist() == vector.cosines_reference(sandbox_texts).tolist()
+        assert vector.cosines(sandbox_texts).tolist() == fast.tolist()  # cached: same
+        assert (fast > 0).sum() > 10
+
+
+# --- frontier: the bucket queue against a plain model of the rules ------------------
+class ModelFrontier:
+    """The frontier's rules, slowly: best = highest priority, then lowest seq."""
+
+    def __init__(self) -> None:
+        self.live: dict[int, Entry] = {}
+        self.seq = 0
+        self.promoted = 0
+
+    def push(self, e: Entry) -> bool:
+        old = self.live.get(e.fp)
+        if old is not None:
+            if e.priority <= old.priority:
+                return False
+            self.promoted += 1
+        if e.seq < 0:
+            e.seq, self.seq = self.seq, self.seq + 1
+        else:
+            self.seq = max(self.seq, e.seq + 1)
+        self.live[e.fp] = dataclasses.replace(e)
+        return True
+
+    def _order(self) -> list[Entry]:
+        return sorted(self.live.values(), key=lambda e: (-e.priority, e.seq))
+
+    def pop(self) -> Entry | None:
+        order = self._order()
+        return self.live.pop(order[0].fp) if order else None
+
+    def pop_annealed(self, a: Annealer) -> Entry | None:
+        if a.temperature <= 0 or a.k <= 1:
+            a.cool()
+            return self.pop()
+        top = self._order()[: a.k]
+        if not top:
+            return None
+        return self.live.pop(top[a.choose([e.value for e in top])].fp)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_frontier_follows_the_model(seed: int) -> None:
+    rng = random.Random(seed)
+    real, model = MemoryFrontier(), ModelFrontier()
+    k, t0 = rng.choice([1, 3, 8]), rng.choice([0.0, 0.05, 2.0])
+    a1, a2 = (Annealer(t0=t0, alpha=0.99, t_min=1e-3, k=k, seed=seed) for _ in range(2))
+    n_fp, n_prio = rng.choice([(15, 4), (300, 40), (2000, 10**6)])
+    seqs = rng.sample(range(10**5), 500)  # entries restored with their own seq
+    for step in range(2500):
+        r = rng.random()
+        if r < 0.6:
+            fp = rng.randrange(n_fp) - n_fp // 3  # includes 0 and negative fingerprints
+            kw = {
+                "url": f"http://h{fp % 5}.example/p/{fp}?s={step}",
+                "fp": fp,
+                "priority": rng.randrange(n_prio) - n_prio // 2,
+                "value": rng.random(),
+                "depth": rng.randrange(30),
+                "m": rng.choice([100.0, 80.0, 51.2]),
+                "hops": rng.randrange(5),
+                "anchor_relevance": rng.random(),
+                "parent_url": rng.choice(["", "http://p.example/1", "http://p.example/2"]),
+                "flags": rng.randrange(4),
+                "extra": rng.choice([None, {"step": step}]),
+            }
+            if step < 500 and rng.random() < 0.3:
+                kw["seq"] = seqs.pop()
+            x, y = Entry(**kw), Entry(**kw)
+            assert real.push(x) == model.push(y)
+            assert x.seq == y.seq
+        elif r < 0.75:
+            assert real.pop() == model.pop()
+        elif r < 0.95:
+            assert real.pop_annealed(a1) == model.pop_annealed(a2)
+        else:
+            fp = rng.randrange(n_fp) - n_fp // 3
+            assert real.get(fp) == model.live.get(fp)
+            assert (fp in real) == (fp in model.live)
+        assert len(real) == len(model.live) and real.promoted == model.promoted
+    assert sorted(e.fp for e in real.entries()) == sorted(model.live)
+    while (x := real.pop_annealed(a1)) is not None:
+        assert x == model.pop_annealed(a2)
+    assert not model.live
+
+
+# --- seen set: the open-addressing table against a dict ------------------------------
+def test_fingerprint_table_behaves_like_a_dict() -> None:
+    rng = random.Random(1)
+    table, ref = FingerprintTable(values=True), {}
+    # clustered low bits make long probe runs (backward-shift deletion at work)
+    keys = [0, 1, -1, 2**63 - 1, -(2**63)] + [(rng.randrange(64) << 20) for _ in range(3000)]
+    keys += [rng.getrandbits(64) - 2**63 for _ in range(3000)]
+    for _ in range(40_000):
+        fp, r = rng.choice(keys), rng.random()
+        if r < 0.45:
+            value = rng.randrange(2**40)
+            assert table.add(fp, value) == (fp not in ref)
+            ref.setdefault(fp, value)
+        elif r < 0.6:
+            table.set(fp, 7)
+            ref[fp] = 7
+        elif r < 0.85:
+            assert table.discard(fp) == (fp in ref)
+            ref.pop(fp, None)
+        else:
+            assert (fp in table) == (fp in ref) and table.get(fp) == ref.get(fp, -1)
+        assert len(table) == len(ref)
+    assert dict(table.items()) == ref and sorted(table.keys()) == sorted(ref)
+    assert "x" not in table and None not in table
+
+
+def test_seen_set_grows_and_round_trips(tmp_path: Path) -> None:
+    rng = random.Random(2)
+    fps = [rng.getrandbits(64) - 2**63 for _ in range(50_000)] + [0]
+    seen = SeenSet()
+    assert all(seen.add(fp) for fp in fps)
+    assert not any(seen.add(fp) for fp in fps[:1000])
+    assert len(seen) == len(fps) and 8 * len(fps) < seen.nbytes < 32 * len(fps)
+    seen.dump(tmp_path / "seen.bin")
+    again = SeenSet.load(tmp_path / "seen.bin")
+    assert sorted(again) == sorted(fps)
+    assert sum(fp in again for fp in range(1, 1000)) == sum(fp in seen for fp in range(1, 1000))

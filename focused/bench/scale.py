@@ -219,12 +219,6 @@ class SandboxProcess:
         self.stop()
 
 
-def needs_scheduler_override() -> bool:
-    """True while ``FocusedScheduler`` does not yet hand ``FOCUSED_FRONTIER=redis`` over."""
-    source = (PROJECT / "focused" / "scheduler.py").read_text(encoding="utf-8")
-    return "redis_frontier" not in source
-
-
 def crawl_command(
     out: Path,
     sandbox: SandboxProcess,
@@ -249,8 +243,6 @@ def crawl_command(
     ]
     if redis_url:
         options += ["FOCUSED_FRONTIER=redis", f"REDIS_URL={redis_url}", f"FOCUSED_REDIS_KEY={key}"]
-        if needs_scheduler_override():
-            options.append("SCHEDULER=focused.redis_frontier.RedisScheduler")
     for option in [*options, *settings]:
         cmd += ["-s", option]
     return cmd

@@ -54,6 +54,9 @@ FEATURE_CACHE_SIZE = 1 << 18
 #: anchor text comes back on page after page.
 TEXT_CACHE_SIZE = 1 << 16
 TEXT_CACHE_MAX_CHARS = 200
+#: From this many distinct terms, a text's terms are hashed by scikit-learn in C (its
+#: ~0.1 ms overhead per call beats a Python lookup per term on long texts).
+HASH_IN_C_FROM = 400
 
 
 def tokenize(text: str) -> list[str]:
@@ -176,12 +179,15 @@ class TopicVector:
         order = np.argsort(topic.indices, kind="stable")
         self._topic: dict[int, float] = {int(topic.indices[i]): float(topic.data[i]) for i in order}
         self._features: dict[bytes, int] = {}
+        self._hasher = FeatureHasher(n_features=N_FEATURES, input_type="pair", alternate_sign=False)
         self._short: dict[str, float] = {}
 
     def _cosine(self, text: str) -> float:
         counts = term_counts(text)
         if not counts:
             return 0.0
+        if len(counts) > HASH_IN_C_FROM:
+            return self._cosine_hashed(counts)
         features = self._features
         fs = list(map(features.get, counts))
         if None in fs:  # terms not met before
@@ -204,6 +210,20 @@ class TopicVector:
         for f in sorted(per_feature.keys() & topic.keys()):
             # ascending features: scikit-learn's sparse product adds them in this order
             dot += (per_feature[f] / norm) * topic[f]
+        return 0.0 if dot < 0.0 else 1.0 if dot > 1.0 else dot
+
+    def _cosine_hashed(self, counts: Counter[bytes]) -> float:
+        """:meth:`_cosine` of a long text: the terms are hashed in one C loop by
+        scikit-learn's ``FeatureHasher``, which also adds the counts of terms sharing a
+        feature; same norm and same ordered sum."""
+        matrix = self._hasher.transform([counts.items()])
+        features, n_terms = matrix.indices, matrix.data  # ascending features
+        norm = math.sqrt(float(np.dot(n_terms, n_terms)))  # integer-valued: exact
+        topic = self._topic
+        common = np.isin(features, self._columns)
+        dot = 0.0
+        for f, n in zip(features[common].tolist(), n_terms[common].tolist(), strict=True):
+            dot += (n / norm) * topic[f]
         return 0.0 if dot < 0.0 else 1.0 if dot > 1.0 else dot
 
     def _cached_cosine(self, text: str) -> float:

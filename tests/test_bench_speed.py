@@ -72,7 +72,7 @@ def test_harness_writes_every_number_with_tiny_sizes(tmp_path: Path) -> None:
 
     prof = data["profile"]
     names = {r["category"] for r in prof["focused"]["categories"]}
-    assert {"tokenising", "link extraction (Scrapy LinkExtractor)", "  SQLite"} <= names
+    assert {"tokenising and counting terms", "  SQLite", "  gzip"} <= names
     assert prof["plain"]["profiled_ms_per_page"] > 0
 
     fr = data["frontier"]

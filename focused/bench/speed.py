@@ -436,8 +436,8 @@ CATEGORIES: tuple[tuple[str, str, str, str], ...] = (
     ("spider callback (parse), total", "cum", "focused/bench/plain.py", "parse"),
     ("parsing: title and body text (lxml)", "cum", "focused/spiders/focused.py", "texts"),
     ("link extraction (Scrapy LinkExtractor)", "cum", "linkextractors/", "extract_links"),
-    ("tokenising", "cum", "focused/relevance.py", "tokenize"),
-    ("vectorising and cosine (without tokenising)", "cum", "focused/relevance.py", "cosines"),
+    ("tokenising and counting terms", "cum", "focused/relevance.py", "term_counts"),
+    ("hashing terms and cosine", "cum", "focused/relevance.py", "cosines"),
     ("link requests (scrapy.Request, session ids)", "cum", "/spiders/focused.py", "_request"),
     ("priority middleware (strategy)", "cum", "focused/middlewares.py", "get_processed_request"),
     ("scheduler: enqueue (dedup, frontier)", "cum", "focused/scheduler.py", "enqueue_request"),
@@ -480,8 +480,8 @@ def _profile_rows(prof: Path, pages: int) -> tuple[list[dict[str, Any]], float]:
                 }
             )
     by_name = {r["category"]: r for r in rows}
-    tok = by_name.get("tokenising")
-    vec = by_name.get("vectorising and cosine (without tokenising)")
+    tok = by_name.get("tokenising and counting terms")
+    vec = by_name.get("hashing terms and cosine")
     if tok and vec:
         vec["ms_per_page"] = round(vec["ms_per_page"] - tok["ms_per_page"], 3)
     return rows, total

@@ -244,8 +244,9 @@ def crawl_command(
     pages: int,
     concurrency: int,
     probe_file: Path,
+    extra: dict[str, str] | None = None,
 ) -> list[str]:
-    """``kind`` is ``plain`` or a strategy name."""
+    """``kind`` is ``plain`` or a strategy name; ``extra`` settings go last."""
     settings = common_settings(pages, concurrency, probe_file)
     if kind == "plain":
         cmd = [sys.executable, "-m", "scrapy", "runspider", str(ROOT / "focused/bench/plain.py")]
@@ -265,6 +266,7 @@ def crawl_command(
                 "FOCUSED_METRICS_LOG_EVERY": "0",
             }
         )
+    settings.update(extra or {})
     for name, value in settings.items():
         cmd += ["-s", f"{name}={value}"]
     return cmd
@@ -307,6 +309,7 @@ def run_crawl(
     concurrency: int,
     timeout: float,
     tag: str,
+    extra: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """One crawl in a subprocess; its probe's numbers plus pages/s and CPU ms per page."""
     out_dir = work / f"{site}-{kind}-{tag}"
@@ -321,6 +324,7 @@ def run_crawl(
         pages=pages,
         concurrency=concurrency,
         probe_file=probe_file,
+        extra=extra,
     )
     started = time.monotonic()
     code = Children.run(cmd, timeout, out_dir / "crawl.log")
@@ -425,6 +429,71 @@ def throughput(
         out["ratio_min_at"] = worst
     else:
         out["ratio_min"] = None
+    return out
+
+
+# --- ablation ------------------------------------------------------------------------------
+#: focused crawls with one part taken out (settings given on the command line replace the
+#: project's dicts): the difference to the full crawl is that part's real cost per page.
+ABLATIONS: dict[str, dict[str, str]] = {
+    "full": {},
+    "without the page store": {
+        "ITEM_PIPELINES": json.dumps({"focused.pipelines.MetricsPipeline": 800})
+    },
+    "without the metrics pipeline": {
+        "ITEM_PIPELINES": json.dumps({"focused.pipelines.PageStorePipeline": 300})
+    },
+    "without the priority middleware": {"SPIDER_MIDDLEWARES": "{}"},
+    "with Scrapy's scheduler": {"SCHEDULER": "scrapy.core.scheduler.Scheduler"},
+    "without pipelines": {"ITEM_PIPELINES": "{}"},
+    "without the robustness middleware": {"DOWNLOADER_MIDDLEWARES": "{}"},
+}
+
+
+def ablation(
+    site: str,
+    seeds: Sequence[str],
+    labels: str,
+    *,
+    strategy: str,
+    reps: int,
+    pages: int,
+    concurrency: int,
+    work: Path,
+    timeout: float,
+    log: Any,
+) -> dict[str, Any]:
+    """Plain, full focused, and focused with one part out, in turn, ``reps`` rounds."""
+    runs: dict[str, list[dict[str, Any]]] = {"plain": [], **{name: [] for name in ABLATIONS}}
+    for r in range(reps):
+        for name in runs:
+            kind = "plain" if name == "plain" else strategy
+            extra = None if name == "plain" else ABLATIONS[name]
+            tag = f"ablation-{r}-{len(runs[name])}-{abs(hash(name)) % 10**6}"
+            runs[name].append(
+                run_crawl(
+                    kind,
+                    site=site,
+                    seeds=seeds,
+                    labels=labels,
+                    work=work,
+                    pages=pages,
+                    concurrency=concurrency,
+                    timeout=timeout,
+                    tag=tag,
+                    extra=extra,
+                )
+            )
+        log(f"ablation round {r + 1}/{reps} done")
+    out: dict[str, Any] = {"site": site, "strategy": strategy, "reps": reps, "rows": {}}
+    full = _median([x["cpu_ms_per_page"] for x in runs["full"]])
+    for name, rs in runs.items():
+        cpu = _median([x["cpu_ms_per_page"] for x in rs])
+        out["rows"][name] = {
+            "median_pages_s": _median([x["pages_s"] for x in rs]),
+            "median_cpu_ms_per_page": cpu,
+            "cpu_ms_saved": None if cpu is None or full is None else round(full - cpu, 3),
+        }
     return out
 
 
@@ -976,6 +1045,24 @@ def write_markdown(data: dict[str, Any], path: Path) -> None:
             f"| **everything profiled** | {_fmt(prof.get('plain', {}).get('profiled_ms_per_page'))}"
             f" | {_fmt(prof['focused']['profiled_ms_per_page'])} | |"
         )
+    ab = data.get("ablation")
+    if ab:
+        lines += [
+            "",
+            "## What each part costs (ablation, no profiler)",
+            "",
+            f"Focused `{ab['strategy']}` crawls of {ab['site']} with one part taken out,"
+            f" in turn with the full crawl and plain Scrapy, {ab['reps']} rounds; median CPU"
+            " ms per page (first item to last) and what taking the part out saves.",
+            "",
+            "| crawl | median pages/s | CPU ms/page | CPU ms/page saved |",
+            "|---|---|---|---|",
+        ]
+        for name, row in ab["rows"].items():
+            lines.append(
+                f"| {name} | {_fmt(row['median_pages_s'], 1)} |"
+                f" {_fmt(row['median_cpu_ms_per_page'])} | {_fmt(row['cpu_ms_saved'])} |"
+            )
     fr = data.get("frontier")
     if fr and fr.get("sizes"):
         lines += [
@@ -1047,16 +1134,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="wikispeedia-site folder")
     p.add_argument("--sites", default="sandbox,wikispeedia", help="sites to crawl")
     p.add_argument("--sandbox-pages", type=int, default=20_000, help="sandbox size")
-    p.add_argument("--pages", type=int, default=400, help="page budget of each crawl")
+    p.add_argument("--pages", type=int, default=300, help="page budget of each crawl")
     p.add_argument("--pairs", type=int, default=3, help="plain/focused pairs per strategy")
     p.add_argument("--strategies", default="", help="comma-separated; default: all but oracle")
     p.add_argument("--concurrency", type=int, default=16, help="CONCURRENT_REQUESTS")
-    p.add_argument("--profile-pages", type=int, default=400, help="pages of the profiled crawls")
+    p.add_argument("--profile-pages", type=int, default=300, help="pages of the profiled crawls")
     p.add_argument("--profile-site", default="wikispeedia", help="site of the profiled crawls")
     p.add_argument("--frontier-sizes", type=_ints, default=[100_000, 1_000_000])
     p.add_argument("--dedup-sizes", type=_ints, default=[1_000_000, 10_000_000])
     p.add_argument("--scrapy-dedup-size", type=int, default=1_000_000)
     p.add_argument("--probes", type=int, default=1_000_000, help="membership tests per size")
+    p.add_argument(
+        "--ablation",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also N rounds of focused crawls with one part taken out (not by default)",
+    )
     p.add_argument("--skip", default="", help="parts to skip: throughput,profile,frontier,dedup")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per child process")
     p.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
@@ -1118,7 +1212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="focused-speed-"))
     try:
         sites: dict[str, tuple[list[str], str]] = {}
-        if not {"throughput", "profile"} <= skip:
+        if not {"throughput", "profile"} <= skip or args.ablation:
             for site in sites_wanted:
                 if site == "sandbox":
                     server = sandbox_server(args.sandbox_pages)
@@ -1170,6 +1264,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                     shutil.copy(entry["profile_file"], target)
                     entry["profile_file"] = _shown(target)
             log("profile done")
+        if args.ablation and sites:
+            site = args.profile_site if args.profile_site in sites else next(iter(sites))
+            seeds, labels = sites[site]
+            data["ablation"] = ablation(
+                site,
+                seeds,
+                labels,
+                strategy="annealing" if "annealing" in strategies else strategies[0],
+                reps=args.ablation,
+                pages=args.pages,
+                concurrency=args.concurrency,
+                work=work,
+                timeout=args.timeout,
+                log=log,
+            )
     finally:
         for server in servers:
             server.stop()

@@ -85,9 +85,42 @@ def strategy(
             bsbs_depth=int(_number(settings, "FOCUSED_BSBS_DEPTH")),
             title_weight=_number(settings, "FOCUSED_TITLE_WEIGHT"),
             targets=targets,
+            keywords=topic.keywords if topic is not None else None,
+            learning=learning_settings(settings) if name == "learning" else None,
         )
     except strategies.UnknownStrategy as exc:
         raise ConfigError(str(exc)) from None
+
+
+def learning_settings(settings: Any) -> dict[str, Any]:
+    """Parameters of the ``learning`` strategy (:class:`~focused.strategies.learning.
+    LearningStrategy` fields) from the ``FOCUSED_LEARNING_*`` settings, checked."""
+    values = {
+        "shrinkage": _in_range(settings, "FOCUSED_LEARNING_SHRINKAGE", 0.0, 1e6),
+        "context_share": _in_range(
+            settings, "FOCUSED_LEARNING_CONTEXT_SHARE", 0.0, 1.0, open_low=False, open_high=False
+        ),
+        "label_floor": _in_range(settings, "FOCUSED_LEARNING_LABEL_FLOOR", 0.0, 1.0),
+        "keyword_pages": _in_range(
+            settings, "FOCUSED_LEARNING_KEYWORD_PAGES", 0.0, 1e6, open_low=False
+        ),
+        "expand_terms": int(
+            _in_range(settings, "FOCUSED_LEARNING_EXPAND_TERMS", 0, 10_000, open_low=False)
+        ),
+        "expand_cap": _in_range(settings, "FOCUSED_LEARNING_EXPAND_CAP", 0.0, 1e6, open_low=False),
+        "classifier_prior": _in_range(
+            settings, "FOCUSED_LEARNING_CLASSIFIER_PRIOR", 0.0, 1e9, open_low=False
+        ),
+        "random_seed": int(_number(settings, "FOCUSED_SEED")),
+    }
+    try:
+        values["link_model"] = bool(get(settings, "FOCUSED_LEARNING_CLASSIFIER"))
+    except ValueError:
+        raise ConfigError(
+            "FOCUSED_LEARNING_CLASSIFIER must be true or false, got "
+            f"{settings.get('FOCUSED_LEARNING_CLASSIFIER')!r}"
+        ) from None
+    return values
 
 
 def validate(settings: Any, topic: Topic | None = None) -> None:

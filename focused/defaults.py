@@ -52,6 +52,25 @@ DEFAULTS: dict[str, Any] = {
     "FOCUSED_BSBS_DEPTH": 2,
     # random seed of every random choice of a crawl
     "FOCUSED_SEED": 42,
+    # learning strategy (issue 8, focused/learning.py): a link's value is the mean
+    # label of the fetched pages using its best anchor/URL term, shrunk to the crawl's
+    # mean with this many pseudo-pages
+    "FOCUSED_LEARNING_SHRINKAGE": 3.0,
+    # share of the text around a link (mean term) in its value
+    "FOCUSED_LEARNING_CONTEXT_SHARE": 0.3,
+    # label of a page: log(A / (title weight + 1) + floor), rescaled to [0, 1]
+    "FOCUSED_LEARNING_LABEL_FLOOR": 0.002,
+    # each topic keyword starts as this many pseudo-pages of label weight / max weight
+    # (0: the crawl's own pages only; keyword priors hurt on wikispeedia, docs/learning.md)
+    "FOCUSED_LEARNING_KEYWORD_PAGES": 0.0,
+    # relevance feedback: at most this many new topic terms, each weighing at most
+    # FOCUSED_LEARNING_EXPAND_CAP x the mean keyword weight (the m-value channel's r)
+    "FOCUSED_LEARNING_EXPAND_TERMS": 30,
+    "FOCUSED_LEARNING_EXPAND_CAP": 0.5,
+    # ACHE-style link classifier (SGDRegressor on each fetched page's link), blended in
+    # as n / (n + FOCUSED_LEARNING_CLASSIFIER_PRIOR) after n examples; off by default
+    "FOCUSED_LEARNING_CLASSIFIER": False,
+    "FOCUSED_LEARNING_CLASSIFIER_PRIOR": 400.0,
     # --- frontier --------------------------------------------------------------
     "FOCUSED_FRONTIER": "memory",  # "memory" (SQLite journal under JOBDIR) or "redis"
     "FOCUSED_REDIS_KEY": "focused:{topic}",

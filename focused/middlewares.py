@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from scrapy import Request
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
 from focused import config
-from focused.strategies import LinkScore, Parent
+from focused.learning import META_ANCHOR, META_CONTEXT
+from focused.strategies import Link, LinkScore, Parent
 
 if TYPE_CHECKING:
-    from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from scrapy.statscollectors import StatsCollector
@@ -35,14 +37,24 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
 
     Settings: ``FOCUSED_STRATEGY``, ``FOCUSED_M_INITIAL``, ``FOCUSED_GENETIC_RATIO``,
     ``FOCUSED_ANCHOR_THRESHOLD``, ``FOCUSED_MAX_TUNNEL_HOPS``, ``FOCUSED_TUNNEL_WIDENING``,
-    ``FOCUSED_BSBS_DEPTH``, ``FOCUSED_TITLE_WEIGHT``. Stats: ``focused/links/scored``,
-    ``focused/links/dropped``.
+    ``FOCUSED_BSBS_DEPTH``, ``FOCUSED_TITLE_WEIGHT``, ``FOCUSED_LEARNING_*``. Stats:
+    ``focused/links/scored``, ``focused/links/dropped``, ``focused/learning/*``.
+
+    A strategy that learns (``learning``, issue 8) gets two more things. Feedback: when
+    the spider's output for a page reaches this middleware, the page is the outcome of
+    the link that led to it, and ``strategy.observe(...)`` hears it (page relevance, page
+    text, the request meta of that link) *before* the page's own links are scored. Batch
+    scoring: the requests of one page are held until its item (or the end of the output)
+    and scored with one ``strategy.score_links(parent, links)`` call; they leave in the
+    order the spider yielded them, before the item.
     """
 
     def __init__(self, strategy: Any, stats: StatsCollector | None = None) -> None:
         self.strategy = strategy
         self.stats = stats
         self._parent_of: tuple[int, Parent] | None = None
+        self._score_links = getattr(strategy, "score_links", None)
+        self._observe = getattr(strategy, "observe", None)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FocusedPriorityMiddleware:
@@ -84,11 +96,112 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
             self._inc("focused/links/dropped")
             return None
         self._inc("focused/links/scored")
+        self._apply(request, score)
+        return request
+
+    # --- learning strategies: feedback and batch scoring (issue 8) -----------------
+    def process_spider_output(
+        self, response: Response | None, result: Iterable[Any], spider: Any = None
+    ) -> Iterable[Any]:
+        if self._score_links is None or response is None:
+            yield from super().process_spider_output(response, result)
+            return
+        pending: list[Request] = []
+        for o in result:
+            if isinstance(o, Request):
+                pending.append(o)
+                continue
+            yield from self._page_done(pending, o, response)
+            pending = []
+        yield from self._scored(pending, response)
+
+    async def process_spider_output_async(
+        self, response: Response | None, result: AsyncIterator[Any], spider: Any = None
+    ) -> AsyncIterator[Any]:
+        if self._score_links is None or response is None:
+            async for o in super().process_spider_output_async(response, result):
+                yield o
+            return
+        pending: list[Request] = []
+        async for o in result:
+            if isinstance(o, Request):
+                pending.append(o)
+                continue
+            for out in self._page_done(pending, o, response):
+                yield out
+            pending = []
+        for out in self._scored(pending, response):
+            yield out
+
+    def _page_done(self, pending: list[Request], item: Any, response: Response) -> Iterator[Any]:
+        """The page's item arrived: learn from the page, then score its held links."""
+        self._feedback(response)
+        yield from self._scored(pending, response)
+        item = self.get_processed_item(item, response)
+        if item is not None:
+            yield item
+
+    def get_processed_item(self, item: Any, response: Response | None) -> Any:
+        if response is not None:
+            self._feedback(response)
+        return item
+
+    def _feedback(self, response: Response) -> None:
+        """Tell the strategy the outcome of the link that led to ``response``."""
+        page = response.meta.get(PAGE_META)
+        if self._observe is None or page is None or page.get("observed"):
+            return
+        page["observed"] = True
+        self._observe(
+            url=response.url,
+            page_relevance=float(page.get("page_relevance", 0.0)),
+            relevant=bool(page.get("relevant", False)),
+            text=page.pop("text", ""),
+            link=response.meta,
+        )
+        if self.stats is not None and hasattr(self.strategy, "stats"):
+            for key, value in self.strategy.stats().items():
+                self.stats.set_value(f"focused/learning/{key}", value)
+
+    def _scored(self, requests: list[Request], response: Response) -> Iterator[Request]:
+        """``requests`` of one page with their priorities, scored in one batch."""
+        if not requests:
+            return
+        todo = [r for r in requests if "link_value" not in r.meta]
+        scores: dict[int, LinkScore | None] = {}
+        if todo:
+            links = [
+                Link(
+                    r.url,
+                    r.meta.get("anchor_relevance", 0.0),
+                    r.meta.get(META_ANCHOR, ""),
+                    r.meta.get(META_CONTEXT, ""),
+                )
+                for r in todo
+            ]
+            batch = self._score_links(self._parent(response), links)
+            scores = {id(r): s for r, s in zip(todo, batch, strict=True)}
+        for request in requests:
+            if id(request) not in scores:  # already scored (a retry or a redirect)
+                yield request
+                continue
+            score = scores[id(request)]
+            if score is None:
+                self._inc("focused/links/dropped")
+                continue
+            self._inc("focused/links/scored")
+            self._apply(request, score)
+            yield request
+
+    @staticmethod
+    def _apply(request: Request, score: LinkScore) -> None:
         request.priority = score.priority
         request.meta["link_value"] = score.value
         request.meta["m"] = score.m
         request.meta["hops"] = score.hops
-        return request
+        extra = getattr(score, "meta", None)  # what a learning strategy must see again
+        if extra:
+            request.meta.update(extra)
 
     def _inc(self, key: str) -> None:
         if self.stats is not None:

@@ -10,14 +10,16 @@ from typing import Any
 import scrapy
 from scrapy import signals
 from scrapy.http import Response, TextResponse
-from w3lib.url import canonicalize_url
+from w3lib.url import canonicalize_url, safe_url_string
 
 from focused import config, robustness
 from focused.defaults import get
 from focused.items import PageItem
+from focused.learning import MAX_ANCHOR_CHARS, META_ANCHOR, META_CONTEXT, link_contexts
 from focused.middlewares import PAGE_META
 from focused.relevance import TopicVector, page_relevance
 from focused.sanitize import strip_session_ids
+from focused.strategies import STRATEGIES
 from focused.topics import load_topic
 from focused.web import Web, open_web
 
@@ -75,6 +77,11 @@ class FocusedSpider(scrapy.Spider):
         self.title_weight = get(settings, "FOCUSED_TITLE_WEIGHT")
         self.page_threshold = config.threshold(settings, self.topic, "page")
         self.strategy_name = str(get(settings, "FOCUSED_STRATEGY"))
+        # a learning strategy (issue 8) also needs each link's anchor text and context
+        # and the page's text: only then are they put in the meta
+        self.link_evidence = bool(
+            getattr(STRATEGIES.get(self.strategy_name.strip()), "link_evidence", False)
+        )
         self.web: Web = open_web(
             self.topic,
             mode=get(settings, "FOCUSED_WEB"),
@@ -124,9 +131,13 @@ class FocusedSpider(scrapy.Spider):
             "link_count": len(links),
         }
         anchors = self.vector.cosines([link.text for link in links])
+        contexts = self._evidence(response, title, body) if self.link_evidence else None
         for link, r in zip(links, anchors, strict=True):
             request = self._request(link.url, float(r), response.url)
             if request is not None:
+                if contexts is not None:
+                    request.meta[META_ANCHOR] = link.text[:MAX_ANCHOR_CHARS]
+                    request.meta[META_CONTEXT] = contexts.get(link.url, "")
                 yield request
         meta = response.meta
         yield PageItem(
@@ -149,6 +160,17 @@ class FocusedSpider(scrapy.Spider):
             strategy=self.strategy_name,
             body=response.body,
         )
+
+    def _evidence(self, response: TextResponse, title: str, body: str) -> dict[str, str]:
+        """For a learning strategy: the page text (in ``PAGE_META``, taken by the priority
+        middleware) and the text around each link, by the link extractor's URL."""
+        response.meta[PAGE_META]["text"] = f"{title} {body}"
+        encoding = response.encoding
+
+        def absolute(href: str) -> str:
+            return safe_url_string(response.urljoin(href.strip()), encoding)
+
+        return link_contexts(response.selector.root, absolute)
 
     def _request(self, url: str, anchor_relevance: float, parent: str) -> scrapy.Request | None:
         """The request of a link, without session ids; None for a URL Scrapy refuses."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from focused.strategies.annealing import AnnealingStrategy
@@ -11,6 +12,7 @@ from focused.strategies.bfs import BreadthFirstStrategy
 from focused.strategies.bsbs import BSBSStrategy
 from focused.strategies.gao import GaoStrategy
 from focused.strategies.genetic import GeneticStrategy
+from focused.strategies.learning import LearningStrategy, Link
 from focused.strategies.oracle import OracleStrategy
 
 STRATEGIES: dict[str, type] = {
@@ -20,10 +22,19 @@ STRATEGIES: dict[str, type] = {
     "annealing": AnnealingStrategy,
     "bsbs": BSBSStrategy,
     "gao": GaoStrategy,
+    "learning": LearningStrategy,  # issue 8: learnt online (focused.learning)
     "oracle": OracleStrategy,  # benchmark only: knows the targets (focused.bench)
 }
 
-__all__ = ["STRATEGIES", "LinkScore", "Parent", "Strategy", "UnknownStrategy", "build"]
+__all__ = [
+    "STRATEGIES",
+    "Link",
+    "LinkScore",
+    "Parent",
+    "Strategy",
+    "UnknownStrategy",
+    "build",
+]
 
 
 class UnknownStrategy(ValueError):
@@ -41,10 +52,14 @@ def build(
     bsbs_depth: int = 2,
     title_weight: float = 4.0,
     targets: frozenset[str] = frozenset(),
+    keywords: Mapping[str, float] | None = None,
+    learning: Mapping[str, Any] | None = None,
 ) -> Any:
     """The strategy called ``name`` with its parameters (one-line error when unknown).
 
-    ``targets`` (canonical URLs) are only read by the benchmark's ``oracle``.
+    ``targets`` (canonical URLs) are only read by the benchmark's ``oracle``; the topic's
+    ``keywords`` and the ``learning`` parameters (:class:`LearningStrategy` fields) by
+    ``learning``.
     """
     genetic = {"m0": m0, "ratio": ratio, "anchor_threshold": anchor_threshold, "max_hops": max_hops}
     if name == "bfs":
@@ -59,6 +74,10 @@ def build(
         return BSBSStrategy(depth=bsbs_depth, title_weight=title_weight)
     if name == "gao":
         return GaoStrategy()
+    if name == "learning":
+        return LearningStrategy(
+            keywords=dict(keywords or {}), **genetic, title_weight=title_weight, **(learning or {})
+        )
     if name == "oracle":
         return OracleStrategy(targets=frozenset(targets))
     raise UnknownStrategy(

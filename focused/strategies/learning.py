@@ -1,0 +1,221 @@
+"""``learning``: link priorities learnt online from the pages the crawl fetches (issue 8).
+
+ACHE-style: every fetched page is a labelled example — labelled by the crawler's own
+page relevance A (seed 002), graded on a log scale (:func:`focused.learning.label`) —
+and the models it trains score the links found after it (:mod:`focused.learning`):
+
+- the **term model** (always): a link's value is the best learnt term of its anchor
+  text and URL words, mixed with the mean term of the text around it (``context``);
+- the **link classifier** (``link_model=True``): an ``SGDRegressor`` on the evidence of
+  the link that led to each page, blended in as ``n / (n + classifier_prior)``;
+- the **m-value channel** (seed 000): a link keeps ``m = M0`` when its anchor is
+  relevant to the topic *expanded by relevance feedback* (``r > f``), else
+  ``m = m_parent * b``; past ``max_hops`` irrelevant hops a link is dropped, so the
+  frontier stays bounded. The value itself is not ordered by m.
+
+Priorities are computed when a link is found. The scheduler promotes a waiting URL found
+again with a higher value, but does not rescore the waiting links as the models improve
+(``docs/learning.md`` says what that would need). With ``anneal`` the scheduler adds
+seed 001's simulated-annealing pick on the values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from focused import genetic
+from focused.learning import (
+    META_ANCHOR,
+    META_CONTEXT,
+    META_PARENT,
+    META_TERMS,
+    LinkClassifier,
+    LinkEvidence,
+    TermModel,
+    VocabularyExpander,
+    degree,
+    label,
+)
+from focused.relevance import TopicVector, tokenize
+from focused.strategies.base import LinkScore, Parent, value_priority
+
+#: Seeds rank above every link (link values are at most 1).
+SEED_VALUE = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class LearnedScore(LinkScore):
+    """A :class:`LinkScore` with the few numbers its request must carry for
+    :meth:`LearningStrategy.observe` (the middleware adds ``meta`` to the request's)."""
+
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Link(NamedTuple):
+    """One link of a page, as the priority middleware hands it over."""
+
+    url: str
+    anchor_relevance: float  # r with the topic's own keywords (the spider's)
+    anchor: str = ""
+    context: str = ""
+
+
+@dataclass
+class LearningStrategy:
+    """Online-learnt link values with the m-value channel on top (see the module doc)."""
+
+    keywords: Mapping[str, float] = field(default_factory=dict)
+    m0: float = 100.0
+    ratio: float = 0.8
+    anchor_threshold: float = 0.2
+    max_hops: int = 6
+    title_weight: float = 4.0
+    shrinkage: float = 3.0
+    context_share: float = 0.3
+    label_floor: float = 0.002
+    keyword_pages: float = 0.0
+    expand_terms: int = 30
+    expand_cap: float = 0.5
+    expand_every: int = 5
+    link_model: bool = False
+    classifier_prior: float = 400.0
+    batch_size: int = 16
+    random_seed: int = 42
+    name: str = "learning"
+    anneal: bool = False
+    #: tells the spider to put anchor text, context and page text in the meta
+    link_evidence: bool = True
+
+    def __post_init__(self) -> None:
+        self.terms = TermModel(
+            self.keywords,
+            shrinkage=self.shrinkage,
+            keyword_pages=self.keyword_pages,
+            context_share=self.context_share,
+        )
+        self.classifier = (
+            LinkClassifier(batch_size=self.batch_size, seed=self.random_seed)
+            if self.link_model
+            else None
+        )
+        self.expander = VocabularyExpander(
+            self.keywords, max_terms=self.expand_terms, weight_cap=self.expand_cap
+        )
+        self._vector: TopicVector | None = None  # the expanded topic, once there is one
+        self.pages = 0
+        self.relevant_pages = 0
+
+    # --- scoring --------------------------------------------------------------------
+    def seed(self) -> LinkScore:
+        return LinkScore(priority=value_priority(SEED_VALUE), value=1.0, m=self.m0)
+
+    def score(self, parent: Parent, url: str, anchor_relevance: float) -> LinkScore | None:
+        """One link without its text (the middleware batches through :meth:`score_links`)."""
+        return self.score_links(parent, [Link(url, anchor_relevance)])[0]
+
+    def score_links(self, parent: Parent, links: Sequence[Link]) -> list[LinkScore | None]:
+        """Scores of all links of ``parent``: one vectorizer call per model."""
+        if not links:
+            return []
+        r = self._anchor_relevance(links).tolist()
+        m_parent = parent.m or self.m0
+        channel: list[tuple[float, int] | None] = []
+        for ri in r:
+            m = genetic.child_m(
+                m_parent, ri, m0=self.m0, ratio=self.ratio, threshold=self.anchor_threshold
+            )
+            hops = genetic.side_channel_hops(m, m0=self.m0, ratio=self.ratio)
+            channel.append((m, hops) if hops <= self.max_hops else None)
+        kept = [i for i, c in enumerate(channel) if c is not None]
+        scores: list[LinkScore | None] = [None] * len(links)
+        if not kept:
+            return scores
+        parent_degree = degree(parent.page_relevance, self.title_weight)
+        evidence = [
+            LinkEvidence(
+                links[i].url,
+                links[i].anchor,
+                links[i].context,
+                parent_degree,
+                r[i],
+                channel[i][1],  # type: ignore[index]
+            )
+            for i in kept
+        ]
+        terms = self.terms.score(evidence)
+        values = terms
+        if self.classifier is not None and self.classifier.ready:
+            evidence = [_with_terms(e, t) for e, t in zip(evidence, terms.tolist(), strict=True)]
+            n = self.classifier.examples
+            share = n / (n + self.classifier_prior) if self.classifier_prior > 0 else 1.0
+            values = share * self.classifier.predict(evidence) + (1.0 - share) * terms
+        for i, value, term in zip(kept, values.tolist(), terms.tolist(), strict=True):
+            m, hops = channel[i]  # type: ignore[misc]
+            value = min(1.0, max(0.0, value))
+            meta = {META_PARENT: round(parent_degree, 6), META_TERMS: round(term, 6)}
+            scores[i] = LearnedScore(value_priority(value), value, m, hops, meta)
+        return scores
+
+    def _anchor_relevance(self, links: Sequence[Link]) -> np.ndarray:
+        """r of each anchor with the expanded topic (the spider's r until there is one)."""
+        if self._vector is None or not any(link.anchor for link in links):
+            return np.array([link.anchor_relevance for link in links], dtype=np.float64)
+        return self._vector.cosines([link.anchor for link in links])
+
+    # --- learning -------------------------------------------------------------------
+    def observe(
+        self,
+        url: str,
+        page_relevance: float,
+        relevant: bool,
+        text: str = "",
+        link: Mapping[str, Any] | None = None,
+    ) -> None:
+        """A fetched page: its relevance labels the link that led to it (``link``: the
+        request's meta) and its ``text`` (title and body) teaches the term model."""
+        y = label(degree(page_relevance, self.title_weight), self.label_floor)
+        self.pages += 1
+        if text:
+            self.terms.learn_page(text, y)
+        if self.classifier is not None and link is not None and META_ANCHOR in link:
+            self.classifier.learn(
+                LinkEvidence(
+                    url,
+                    str(link.get(META_ANCHOR, "")),
+                    str(link.get(META_CONTEXT, "")),
+                    float(link.get(META_PARENT, 0.0)),
+                    float(link.get("anchor_relevance", 0.0)),
+                    int(link.get("hops", 0)),
+                    float(link.get(META_TERMS, 0.0)),
+                ),
+                y,
+            )
+        if self.expand_terms and text:
+            self.expander.add_page(tokenize(text), relevant)
+            if relevant:
+                self.relevant_pages += 1
+                if self.relevant_pages % max(1, self.expand_every) == 0:
+                    expanded = self.expander.keywords()
+                    if len(expanded) > len(self.keywords):
+                        self._vector = TopicVector(expanded)
+
+    def stats(self) -> dict[str, float]:
+        """Numbers for the crawl's stats (``focused/learning/...``)."""
+        out = {
+            "pages": float(self.pages),
+            "mean_label": round(self.terms.mean, 4),
+            "expanded_terms": float(len(self.expander.expansion())) if self._vector else 0.0,
+        }
+        if self.classifier is not None:
+            out["classifier_examples"] = float(self.classifier.examples)
+        return out
+
+
+def _with_terms(e: LinkEvidence, term_score: float) -> LinkEvidence:
+    return LinkEvidence(
+        e.url, e.anchor, e.context, e.parent_relevance, e.anchor_relevance, e.hops, term_score
+    )

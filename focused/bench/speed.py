@@ -91,6 +91,7 @@ class Probe:
         self.body_bytes = 0
         self.t_first = self.t_last = 0.0
         self.cpu_first = self.cpu_last = 0.0
+        self.times_first = self.times_last = os.times()
         self.gc_seconds = 0.0
         self.gc_collections = 0
         self._gc_start = 0.0
@@ -125,6 +126,7 @@ class Probe:
         now, cpu = time.perf_counter(), time.process_time()
         if not self.items:
             self.t_first, self.cpu_first = now, cpu
+            self.times_first = os.times()
             if self.profile_path:
                 import cProfile
 
@@ -133,6 +135,7 @@ class Probe:
         self.items += 1
         self.t_last, self.cpu_last = now, cpu
         if self.items == self.budget:
+            self.times_last = os.times()
             self._stop_profile()
 
     def _stop_profile(self) -> None:
@@ -145,11 +148,15 @@ class Probe:
 
     def spider_closed(self, reason: str = "") -> None:
         self._stop_profile()
+        if self.items != self.budget:
+            self.times_last = os.times()
         data = {
             "items": self.items,
             "responses": self.responses,
             "seconds": self.t_last - self.t_first,
             "cpu_seconds": self.cpu_last - self.cpu_first,
+            "user_seconds": self.times_last.user - self.times_first.user,
+            "system_seconds": self.times_last.system - self.times_first.system,
             "kb_per_page": self.body_bytes / 1024 / max(1, self.items - 1),
             "gc_seconds": self.gc_seconds,
             "gc_collections": self.gc_collections,
@@ -338,6 +345,8 @@ def run_crawl(
         cpu = probe["cpu_seconds"]
         result["cpu_ms_per_page"] = round(1000 * cpu / (n - 1), 3) if n > 1 else None
         result["kb_per_page"] = round(probe.get("kb_per_page", 0.0), 2)
+        if n > 1 and "system_seconds" in probe:
+            result["sys_ms_per_page"] = round(1000 * probe["system_seconds"] / (n - 1), 3)
     else:
         result["pages_s"] = result["cpu_ms_per_page"] = None
     shutil.rmtree(out_dir / "html", ignore_errors=True)  # page bodies: not needed
@@ -404,6 +413,7 @@ def throughput(
             "plain": {
                 "median_pages_s": _median([x["pages_s"] for x in plain]),
                 "median_cpu_ms_per_page": _median([x["cpu_ms_per_page"] for x in plain]),
+                "median_sys_ms_per_page": _median([x.get("sys_ms_per_page") for x in plain]),
                 "median_kb_per_page": _median([x.get("kb_per_page") for x in plain]),
                 "runs": plain,
             },
@@ -414,6 +424,7 @@ def throughput(
             site_out["strategies"][s] = {
                 "median_pages_s": _median([x["pages_s"] for x in runs[s]]),
                 "median_cpu_ms_per_page": _median([x["cpu_ms_per_page"] for x in runs[s]]),
+                "median_sys_ms_per_page": _median([x.get("sys_ms_per_page") for x in runs[s]]),
                 "median_kb_per_page": _median([x.get("kb_per_page") for x in runs[s]]),
                 "ratio": ratio,
                 "pair_ratios": [round(x, 4) for x in pair_ratios[s]],
@@ -492,6 +503,7 @@ def ablation(
         out["rows"][name] = {
             "median_pages_s": _median([x["pages_s"] for x in rs]),
             "median_cpu_ms_per_page": cpu,
+            "median_sys_ms_per_page": _median([x.get("sys_ms_per_page") for x in rs]),
             "cpu_ms_saved": None if cpu is None or full is None else round(full - cpu, 3),
         }
     return out
@@ -654,7 +666,6 @@ def frontier_entries(n: int, seed: int = 1) -> Iterator[Any]:
             hops=genetic.side_channel_hops(m, m0=100.0, ratio=0.8),
             anchor_relevance=r,
             parent_url=parent,
-            seq=i,
         )
 
 
@@ -670,41 +681,50 @@ def rss_bytes() -> int:
 def frontier_worker(n: int) -> dict[str, Any]:
     """``n`` pushes then ``n`` annealing picks; memory held after the pushes.
 
-    The entries are made first, with their FIFO numbers (``seq``) set so that a push does
-    not attach a new int to an entry the benchmark holds. Memory: a first frontier is
-    filled under ``tracemalloc`` (RSS read before and after); time: a second one is
-    filled and emptied without tracing.
+    Entries are made in chunks and dropped once pushed, so that the memory left is what
+    the frontier keeps alive (an object it only refers to counts too). Memory: a first
+    frontier filled under ``tracemalloc``; time and RSS: a second one filled (only the
+    pushes timed) and emptied without tracing.
     """
     import tracemalloc
 
     from focused.annealing import Annealer
     from focused.frontier import MemoryFrontier
 
-    t = time.process_time()
-    entries = list(frontier_entries(n))
-    out: dict[str, Any] = {"n": n, "make_entries_s": time.process_time() - t}
-    out["url_chars_mean"] = sum(len(e.url) for e in entries) / n
+    chunk = 5000
+
+    def fill(frontier: Any) -> tuple[float, float]:
+        push, push_s, chars = frontier.push, 0.0, 0
+        entries = frontier_entries(n)
+        for start in range(0, n, chunk):
+            batch = [next(entries) for _ in range(min(chunk, n - start))]
+            chars += sum(len(e.url) for e in batch)
+            t = time.process_time()
+            for e in batch:
+                push(e)
+            push_s += time.process_time() - t
+            del batch
+        return push_s, chars
+
     gc.collect()
-    rss0 = rss_bytes()
     tracemalloc.start()
     mem0 = tracemalloc.get_traced_memory()[0]
     frontier = MemoryFrontier()
-    for e in entries:
-        frontier.push(e)
+    fill(frontier)
     gc.collect()
+    out: dict[str, Any] = {"n": n}
     out["bytes_per_url_tracemalloc"] = (tracemalloc.get_traced_memory()[0] - mem0) / n
-    out["bytes_per_url_rss"] = (rss_bytes() - rss0) / n
     tracemalloc.stop()
-    out["held"] = len(frontier)
     del frontier
     gc.collect()
+    rss0 = rss_bytes()
     frontier = MemoryFrontier()
-    push = frontier.push
-    t = time.process_time()
-    for e in entries:
-        push(e)
-    out["push_us"] = 1e6 * (time.process_time() - t) / n
-    del entries
+    push_s, chars = fill(frontier)
+    gc.collect()
+    out["bytes_per_url_rss"] = (rss_bytes() - rss0) / n
+    out["url_chars_mean"] = chars / n
+    out["held"] = len(frontier)
+    out["push_us"] = 1e6 * push_s / n
     annealer = Annealer(t0=0.05, alpha=0.995, t_min=1e-4, k=8, seed=42)
     pick = frontier.pop_annealed
     t = time.process_time()
@@ -742,38 +762,46 @@ def dedup_worker(n: int, probes: int) -> dict[str, Any]:
     """Add ``n`` fingerprints to :class:`~focused.dedup.SeenSet`, then test ``probes`` added
     and ``probes`` never-added ones; count every wrong answer.
 
-    The fingerprints are made first (outside the measures); memory: a first set filled
-    under ``tracemalloc``; time: a second one filled without tracing.
+    Fingerprints are made in chunks (new int objects, as a crawl makes them) and dropped
+    once added, so the memory left is what the set keeps alive. Memory: a first set filled
+    under ``tracemalloc``; time and RSS: a second one filled without tracing.
     """
     import tracemalloc
 
     from focused.dedup import SeenSet, url_fingerprint
 
-    fps = fingerprints(0, n)
+    chunk = 50_000
+
+    def fill(seen: Any) -> tuple[float, int]:
+        add, add_s, drops = seen.add, 0.0, 0
+        for start in range(0, n, chunk):
+            batch = fingerprints(start, min(n, start + chunk))
+            t = time.process_time()
+            for fp in batch:
+                if not add(fp):
+                    drops += 1  # a new URL reported as seen: it would never be crawled
+            add_s += time.process_time() - t
+            del batch
+        return add_s, drops
+
     gc.collect()
-    rss0 = rss_bytes()
     tracemalloc.start()
     mem0 = tracemalloc.get_traced_memory()[0]
     seen = SeenSet()
-    for fp in fps:
-        seen.add(fp)
+    fill(seen)
     gc.collect()
     out: dict[str, Any] = {"n": n}
     out["bytes_per_url_tracemalloc"] = (tracemalloc.get_traced_memory()[0] - mem0) / n
-    out["bytes_per_url_rss"] = (rss_bytes() - rss0) / n
     tracemalloc.stop()
     del seen
     gc.collect()
+    rss0 = rss_bytes()
     seen = SeenSet()
-    add = seen.add
-    false_drops = 0  # a new URL reported as seen (it would never be crawled)
-    t = time.process_time()
-    for fp in fps:
-        if not add(fp):
-            false_drops += 1
-    out["add_us"] = 1e6 * (time.process_time() - t) / n
+    add_s, false_drops = fill(seen)
+    gc.collect()
+    out["bytes_per_url_rss"] = (rss_bytes() - rss0) / n
+    out["add_us"] = 1e6 * add_s / n
     out["held"] = len(seen)
-    del fps
     rng = random.Random(5)
     k = max(1, min(probes, n))
     start = rng.randrange(0, max(1, n - k + 1))
@@ -1055,13 +1083,14 @@ def write_markdown(data: dict[str, Any], path: Path) -> None:
             f" in turn with the full crawl and plain Scrapy, {ab['reps']} rounds; median CPU"
             " ms per page (first item to last) and what taking the part out saves.",
             "",
-            "| crawl | median pages/s | CPU ms/page | CPU ms/page saved |",
-            "|---|---|---|---|",
+            "| crawl | median pages/s | CPU ms/page | of which system | CPU ms/page saved |",
+            "|---|---|---|---|---|",
         ]
         for name, row in ab["rows"].items():
             lines.append(
                 f"| {name} | {_fmt(row['median_pages_s'], 1)} |"
-                f" {_fmt(row['median_cpu_ms_per_page'])} | {_fmt(row['cpu_ms_saved'])} |"
+                f" {_fmt(row['median_cpu_ms_per_page'])} |"
+                f" {_fmt(row.get('median_sys_ms_per_page'))} | {_fmt(row['cpu_ms_saved'])} |"
             )
     fr = data.get("frontier")
     if fr and fr.get("sizes"):

@@ -40,11 +40,10 @@ from urllib.parse import unquote, urlsplit
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.feature_extraction import FeatureHasher
 from sklearn.feature_extraction.text import HashingVectorizer
 from sklearn.linear_model import SGDRegressor
 
-from focused.relevance import term_counts, tokenize
+from focused.relevance import N_FEATURES, feature, term_counts, tokenize
 
 __all__ = [
     "META_ANCHOR",
@@ -53,6 +52,7 @@ __all__ = [
     "LinkClassifier",
     "LinkEvidence",
     "TermModel",
+    "TermWeights",
     "VocabularyExpander",
     "context_window",
     "degree",
@@ -74,7 +74,8 @@ MAX_CONTEXT_CHARS = 160
 #: Words on each side of a link that make its context.
 CONTEXT_WORDS = 8
 
-N_FEATURES = 2**20
+#: Terms (and URLs) whose bucket (words) are cached; the cache is cleared when full.
+CACHE_SIZE = 1 << 18
 
 _URL_SPLIT = re.compile(r"[\W_]+")
 _NGRAM_WORD = re.compile(r"[^\W\d_]{4,}")
@@ -169,7 +170,9 @@ class TermModel:
 
     ``score(t) = (sum_t + k * mean) / (count_t + k)``: a term seen in few pages stays
     near the crawl's mean label ``mean``; ``k`` is ``shrinkage``. The topic's keywords
-    are ``keyword_pages`` pseudo-pages of label ``weight / max weight`` each.
+    are ``keyword_pages`` pseudo-pages of label ``weight / max weight`` each. Terms are
+    hashed as :mod:`focused.relevance` hashes them (murmurhash3, ``N_FEATURES`` buckets;
+    two float arrays, 16 MB), with a bounded cache of term -> bucket.
     """
 
     def __init__(
@@ -177,80 +180,106 @@ class TermModel:
         keywords: Mapping[str, float] | None = None,
         *,
         shrinkage: float = 3.0,
-        keyword_pages: float = 3.0,
+        keyword_pages: float = 0.0,
         context_share: float = 0.3,
-        n_features: int = N_FEATURES,
     ) -> None:
         self.shrinkage = max(1e-6, shrinkage)
         self.context_share = min(1.0, max(0.0, context_share))
-        self.n_features = n_features
-        self.sums = np.zeros(n_features, dtype=np.float64)
-        self.counts = np.zeros(n_features, dtype=np.float64)
+        self.sums = np.zeros(N_FEATURES, dtype=np.float64)
+        self.counts = np.zeros(N_FEATURES, dtype=np.float64)
         self.total = 0.0
         self.pages = 0
-        self._hasher = FeatureHasher(
-            n_features=n_features, input_type="string", alternate_sign=False
-        )
-        if keywords:
+        self._cache: dict[str | bytes, int] = {}
+        self._url_words: dict[str, list[str]] = {}
+        if keywords and keyword_pages > 0:
             top = max(keywords.values())
             for term, weight in keywords.items():
                 for token in tokenize(term):
-                    f = self._features([token])
+                    f = self.feature(token)
                     self.counts[f] += keyword_pages
                     self.sums[f] += keyword_pages * max(0.0, weight) / top
 
-    def _features(self, terms: Iterable[str]) -> np.ndarray:
-        return self._hasher.transform([terms]).indices
+    def feature(self, term: str | bytes) -> int:
+        """Bucket of ``term`` (``str`` or its UTF-8: the same bucket)."""
+        f = self._cache.get(term)
+        if f is None:
+            if len(self._cache) >= CACHE_SIZE:
+                self._cache.clear()
+            f = self._cache[term] = feature(term)
+        return f
+
+    def _buckets(self, terms: list[str] | list[bytes] | list[str | bytes]) -> list[int]:
+        found = list(map(self._cache.get, terms))
+        if None in found:
+            for i, f in enumerate(found):
+                if f is None:
+                    found[i] = self.feature(terms[i])
+        return found  # type: ignore[return-value]
 
     @property
     def mean(self) -> float:
         """Mean label of the pages seen (0 before the first)."""
         return self.total / self.pages if self.pages else 0.0
 
-    def learn_page(self, text: str, y: float) -> None:
-        """One fetched page: every distinct term of ``text`` gets label ``y`` once."""
+    def document_frequency(self, term: str | bytes) -> float:
+        """Fetched pages that used ``term`` (or a term sharing its bucket)."""
+        return float(self.counts[self.feature(term)])
+
+    def learn_page(self, terms: Iterable[str | bytes], y: float) -> None:
+        """One fetched page: each of its distinct ``terms`` gets label ``y`` once (see
+        :func:`focused.relevance.term_counts` for the terms of a text)."""
         self.pages += 1
         self.total += y
-        terms = [t.decode("utf-8", "replace") for t in term_counts(text)]
-        if terms:
-            f = np.unique(self._features(terms))
+        buckets = self._buckets(list(terms))
+        if buckets:
+            f = np.unique(np.array(buckets, dtype=np.int64))
             self.counts[f] += 1.0
             self.sums[f] += y
 
-    def _scores(self, features: np.ndarray) -> np.ndarray:
+    def learn_text(self, text: str, y: float) -> None:
+        """:meth:`learn_page` with the terms of ``text``."""
+        self.learn_page(list(term_counts(text)), y)
+
+    def _scores(self, buckets: np.ndarray) -> np.ndarray:
         k = self.shrinkage
-        return (self.sums[features] + k * self.mean) / (self.counts[features] + k)
+        return (self.sums[buckets] + k * self.mean) / (self.counts[buckets] + k)
+
+    def _words_of_url(self, url: str) -> list[str]:
+        words = self._url_words.get(url)
+        if words is None:
+            if len(self._url_words) >= CACHE_SIZE:
+                self._url_words.clear()
+            words = self._url_words[url] = url_words(url)
+        return words
 
     def score(self, evidence: Sequence[LinkEvidence]) -> np.ndarray:
         """Per link: best term of anchor + URL, mixed with the mean term of the context."""
-        if not evidence:
+        n = len(evidence)
+        if not n:
             return np.zeros(0)
-        names = self._hasher.transform(tokenize(e.anchor) + url_words(e.url) for e in evidence)
-        best = _row_reduce(names, self._scores(names.indices), np.maximum, self.mean)
+        mean = self.mean
+        best = self._reduce([tokenize(e.anchor) + self._words_of_url(e.url) for e in evidence])
+        best = np.where(np.isnan(best[0]), mean, best[0])
         if not self.context_share:
             return best
-        ctx = self._hasher.transform(tokenize(e.context) for e in evidence)
-        ctx_mean = _row_mean(ctx, self._scores(ctx.indices), best)
-        return (1.0 - self.context_share) * best + self.context_share * ctx_mean
+        ctx = self._reduce([tokenize(e.context) for e in evidence])[1]
+        ctx = np.where(np.isnan(ctx), best, ctx)
+        return (1.0 - self.context_share) * best + self.context_share * ctx
 
-
-def _row_reduce(m: sp.csr_matrix, values: np.ndarray, op: np.ufunc, empty: float) -> np.ndarray:
-    out = np.full(m.shape[0], empty, dtype=np.float64)
-    lengths = np.diff(m.indptr)
-    rows = lengths > 0
-    if values.size:
-        out[rows] = op.reduceat(values, m.indptr[:-1][rows])
-    return out
-
-
-def _row_mean(m: sp.csr_matrix, values: np.ndarray, empty: np.ndarray) -> np.ndarray:
-    lengths = np.diff(m.indptr)
-    out = empty.copy()
-    rows = lengths > 0
-    if values.size:
-        sums = np.add.reduceat(values, m.indptr[:-1][rows])
-        out[rows] = sums / lengths[rows]
-    return out
+    def _reduce(self, rows: list[list[str]]) -> tuple[np.ndarray, np.ndarray]:
+        """Max and mean term score of each row of terms (NaN for a row without terms)."""
+        lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+        flat = [t for row in rows for t in row]
+        out_max = np.full(len(rows), np.nan)
+        out_mean = np.full(len(rows), np.nan)
+        if not flat:
+            return out_max, out_mean
+        values = self._scores(np.array(self._buckets(flat), dtype=np.int64))
+        has = lengths > 0
+        starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[has]
+        out_max[has] = np.maximum.reduceat(values, starts)
+        out_mean[has] = np.add.reduceat(values, starts) / lengths[has]
+        return out_max, out_mean
 
 
 # --- the link classifier ----------------------------------------------------------------
@@ -359,6 +388,33 @@ class LinkClassifier:
         return np.clip(self.model.predict(self.features(evidence)) + self.offset, 0.0, 1.0)
 
 
+class TermWeights:
+    """A weighted term set scored like :class:`focused.relevance.TopicVector` (cosine of
+    term counts with the weights), without touching jieba's dictionary: the expanded
+    topic's terms come out of :func:`~focused.relevance.tokenize` already, and adding
+    words to jieba again would change how every later page is segmented."""
+
+    def __init__(self, weights: Mapping[str, float]) -> None:
+        merged: dict[str, float] = {}
+        for term, weight in weights.items():
+            for token in tokenize(term):
+                merged[token] = merged.get(token, 0.0) + float(weight)
+        norm = math.sqrt(sum(w * w for w in merged.values())) or 1.0
+        self.weights = {t: w / norm for t, w in merged.items()}
+
+    def cosine(self, text: str) -> float:
+        counts = Counter(tokenize(text))
+        if not counts:
+            return 0.0
+        weights = self.weights
+        dot = sum(n * weights.get(t, 0.0) for t, n in counts.items())
+        norm = math.sqrt(sum(n * n for n in counts.values()))
+        return min(1.0, max(0.0, dot / norm))
+
+    def cosines(self, texts: Iterable[str]) -> np.ndarray:
+        return np.array([self.cosine(t) for t in texts], dtype=np.float64)
+
+
 # --- relevance feedback -----------------------------------------------------------------
 class VocabularyExpander:
     """Relevance feedback with a bound: at most ``max_terms`` new, capped keywords.
@@ -398,28 +454,46 @@ class VocabularyExpander:
         self.pages += 1
         self.df_all.update(distinct)
         if relevant:
-            self.relevant_pages += 1
-            self.df_rel.update(distinct)
+            self._add_relevant(distinct)
         if len(self.df_all) > self.max_vocabulary:
             keep = dict(self.df_all.most_common(self.max_vocabulary // 2))
             self.df_all = Counter(keep)
             self.df_rel = Counter({t: n for t, n in self.df_rel.items() if t in keep})
+
+    def add_relevant(self, terms: Iterable[str]) -> None:
+        """Count a relevant page only, when :meth:`expansion` is given the background
+        document frequencies (e.g. :meth:`TermModel.document_frequency`)."""
+        self._add_relevant(set(terms))
+
+    def _add_relevant(self, distinct: set[str]) -> None:
+        self.relevant_pages += 1
+        self.df_rel.update(distinct)
+        if len(self.df_rel) > self.max_vocabulary:
+            self.df_rel = Counter(dict(self.df_rel.most_common(self.max_vocabulary // 2)))
 
     def _eligible(self, term: str) -> bool:
         if term in self._known or term.isdigit():
             return False
         return len(term) >= 3 or not term.isascii()
 
-    def expansion(self) -> dict[str, float]:
-        """The added terms and their weights (empty before ``min_pages`` relevant pages)."""
+    def expansion(
+        self, df_all: Callable[[str], float] | None = None, pages: int | None = None
+    ) -> dict[str, float]:
+        """The added terms and their weights (empty before ``min_pages`` relevant pages).
+
+        ``df_all`` and ``pages``: the background document frequency of a term and the
+        number of pages it counts; by default this object's own counts.
+        """
         if self.relevant_pages < self.min_pages or not self.max_terms or not self.weight_cap:
             return {}
-        n_rel, n_all = self.relevant_pages, max(1, self.pages)
+        if df_all is None:
+            df_all, pages = self.df_all.__getitem__, self.pages
+        n_rel, n_all = self.relevant_pages, max(1, pages or 0, self.relevant_pages)
         scored = []
         for term, df in self.df_rel.items():
             if df < self.min_pages or not self._eligible(term):
                 continue
-            score = df / n_rel - self.df_all[term] / n_all
+            score = df / n_rel - min(n_all, df_all(term)) / n_all
             if score > 0:
                 scored.append((score, term))
         if not scored:
@@ -430,8 +504,10 @@ class VocabularyExpander:
         cap = self.weight_cap * mean
         return {term: cap * score / best for score, term in scored[: self.max_terms]}
 
-    def keywords(self) -> dict[str, float]:
-        """The original keywords plus the bounded expansion."""
+    def keywords(
+        self, df_all: Callable[[str], float] | None = None, pages: int | None = None
+    ) -> dict[str, float]:
+        """The original keywords plus the bounded :meth:`expansion`."""
         merged = dict(self.original)
-        merged.update(self.expansion())
+        merged.update(self.expansion(df_all, pages))
         return merged

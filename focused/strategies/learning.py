@@ -21,6 +21,7 @@ seed 001's simulated-annealing pick on the values.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -36,11 +37,12 @@ from focused.learning import (
     LinkClassifier,
     LinkEvidence,
     TermModel,
+    TermWeights,
     VocabularyExpander,
     degree,
     label,
 )
-from focused.relevance import TopicVector, tokenize
+from focused.relevance import term_counts
 from focused.strategies.base import LinkScore, Parent, value_priority
 
 #: Seeds rank above every link (link values are at most 1).
@@ -105,9 +107,11 @@ class LearningStrategy:
         self.expander = VocabularyExpander(
             self.keywords, max_terms=self.expand_terms, weight_cap=self.expand_cap
         )
-        self._vector: TopicVector | None = None  # the expanded topic, once there is one
+        self._vector: TermWeights | None = None  # the expanded topic, once there is one
+        self._next_expansion = max(1, self.expand_every)
         self.pages = 0
         self.relevant_pages = 0
+        self.expanded = 0  # terms the topic gained (relevance feedback)
 
     # --- scoring --------------------------------------------------------------------
     def seed(self) -> LinkScore:
@@ -179,8 +183,8 @@ class LearningStrategy:
         request's meta) and its ``text`` (title and body) teaches the term model."""
         y = label(degree(page_relevance, self.title_weight), self.label_floor)
         self.pages += 1
-        if text:
-            self.terms.learn_page(text, y)
+        terms = list(term_counts(text)) if text else []
+        self.terms.learn_page(terms, y)
         if self.classifier is not None and link is not None and META_ANCHOR in link:
             self.classifier.learn(
                 LinkEvidence(
@@ -194,21 +198,28 @@ class LearningStrategy:
                 ),
                 y,
             )
-        if self.expand_terms and text:
-            self.expander.add_page(tokenize(text), relevant)
-            if relevant:
-                self.relevant_pages += 1
-                if self.relevant_pages % max(1, self.expand_every) == 0:
-                    expanded = self.expander.keywords()
-                    if len(expanded) > len(self.keywords):
-                        self._vector = TopicVector(expanded)
+        if relevant and self.expand_terms and terms:
+            # background frequencies: the term model's (no second count of every page)
+            self.expander.add_relevant(t.decode("utf-8", "replace") for t in terms)
+            self.relevant_pages += 1
+            if self.relevant_pages >= self._next_expansion:
+                # every expand_every relevant pages at first, then every 25 % more: the
+                # refresh scans the relevant pages' vocabulary, so its cost stays amortised
+                self._next_expansion = max(
+                    self.relevant_pages + max(1, self.expand_every),
+                    math.ceil(self.relevant_pages * 1.25),
+                )
+                expanded = self.expander.keywords(self.terms.document_frequency, self.terms.pages)
+                if len(expanded) > len(self.keywords):
+                    self._vector = TermWeights(expanded)
+                    self.expanded = len(expanded) - len(self.keywords)
 
     def stats(self) -> dict[str, float]:
         """Numbers for the crawl's stats (``focused/learning/...``)."""
         out = {
             "pages": float(self.pages),
             "mean_label": round(self.terms.mean, 4),
-            "expanded_terms": float(len(self.expander.expansion())) if self._vector else 0.0,
+            "expanded_terms": float(self.expanded),
         }
         if self.classifier is not None:
             out["classifier_examples"] = float(self.classifier.examples)

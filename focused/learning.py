@@ -83,16 +83,17 @@ _NGRAM_WORD = re.compile(r"[^\W\d_]{4,}")
 
 # --- evidence of one link ---------------------------------------------------------------
 def url_words(url: str) -> list[str]:
-    """Words of the last two path segments of ``url`` (no host, no file extension)."""
+    """Words of the last path segment of ``url`` (no host, no file extension).
+
+    Only the last: a directory shared by every page (``/wiki/``) would be a term of
+    every link, and its score would put a floor under all of them.
+    """
     path = unquote(urlsplit(url).path)
-    parts = [p for p in path.split("/") if p][-2:]
-    words: list[str] = []
-    for part in parts:
-        stem, dot, ext = part.rpartition(".")
-        if dot and stem and 1 <= len(ext) <= 5:
-            part = stem
-        words.extend(tokenize(_URL_SPLIT.sub(" ", part)))
-    return words
+    last = path.rstrip("/").rsplit("/", 1)[-1]
+    stem, dot, ext = last.rpartition(".")
+    if dot and stem and 1 <= len(ext) <= 5:
+        last = stem
+    return tokenize(_URL_SPLIT.sub(" ", last))
 
 
 def context_window(before: str, after: str, words: int = CONTEXT_WORDS) -> str:

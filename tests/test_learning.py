@@ -1,0 +1,366 @@
+"""The online learners of the ``learning`` strategy (issue 8), on hand-made examples.
+
+Everything here is deterministic: no wall clock, SGD seeded, no network.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from parsel import Selector
+from scrapy import Request
+from scrapy.http import HtmlResponse
+
+from focused.learning import (
+    META_ANCHOR,
+    META_CONTEXT,
+    META_PARENT,
+    META_TERMS,
+    LinkClassifier,
+    LinkEvidence,
+    TermModel,
+    TermWeights,
+    VocabularyExpander,
+    context_window,
+    degree,
+    label,
+    link_contexts,
+    url_words,
+)
+from focused.middlewares import PAGE_META, FocusedPriorityMiddleware
+from focused.relevance import TopicVector
+from focused.strategies import STRATEGIES, Parent, build
+from focused.strategies.learning import SEED_VALUE, LearnedScore, LearningStrategy, Link
+
+CHEM = {"chemistry": 5.0, "chemical": 4.0, "acid": 3.0, "元素": 3.0}
+
+
+def ev(url: str, anchor: str = "", context: str = "", **kw: float) -> LinkEvidence:
+    return LinkEvidence(url, anchor, context, **kw)  # type: ignore[arg-type]
+
+
+# --- labels ----------------------------------------------------------------------------
+def test_label_is_a_monotone_log_scale_from_0_to_1():
+    assert label(0.0) == 0.0
+    assert label(1.0) == pytest.approx(1.0)
+    values = [label(d) for d in (0.0, 0.001, 0.01, 0.05, 0.2, 1.0)]
+    assert values == sorted(values) and len(set(values)) == len(values)
+    # the log scale keeps the contrast of small relevances: a page 10x more relevant than
+    # the background is far up the scale, not at 1 % of it as on a linear scale
+    assert label(0.02) > 0.35 > label(0.002) > 0.1
+    assert label(-3.0) == 0.0 and label(7.0) == pytest.approx(1.0)
+    assert label(0.01, floor=0.01) < label(0.01, floor=0.001)
+
+
+def test_degree_scales_page_relevance_by_the_title_weight():
+    assert degree(2.5, 4.0) == pytest.approx(0.5)
+    assert degree(9.0, 4.0) == 1.0
+    assert degree(-1.0) == 0.0
+    assert degree(float("nan")) == 0.0
+
+
+# --- link evidence ---------------------------------------------------------------------
+def test_url_words_are_the_last_path_segments_without_extension():
+    assert url_words("http://h/wiki/Sodium_chloride.html") == ["sodium", "chloride"]
+    assert url_words("http://h/wiki/AT%26T.html?x=1#top") == ["t"]  # "at": a stop word
+    assert url_words("http://h/a/b/c/Iron-oxide/") == ["iron", "oxide"]
+    assert url_words("http://h/") == []
+
+
+def test_context_window_keeps_words_on_each_side():
+    before = "one two three four five six seven eight nine ten"
+    after = "alpha beta gamma"
+    assert context_window(before, after, words=3) == "eight nine ten alpha beta gamma"
+    assert len(context_window("x " * 500, "y " * 500)) <= 160
+
+
+def test_link_contexts_by_absolute_url_first_link_wins():
+    html = (
+        "<html><body><p>Iron reacts with <a href='Oxygen.html'>oxygen</a> to form rust, "
+        "and with <a href='Sulfur.html'>sulfur</a> when heated.</p>"
+        "<p>See <a href='Oxygen.html'>oxygen</a> again.</p><a href='Top.html'>top</a>"
+        "<a>no href</a></body></html>"
+    )
+    root = Selector(text=html).root
+    contexts = link_contexts(root, lambda href: "http://h/wiki/" + href.strip())
+    assert set(contexts) == {
+        "http://h/wiki/Oxygen.html",
+        "http://h/wiki/Sulfur.html",
+        "http://h/wiki/Top.html",
+    }
+    oxygen = contexts["http://h/wiki/Oxygen.html"]
+    assert oxygen.startswith("Iron reacts with") and "rust" in oxygen and "again" not in oxygen
+    assert "heated" in contexts["http://h/wiki/Sulfur.html"]
+    assert contexts["http://h/wiki/Top.html"].endswith("again. no href")  # <body>'s words
+
+
+# --- the term model --------------------------------------------------------------------
+def test_term_model_scores_links_by_what_pages_using_their_words_were():
+    model = TermModel()
+    assert model.mean == 0.0
+    for _ in range(5):
+        model.learn_text("Cobalt is a metal; its oxide and its salts", 0.9)
+        model.learn_text("Football is a game with a ball and a goal", 0.1)
+    assert model.mean == pytest.approx(0.5)
+    scores = model.score(
+        [
+            ev("http://h/wiki/Cobalt.html", "cobalt"),
+            ev("http://h/wiki/Goal.html", "goal"),
+            ev("http://h/wiki/Zzz.html", "zzz"),  # never seen: the mean
+            ev("http://h/wiki/X.html", ""),  # "x" never seen either
+        ]
+    )
+    assert scores[0] > scores[2] > scores[1]
+    assert scores[2] == pytest.approx(0.5) and scores[3] == pytest.approx(0.5)
+
+
+def test_term_model_shrinks_rare_terms_to_the_mean():
+    model = TermModel(shrinkage=3.0)
+    model.learn_text("common rare", 1.0)
+    for _ in range(9):
+        model.learn_text("common", 1.0)
+    for _ in range(10):
+        model.learn_text("other", 0.0)
+    once, ten = model.score([ev("http://h/a", "rare"), ev("http://h/b", "common")])
+    assert model.mean == pytest.approx(0.5)
+    assert 0.5 < once < ten < 1.0
+    assert once == pytest.approx((1.0 + 3 * 0.5) / (1 + 3))
+
+
+def test_term_model_url_words_count_when_the_anchor_says_nothing():
+    model = TermModel(context_share=0.0)
+    model.learn_text("sodium chemistry", 1.0)
+    model.learn_text("click here for more", 0.0)
+    here, url = model.score(
+        [ev("http://h/page1", "click here"), ev("http://h/wiki/Sodium.html", "click here")]
+    )
+    assert url > here
+
+
+def test_term_model_mixes_in_the_context():
+    model = TermModel(context_share=0.5)
+    for _ in range(3):
+        model.learn_text("acid base salt", 1.0)
+        model.learn_text("goal ball", 0.0)
+    plain, with_ctx = model.score(
+        [ev("http://h/n", "neutral"), ev("http://h/n", "neutral", "an acid and a base")]
+    )
+    assert with_ctx > plain
+
+
+def test_keyword_pseudo_pages_bootstrap_the_term_model():
+    cold = TermModel(CHEM, keyword_pages=0.0)
+    warm = TermModel(CHEM, keyword_pages=3.0)
+    links = [ev("http://h/a", "acid"), ev("http://h/b", "football")]
+    assert cold.score(links)[0] == cold.score(links)[1]
+    acid, football = warm.score(links)
+    assert acid > football
+
+
+def test_term_model_same_bucket_for_str_and_utf8():
+    model = TermModel()
+    assert model.feature("élément") == model.feature("élément".encode())
+    model.learn_page([b"\xc3\xa9l\xc3\xa9ment"], 1.0)
+    model.learn_page(["other"], 0.0)
+    assert model.score([ev("http://h/a", "élément")])[0] > model.mean
+
+
+# --- relevance feedback ----------------------------------------------------------------
+def _pages(expander: VocabularyExpander) -> None:
+    for i in range(6):
+        expander.add_page(["chemistry", "reaction", "oxide", f"rare{i}", "the"], True)
+        expander.add_page(["football", "goal", "the"], False)
+
+
+def test_vocabulary_expansion_is_bounded_and_keeps_the_topic():
+    expander = VocabularyExpander(CHEM, max_terms=1, weight_cap=0.5, min_pages=3)
+    assert expander.expansion() == {}  # nothing learnt yet
+    _pages(expander)
+    added = expander.expansion()
+    assert len(added) == 1  # at most max_terms
+    term, weight = next(iter(added.items()))
+    assert term in {"reaction", "oxide"}
+    mean = sum(CHEM.values()) / len(CHEM)
+    assert 0 < weight <= 0.5 * mean + 1e-9
+    merged = expander.keywords()
+    assert {k: merged[k] for k in CHEM} == CHEM  # the original keywords never change
+
+
+def test_vocabulary_expansion_ignores_terms_everywhere_or_rare_or_known():
+    expander = VocabularyExpander(CHEM, max_terms=10, min_pages=3)
+    _pages(expander)
+    added = expander.expansion()
+    assert set(added) == {"reaction", "oxide"}  # not "the" (everywhere), "rare3" (once),
+    # "chemistry" (a keyword already) nor football (irrelevant pages only)
+
+
+def test_vocabulary_expansion_with_background_frequencies():
+    model = TermModel()
+    expander = VocabularyExpander(CHEM, max_terms=10, min_pages=3)
+    for _ in range(4):
+        model.learn_page(["oxide", "the"], 1.0)
+        expander.add_relevant(["oxide", "the"])
+        for _ in range(3):
+            model.learn_page(["the", "goal"], 0.0)
+    added = expander.expansion(model.document_frequency, model.pages)
+    assert set(added) == {"oxide"}
+
+
+def test_term_weights_agree_with_the_topic_vector():
+    weights = {"acid": 3.0, "base": 2.0, "salt water": 1.0}
+    mine, topic = TermWeights(weights), TopicVector(weights)
+    texts = ["acid", "an acid and a base", "salt", "nothing here", "", "acid acid salt"]
+    np.testing.assert_allclose(mine.cosines(texts), topic.cosines(texts), atol=1e-9)
+
+
+# --- the link classifier ---------------------------------------------------------------
+def _train(seed: int) -> LinkClassifier:
+    clf = LinkClassifier(batch_size=8, seed=seed)
+    for i in range(120):
+        good = i % 3 == 0
+        name = f"alpha{i}" if good else f"beta{i}"
+        context = "strong acid reaction" if good else "league season goal"
+        clf.learn(
+            LinkEvidence(f"http://h/{name}", name, context, 0.5, 0.1, 0, 0.3), 0.9 if good else 0.1
+        )
+    clf.flush()
+    return clf
+
+
+def test_link_classifier_learns_from_link_evidence_and_is_repeatable():
+    untrained = LinkClassifier()
+    probe = [
+        LinkEvidence("http://h/a", "x", "an acid reaction", 0.5, 0.1, 0, 0.3),
+        LinkEvidence("http://h/b", "y", "the goal of the season", 0.5, 0.1, 0, 0.3),
+    ]
+    np.testing.assert_allclose(untrained.predict(probe), [0.3, 0.3])  # term scores
+    one, two = _train(7).predict(probe), _train(7).predict(probe)
+    np.testing.assert_array_equal(one, two)
+    assert one[0] > one[1] + 0.05
+    assert ((0.0 <= one) & (one <= 1.0)).all()
+
+
+# --- the strategy ----------------------------------------------------------------------
+PARENT = Parent("http://h/wiki/Iron.html", 0.5, True, 0.1, 100.0, 0, 1, 3)
+
+
+def test_learning_is_registered_and_built_with_the_topic_keywords():
+    assert STRATEGIES["learning"] is LearningStrategy
+    s = build("learning", keywords=CHEM, learning={"shrinkage": 5.0, "random_seed": 3})
+    assert isinstance(s, LearningStrategy)
+    assert s.keywords == CHEM and s.shrinkage == 5.0 and s.random_seed == 3
+    assert s.link_evidence is True and s.anneal is False
+
+
+def test_seed_outranks_every_link():
+    s = LearningStrategy(keywords=CHEM)
+    s.observe("http://h/wiki/Acid.html", 5.0, True, "acid acid acid chemistry")
+    links = s.score_links(PARENT, [Link("http://h/wiki/Acid.html", 1.0, "acid", "acid")])
+    assert links[0] is not None and links[0].value <= 1.0
+    assert s.seed().priority > links[0].priority
+    assert s.seed().value == 1.0 and s.seed().m == s.m0 and SEED_VALUE > 1.0
+
+
+def test_observed_pages_teach_which_links_to_follow():
+    s = LearningStrategy(keywords=CHEM)
+    links = [
+        Link("http://h/wiki/Cobalt.html", 0.0, "cobalt", "a metal like iron"),
+        Link("http://h/wiki/Striker.html", 0.0, "striker", "scored a goal"),
+    ]
+    before = s.score_links(PARENT, links)
+    assert before[0].value == before[1].value  # type: ignore[union-attr]
+    for i in range(4):
+        s.observe(f"http://h/c{i}", 1.5, True, "cobalt nickel iron metal oxide chemistry")
+        s.observe(f"http://h/f{i}", 0.01, False, "striker goal league football season")
+    after = s.score_links(PARENT, links)
+    assert after[0].value > after[1].value  # type: ignore[union-attr]
+    assert isinstance(after[0], LearnedScore)
+    assert set(after[0].meta) == {META_PARENT, META_TERMS}
+    assert s.stats()["pages"] == 8
+
+
+def test_side_channels_are_dropped_past_max_hops():
+    s = LearningStrategy(keywords=CHEM, max_hops=2, ratio=0.5)
+    deep = Parent("http://h/x", 0.0, False, 0.0, 100.0 * 0.5**2, 2, 5, 2)
+    scores = s.score_links(
+        deep, [Link("http://h/a", 0.0, "nothing", ""), Link("http://h/b", 0.9, "acid", "")]
+    )
+    assert scores[0] is None  # a third irrelevant hop
+    assert scores[1] is not None and scores[1].m == s.m0  # a relevant anchor restores M0
+
+
+def test_relevance_feedback_expands_the_topic_for_the_channel():
+    s = LearningStrategy(keywords=CHEM, expand_terms=5, expand_every=3)
+    for i in range(6):
+        s.observe(f"http://h/c{i}", 2.0, True, "chemistry titration burette reagent")
+        s.observe(f"http://h/f{i}", 0.0, False, "football goal")
+    assert 0 < s.stats()["expanded_terms"] <= 5
+    # "titration" is not a keyword, yet its anchor now counts as relevant: main channel
+    side = Parent("http://h/x", 0.0, False, 0.0, 80.0, 1, 3, 2)
+    score = s.score_links(side, [Link("http://h/t", 0.0, "titration", "")])[0]
+    assert score is not None and score.m == s.m0
+
+
+def test_the_learning_strategy_is_repeatable():
+    def crawl() -> list[float]:
+        s = LearningStrategy(keywords=CHEM, link_model=True, batch_size=4, classifier_prior=1.0)
+        out = []
+        for i in range(30):
+            s.observe(
+                f"http://h/p{i}",
+                (i % 4) * 0.5,
+                i % 4 == 3,
+                f"word{i % 7} acid goal {i}",
+                {META_ANCHOR: f"word{i % 5}", META_CONTEXT: "acid", META_PARENT: 0.2},
+            )
+            scores = s.score_links(PARENT, [Link(f"http://h/q{i}", 0.1, f"word{i % 7}", "acid")])
+            out.append(scores[0].value)  # type: ignore[union-attr]
+        return out
+
+    first = crawl()
+    assert first == crawl()
+    assert not math.isnan(sum(first))
+
+
+# --- the middleware hook (a real Scrapy response through the real middleware) ----------
+def test_middleware_learns_from_a_page_before_scoring_its_links():
+    strategy = LearningStrategy(keywords=CHEM)
+    for i in range(3):  # what the crawl saw before: football pages, label ~0
+        strategy.observe(f"http://h/f{i}", 0.0, False, "striker goal league football")
+    mw = FocusedPriorityMiddleware(strategy)
+    response = HtmlResponse(
+        "http://h/wiki/Iron.html",
+        body=b"<html><body>iron</body></html>",
+        request=Request("http://h/wiki/Iron.html", meta={"m": 100.0, "depth": 1}),
+    )
+    text = "cobalt nickel manganese oxide chemistry"
+    response.meta[PAGE_META] = {"page_relevance": 2.0, "relevant": True, "text": text}
+    requests = [
+        Request("http://h/wiki/Striker.html", meta={META_ANCHOR: "striker"}),
+        Request("http://h/wiki/Cobalt.html", meta={META_ANCHOR: "cobalt"}),
+        Request("http://h/wiki/Known.html", meta={"link_value": 0.25}),  # scored before
+    ]
+    item = {"url": response.url}
+    out = list(mw.process_spider_output(response, [*requests, item]))
+    assert out[:3] == requests and out[3] is item  # spider order, requests before the item
+    assert strategy.pages == 4  # the page was observed once
+    assert "text" not in response.meta[PAGE_META]  # the page text does not linger
+    striker, cobalt, known = requests
+    # had the links been scored before the page was learnt, "cobalt" would be unknown and
+    # score the mean label (0): the same as "striker"
+    assert cobalt.priority > striker.priority
+    assert cobalt.meta["link_value"] > striker.meta["link_value"] > 0
+    assert known.meta["link_value"] == 0.25 and known.priority == 0  # left alone
+    assert cobalt.meta[META_TERMS] == pytest.approx(cobalt.meta["link_value"], abs=1e-6)
+    assert cobalt.meta["m"] == strategy.m0 * strategy.ratio  # "cobalt" is no keyword: side
+
+
+def test_middleware_without_a_learning_strategy_scores_one_by_one():
+    mw = FocusedPriorityMiddleware(build("best_first"))
+    response = HtmlResponse("http://h/a", body=b"<html></html>", request=Request("http://h/a"))
+    response.meta[PAGE_META] = {"page_relevance": 2.5, "relevant": True}
+    request = Request("http://h/b")
+    out = list(mw.process_spider_output(response, [request, {"url": "http://h/a"}]))
+    assert out[0] is request and request.meta["link_value"] == pytest.approx(0.5)

@@ -1,0 +1,69 @@
+"""The ``learning`` strategy in a real crawl of the sandbox (``python -m scrapy crawl``)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from crawling import run_crawl
+
+BUDGET = 100
+#: One request at a time: the crawl order is repeatable, so are the numbers below.
+SERIAL = ("CONCURRENT_REQUESTS=1", "CONCURRENT_REQUESTS_PER_DOMAIN=1")
+
+
+def _targets_in_first(crawl, n: int) -> int:
+    return sum(bool(r["is_target"]) for r in crawl.rows()[:n])
+
+
+@pytest.fixture(scope="module")
+def crawls(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    base = tmp_path_factory.mktemp("learning")
+    out = {}
+    for strategy in ("learning", "best_first"):
+        out[strategy] = run_crawl(
+            base / strategy,
+            f"FOCUSED_STRATEGY={strategy}",
+            f"CLOSESPIDER_ITEMCOUNT={BUDGET}",
+            *SERIAL,
+        )
+    return out
+
+
+def _stat(log: str, key: str) -> float:
+    match = re.search(rf"'{re.escape(key)}': ([0-9.]+)", log)
+    assert match, f"{key} not in the stats dump"
+    return float(match.group(1))
+
+
+def test_learning_crawl_learns_from_every_page(crawls):
+    crawl = crawls["learning"]
+    pages = len(crawl.rows())
+    assert pages >= BUDGET
+    # every stored page was heard by the strategy, from its own relevance
+    assert _stat(crawl.log, "focused/learning/pages") >= pages
+    assert 0.0 < _stat(crawl.log, "focused/learning/mean_label") < 1.0
+    # relevance feedback added terms, within the bound
+    assert 0 < _stat(crawl.log, "focused/learning/expanded_terms") <= 30
+    assert {r["strategy"] for r in crawl.rows()} == {"learning"}
+    values = [r["link_value"] for r in crawl.rows()[1:]]
+    assert all(0.0 <= v <= 1.0 for v in values) and len(set(values)) > 10
+
+
+def test_learning_beats_best_first_early_on_the_sandbox(crawls):
+    learnt = _targets_in_first(crawls["learning"], BUDGET)
+    best_first = _targets_in_first(crawls["best_first"], BUDGET)
+    assert learnt > best_first, (learnt, best_first)
+
+
+def test_learning_settings_are_checked_before_any_fetch(tmp_path: Path):
+    crawl = run_crawl(
+        tmp_path / "bad",
+        "FOCUSED_STRATEGY=learning",
+        "FOCUSED_LEARNING_CONTEXT_SHARE=1.5",
+        check=False,
+    )
+    assert crawl.returncode != 0
+    assert "FOCUSED_LEARNING_CONTEXT_SHARE must be in [0.0, 1.0], got 1.5" in crawl.log
+    assert not (tmp_path / "bad" / "pages.sqlite3").exists()

@@ -683,8 +683,8 @@ def frontier_worker(n: int) -> dict[str, Any]:
 
     Entries are made in chunks and dropped once pushed, so that the memory left is what
     the frontier keeps alive (an object it only refers to counts too). Memory: a first
-    frontier filled under ``tracemalloc``; time and RSS: a second one filled (only the
-    pushes timed) and emptied without tracing.
+    frontier filled (only the pushes timed, RSS read before and after) and emptied
+    without tracing; then a second one filled under ``tracemalloc``.
     """
     import tracemalloc
 
@@ -707,21 +707,11 @@ def frontier_worker(n: int) -> dict[str, Any]:
         return push_s, chars
 
     gc.collect()
-    tracemalloc.start()
-    mem0 = tracemalloc.get_traced_memory()[0]
-    frontier = MemoryFrontier()
-    fill(frontier)
-    gc.collect()
-    out: dict[str, Any] = {"n": n}
-    out["bytes_per_url_tracemalloc"] = (tracemalloc.get_traced_memory()[0] - mem0) / n
-    tracemalloc.stop()
-    del frontier
-    gc.collect()
-    rss0 = rss_bytes()
+    rss0 = rss_bytes()  # first, in a fresh process: no memory freed by an earlier phase
     frontier = MemoryFrontier()
     push_s, chars = fill(frontier)
     gc.collect()
-    out["bytes_per_url_rss"] = (rss_bytes() - rss0) / n
+    out: dict[str, Any] = {"n": n, "bytes_per_url_rss": (rss_bytes() - rss0) / n}
     out["url_chars_mean"] = chars / n
     out["held"] = len(frontier)
     out["push_us"] = 1e6 * push_s / n
@@ -733,6 +723,15 @@ def frontier_worker(n: int) -> dict[str, Any]:
         picked += 1
     out["pick_us"] = 1e6 * (time.process_time() - t) / max(1, picked)
     out["picked"] = picked
+    del frontier
+    gc.collect()
+    tracemalloc.start()
+    mem0 = tracemalloc.get_traced_memory()[0]
+    frontier = MemoryFrontier()
+    fill(frontier)
+    gc.collect()
+    out["bytes_per_url_tracemalloc"] = (tracemalloc.get_traced_memory()[0] - mem0) / n
+    tracemalloc.stop()
     return out
 
 
@@ -763,8 +762,8 @@ def dedup_worker(n: int, probes: int) -> dict[str, Any]:
     and ``probes`` never-added ones; count every wrong answer.
 
     Fingerprints are made in chunks (new int objects, as a crawl makes them) and dropped
-    once added, so the memory left is what the set keeps alive. Memory: a first set filled
-    under ``tracemalloc``; time and RSS: a second one filled without tracing.
+    once added, so the memory left is what the set keeps alive. Time and RSS: a first set
+    filled and tested without tracing; then a second one filled under ``tracemalloc``.
     """
     import tracemalloc
 
@@ -785,21 +784,11 @@ def dedup_worker(n: int, probes: int) -> dict[str, Any]:
         return add_s, drops
 
     gc.collect()
-    tracemalloc.start()
-    mem0 = tracemalloc.get_traced_memory()[0]
-    seen = SeenSet()
-    fill(seen)
-    gc.collect()
-    out: dict[str, Any] = {"n": n}
-    out["bytes_per_url_tracemalloc"] = (tracemalloc.get_traced_memory()[0] - mem0) / n
-    tracemalloc.stop()
-    del seen
-    gc.collect()
-    rss0 = rss_bytes()
+    rss0 = rss_bytes()  # first, in a fresh process: no memory freed by an earlier phase
     seen = SeenSet()
     add_s, false_drops = fill(seen)
     gc.collect()
-    out["bytes_per_url_rss"] = (rss_bytes() - rss0) / n
+    out: dict[str, Any] = {"n": n, "bytes_per_url_rss": (rss_bytes() - rss0) / n}
     out["add_us"] = 1e6 * add_s / n
     out["held"] = len(seen)
     rng = random.Random(5)
@@ -825,6 +814,15 @@ def dedup_worker(n: int, probes: int) -> dict[str, Any]:
     for u in urls:
         url_fingerprint(u)
     out["fingerprint_us"] = 1e6 * (time.process_time() - t) / m
+    del seen, present, absent, urls
+    gc.collect()
+    tracemalloc.start()
+    mem0 = tracemalloc.get_traced_memory()[0]
+    seen = SeenSet()
+    fill(seen)
+    gc.collect()
+    out["bytes_per_url_tracemalloc"] = (tracemalloc.get_traced_memory()[0] - mem0) / n
+    tracemalloc.stop()
     return out
 
 
@@ -1163,7 +1161,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="wikispeedia-site folder")
     p.add_argument("--sites", default="sandbox,wikispeedia", help="sites to crawl")
     p.add_argument("--sandbox-pages", type=int, default=20_000, help="sandbox size")
-    p.add_argument("--pages", type=int, default=300, help="page budget of each crawl")
+    p.add_argument("--pages", type=int, default=250, help="page budget of each crawl")
     p.add_argument("--pairs", type=int, default=3, help="plain/focused pairs per strategy")
     p.add_argument("--strategies", default="", help="comma-separated; default: all but oracle")
     p.add_argument("--concurrency", type=int, default=16, help="CONCURRENT_REQUESTS")

@@ -101,6 +101,9 @@ def learning_settings(settings: Any) -> dict[str, Any]:
             settings, "FOCUSED_LEARNING_CONTEXT_SHARE", 0.0, 1.0, open_low=False, open_high=False
         ),
         "label_floor": _in_range(settings, "FOCUSED_LEARNING_LABEL_FLOOR", 0.0, 1.0),
+        "parent_share": _in_range(
+            settings, "FOCUSED_LEARNING_PARENT_SHARE", 0.0, 1.0, open_low=False, open_high=False
+        ),
         "keyword_pages": _in_range(
             settings, "FOCUSED_LEARNING_KEYWORD_PAGES", 0.0, 1e6, open_low=False
         ),

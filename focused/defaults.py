@@ -60,6 +60,8 @@ DEFAULTS: dict[str, Any] = {
     "FOCUSED_LEARNING_CONTEXT_SHARE": 0.3,
     # label of a page: log(A / (title weight + 1) + floor), rescaled to [0, 1]
     "FOCUSED_LEARNING_LABEL_FLOOR": 0.002,
+    # a link's value = learnt value ** (1 - share) * parent page's label ** share
+    "FOCUSED_LEARNING_PARENT_SHARE": 0.1,
     # each topic keyword starts as this many pseudo-pages of label weight / max weight
     # (0: the crawl's own pages only; keyword priors hurt on wikispeedia, docs/learning.md)
     "FOCUSED_LEARNING_KEYWORD_PAGES": 0.0,

@@ -254,6 +254,22 @@ def test_learning_is_registered_and_built_with_the_topic_keywords():
     assert s.link_evidence is True and s.anneal is False
 
 
+def test_the_parent_label_discounts_links_of_irrelevant_pages():
+    s = LearningStrategy(keywords=CHEM, parent_share=0.5)
+    for i in range(3):
+        s.observe(f"http://h/c{i}", 1.0, True, "acid base salt")
+    link = [Link("http://h/wiki/Acid.html", 0.5, "acid", "")]
+    good = s.score_links(PARENT, link)[0]
+    poor = s.score_links(Parent("http://h/p", 0.0, False, 0.0, 100.0, 0, 1, 1), link)[0]
+    alone = LearningStrategy(keywords=CHEM, parent_share=0.0)
+    for i in range(3):
+        alone.observe(f"http://h/c{i}", 1.0, True, "acid base salt")
+    assert good.value > poor.value > 0  # type: ignore[union-attr]
+    assert alone.score_links(PARENT, link)[0].value == pytest.approx(
+        good.meta[META_TERMS], abs=1e-6
+    )  # type: ignore[union-attr]
+
+
 def test_seed_outranks_every_link():
     s = LearningStrategy(keywords=CHEM)
     s.observe("http://h/wiki/Acid.html", 5.0, True, "acid acid acid chemistry")
@@ -353,7 +369,10 @@ def test_middleware_learns_from_a_page_before_scoring_its_links():
     assert cobalt.priority > striker.priority
     assert cobalt.meta["link_value"] > striker.meta["link_value"] > 0
     assert known.meta["link_value"] == 0.25 and known.priority == 0  # left alone
-    assert cobalt.meta[META_TERMS] == pytest.approx(cobalt.meta["link_value"], abs=1e-6)
+    # the value mixes the learnt term score with the parent's own label (parent_share)
+    parent_label = label(degree(2.0))
+    expected = cobalt.meta[META_TERMS] ** 0.9 * parent_label**0.1
+    assert cobalt.meta["link_value"] == pytest.approx(expected, rel=1e-5)
     assert cobalt.meta["m"] == strategy.m0 * strategy.ratio  # "cobalt" is no keyword: side
 
 

@@ -47,6 +47,8 @@ from focused.strategies.base import LinkScore, Parent, value_priority
 
 #: Seeds rank above every link (link values are at most 1).
 SEED_VALUE = 2.0
+#: Lowest parent label in the geometric mix (a label of 0 would zero every link).
+PARENT_FLOOR = 1e-3
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +81,7 @@ class LearningStrategy:
     shrinkage: float = 3.0
     context_share: float = 0.3
     label_floor: float = 0.002
+    parent_share: float = 0.1
     keyword_pages: float = 0.0
     expand_terms: int = 30
     expand_cap: float = 0.5
@@ -157,6 +160,14 @@ class LearningStrategy:
             n = self.classifier.examples
             share = n / (n + self.classifier_prior) if self.classifier_prior > 0 else 1.0
             values = share * self.classifier.predict(evidence) + (1.0 - share) * terms
+        if self.parent_share > 0:
+            # the parent's own label weighs in geometrically: a link of a page the crawl
+            # judged irrelevant is discounted, never dropped (seed 001 weighs the parent
+            # page and the anchor; here the anchor side is learnt)
+            parent = max(PARENT_FLOOR, label(parent_degree, self.label_floor))
+            values = np.clip(values, 0.0, 1.0) ** (1.0 - self.parent_share) * (
+                parent**self.parent_share
+            )
         for i, value, term in zip(kept, values.tolist(), terms.tolist(), strict=True):
             m, hops = channel[i]  # type: ignore[misc]
             value = min(1.0, max(0.0, value))

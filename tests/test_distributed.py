@@ -77,9 +77,17 @@ def test_two_workers_crawl_the_sandbox_together(
     site: SandboxProcess, redis_url: str, reference: set[str], tmp_path: Path, strategy: str
 ) -> None:
     key = f"dist:two:{strategy}"
-    # the second worker starts a second later and joins the running crawl
+    # the second worker starts a second later and joins the running crawl; a small
+    # download delay keeps the crawl longer than a worker's start-up on a loaded machine
     run = run_workers(
-        2, tmp_path, site, redis_url=redis_url, key=key, strategy=strategy, stagger=1.0
+        2,
+        tmp_path,
+        site,
+        redis_url=redis_url,
+        key=key,
+        strategy=strategy,
+        stagger=1.0,
+        settings=("DOWNLOAD_DELAY=0.03",),
     )
     for w in run.workers:
         assert w.returncode == 0, w.log[-3000:]

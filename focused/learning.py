@@ -189,6 +189,7 @@ class TermModel:
         self.pages = 0
         self._cache: dict[str | bytes, int] = {}
         self._url_words: dict[str, list[str]] = {}
+        self._anchors: dict[str, list[str]] = {}
         if keywords and keyword_pages > 0:
             top = max(keywords.values())
             for term, weight in keywords.items():
@@ -242,6 +243,14 @@ class TermModel:
         k = self.shrinkage
         return (self.sums[buckets] + k * self.mean) / (self.counts[buckets] + k)
 
+    def _anchor_words(self, anchor: str) -> list[str]:
+        words = self._anchors.get(anchor)
+        if words is None:
+            if len(self._anchors) >= CACHE_SIZE:
+                self._anchors.clear()
+            words = self._anchors[anchor] = tokenize(anchor)
+        return words
+
     def _words_of_url(self, url: str) -> list[str]:
         words = self._url_words.get(url)
         if words is None:
@@ -256,7 +265,8 @@ class TermModel:
         if not n:
             return np.zeros(0)
         mean = self.mean
-        best = self._reduce([tokenize(e.anchor) + self._words_of_url(e.url) for e in evidence])
+        names = [self._anchor_words(e.anchor) + self._words_of_url(e.url) for e in evidence]
+        best = self._reduce(names)
         best = np.where(np.isnan(best[0]), mean, best[0])
         if not self.context_share:
             return best
@@ -399,21 +409,33 @@ class TermWeights:
                 merged[token] = merged.get(token, 0.0) + float(weight)
         norm = math.sqrt(sum(w * w for w in merged.values())) or 1.0
         self.weights = {t: w / norm for t, w in merged.items()}
+        self._short: dict[str, float] = {}  # anchors come back page after page
 
     def cosine(self, text: str) -> float:
+        cached = self._short.get(text)
+        if cached is not None:
+            return cached
         counts = Counter(tokenize(text))
-        if not counts:
-            return 0.0
-        weights = self.weights
-        dot = sum(n * weights.get(t, 0.0) for t, n in counts.items())
-        norm = math.sqrt(sum(n * n for n in counts.values()))
-        return min(1.0, max(0.0, dot / norm))
+        cos = 0.0
+        if counts:
+            weights = self.weights
+            dot = sum(n * weights.get(t, 0.0) for t, n in counts.items())
+            cos = min(1.0, max(0.0, dot / math.sqrt(sum(n * n for n in counts.values()))))
+        if len(text) <= MAX_ANCHOR_CHARS:
+            if len(self._short) >= CACHE_SIZE:
+                self._short.clear()
+            self._short[text] = cos
+        return cos
 
     def cosines(self, texts: Iterable[str]) -> np.ndarray:
         return np.array([self.cosine(t) for t in texts], dtype=np.float64)
 
 
 # --- relevance feedback -----------------------------------------------------------------
+def _text(term: str | bytes) -> str:
+    return term.decode("utf-8", "replace") if isinstance(term, bytes) else term
+
+
 class VocabularyExpander:
     """Relevance feedback with a bound: at most ``max_terms`` new, capped keywords.
 
@@ -440,13 +462,14 @@ class VocabularyExpander:
         self.weight_cap = max(0.0, weight_cap)
         self.min_pages = max(1, min_pages)
         self.max_vocabulary = max(1000, max_vocabulary)
-        self._known = {t for term in keywords for t in tokenize(term)}
-        self.df_all: Counter[str] = Counter()
-        self.df_rel: Counter[str] = Counter()
+        known = {t for term in keywords for t in tokenize(term)}
+        self._known = known | {t.encode("utf-8") for t in known}  # terms may come as UTF-8
+        self.df_all: Counter[str | bytes] = Counter()
+        self.df_rel: Counter[str | bytes] = Counter()
         self.pages = 0
         self.relevant_pages = 0
 
-    def add_page(self, terms: Iterable[str], relevant: bool) -> None:
+    def add_page(self, terms: Iterable[str] | Iterable[bytes], relevant: bool) -> None:
         """Count the distinct ``terms`` of one fetched page."""
         distinct = set(terms)
         self.pages += 1
@@ -458,24 +481,24 @@ class VocabularyExpander:
             self.df_all = Counter(keep)
             self.df_rel = Counter({t: n for t, n in self.df_rel.items() if t in keep})
 
-    def add_relevant(self, terms: Iterable[str]) -> None:
+    def add_relevant(self, terms: Iterable[str] | Iterable[bytes]) -> None:
         """Count a relevant page only, when :meth:`expansion` is given the background
         document frequencies (e.g. :meth:`TermModel.document_frequency`)."""
         self._add_relevant(set(terms))
 
-    def _add_relevant(self, distinct: set[str]) -> None:
+    def _add_relevant(self, distinct: set[str] | set[bytes]) -> None:
         self.relevant_pages += 1
         self.df_rel.update(distinct)
         if len(self.df_rel) > self.max_vocabulary:
             self.df_rel = Counter(dict(self.df_rel.most_common(self.max_vocabulary // 2)))
 
-    def _eligible(self, term: str) -> bool:
+    def _eligible(self, term: str | bytes) -> bool:
         if term in self._known or term.isdigit():
             return False
         return len(term) >= 3 or not term.isascii()
 
     def expansion(
-        self, df_all: Callable[[str], float] | None = None, pages: int | None = None
+        self, df_all: Callable[[Any], float] | None = None, pages: int | None = None
     ) -> dict[str, float]:
         """The added terms and their weights (empty before ``min_pages`` relevant pages).
 
@@ -500,10 +523,10 @@ class VocabularyExpander:
         best = scored[0][0]
         mean = sum(self.original.values()) / max(1, len(self.original))
         cap = self.weight_cap * mean
-        return {term: cap * score / best for score, term in scored[: self.max_terms]}
+        return {_text(term): cap * score / best for score, term in scored[: self.max_terms]}
 
     def keywords(
-        self, df_all: Callable[[str], float] | None = None, pages: int | None = None
+        self, df_all: Callable[[Any], float] | None = None, pages: int | None = None
     ) -> dict[str, float]:
         """The original keywords plus the bounded :meth:`expansion`."""
         merged = dict(self.original)

@@ -217,7 +217,7 @@ class LearningStrategy:
             )
         if relevant and self.expand_terms and terms:
             # background frequencies: the term model's (no second count of every page)
-            self.expander.add_relevant(t.decode("utf-8", "replace") for t in terms)
+            self.expander.add_relevant(terms)  # UTF-8 terms, decoded only when added
             self.relevant_pages += 1
             if self.relevant_pages >= self._next_expansion:
                 # every expand_every relevant pages at first, then every 25 % more: the

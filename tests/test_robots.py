@@ -198,7 +198,8 @@ def test_unreachable_robots_txt_disallows_then_is_fetched_again(web: Web, mode: 
     stats = crawl(web, [(0.0, first), (1.2, later)], retry_after=1.0, log=log)
     host = web.base.split("//")[1]
     assert any(f"robots.txt of {host} unreachable" in line for line in log)
-    assert web.log == ["/robots.txt", "/robots.txt", *sorted(web.log[2:])]
+    # The later batch's two pages may be fetched in either order (concurrent downloads).
+    assert web.log[:2] == ["/robots.txt", "/robots.txt"]
     assert sorted(web.log[2:]) == ["/c.html", "/d.html"]  # nothing of the first batch
     assert stats["focused/robotstxt/unreachable"] == 1
     assert stats["focused/robotstxt/refused"] == len(first)

@@ -45,6 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from focused.bench.process import ChildProcess, URLServer
+
 PROJECT = Path(__file__).resolve().parents[2]
 CHEMISTRY = "subject.Science.Chemistry"
 
@@ -65,7 +67,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class RedisServer:
+class RedisServer(ChildProcess):
     """A private ``redis-server`` on a free loopback port, data in a temporary folder.
 
     No persistence (``save ""``, no AOF) unless ``persist`` (append-only file, fsync on
@@ -75,6 +77,7 @@ class RedisServer:
     """
 
     def __init__(self, binary: str | None = None, persist: bool = False) -> None:
+        super().__init__()
         found = binary or shutil.which("redis-server")
         if not found:
             raise FileNotFoundError(
@@ -84,7 +87,6 @@ class RedisServer:
         self.persist = persist
         self.port = 0
         self.dir: Path | None = None
-        self.process: subprocess.Popen | None = None
 
     @property
     def url(self) -> str:
@@ -132,58 +134,23 @@ class RedisServer:
                     raise RuntimeError("redis-server did not start") from None
                 time.sleep(0.05)
 
-    def kill(self) -> None:
-        """``kill -9`` the server; its folder (and port) are kept for :meth:`start`."""
-        if self.process is not None:
-            self.process.kill()
-            self.process.wait()
-            self.process = None
-
     def stop(self) -> None:
-        if self.process is not None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-            self.process = None
+        """Terminate the server and delete its folder (:meth:`kill` keeps both)."""
+        super().stop()
         if self.dir is not None:
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir = None
 
-    def __enter__(self) -> RedisServer:
-        self.start()
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-
-class SandboxProcess:
+class SandboxProcess(URLServer):
     """``python -m focused.sandbox --port 0`` in its own process; ``base`` is its URL."""
 
     def __init__(self, seed: int = 7, pages: int = 600) -> None:
+        cmd = [sys.executable, "-m", "focused.sandbox", "--port", "0"]
+        super().__init__(cmd + ["--seed", str(seed), "--pages", str(pages)], "sandbox")
         self.seed = seed
         self.pages = pages
-        self.base = ""
-        self.process: subprocess.Popen | None = None
         self._seeds: dict[str, list[str]] = {}
-
-    def start(self, timeout: float = 60.0) -> str:
-        cmd = [sys.executable, "-m", "focused.sandbox", "--port", "0"]
-        cmd += ["--seed", str(self.seed), "--pages", str(self.pages)]
-        self.process = subprocess.Popen(
-            cmd, cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-        )
-        assert self.process.stdout is not None
-        deadline = time.monotonic() + timeout
-        line = self.process.stdout.readline().strip()
-        if not line.startswith("http") or time.monotonic() > deadline:
-            self.stop()
-            raise RuntimeError(f"the sandbox did not start (printed {line!r})")
-        self.base = line.rstrip("/")
-        return self.base
 
     def seeds(self, category: str = CHEMISTRY) -> list[str]:
         """The seed URLs the in-process sandbox would give the topic of ``category``."""
@@ -193,30 +160,6 @@ class SandboxProcess:
             site = generate_site(seed=self.seed, pages=self.pages)
             self._seeds[category] = [self.base + path for path in site.seeds(category)]
         return self._seeds[category]
-
-    def kill(self) -> None:
-        """``kill -9`` the server; its folder (and port) are kept for :meth:`start`."""
-        if self.process is not None:
-            self.process.kill()
-            self.process.wait()
-            self.process = None
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-            self.process = None
-
-    def __enter__(self) -> SandboxProcess:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def crawl_command(

@@ -115,7 +115,12 @@ def learning_settings(settings: Any) -> dict[str, Any]:
             settings, "FOCUSED_LEARNING_CLASSIFIER_PRIOR", 0.0, 1e9, open_low=False
         ),
         "random_seed": int(_number(settings, "FOCUSED_SEED")),
+        # links carry rescoring evidence only for a frontier that will rescore them
+        "rescore_links": int(_in_range(settings, "FOCUSED_RESCORE_EVERY", 0, 1e12, open_low=False))
+        > 0
+        and str(get(settings, "FOCUSED_FRONTIER")).strip() == "memory",
     }
+    _in_range(settings, "FOCUSED_RESCORE_BUDGET", 0, 1e12, open_low=False)
     try:
         values["link_model"] = bool(get(settings, "FOCUSED_LEARNING_CLASSIFIER"))
     except ValueError:

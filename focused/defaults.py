@@ -74,6 +74,11 @@ DEFAULTS: dict[str, Any] = {
     "FOCUSED_LEARNING_CLASSIFIER": False,
     "FOCUSED_LEARNING_CLASSIFIER_PRIOR": 400.0,
     # --- frontier --------------------------------------------------------------
+    # rescoring of the waiting links (a strategy that rescores: `learning`): every
+    # FOCUSED_RESCORE_EVERY learnt pages (0: never), or every waiting / BUDGET pages
+    # when longer (at most BUDGET entries rescored per page on average)
+    "FOCUSED_RESCORE_EVERY": 16,
+    "FOCUSED_RESCORE_BUDGET": 1000,
     "FOCUSED_FRONTIER": "memory",  # "memory" (SQLite journal under JOBDIR) or "redis"
     "FOCUSED_REDIS_KEY": "focused:{topic}",
     "FOCUSED_REDIS_LEASE": 60.0,

@@ -20,6 +20,13 @@ Popping the best entry deletes from the front of the best bucket (O(1): CPython'
 ``bytearray`` moves its start); an annealing pick reads the top K records in place and
 removes the chosen one, nothing else moves.
 
+A strategy that learns during the crawl (``learning``) also gives each entry a few
+bytes of ``evidence`` (its link's hashed terms and parent label), packed in the record
+between the header and the URL; :meth:`MemoryFrontier.rescore` hands the evidence of
+every waiting entry to the strategy in one batch and rebuilds the buckets with the new
+priorities (down as well as up). Paper strategies give none: their records carry two
+more bytes (the evidence length, 0), their order is unchanged.
+
 Promotion appends a new record and leaves the old one in its bucket (lazy deletion): a
 record is live only while the table points to its bucket and seq; stale records are
 dropped when they reach the front of their bucket, with the bucket when it has no live
@@ -35,19 +42,26 @@ from __future__ import annotations
 
 import heapq
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from focused.annealing import Annealer
 from focused.dedup import FingerprintTable
 
-__all__ = ["Entry", "Frontier", "MemoryFrontier"]
+__all__ = ["META_EVIDENCE", "Entry", "Frontier", "MemoryFrontier", "Rescorer"]
 
 _MAX = (1 << 63) - 1
 _MIN = -(1 << 63)
-# size (| _DEAD), seq, fp, value, m, anchor_relevance, depth, hops, flags, parent id, host id
-_REC = struct.Struct("<IQqdddHHHII")
+# size (| _DEAD), seq, fp, value, m, anchor_relevance, depth, hops, flags, parent id, host id,
+# evidence length (the strategy's bytes for a rescore, between the header and the URL)
+_REC = struct.Struct("<IQqdddHHHIIH")
+_VALUE = struct.Struct("<d")
+_VALUE_AT = 20  # offset of ``value`` in a record
+#: At most this many bytes of rescoring evidence per entry (more is dropped).
+MAX_EVIDENCE = 0xFFFF
+#: The request meta key whose bytes the scheduler keeps as :attr:`Entry.evidence`.
+META_EVIDENCE = "link_evidence"
 _PEEK = struct.Struct("<IQqd")  # size, seq, fp, value: what a scan of a bucket reads
 _SIZE = struct.Struct("<I")
 _DEAD = 1 << 31  # size bit: the record was taken from the middle of its bucket
@@ -74,6 +88,8 @@ class Entry:
     flags: int = 0  # 16 bits for the scheduler (e.g. dont_filter)
     extra: Any = None  # anything else (kept aside, not packed)
     seq: int = -1  # FIFO order; -1: assigned by the frontier on push
+    #: what the strategy needs to score the link again (packed; see ``rescore``)
+    evidence: bytes = b""
 
 
 class Frontier(Protocol):
@@ -107,6 +123,16 @@ class Frontier(Protocol):
     def entries(self) -> Iterator[Entry]:
         """Every waiting entry, in no particular order."""
         ...
+
+
+class Rescorer(Protocol):
+    """``(evidence of each entry) -> (new priorities, new values)``, in that order.
+
+    A frontier that can re-order its waiting entries has ``rescore(rescorer) -> int``
+    (:meth:`MemoryFrontier.rescore`); one that cannot (the Redis frontier) has none.
+    """
+
+    def __call__(self, evidence: list[bytes]) -> tuple[Sequence[int], Sequence[float]]: ...
 
 
 def _clamp(value: int, low: int, high: int) -> int:
@@ -173,9 +199,10 @@ class MemoryFrontier:
     def _pack(self, e: Entry, seq: int) -> bytes:
         prefix, rest = _split(e.url)
         tail = rest.encode("utf-8")
+        evidence = e.evidence if len(e.evidence) <= MAX_EVIDENCE else b""
         return (
             _REC.pack(
-                _REC.size + len(tail),
+                _REC.size + len(evidence) + len(tail),
                 seq,
                 e.fp,
                 float(e.value),
@@ -186,17 +213,20 @@ class MemoryFrontier:
                 e.flags & 0xFFFF,
                 self._intern(self._parents, self._parent_list, e.parent_url or ""),
                 self._intern(self._hosts, self._host_list, prefix),
+                len(evidence),
             )
+            + evidence
             + tail
         )
 
     def _unpack(self, data: bytes | bytearray, at: int, priority: int) -> Entry:
-        size, seq, fp, value, m, anchor, depth, hops, flags, parent, host = _REC.unpack_from(
+        size, seq, fp, value, m, anchor, depth, hops, flags, parent, host, n_ev = _REC.unpack_from(
             data, at
         )
         end = at + (size & _SIZE_MASK)
+        tail = at + _REC.size + n_ev
         return Entry(
-            url=self._host_list[host] + data[at + _REC.size : end].decode("utf-8"),
+            url=self._host_list[host] + data[tail:end].decode("utf-8"),
             fp=fp,
             priority=priority,
             value=value,
@@ -208,6 +238,7 @@ class MemoryFrontier:
             flags=flags,
             extra=self._extra.get(fp),
             seq=seq,
+            evidence=bytes(data[at + _REC.size : tail]) if n_ev else b"",
         )
 
     # --- buckets --------------------------------------------------------------------
@@ -436,3 +467,56 @@ class MemoryFrontier:
                 )
                 b.stale = 0
         self._stale = 0
+
+    def rescore(self, rescorer: Rescorer) -> int:
+        """Score every waiting entry that has ``evidence`` again (one ``rescorer`` call
+        on all of them) and re-order the frontier: priorities move up or down, first
+        found first within a priority (``seq`` is kept). Entries without evidence keep
+        their priority. Returns the number of entries whose priority changed.
+
+        O(n log n) for n waiting entries (records are copied once, the value field
+        rewritten in place); stale and dead records are dropped on the way.
+        """
+        ev_at = _REC.size
+        ev_len = struct.Struct("<H")
+        ev_off = _REC.size - ev_len.size
+        recs: list[tuple[int, int, bytes]] = []  # (priority, seq, record)
+        evidence: list[bytes] = []
+        scored: list[int] = []  # indexes into recs
+        for b in self._buckets.values():
+            data = b.data
+            for at, size, _fp, _value in self._live_records_of(b, data):
+                rec = bytes(data[at : at + size])
+                n_ev = ev_len.unpack_from(rec, ev_off)[0]
+                if n_ev:
+                    scored.append(len(recs))
+                    evidence.append(rec[ev_at : ev_at + n_ev])
+                recs.append((b.prio, _PEEK.unpack_from(rec)[1], rec))
+        if not evidence:
+            return 0
+        prios, values = rescorer(evidence)
+        changed = 0
+        for i, prio, value in zip(scored, prios, values, strict=True):
+            old, seq, rec = recs[i]
+            prio = _clamp(int(prio), _MIN, _MAX)
+            changed += prio != old
+            buf = bytearray(rec)
+            _VALUE.pack_into(buf, _VALUE_AT, float(value))
+            recs[i] = (prio, seq, bytes(buf))
+        # rebuild: buckets in seq order, the table pointing at the new records
+        self._buckets.clear()
+        self._by_id.clear()
+        self._free_ids.clear()
+        self._prios.clear()
+        self._stale = 0
+        recs.sort(key=lambda r: (r[0], r[1]))
+        table = self._table
+        b: _Bucket | None = None
+        for prio, seq, rec in recs:
+            if b is None or b.prio != prio:
+                b = self._bucket(prio)
+            b.data += rec
+            b.last_seq = seq
+            b.live += 1
+            table.set(_PEEK.unpack_from(rec)[2], (b.id << _SEQ_BITS) | seq)
+        return changed

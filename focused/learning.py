@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 import random
 import re
+import struct
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -43,19 +44,24 @@ import scipy.sparse as sp
 from sklearn.feature_extraction.text import HashingVectorizer
 from sklearn.linear_model import SGDRegressor
 
+from focused.frontier import META_EVIDENCE as FRONTIER_EVIDENCE
 from focused.relevance import N_FEATURES, feature, term_counts, tokenize
 
 __all__ = [
     "META_ANCHOR",
     "META_CONTEXT",
+    "META_EVIDENCE",
     "META_PARENT",
     "LinkClassifier",
     "LinkEvidence",
+    "LinkTerms",
     "TermModel",
     "TermWeights",
     "VocabularyExpander",
     "context_window",
+    "decode_evidence",
     "degree",
+    "encode_evidence",
     "label",
     "link_contexts",
     "url_words",
@@ -68,6 +74,9 @@ META_CONTEXT = "link_context"
 META_PARENT = "parent_relevance"
 #: Request meta key: the term model's score of the link when it was scored.
 META_TERMS = "term_score"
+#: Request meta key: the link's rescoring evidence (bytes, :func:`encode_evidence`),
+#: kept packed in the frontier entry (:attr:`focused.frontier.Entry.evidence`).
+META_EVIDENCE = FRONTIER_EVIDENCE
 #: At most this many characters of anchor text and of context travel in a request.
 MAX_ANCHOR_CHARS = 100
 MAX_CONTEXT_CHARS = 160
@@ -259,35 +268,124 @@ class TermModel:
             words = self._url_words[url] = url_words(url)
         return words
 
+    def link_terms(self, evidence: Sequence[LinkEvidence]) -> LinkTerms:
+        """The buckets of each link's name terms (anchor and URL) and context terms."""
+        names = [
+            self._buckets(self._anchor_words(e.anchor) + self._words_of_url(e.url))
+            for e in evidence
+        ]
+        if self.context_share:
+            contexts = [self._buckets(tokenize(e.context)) for e in evidence]
+        else:
+            contexts = [[] for _ in evidence]
+        return LinkTerms.of(names, contexts)
+
     def score(self, evidence: Sequence[LinkEvidence]) -> np.ndarray:
         """Per link: best term of anchor + URL, mixed with the mean term of the context."""
-        n = len(evidence)
+        if not evidence:
+            return np.zeros(0)
+        return self.score_terms(self.link_terms(evidence))
+
+    def score_terms(self, links: LinkTerms) -> np.ndarray:
+        """:meth:`score` of links given by their buckets (all links in one pass)."""
+        n = len(links.n_names)
         if not n:
             return np.zeros(0)
-        mean = self.mean
-        names = [self._anchor_words(e.anchor) + self._words_of_url(e.url) for e in evidence]
-        best = self._reduce(names)
-        best = np.where(np.isnan(best[0]), mean, best[0])
+        values = self._scores(links.buckets)
+        # segments: name terms then context terms of link 0, of link 1, ...
+        lengths = np.empty(2 * n, dtype=np.int64)
+        lengths[0::2] = links.n_names
+        lengths[1::2] = links.n_contexts
+        reduced_max = np.full(2 * n, np.nan)
+        reduced_sum = np.full(2 * n, np.nan)
+        has = lengths > 0
+        if values.size:
+            starts = (np.cumsum(lengths) - lengths)[has]
+            reduced_max[has] = np.maximum.reduceat(values, starts)
+            reduced_sum[has] = np.add.reduceat(values, starts)
+        best = reduced_max[0::2]
+        best = np.where(np.isnan(best), self.mean, best)
         if not self.context_share:
             return best
-        ctx = self._reduce([tokenize(e.context) for e in evidence])[1]
+        ctx = reduced_sum[1::2] / np.maximum(1, links.n_contexts)
         ctx = np.where(np.isnan(ctx), best, ctx)
         return (1.0 - self.context_share) * best + self.context_share * ctx
 
-    def _reduce(self, rows: list[list[str]]) -> tuple[np.ndarray, np.ndarray]:
-        """Max and mean term score of each row of terms (NaN for a row without terms)."""
-        lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
-        flat = [t for row in rows for t in row]
-        out_max = np.full(len(rows), np.nan)
-        out_mean = np.full(len(rows), np.nan)
-        if not flat:
-            return out_max, out_mean
-        values = self._scores(np.array(self._buckets(flat), dtype=np.int64))
-        has = lengths > 0
-        starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[has]
-        out_max[has] = np.maximum.reduceat(values, starts)
-        out_mean[has] = np.add.reduceat(values, starts) / lengths[has]
-        return out_max, out_mean
+
+@dataclass(frozen=True, slots=True)
+class LinkTerms:
+    """The term buckets of a batch of links, flat: link i's name terms (anchor and URL)
+    then its context terms, then link i + 1's (what :meth:`TermModel.score_terms` reads
+    and what a waiting link keeps as its rescoring evidence, :func:`encode_evidence`)."""
+
+    buckets: np.ndarray  # int64
+    n_names: np.ndarray  # int64, per link
+    n_contexts: np.ndarray  # int64, per link
+
+    @classmethod
+    def of(cls, names: list[list[int]], contexts: list[list[int]]) -> LinkTerms:
+        flat: list[int] = []
+        for name, context in zip(names, contexts, strict=True):
+            flat += name
+            flat += context
+        return cls(
+            np.array(flat, dtype=np.int64),
+            np.fromiter(map(len, names), dtype=np.int64, count=len(names)),
+            np.fromiter(map(len, contexts), dtype=np.int64, count=len(contexts)),
+        )
+
+
+# --- rescoring evidence: what a waiting link keeps -------------------------------------
+#: header of a link's evidence: name terms, context terms, the parent's label
+_EVIDENCE = struct.Struct("<BBd")
+#: bytes per bucket (``N_FEATURES`` = 2**20 buckets fit in 3)
+_BUCKET_BYTES = 3
+#: At most this many name (and context) terms are kept per waiting link.
+MAX_EVIDENCE_TERMS = 255
+
+
+def encode_evidence(links: LinkTerms, parent_label: float) -> list[bytes]:
+    """One compact record per link for a later :func:`decode_evidence`: 10 bytes and 3
+    per term (a link with a 3-word anchor and a 16-word context: 67 bytes). Terms past
+    ``MAX_EVIDENCE_TERMS`` of either kind are dropped."""
+    raw = links.buckets.astype("<u4").view(np.uint8).reshape(-1, 4)[:, :_BUCKET_BYTES]
+    body = raw.tobytes()
+    out: list[bytes] = []
+    at = 0
+    w = _BUCKET_BYTES
+    for n_name, n_ctx in zip(links.n_names.tolist(), links.n_contexts.tolist(), strict=True):
+        keep_n, keep_c = min(n_name, MAX_EVIDENCE_TERMS), min(n_ctx, MAX_EVIDENCE_TERMS)
+        names = body[at * w : (at + keep_n) * w]
+        at += n_name
+        ctx = body[at * w : (at + keep_c) * w]
+        at += n_ctx
+        out.append(_EVIDENCE.pack(keep_n, keep_c, parent_label) + names + ctx)
+    return out
+
+
+def decode_evidence(records: Sequence[bytes]) -> tuple[LinkTerms, np.ndarray]:
+    """The :class:`LinkTerms` and parent labels of records made by :func:`encode_evidence`
+    (one pass; a record too short to hold its header counts as a link without terms)."""
+    size = _EVIDENCE.size
+    n_names = np.zeros(len(records), dtype=np.int64)
+    n_contexts = np.zeros(len(records), dtype=np.int64)
+    parents = np.zeros(len(records), dtype=np.float64)
+    bodies: list[bytes] = []
+    unpack = _EVIDENCE.unpack_from
+    for i, record in enumerate(records):
+        if len(record) < size:
+            continue
+        n, c, p = unpack(record)
+        body = record[size : size + (n + c) * _BUCKET_BYTES]
+        if len(body) != (n + c) * _BUCKET_BYTES:
+            continue
+        n_names[i], n_contexts[i], parents[i] = n, c, p
+        bodies.append(body)
+    raw = np.frombuffer(b"".join(bodies), dtype=np.uint8).reshape(-1, _BUCKET_BYTES)
+    wide = np.zeros((len(raw), 4), dtype=np.uint8)
+    wide[:, :_BUCKET_BYTES] = raw
+    buckets = wide.view("<u4").reshape(-1).astype(np.int64)
+    return LinkTerms(buckets, n_names, n_contexts), parents
 
 
 # --- the link classifier ----------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -9,6 +10,7 @@ from scrapy import Request
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
 from focused import config
+from focused import signals as focused_signals
 from focused.learning import META_ANCHOR, META_CONTEXT
 from focused.strategies import Link, LinkScore, Parent
 
@@ -16,6 +18,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from scrapy.statscollectors import StatsCollector
+
+logger = logging.getLogger(__name__)
 
 #: What the spider puts in ``response.meta`` about the page it just parsed.
 PAGE_META = "focused_page"
@@ -55,6 +59,11 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
         self._parent_of: tuple[int, Parent] | None = None
         self._score_links = getattr(strategy, "score_links", None)
         self._observe = getattr(strategy, "observe", None)
+        self._rescores = bool(getattr(strategy, "rescores", False))
+        self._drop_text = self._score_links is not None and not getattr(
+            strategy, "keeps_link_text", True
+        )
+        self._warned_no_rescore = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FocusedPriorityMiddleware:
@@ -162,6 +171,19 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
         if self.stats is not None and hasattr(self.strategy, "stats"):
             for key, value in self.strategy.stats().items():
                 self.stats.set_value(f"focused/learning/{key}", value)
+        crawler = getattr(self, "crawler", None)
+        if self._rescores and crawler is not None:
+            # the scheduler re-orders its waiting links when it is time (a frontier that
+            # cannot, the Redis one, does not listen: priorities stay as found)
+            heard = crawler.signals.send_catch_log(
+                focused_signals.frontier_rescore, rescorer=self.strategy.rescore
+            )
+            if not heard and not self._warned_no_rescore:
+                self._warned_no_rescore = True
+                logger.info(
+                    "focused: this frontier does not rescore waiting links; their"
+                    " priorities stay as found"
+                )
 
     def _scored(self, requests: list[Request], response: Response) -> Iterator[Request]:
         """``requests`` of one page with their priorities, scored in one batch."""
@@ -191,6 +213,9 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
                 continue
             self._inc("focused/links/scored")
             self._apply(request, score)
+            if self._drop_text:  # scored: the text is not needed again
+                request.meta.pop(META_ANCHOR, None)
+                request.meta.pop(META_CONTEXT, None)
             yield request
 
     @staticmethod

@@ -17,7 +17,7 @@ from focused import signals as focused_signals
 from focused.annealing import Annealer
 from focused.dedup import SeenSet, url_fingerprint
 from focused.defaults import get
-from focused.frontier import Entry, Frontier, MemoryFrontier
+from focused.frontier import META_EVIDENCE, Entry, Frontier, MemoryFrontier, Rescorer
 from focused.journal import DONE, ERROR, IN_FLIGHT, WAITING, Journal, Row, stored_urls
 from focused.store import DB_NAME as PAGES_DB
 from focused.strategies import STRATEGIES
@@ -37,7 +37,9 @@ logger = logging.getLogger(__name__)
 DONT_FILTER = 1
 REFERER = 2  # the request had exactly ``Referer: <parent_url>``
 #: meta keys packed into the compact entry (all others go to ``extra``)
-PACKED_META = frozenset({"depth", "link_value", "m", "hops", "anchor_relevance", "parent_url"})
+PACKED_META = frozenset(
+    {"depth", "link_value", "m", "hops", "anchor_relevance", "parent_url", META_EVIDENCE}
+)
 #: meta keys a download leaves behind that must not follow a request back to the queue
 TRANSIENT_META = frozenset({"download_slot", "download_latency"})
 
@@ -112,6 +114,8 @@ class FocusedScheduler(BaseScheduler):
         crawler: Crawler | None = None,
         frontier: Frontier | None = None,
         seen: SeenSet | None = None,
+        rescore_every: int = 0,
+        rescore_budget: int = 0,
     ) -> None:
         self.jobdir = jobdir
         self.anneal = anneal
@@ -134,6 +138,12 @@ class FocusedScheduler(BaseScheduler):
         self.requeued = 0
         self._saved_picks = -1
         self._warned_unserializable = False
+        self.rescore_every = max(0, int(rescore_every))
+        self.rescore_budget = max(0, int(rescore_budget))
+        self.rescorings = 0
+        self.rescore_moved = 0
+        self._learnt = 0  # pages a rescoring strategy learnt from
+        self._learnt_at_rescore = 0
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -163,6 +173,8 @@ class FocusedScheduler(BaseScheduler):
             ),
             stats=crawler.stats,
             crawler=crawler,
+            rescore_every=get(s, "FOCUSED_RESCORE_EVERY"),
+            rescore_budget=get(s, "FOCUSED_RESCORE_BUDGET"),
         )
 
     # --- life cycle -----------------------------------------------------------------
@@ -228,7 +240,7 @@ class FocusedScheduler(BaseScheduler):
         if not self.frontier.push(entry):
             return self._filter()
         if self.journal is not None:
-            self.journal.push(entry, self._dump_extra(entry.extra))
+            self.journal.push(entry, self._dump_extra(entry.extra, entry.evidence))
         stats = self.stats
         if stats is not None:
             # Only what an enqueue can change (a stats call costs ~1.5 us; dozens of
@@ -280,6 +292,7 @@ class FocusedScheduler(BaseScheduler):
             (self._on_item, signals.item_error),
             (self._on_item, signals.spider_error),  # the callback failed: no item comes
             (self._on_checkpoint, focused_signals.frontier_checkpoint),
+            (self._on_rescore, focused_signals.frontier_rescore),
         ]
 
     def _finish(self, fp: int, state: int, journal: bool = True) -> None:
@@ -341,6 +354,33 @@ class FocusedScheduler(BaseScheduler):
         self._confirmed_old, self._confirmed_new = self._confirmed_new, []
         self._commit(force=True)
 
+    def _on_rescore(self, rescorer: Rescorer, **kwargs: Any) -> int:
+        """A strategy that rescores learnt from one more page: re-order the waiting links
+        when it is time.
+
+        Every ``rescore_every`` pages, or every ``waiting / rescore_budget`` pages when
+        that is longer (a rescore costs O(waiting): at most ``rescore_budget`` entries
+        rescored per page on average, so a large frontier is rescored less often). The
+        number of entries whose priority changed (0 when it was not time).
+        """
+        self._learnt += 1
+        rescore = getattr(self.frontier, "rescore", None)
+        if not self.rescore_every or rescore is None:
+            return 0
+        interval = self.rescore_every
+        if self.rescore_budget:
+            interval = max(interval, -(-len(self.frontier) // self.rescore_budget))
+        if self._learnt - self._learnt_at_rescore < interval:
+            return 0
+        self._learnt_at_rescore = self._learnt
+        moved = rescore(rescorer)
+        self.rescorings += 1
+        self.rescore_moved += moved
+        if self.stats is not None:
+            self.stats.set_value("focused/frontier/rescores", self.rescorings)
+            self.stats.set_value("focused/frontier/rescore_moved", self.rescore_moved)
+        return moved
+
     # --- compact entries ------------------------------------------------------------
     @staticmethod
     def _fingerprint(request: Request) -> int:
@@ -390,6 +430,7 @@ class FocusedScheduler(BaseScheduler):
             parent_url=parent,
             flags=flags,
             extra=extra,
+            evidence=meta.get(META_EVIDENCE) or b"",
         )
 
     def _to_request(self, entry: Entry) -> Request:
@@ -404,6 +445,8 @@ class FocusedScheduler(BaseScheduler):
             "anchor_relevance": entry.anchor_relevance,
             "parent_url": entry.parent_url,
         }
+        if entry.evidence:
+            meta[META_EVIDENCE] = entry.evidence
         meta.update(extra.get("meta", ()))
         headers = extra.get("headers")
         if entry.flags & REFERER:
@@ -418,7 +461,9 @@ class FocusedScheduler(BaseScheduler):
         )
 
     # --- persistence ----------------------------------------------------------------
-    def _dump_extra(self, extra: dict[str, Any] | None) -> bytes | None:
+    def _dump_extra(self, extra: dict[str, Any] | None, evidence: bytes = b"") -> bytes | None:
+        if evidence:  # a rescoring strategy's evidence is journaled with the extra
+            extra = {**(extra or {}), "evidence": evidence}
         if extra is None:
             return None
         try:
@@ -501,7 +546,11 @@ class FocusedScheduler(BaseScheduler):
     def _restore_row(self, row: Row) -> bool:
         if row.extra == b"":  # could not be serialised: lost
             return False
-        row.entry.extra = self._load_extra(row.extra)
+        extra = self._load_extra(row.extra)
+        if extra is not None and "evidence" in extra:
+            row.entry.evidence = extra.pop("evidence")
+            extra = extra or None
+        row.entry.extra = extra
         self.frontier.push(row.entry)
         return True
 

@@ -51,6 +51,7 @@ def test_roundtrip_of_every_field():
         anchor_relevance=0.25,
         parent_url="https://例え.jp/wiki/Main",
         extra={"retry_times": 1},
+        evidence=b"\x00\x01terms",
     )
     f.push(e)
     assert f.get(e.fp) == dataclasses.replace(e, seq=0)
@@ -66,6 +67,7 @@ def test_roundtrip_of_every_field():
     )
     assert got.anchor_relevance == 0.25 and got.parent_url == e.parent_url
     assert got.extra == {"retry_times": 1} and got.seq == 0
+    assert got.evidence == b"\x00\x01terms"
 
 
 def test_promotion_never_queues_twice():
@@ -147,3 +149,73 @@ def test_100k_pushes_and_pops_are_quick():
         n += 1
     assert n == 100_000
     assert time.perf_counter() - t < 5.0
+
+
+# --- rescoring (issue 8: a learning strategy re-orders the waiting links) ---------------
+def _by_evidence(table: dict[bytes, int]):
+    """A rescorer that looks each entry's evidence up in ``table`` (and counts calls)."""
+    calls: list[list[bytes]] = []
+
+    def rescorer(evidence: list[bytes]) -> tuple[list[int], list[float]]:
+        calls.append(list(evidence))
+        prios = [table[e] for e in evidence]
+        return prios, [p / 100 for p in prios]
+
+    rescorer.calls = calls  # type: ignore[attr-defined]
+    return rescorer
+
+
+def test_rescore_reorders_up_and_down_and_keeps_fifo_within_a_priority():
+    f = MemoryFrontier()
+    # 0..5 with evidence; 6 without (a seed: keeps its priority); 7 promoted while waiting
+    prios = [50, 40, 30, 20, 10, 10, 35, 5]
+    for i, p in enumerate(prios):
+        f.push(_e(i, p, evidence=b"" if i == 6 else b"e%d" % i))
+    assert f.push(_e(7, 45, evidence=b"e7"))  # promoted: its old record is stale
+    new = {b"e0": 1, b"e1": 60, b"e2": 60, b"e3": 60, b"e4": 70, b"e5": 30, b"e7": 60}
+    rescorer = _by_evidence(new)
+    moved = f.rescore(rescorer)
+    assert len(rescorer.calls) == 1  # one batch, every live entry with evidence once
+    assert sorted(rescorer.calls[0]) == sorted(new)
+    assert moved == 7  # every entry with evidence changed its priority here
+    assert len(f) == 8
+    # new priorities, then first found first: 1, 2, 3 were found before 7's first push
+    got = [(e.fp, e.priority, e.value) for e in iter(f.pop, None)]
+    assert [fp for fp, _p, _v in got] == [4, 1, 2, 3, 7, 6, 5, 0]
+    assert got[0][1:] == (70, 0.7) and got[5][1:] == (35, 0.0)  # 6: untouched
+
+
+def test_rescore_then_push_promote_and_anneal_still_work():
+    f = MemoryFrontier()
+    for i in range(20):
+        f.push(_e(i, i % 4, evidence=b"x%d" % (i % 3)))
+    f.rescore(_by_evidence({b"x0": 3, b"x1": 1, b"x2": 2}))
+    assert f.get(5).priority == 2 and f.get(5).evidence == b"x2"
+    assert f.push(_e(5, 9))  # promotion after a rescore
+    assert not f.push(_e(6, 0))  # ignored: lower than its rescored priority
+    f.push(_e(100, 3, evidence=b"x1"))  # new entries go behind older ones of their priority
+    first = f.pop_annealed(Annealer(t0=0.0, k=4))
+    assert first.fp == 5
+    order = _drain(f)
+    assert order == [0, 3, 6, 9, 12, 15, 18, 100, 2, 8, 11, 14, 17, 1, 4, 7, 10, 13, 16, 19]
+    # a second rescore with nothing to change moves nothing
+    g = MemoryFrontier()
+    g.push(_e(1, 3, evidence=b"x0"))
+    assert g.rescore(_by_evidence({b"x0": 3})) == 0
+    assert MemoryFrontier().rescore(_by_evidence({})) == 0  # empty: the rescorer is not called
+
+
+def test_rescore_is_a_stable_sort_by_new_priority_on_random_frontiers():
+    rng = random.Random(8)
+    for _ in range(20):
+        f = MemoryFrontier()
+        seqs: dict[int, int] = {}
+        for _ in range(rng.randrange(1, 300)):
+            fp = rng.randrange(120)
+            e = _e(fp, rng.randrange(6), evidence=bytes([fp]))
+            if f.push(e) and fp not in seqs:
+                seqs[fp] = e.seq
+        new = {bytes([fp]): rng.randrange(6) for fp in seqs}
+        f.rescore(_by_evidence(new))
+        expect = sorted(seqs, key=lambda fp: (-new[bytes([fp])], f.get(fp).seq))
+        assert _drain(f) == expect

@@ -16,6 +16,7 @@ from scrapy.http import HtmlResponse
 from focused.learning import (
     META_ANCHOR,
     META_CONTEXT,
+    META_EVIDENCE,
     META_PARENT,
     META_TERMS,
     LinkClassifier,
@@ -24,6 +25,7 @@ from focused.learning import (
     TermWeights,
     VocabularyExpander,
     context_window,
+    decode_evidence,
     degree,
     label,
     link_contexts,
@@ -294,7 +296,8 @@ def test_observed_pages_teach_which_links_to_follow():
     after = s.score_links(PARENT, links)
     assert after[0].value > after[1].value  # type: ignore[union-attr]
     assert isinstance(after[0], LearnedScore)
-    assert after[0].meta == {}  # requests carry nothing more without the classifier
+    # requests carry the link's rescoring evidence only, without the classifier
+    assert set(after[0].meta) == {META_EVIDENCE}
     with_classifier = LearningStrategy(keywords=CHEM, link_model=True)
     extra = with_classifier.score_links(PARENT, links)[0].meta  # type: ignore[union-attr]
     assert set(extra) == {META_PARENT, META_TERMS}
@@ -384,3 +387,43 @@ def test_middleware_without_a_learning_strategy_scores_one_by_one():
     request = Request("http://h/b")
     out = list(mw.process_spider_output(response, [request, {"url": "http://h/a"}]))
     assert out[0] is request and request.meta["link_value"] == pytest.approx(0.5)
+
+
+# --- rescoring the waiting links --------------------------------------------------------
+def test_rescoring_evidence_gives_the_same_values_until_the_model_changes():
+    s = LearningStrategy(keywords=CHEM)
+    s.observe("http://h/c", 1.5, True, "cobalt nickel metal oxide chemistry 元素")
+    s.observe("http://h/f", 0.01, False, "striker goal football")
+    links = [
+        Link("http://h/wiki/Cobalt.html", 0.0, "cobalt", "a metal like iron"),
+        Link("http://h/wiki/Striker.html", 0.0, "striker", ""),
+        Link("http://h/wiki/%E5%85%83%E7%B4%A0", 0.0, "", "元素 和 化学"),
+        Link("http://h/", 0.0, "", ""),  # no words at all: the mean
+    ]
+    parent = Parent("http://h/p", 0.2, False, 0.1, 100.0, 0, 1, 4)
+    scores = s.score_links(parent, links)
+    blobs = [sc.meta[META_EVIDENCE] for sc in scores]  # type: ignore[union-attr]
+    assert all(len(b) < 40 for b in blobs)  # 10 bytes and 3 per term
+    terms, parents = decode_evidence(blobs)
+    assert terms.n_names.tolist()[:2] == [2, 2] and terms.n_contexts.tolist()[1] == 0
+    assert parents.tolist() == [label(degree(0.2))] * 4
+    prios, values = s.rescore(blobs)
+    assert prios == [sc.priority for sc in scores]  # type: ignore[union-attr]
+    assert values == [sc.value for sc in scores]  # type: ignore[union-attr]
+    # the model learns that striker pages are relevant after all: the waiting link moves
+    for i in range(5):
+        s.observe(f"http://h/s{i}", 2.0, True, "striker chemistry")
+    prios2, _ = s.rescore(blobs)
+    assert prios2[1] > prios[1] and prios2[1] - prios2[0] > prios[1] - prios[0]
+    assert s.rescorings == 2 and s.rescored == 8
+    # a damaged record is a link without terms (the mean), not an error
+    assert len(s.rescore([b"", b"\x05\x00"])[0]) == 2
+
+
+def test_no_rescoring_evidence_with_the_classifier_or_when_rescoring_is_off():
+    links = [Link("http://h/wiki/Cobalt.html", 0.0, "cobalt", "metal")]
+    for s in (LearningStrategy(keywords=CHEM, rescore_links=False),):
+        assert s.score_links(PARENT, links)[0].meta == {}  # type: ignore[union-attr]
+        assert not s.rescores and not s.keeps_link_text
+    s = LearningStrategy(keywords=CHEM, link_model=True)
+    assert not s.rescores and s.keeps_link_text

@@ -32,6 +32,7 @@ from focused import genetic
 from focused.learning import (
     META_ANCHOR,
     META_CONTEXT,
+    META_EVIDENCE,
     META_PARENT,
     META_TERMS,
     LinkClassifier,
@@ -39,7 +40,9 @@ from focused.learning import (
     TermModel,
     TermWeights,
     VocabularyExpander,
+    decode_evidence,
     degree,
+    encode_evidence,
     label,
 )
 from focused.relevance import term_counts
@@ -47,6 +50,8 @@ from focused.strategies.base import LinkScore, Parent, value_priority
 
 #: Seeds rank above every link (link values are at most 1).
 SEED_VALUE = 2.0
+#: ``value_priority``'s scale (priorities of a value array in one numpy call)
+PRIORITY_SCALE = 1_000_000
 #: Lowest parent label in the geometric mix (a label of 0 would zero every link).
 PARENT_FLOOR = 1e-3
 
@@ -90,6 +95,8 @@ class LearningStrategy:
     classifier_prior: float = 400.0
     batch_size: int = 16
     random_seed: int = 42
+    #: give each link its rescoring evidence (the frontier re-orders waiting links)
+    rescore_links: bool = True
     name: str = "learning"
     anneal: bool = False
     #: tells the spider to put anchor text, context and page text in the meta
@@ -115,6 +122,8 @@ class LearningStrategy:
         self.pages = 0
         self.relevant_pages = 0
         self.expanded = 0  # terms the topic gained (relevance feedback)
+        self.rescorings = 0  # frontier rescores
+        self.rescored = 0  # waiting links rescored, in all
 
     # --- scoring --------------------------------------------------------------------
     def seed(self) -> LinkScore:
@@ -125,61 +134,101 @@ class LearningStrategy:
         return self.score_links(parent, [Link(url, anchor_relevance)])[0]
 
     def score_links(self, parent: Parent, links: Sequence[Link]) -> list[LinkScore | None]:
-        """Scores of all links of ``parent``: one vectorizer call per model."""
+        """Scores of all links of ``parent``: one vectorizer call per model, numpy over
+        the links."""
         if not links:
             return []
-        r = self._anchor_relevance(links).tolist()
+        r = self._anchor_relevance(links)
+        # the m-value channel (seed 000): every link of a page gets one of two states
         m_parent = parent.m or self.m0
-        channel: list[tuple[float, int] | None] = []
-        for ri in r:
+        states = []
+        for ri in (math.inf, -math.inf):  # relevant anchor, irrelevant anchor
             m = genetic.child_m(
                 m_parent, ri, m0=self.m0, ratio=self.ratio, threshold=self.anchor_threshold
             )
-            hops = genetic.side_channel_hops(m, m0=self.m0, ratio=self.ratio)
-            channel.append((m, hops) if hops <= self.max_hops else None)
-        kept = [i for i, c in enumerate(channel) if c is not None]
+            states.append((m, genetic.side_channel_hops(m, m0=self.m0, ratio=self.ratio)))
+        relevant = r > self.anchor_threshold
+        kept_mask = np.ones(len(links), dtype=bool)
+        for is_relevant, (_m, hops) in zip((True, False), states, strict=True):
+            if hops > self.max_hops:
+                kept_mask &= relevant != is_relevant
+        kept = np.flatnonzero(kept_mask).tolist()
         scores: list[LinkScore | None] = [None] * len(links)
         if not kept:
             return scores
         parent_degree = degree(parent.page_relevance, self.title_weight)
+        r_list = r.tolist()
+        relevant_list = relevant.tolist()
         evidence = [
             LinkEvidence(
                 links[i].url,
                 links[i].anchor,
                 links[i].context,
                 parent_degree,
-                r[i],
-                channel[i][1],  # type: ignore[index]
+                r_list[i],
+                states[0 if relevant_list[i] else 1][1],
             )
             for i in kept
         ]
-        terms = self.terms.score(evidence)
+        link_terms = self.terms.link_terms(evidence)
+        terms = self.terms.score_terms(link_terms)
         values = terms
         if self.classifier is not None and self.classifier.ready:
             evidence = [_with_terms(e, t) for e, t in zip(evidence, terms.tolist(), strict=True)]
             n = self.classifier.examples
             share = n / (n + self.classifier_prior) if self.classifier_prior > 0 else 1.0
             values = share * self.classifier.predict(evidence) + (1.0 - share) * terms
-        if self.parent_share > 0:
-            # the parent's own label weighs in geometrically: a link of a page the crawl
-            # judged irrelevant is discounted, never dropped (seed 001 weighs the parent
-            # page and the anchor; here the anchor side is learnt)
-            parent = max(PARENT_FLOOR, label(parent_degree, self.label_floor))
-            values = np.clip(values, 0.0, 1.0) ** (1.0 - self.parent_share) * (
-                parent**self.parent_share
-            )
-        for i, value, term in zip(kept, values.tolist(), terms.tolist(), strict=True):
-            m, hops = channel[i]  # type: ignore[misc]
-            value = min(1.0, max(0.0, value))
-            # the classifier learns from the link's evidence when its page comes back:
-            # two more numbers in the request (nothing without the classifier)
-            meta = (
-                {META_PARENT: round(parent_degree, 6), META_TERMS: round(term, 6)}
-                if self.classifier is not None
-                else {}
-            )
-            scores[i] = LearnedScore(value_priority(value), value, m, hops, meta)
+        parent_label = label(parent_degree, self.label_floor)
+        values = self._with_parent(values, parent_label)
+        values = np.clip(values, 0.0, 1.0)
+        priorities = np.rint(values * PRIORITY_SCALE).astype(np.int64).tolist()
+        if self.rescores:
+            # what the frontier keeps to score the link again (:meth:`rescore`)
+            blobs = encode_evidence(link_terms, parent_label)
+            metas = [{META_EVIDENCE: blob} for blob in blobs]
+        elif self.classifier is not None:
+            # the classifier learns from the link's evidence when its page comes back
+            terms_list = terms.tolist()
+            metas = [
+                {META_PARENT: round(parent_degree, 6), META_TERMS: round(t, 6)} for t in terms_list
+            ]
+        else:
+            metas = [{}] * len(kept)
+        for j, (i, value) in enumerate(zip(kept, values.tolist(), strict=True)):
+            m, hops = states[0 if relevant_list[i] else 1]
+            scores[i] = LearnedScore(priorities[j], value, m, hops, metas[j])
         return scores
+
+    def _with_parent(self, values: np.ndarray, parent_label: np.ndarray | float) -> np.ndarray:
+        """The parent's own label weighs in geometrically: a link of a page the crawl
+        judged irrelevant is discounted, never dropped (seed 001 weighs the parent page
+        and the anchor; here the anchor side is learnt)."""
+        if self.parent_share <= 0:
+            return values
+        parent = np.maximum(PARENT_FLOOR, parent_label)
+        return np.clip(values, 0.0, 1.0) ** (1.0 - self.parent_share) * (parent**self.parent_share)
+
+    @property
+    def rescores(self) -> bool:
+        """Links carry rescoring evidence (the term model alone scores them)."""
+        return self.rescore_links and self.classifier is None
+
+    @property
+    def keeps_link_text(self) -> bool:
+        """Anchor text and context must come back with the page (the classifier)."""
+        return self.classifier is not None
+
+    def rescore(self, evidence: list[bytes]) -> tuple[list[int], list[float]]:
+        """Priorities and values of waiting links from the evidence :meth:`score_links`
+        gave them, with the models as they are now (the frontier calls it in one batch:
+        :meth:`focused.frontier.MemoryFrontier.rescore`). The same numbers as
+        :meth:`score_links` when the models have not changed since."""
+        link_terms, parent_labels = decode_evidence(evidence)
+        values = self.terms.score_terms(link_terms)
+        values = np.clip(self._with_parent(values, parent_labels), 0.0, 1.0)
+        self.rescored += len(evidence)
+        self.rescorings += 1
+        return np.rint(values * PRIORITY_SCALE).astype(np.int64).tolist(), values.tolist()
 
     def _anchor_relevance(self, links: Sequence[Link]) -> np.ndarray:
         """r of each anchor with the expanded topic (the spider's r until there is one)."""

@@ -6,10 +6,15 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable, Coroutine, Generator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.defer import Deferred
+from twisted.python.failure import Failure
 
 from focused import signals as focused_signals
 from focused.defaults import get
@@ -44,8 +49,17 @@ class PageStorePipeline:
     :data:`focused.signals.frontier_checkpoint` so the scheduler commits its frontier
     journal first.
 
+    With ``threaded`` (``FOCUSED_STORE_THREAD``, on in a crawl) the page's file is
+    hashed, compressed and written in one background thread while Scrapy goes on (zlib,
+    hashlib and file I/O release the GIL); once the file is in place, its row is inserted
+    on Scrapy's thread and only then does the item leave this pipeline. One thread keeps
+    the files, rows and items in the order the items came, and the order of a write is
+    the same as without the thread: file, row, commit (so the scheduler journals a page
+    as done, on ``item_scraped``, only once its row is in the store).
+
     Settings: ``FOCUSED_OUTPUT_DIR``, ``FOCUSED_STORE_COMMIT_EVERY`` (rows per
-    transaction), ``FOCUSED_STORE_FSYNC``.
+    transaction), ``FOCUSED_STORE_FSYNC``, ``FOCUSED_STORE_GZIP_LEVEL``,
+    ``FOCUSED_STORE_THREAD``.
     """
 
     def __init__(
@@ -54,15 +68,25 @@ class PageStorePipeline:
         *,
         commit_every: int = 1,
         fsync: bool = False,
+        gzip_level: int = 1,
+        threaded: bool = False,
         stats: StatsCollector | None = None,
         signals: SignalManager | None = None,
     ) -> None:
         self.output_dir = Path(output_dir)
         self.commit_every = commit_every
         self.fsync = fsync
+        self.gzip_level = gzip_level
+        self.threaded = threaded
         self.stats = stats
         self.signals = signals
         self.store: PageStore | None = None
+        self._writer: ThreadPoolExecutor | None = None
+        self._writing: set[str] = set()  # URLs whose file is being written
+        self._in_flight = 0  # pages handed to the writer thread, not stored yet
+        self._drained: Deferred[None] | None = None  # fires when none is left (closing)
+        #: how the writer thread hands a result back (default: the reactor's callFromThread)
+        self.call_from_thread: Callable[..., Any] | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PageStorePipeline:
@@ -71,6 +95,8 @@ class PageStorePipeline:
             get(s, "FOCUSED_OUTPUT_DIR"),
             commit_every=get(s, "FOCUSED_STORE_COMMIT_EVERY"),
             fsync=get(s, "FOCUSED_STORE_FSYNC"),
+            gzip_level=get(s, "FOCUSED_STORE_GZIP_LEVEL"),
+            threaded=get(s, "FOCUSED_STORE_THREAD"),
             stats=crawler.stats,
             signals=crawler.signals,
         )
@@ -81,7 +107,14 @@ class PageStorePipeline:
             commit_every=self.commit_every,
             fsync=self.fsync,
             before_commit=self._checkpoint,
+            gzip_level=self.gzip_level,
         ).open()
+        if self.threaded:
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix="focused-store")
+            if self.call_from_thread is None:
+                from twisted.internet import reactor
+
+                self.call_from_thread = reactor.callFromThread  # type: ignore[attr-defined]
         if self.store.repaired:
             logger.warning(
                 "focused: removed %d orphan page files from %s (an earlier crash)",
@@ -103,6 +136,7 @@ class PageStorePipeline:
             self.signals.send_catch_log(signal=focused_signals.frontier_checkpoint)
 
     def process_item(self, item: Any) -> Any:
+        """Store the page; the item, or with ``threaded`` an awaitable of it."""
         adapter = ItemAdapter(item)
         url = adapter.get("url")
         if not url or self.store is None:
@@ -111,16 +145,59 @@ class PageStorePipeline:
         body = adapter.get("body") or b""
         if isinstance(body, str):
             body = body.encode("utf-8")
-        added = self.store.add(record, body)
-        _set(adapter, "content_hash", record["content_hash"])
-        _set(adapter, "file_path", record["file_path"])
         if "body" in adapter:
             adapter["body"] = b""
+        if self._writer is None:
+            return self._stored(self.store.add(record, body), adapter, record, item)
+        d = self._add_threaded(record, body)
+        self._in_flight += 1
+        d.addBoth(_pass_on, self._one_done)
+        d.addCallback(self._stored, adapter, record, item)
+        return Pending(d)
+
+    def _one_done(self) -> None:
+        self._in_flight -= 1
+        if not self._in_flight and self._drained is not None:
+            self._drained.callback(None)
+
+    def _stored(self, added: bool, adapter: ItemAdapter, record: dict[str, Any], item: Any) -> Any:
+        _set(adapter, "content_hash", record["content_hash"])
+        _set(adapter, "file_path", record["file_path"])
         if self.stats is not None:
             self.stats.inc_value("focused/stored" if added else "focused/duplicates")
         return item
 
-    def close_spider(self) -> None:
+    def _add_threaded(self, record: dict[str, Any], body: bytes) -> Deferred[bool]:
+        """:meth:`PageStore.add` with the file work in the writer thread. Every page
+        passes through the thread, so results come back in the order pages came."""
+        store, url = self.store, record["url"]
+        assert store is not None and self._writer is not None
+        if url in self._writing or store.lookup(url) is not None:
+            # stored already, or being written: a duplicate once the pages before it are in
+            d = _in_thread(self._writer, self.call_from_thread, _nothing)
+            d.addCallback(lambda _: store.add(record, body))
+            return d
+        d = _in_thread(self._writer, self.call_from_thread, store.write_body, body)
+        d.addCallback(lambda written: store.add_written(record, *written))
+        self._writing.add(url)
+        d.addBoth(_pass_on, lambda: self._writing.discard(url))
+        return d
+
+    def close_spider(self) -> Coroutine[Any, Any, None] | None:
+        if self._in_flight:  # Scrapy waits for its items first: this is only a safety net
+            self._drained = Deferred()
+            return self._close_later(self._drained)
+        self._close()
+        return None
+
+    async def _close_later(self, drained: Deferred[None]) -> None:
+        await maybe_deferred_to_future(drained)
+        self._close()
+
+    def _close(self) -> None:
+        if self._writer is not None:
+            self._writer.shutdown(wait=True)
+            self._writer = None
         if self.store is None:
             return
         self.store.close()
@@ -130,6 +207,52 @@ class PageStorePipeline:
             self.store.duplicates,
             self.output_dir,
         )
+
+
+def _in_thread(
+    pool: ThreadPoolExecutor,
+    call_from_thread: Callable[..., Any] | None,
+    func: Callable[..., Any],
+    *args: Any,
+) -> Deferred[Any]:
+    """``func(*args)`` in ``pool``; the Deferred fires through ``call_from_thread`` (on
+    the reactor's thread), in the order the calls end: the order they were made, for a
+    pool of one thread."""
+    assert call_from_thread is not None
+    d: Deferred[Any] = Deferred()
+
+    def run() -> None:
+        try:
+            result = func(*args)
+        except BaseException:  # noqa: BLE001 - handed to the reactor's thread
+            call_from_thread(d.errback, Failure())
+        else:
+            call_from_thread(d.callback, result)
+
+    pool.submit(run)
+    return d
+
+
+def _nothing() -> None:
+    return None
+
+
+def _pass_on(result: Any, then: Callable[[], Any]) -> Any:
+    then()
+    return result
+
+
+class Pending:
+    """What :meth:`PageStorePipeline.process_item` returns while a page's file is being
+    written: awaitable (Scrapy awaits it), ``deferred`` fires with the item."""
+
+    __slots__ = ("deferred",)
+
+    def __init__(self, deferred: Deferred[Any]) -> None:
+        self.deferred = deferred
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return maybe_deferred_to_future(self.deferred).__await__()
 
 
 class MetricsPipeline:

@@ -90,6 +90,13 @@ class PageStore:
     ``synchronous=FULL`` (survives power loss, not only process crashes).
     ``before_commit``: called right before every commit (the crawler commits its frontier
     journal there, so a stored page's outlinks are never lost on resume).
+    ``gzip_level``: compression level of the body files (1 = fastest, 9 = smallest).
+
+    :meth:`add` does a page in one call. A writer that wants the file work (hashing,
+    compression, the write) off its own thread splits it: :meth:`lookup` (already
+    stored?) and :meth:`add_written` on the database's thread, :meth:`write_body` in
+    any thread (it touches only files, and files of the same content are the same file).
+    The order stays file first, row second.
     """
 
     def __init__(
@@ -99,8 +106,14 @@ class PageStore:
         commit_every: int = 1,
         fsync: bool = False,
         before_commit: Callable[[], Any] | None = None,
+        gzip_level: int = 1,
     ) -> None:
+        if not 0 <= int(gzip_level) <= 9:
+            raise ValueError(f"gzip_level must be 0-9, got {gzip_level!r}")
         self.output_dir = Path(output_dir)
+        self.gzip_level = int(gzip_level)
+        self._root = str(self.output_dir)
+        self._dirs: set[str] = set()  # body folders known to exist (no mkdir per page)
         self.commit_every = max(1, int(commit_every))
         self.fsync = fsync
         self.before_commit = before_commit
@@ -192,23 +205,42 @@ class PageStore:
         a mutable mapping, its ``content_hash`` and ``file_path`` are filled in (with the
         stored row's values for a duplicate URL).
         """
-        db = self._db
-        url = record["url"]
-        existing = db.execute(
-            "SELECT content_hash, file_path FROM pages WHERE url = ?", (url,)
-        ).fetchone()
+        existing = self.lookup(record["url"])
         if existing is not None:
             self.duplicates += 1
             self._fill(record, *existing)
             return False
+        digest, rel = self.write_body(body)
+        return self.add_written(record, digest, rel)
+
+    def lookup(self, url: str) -> tuple[str, str] | None:
+        """``(content_hash, file_path)`` of ``url``'s row, or None when not stored."""
+        return self._db.execute(
+            "SELECT content_hash, file_path FROM pages WHERE url = ?", (url,)
+        ).fetchone()
+
+    def write_body(self, body: bytes) -> tuple[str, str]:
+        """Write ``body``'s file if it is not there yet; ``(content_hash, file_path)``.
+
+        Touches no database and no shared state but the set of known folders: safe to
+        call from another thread than the one that uses the database.
+        """
         digest = content_hash(body)
         rel = file_path_for(digest)
         self._write_file(rel, digest, body)
+        return digest, rel
+
+    def add_written(self, record: Mapping[str, Any], digest: str, rel: str) -> bool:
+        """Insert the row of a page whose file :meth:`write_body` wrote; False (and the
+        stored row's values filled in) when the URL is stored already."""
         row = {c: record.get(c) for c in _DATA_COLUMNS}
         row["content_hash"] = digest
         row["file_path"] = rel
         if not self._insert(row):
             self.duplicates += 1
+            existing = self.lookup(record["url"])
+            if existing is not None:
+                self._fill(record, *existing)
             return False
         self.stored += 1
         self._fill(record, digest, rel)
@@ -224,20 +256,28 @@ class PageStore:
 
     def _write_file(self, rel: str, digest: str, body: bytes) -> None:
         """Write the gzipped body atomically (temp file + ``os.replace``); skip if present."""
-        final = self.output_dir / rel
-        if final.exists():
+        final = os.path.join(self._root, rel)
+        if os.path.exists(final):
             return
-        final.parent.mkdir(parents=True, exist_ok=True)
-        tmp = final.parent / f".{digest}.{uuid.uuid4().hex}.tmp"
-        data = gzip.compress(body, compresslevel=6, mtime=0)
-        with open(tmp, "xb") as fh:
+        folder = os.path.dirname(final)
+        if folder not in self._dirs:
+            os.makedirs(folder, exist_ok=True)
+            self._dirs.add(folder)
+        tmp = os.path.join(folder, f".{digest}.{uuid.uuid4().hex}.tmp")
+        data = gzip.compress(body, compresslevel=self.gzip_level, mtime=0)
+        try:
+            fh = open(tmp, "xb")  # noqa: SIM115 - closed below
+        except FileNotFoundError:  # the folder was removed since: make it again
+            os.makedirs(folder, exist_ok=True)
+            fh = open(tmp, "xb")  # noqa: SIM115
+        with fh:
             fh.write(data)
             if self.fsync:
                 fh.flush()
                 os.fsync(fh.fileno())
         os.replace(tmp, final)
         if self.fsync:
-            dir_fd = os.open(final.parent, os.O_RDONLY)
+            dir_fd = os.open(folder, os.O_RDONLY)
             try:
                 os.fsync(dir_fd)
             finally:

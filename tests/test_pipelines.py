@@ -10,6 +10,7 @@ import gzip
 import hashlib
 import json
 import logging
+import queue
 import sqlite3
 import warnings
 from pathlib import Path
@@ -19,8 +20,9 @@ from scrapy import Spider
 from scrapy.utils.test import get_crawler
 
 from focused.items import PageItem
-from focused.pipelines import MetricsPipeline, PageStorePipeline
+from focused.pipelines import MetricsPipeline, PageStorePipeline, Pending
 from focused.signals import frontier_checkpoint
+from focused.store import PageStore
 
 TARGETS = frozenset({"http://h/wiki/A.html", "http://h/wiki/AT&T.html", "http://h/wiki/C.html"})
 
@@ -142,6 +144,7 @@ def test_from_crawler_checkpoint_before_commit_stats_and_resume(tmp_path: Path) 
         "FOCUSED_OUTPUT_DIR": str(tmp_path),
         "FOCUSED_METRICS_LOG_EVERY": 100,
         "FOCUSED_STRATEGY": "bfs",
+        "FOCUSED_STORE_THREAD": False,  # no reactor here: the threaded store is tested below
         "ITEM_PIPELINES": {
             "focused.pipelines.PageStorePipeline": 300,
             "focused.pipelines.MetricsPipeline": 800,
@@ -195,3 +198,83 @@ def test_from_crawler_checkpoint_before_commit_stats_and_resume(tmp_path: Path) 
     resumed.close_spider()
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert (summary["pages"], summary["targets_found"], summary["strategy"]) == (3, 2, "bfs")
+
+
+class Handoff:
+    """A ``call_from_thread`` that queues what the writer thread hands back; the test
+    runs the calls (as the reactor would, in order) when it chooses."""
+
+    def __init__(self) -> None:
+        self.calls: queue.Queue = queue.Queue()
+
+    def __call__(self, func, *args) -> None:  # noqa: ANN001
+        self.calls.put((func, args))
+
+    def run(self, n: int) -> None:
+        for _ in range(n):
+            func, args = self.calls.get(timeout=60)
+            func(*args)
+        assert self.calls.empty()
+
+
+def test_threaded_store_row_after_file_in_item_order(tmp_path: Path) -> None:
+    settings = {"FOCUSED_OUTPUT_DIR": str(tmp_path), "FOCUSED_STORE_GZIP_LEVEL": 9}
+    crawler = get_crawler(TargetSpider, settings)
+    crawler._apply_settings()
+    pipe = PageStorePipeline.from_crawler(crawler)
+    assert pipe.threaded and pipe.gzip_level == 9  # the defaults of a crawl, and the setting
+    handoff = Handoff()
+    pipe.call_from_thread = handoff
+    committed_at_checkpoint: list[int] = []
+
+    def on_checkpoint() -> None:
+        conn = sqlite3.connect(tmp_path / "pages.sqlite3")
+        committed_at_checkpoint.append(conn.execute("SELECT COUNT(*) FROM pages").fetchone()[0])
+        conn.close()
+
+    crawler.signals.connect(on_checkpoint, signal=frontier_checkpoint)
+    pipe.open_spider()
+    a, b, a_again, c = page("A", True), page("B", False), page("A", False), page("C", True)
+    c.body = b.body  # the same content as B: one file for both
+    bodies = {"A": a.body, "B": b.body}
+    out: list[object] = []
+    failed: list[object] = []
+    for item in (a, b, a_again, c):
+        pending = pipe.process_item(item)
+        assert isinstance(pending, Pending) and item.body == b""
+        pending.deferred.addCallbacks(out.append, failed.append)
+    # the files may be written by now, but no row is in and no item has left
+    assert db_rows(tmp_path) == [] and out == [] and a.file_path == ""
+    handoff.run(4)  # every page comes back, in order (the second A writes no file)
+    assert failed == [] and out == [a, b, a_again, c]
+    rows = db_rows(tmp_path)
+    assert [(r[0], r[1]) for r in rows] == [(f"http://h/wiki/{n}.html", n) for n in "ABC"]
+    assert committed_at_checkpoint == [0, 1, 2]  # the journal is committed before each row
+    assert a_again.file_path == a.file_path and c.file_path == b.file_path
+    for item, name in ((a, "A"), (b, "B")):
+        digest = hashlib.sha256(bodies[name]).hexdigest()
+        assert item.content_hash == digest
+        assert gzip.decompress((tmp_path / item.file_path).read_bytes()) == bodies[name]
+    stats = crawler.stats
+    assert (stats.get_value("focused/stored"), stats.get_value("focused/duplicates")) == (3, 1)
+
+    # a file that cannot be written: the item fails, no row, the next page is stored
+    assert pipe.store is not None
+    write_body = pipe.store.write_body
+
+    def broken(body: bytes) -> tuple[str, str]:
+        if body == b"<bad>":
+            raise OSError("disk full")
+        return write_body(body)
+
+    pipe.store.write_body = broken  # type: ignore[method-assign]
+    bad, good = page("Bad", False), page("Good", False)
+    bad.body = b"<bad>"
+    for item in (bad, good):
+        pipe.process_item(item).deferred.addCallbacks(out.append, failed.append)
+    handoff.run(2)
+    assert [f.value.args for f in failed] == [("disk full",)] and out[-1] is good
+    assert [r[1] for r in db_rows(tmp_path)] == ["A", "B", "C", "Good"]
+    assert pipe.close_spider() is None  # nothing left in flight
+    with PageStore(tmp_path).open() as store:
+        assert store.check() == [] and store.repaired == []

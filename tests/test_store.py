@@ -209,3 +209,30 @@ def test_crash_leaves_only_orphans_that_repair_removes(
         # the crawl goes on: the lost page can be stored now
         assert repaired.add({"url": "http://h/lost"}, b"lost page")
         assert repaired.check(verify=True) == []
+
+
+def test_gzip_level_and_a_removed_folder_is_made_again(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="gzip_level"):
+        PageStore(tmp_path, gzip_level=10)
+    body = b"<p>" + b"compressible text " * 2000 + b"</p>"
+    sizes = {}
+    for level in (1, 9):
+        out = tmp_path / str(level)
+        with PageStore(out, gzip_level=level) as store:
+            assert store.add(record("http://h/a"), body)
+            rel = store.get("http://h/a")["file_path"]
+            sizes[level] = (out / rel).stat().st_size
+            assert store.body("http://h/a") == body
+            # the folder is remembered, not made again per page: remove it behind the
+            # store's back and the next page with a file there still gets written
+            for path in (out / rel).parent.iterdir():
+                path.unlink()
+            (out / rel).parent.rmdir()
+            same_folder = next(
+                b
+                for i in range(100_000)
+                if file_path_for(hashlib.sha256(b := b"%d" % i).hexdigest())[:10] == rel[:10]
+            )
+            assert store.add(record("http://h/b"), same_folder)
+            assert store.body("http://h/b") == same_folder
+    assert sizes[9] < sizes[1]

@@ -149,9 +149,22 @@ ALLOWED_SCHEMES = ("http", "https")
 _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.\-]*):")
 
 
+#: ``http(s)://host[:port]`` then the path, query, fragment or the end, with a plain host
+#: (ASCII letters, digits, ``.-_~``): what almost every link is, and what ``urlsplit``
+#: always accepts with that host (only the port's range is left to check).
+_PLAIN_HTTP = re.compile(r"https?://[A-Za-z0-9.\-_~]+(?::([0-9]*))?(?:[/?#]|\Z)")
+
+
 def scheme_problem(url: str) -> str | None:
     """``None`` for an http(s) URL with a host, else why it is not followed: its scheme
     (``mailto``, ``javascript``, ``file``, ``data``, ``ftp``, ...) or ``bad_url``."""
+    plain = _PLAIN_HTTP.match(url)
+    if plain is not None:  # the same answer as below without a urlsplit per link
+        port = plain.group(1)
+        if not port:
+            return None
+        if len(port) <= 9:
+            return None if int(port) <= 65535 else "bad_url"
     match = _SCHEME.match(url.strip())
     if match is None:
         return "bad_url"

@@ -201,3 +201,38 @@ def test_session_id_stripping_is_idempotent_and_keeps_urls_crawlable(url):
 def test_charset_repair_never_fails(body, charset):
     encoding = repair_encoding(f"text/html; charset={charset}", body)
     assert encoding is None or body.decode(encoding, "replace") is not None
+
+
+def _scheme_problem_reference(url: str) -> str | None:
+    """``scheme_problem`` as it was, a ``urlsplit`` per URL (its fast path must agree)."""
+    import re
+    from urllib.parse import urlsplit
+
+    match = re.match(r"^([a-zA-Z][a-zA-Z0-9+.\-]*):", url.strip())
+    if match is None:
+        return "bad_url"
+    scheme = match.group(1).lower()
+    if scheme not in ("http", "https"):
+        return scheme if len(scheme) <= 16 else "other"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018
+    except ValueError:
+        return "bad_url"
+    return None if parts.hostname else "bad_url"
+
+
+_URL_PARTS = st.sampled_from(
+    ["http://", "https://", "HTTP://", "h", "a.b", "-", "_", "~", ":", "80", "65535",
+     "65536", "0" * 12, "99999", "@", "[", "]", "::1", "/", "?", "#", "%", "é", "\t",
+     "\n", " ", "１", "x" * 3]
+)  # fmt: skip
+
+
+@SETTINGS
+@given(st.lists(_URL_PARTS, max_size=8).map("".join))
+def test_scheme_problem_fast_path_agrees_with_urlsplit(url):
+    assert scheme_problem(url) == _scheme_problem_reference(url)
+    if url.startswith(("http://", "https://")):
+        for tail in ("/p?q#f", ":8080/x", ":", ":123456", "\n"):
+            assert scheme_problem(url + tail) == _scheme_problem_reference(url + tail)

@@ -6,7 +6,7 @@ import logging
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from scrapy import Request
+from scrapy import Request, signals
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
 from focused import config
@@ -59,6 +59,10 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
         self._parent_of: tuple[int, Parent] | None = None
         self._score_links = getattr(strategy, "score_links", None)
         self._observe = getattr(strategy, "observe", None)
+        # per-link stats counted here, added to the stats once per page (a stats call
+        # costs ~1.5 us in Scrapy 2.19, ~40 links a page)
+        self._counts: dict[str, int] = {}
+        self._counted: dict[str, int] = {}
         self._rescores = bool(getattr(strategy, "rescores", False))
         self._drop_text = self._score_links is not None and not getattr(
             strategy, "keeps_link_text", True
@@ -71,6 +75,7 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
         targets = getattr(crawler.spider, "targets", frozenset())  # the oracle reads them
         o = cls(config.strategy(crawler.settings, topic, targets=targets), crawler.stats)
         o.crawler = crawler
+        crawler.signals.connect(o._flush_counts, signal=signals.spider_closed)
         return o
 
     def _parent(self, response: Response) -> Parent:
@@ -97,6 +102,7 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
             return request
         if response is None:
             score: LinkScore | None = self.strategy.seed()
+            self._flush_counts()
         else:
             score = self.strategy.score(
                 self._parent(response), request.url, request.meta.get("anchor_relevance", 0.0)
@@ -153,6 +159,7 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
     def get_processed_item(self, item: Any, response: Response | None) -> Any:
         if response is not None:
             self._feedback(response)
+        self._flush_counts()  # the page's item comes after its links
         return item
 
     def _feedback(self, response: Response) -> None:
@@ -229,5 +236,17 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
             request.meta.update(extra)
 
     def _inc(self, key: str) -> None:
-        if self.stats is not None:
-            self.stats.inc_value(key)
+        counts = self._counts
+        counts[key] = counts.get(key, 0) + 1
+        if key not in self._counted:  # the first one at once: the stat exists from then on
+            self._flush_counts()
+
+    def _flush_counts(self, **kwargs: Any) -> None:
+        """Add what :meth:`_inc` counted since the last time to the stats."""
+        if self.stats is None:
+            return
+        counted = self._counted
+        for key, n in self._counts.items():
+            if n != counted.get(key, 0):
+                self.stats.inc_value(key, n - counted.get(key, 0))
+                counted[key] = n

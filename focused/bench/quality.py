@@ -38,7 +38,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -277,8 +277,10 @@ def crawl_command(
     seed: int,
     scheduler: str,
     log_level: str,
+    extra: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """The ``scrapy crawl`` command line of one job (run from the project root)."""
+    """The ``scrapy crawl`` command line of one job (run from the project root);
+    ``extra``: more ``-s`` settings (``--set``), applied last."""
     group = job.group
     seeds = ",".join(page_url(base, s) for s in group.seeds)
     settings = {
@@ -300,6 +302,7 @@ def crawl_command(
         settings["CONCURRENT_REQUESTS_PER_DOMAIN"] = str(job.concurrency)
     if scheduler:
         settings["SCHEDULER"] = scheduler
+    settings.update(extra or {})
     cmd = [sys.executable, "-m", "scrapy", "crawl", "focused", "-a", f"topic={group.topic_arg}"]
     for name, value in settings.items():
         cmd += ["-s", f"{name}={value}"]
@@ -378,6 +381,7 @@ def run_job(
     scheduler: str,
     log_level: str,
     timeout: float,
+    extra: Mapping[str, str] | None = None,
 ) -> Result:
     """Run one crawl as a subprocess and read its curve."""
     out_dir = out / job.out_dir
@@ -392,6 +396,7 @@ def run_job(
         seed=seed,
         scheduler=scheduler,
         log_level=log_level,
+        extra=extra,
     )
     (out_dir / "command.txt").write_text(" ".join(cmd) + "\n", encoding="utf-8")
     env = {**os.environ, "PYTHONHASHSEED": str(seed)}
@@ -425,6 +430,7 @@ def run_jobs(
     log_level: str,
     timeout: float,
     progress: bool = True,
+    extra: Mapping[str, str] | None = None,
 ) -> list[Result]:
     """Serve the site and run ``jobs``, ``parallel`` at a time (largest budgets first)."""
     results: list[Result] = []
@@ -441,6 +447,7 @@ def run_jobs(
                 scheduler=scheduler,
                 log_level=log_level,
                 timeout=timeout,
+                extra=extra,
             )
             for job in ordered
         ]
@@ -937,6 +944,14 @@ def build_parser() -> argparse.ArgumentParser:
         "exists, else scrapy.core.scheduler.Scheduler)",
     )
     p.add_argument("--log-level", default="INFO", help="LOG_LEVEL of the crawls' logs")
+    p.add_argument(
+        "--set",
+        dest="settings",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a Scrapy setting for every crawl (repeatable), e.g. FOCUSED_RESCORE_EVERY=0",
+    )
     p.add_argument("--timeout", type=float, default=600.0, help="seconds before a crawl is killed")
     p.add_argument("--quiet", action="store_true", help="no progress line per crawl")
     return p
@@ -1028,6 +1043,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = (args.out if args.out is not None else ROOT / DEFAULT_OUT).resolve()
     out.mkdir(parents=True, exist_ok=True)
     scheduler = args.scheduler if args.scheduler is not None else default_scheduler()
+    extra: dict[str, str] = {}
+    for item in args.settings:
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip():
+            raise BenchError(f"--set takes NAME=VALUE, got {item!r}")
+        extra[name.strip()] = value
     requests, per_domain = project_concurrency()
     if args.concurrency:
         label = f"CONCURRENT_REQUESTS={args.concurrency} (per domain {args.concurrency})"
@@ -1056,6 +1077,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         log_level=args.log_level,
         timeout=args.timeout,
         progress=not args.quiet,
+        extra=extra,
     )
     main_results = [r for r in results if r.job.concurrency == args.concurrency]
     rows = rows_of(main_results)
@@ -1078,6 +1100,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         + (" (and quality-c1.csv at CONCURRENT_REQUESTS=1)" if compare else "")
         + "; each crawl's folder, log and timing: runs/, runs.csv",
     ]
+    if extra:
+        settings_lines.append("settings: " + ", ".join(f"{k}={v}" for k, v in extra.items()))
     if scheduler:
         settings_lines.append(
             "annealing runs without its simulated-annealing pick (it lives in "

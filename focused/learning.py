@@ -41,11 +41,12 @@ from urllib.parse import unquote, urlsplit
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.feature_extraction import FeatureHasher
 from sklearn.feature_extraction.text import HashingVectorizer
 from sklearn.linear_model import SGDRegressor
 
 from focused.frontier import META_EVIDENCE as FRONTIER_EVIDENCE
-from focused.relevance import N_FEATURES, feature, term_counts, tokenize
+from focused.relevance import HASH_IN_C_FROM, N_FEATURES, feature, term_counts, tokenize
 
 __all__ = [
     "META_ANCHOR",
@@ -197,6 +198,9 @@ class TermModel:
         self.total = 0.0
         self.pages = 0
         self._cache: dict[str | bytes, int] = {}
+        self._hasher = FeatureHasher(
+            n_features=N_FEATURES, input_type="string", alternate_sign=False
+        )
         self._url_words: dict[str, list[str]] = {}
         self._anchors: dict[str, list[str]] = {}
         if keywords and keyword_pages > 0:
@@ -238,11 +242,17 @@ class TermModel:
         :func:`focused.relevance.term_counts` for the terms of a text)."""
         self.pages += 1
         self.total += y
-        buckets = self._buckets(list(terms))
-        if buckets:
+        terms = list(terms)
+        if len(terms) >= HASH_IN_C_FROM:
+            # a long page: hashed in one C loop, distinct buckets in ascending order
+            f = self._hasher.transform([terms]).indices.astype(np.int64)
+        else:
+            buckets = self._buckets(terms)
+            if not buckets:
+                return
             f = np.unique(np.array(buckets, dtype=np.int64))
-            self.counts[f] += 1.0
-            self.sums[f] += y
+        self.counts[f] += 1.0
+        self.sums[f] += y
 
     def learn_text(self, text: str, y: float) -> None:
         """:meth:`learn_page` with the terms of ``text``."""
@@ -270,15 +280,28 @@ class TermModel:
 
     def link_terms(self, evidence: Sequence[LinkEvidence]) -> LinkTerms:
         """The buckets of each link's name terms (anchor and URL) and context terms."""
-        names = [
-            self._buckets(self._anchor_words(e.anchor) + self._words_of_url(e.url))
-            for e in evidence
-        ]
+        return self.terms_of(
+            [e.url for e in evidence], [e.anchor for e in evidence], [e.context for e in evidence]
+        )
+
+    def terms_of(
+        self, urls: Sequence[str], anchors: Sequence[str], contexts: Sequence[str]
+    ) -> LinkTerms:
+        """:meth:`link_terms` of links given as three columns (one bucket lookup for all
+        their terms)."""
+        anchor_words, words_of_url = self._anchor_words, self._words_of_url
+        names = [anchor_words(a) + words_of_url(u) for a, u in zip(anchors, urls, strict=True)]
         if self.context_share:
-            contexts = [self._buckets(tokenize(e.context)) for e in evidence]
+            context_terms = [tokenize(c) if c else [] for c in contexts]
         else:
-            contexts = [[] for _ in evidence]
-        return LinkTerms.of(names, contexts)
+            context_terms = [[] for _ in contexts]
+        n_names = np.fromiter(map(len, names), dtype=np.int64, count=len(names))
+        n_contexts = np.fromiter(map(len, context_terms), dtype=np.int64, count=len(names))
+        flat: list[str] = []
+        for name, context in zip(names, context_terms, strict=True):
+            flat += name
+            flat += context
+        return LinkTerms(np.array(self._buckets(flat), dtype=np.int64), n_names, n_contexts)
 
     def score(self, evidence: Sequence[LinkEvidence]) -> np.ndarray:
         """Per link: best term of anchor + URL, mixed with the mean term of the context."""

@@ -174,6 +174,7 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
             relevant=bool(page.get("relevant", False)),
             text=page.pop("text", ""),
             link=response.meta,
+            terms=page.pop("terms", None),
         )
         if self.stats is not None and hasattr(self.strategy, "stats"):
             for key, value in self.strategy.stats().items():

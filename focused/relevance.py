@@ -183,7 +183,11 @@ class TopicVector:
         self._short: dict[str, float] = {}
 
     def _cosine(self, text: str) -> float:
-        counts = term_counts(text)
+        return self.cosine_of_counts(term_counts(text))
+
+    def cosine_of_counts(self, counts: Counter[bytes]) -> float:
+        """Cosine of a text given by its :func:`term_counts` (for a caller that needs the
+        counts too: the ``learning`` strategy learns the page's terms)."""
         if not counts:
             return 0.0
         if len(counts) > HASH_IN_C_FROM:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from focused.defaults import get
 from focused.items import PageItem
 from focused.learning import MAX_ANCHOR_CHARS, META_ANCHOR, META_CONTEXT, link_contexts
 from focused.middlewares import PAGE_META
-from focused.relevance import TopicVector, page_relevance
+from focused.relevance import TopicVector, page_relevance, term_counts
 from focused.sanitize import strip_session_ids
 from focused.strategies import STRATEGIES
 from focused.topics import load_topic
@@ -122,7 +123,12 @@ class FocusedSpider(scrapy.Spider):
             return
         title = " ".join(texts(response, TITLE_TEXT)).strip()
         body = " ".join(texts(response, BODY_TEXT))
-        title_cos, body_cos = self.vector.cosines([title, body])
+        if self.link_evidence:  # the body's terms are counted once, for both
+            body_terms = term_counts(body)
+            title_cos = self.vector.cosine(title)
+            body_cos = self.vector.cosine_of_counts(body_terms)
+        else:
+            title_cos, body_cos = self.vector.cosines([title, body])
         relevance = page_relevance(title_cos, body_cos, self.title_weight)
         relevant = relevance > self.page_threshold
         links = self.link_extractor.extract_links(response)
@@ -133,7 +139,7 @@ class FocusedSpider(scrapy.Spider):
             "link_count": len(links),
         }
         anchors = self.vector.cosines([link.text for link in links])
-        contexts = self._evidence(response, title, body) if self.link_evidence else None
+        contexts = self._evidence(response, title, body_terms) if self.link_evidence else None
         for link, r in zip(links, anchors, strict=True):
             request = self._request(link.url, float(r), response.url)
             if request is not None:
@@ -163,10 +169,13 @@ class FocusedSpider(scrapy.Spider):
             body=response.body,
         )
 
-    def _evidence(self, response: TextResponse, title: str, body: str) -> dict[str, str]:
-        """For a learning strategy: the page text (in ``PAGE_META``, taken by the priority
-        middleware) and the text around each link, by the link extractor's URL."""
-        response.meta[PAGE_META]["text"] = f"{title} {body}"
+    def _evidence(
+        self, response: TextResponse, title: str, body_terms: Counter[bytes]
+    ) -> dict[str, str]:
+        """For a learning strategy: the page's distinct terms (title and body, UTF-8; in
+        ``PAGE_META``, taken by the priority middleware) and the text around each link,
+        by the link extractor's URL."""
+        response.meta[PAGE_META]["terms"] = list(body_terms.keys() | term_counts(title).keys())
         base, encoding = get_base_url(response), response.encoding
 
         def absolute(href: str) -> str:  # the link extractor's URL (ASCII: no escaping)

@@ -244,12 +244,16 @@ class LearningStrategy:
         relevant: bool,
         text: str = "",
         link: Mapping[str, Any] | None = None,
+        terms: Sequence[str | bytes] | None = None,
     ) -> None:
         """A fetched page: its relevance labels the link that led to it (``link``: the
-        request's meta) and its ``text`` (title and body) teaches the term model."""
+        request's meta) and its ``text`` (title and body) teaches the term model; or
+        ``terms``, the distinct terms of that text when the caller counted them
+        (:func:`focused.relevance.term_counts`)."""
         y = label(degree(page_relevance, self.title_weight), self.label_floor)
         self.pages += 1
-        terms = list(term_counts(text)) if text else []
+        if terms is None:
+            terms = list(term_counts(text)) if text else []
         self.terms.learn_page(terms, y)
         if self.classifier is not None and link is not None and META_ANCHOR in link:
             self.classifier.learn(

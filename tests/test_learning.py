@@ -427,3 +427,32 @@ def test_no_rescoring_evidence_with_the_classifier_or_when_rescoring_is_off():
         assert not s.rescores and not s.keeps_link_text
     s = LearningStrategy(keywords=CHEM, link_model=True)
     assert not s.rescores and s.keeps_link_text
+
+
+def test_middleware_asks_for_a_rescore_per_page_and_says_once_when_nobody_listens(caplog):
+    from scrapy.utils.test import get_crawler
+
+    from focused import signals as focused_signals
+
+    crawler = get_crawler(settings_dict={})
+    heard = []
+    mw = FocusedPriorityMiddleware(LearningStrategy(keywords=CHEM))
+    mw.crawler = crawler
+
+    def page(i: int) -> HtmlResponse:
+        url = f"http://h/wiki/P{i}.html"
+        response = HtmlResponse(url, body=b"<html></html>", request=Request(url))
+        response.meta[PAGE_META] = {"page_relevance": 1.0, "relevant": True, "text": "acid"}
+        return response
+
+    with caplog.at_level("INFO", logger="focused.middlewares"):
+        for i in range(2):  # no scheduler listens (the Redis frontier): said once
+            list(mw.process_spider_output(page(i), [{"url": i}]))
+    assert caplog.text.count("does not rescore waiting links") == 1
+
+    def listener(rescorer):  # kept alive: signals hold weak references
+        heard.append(rescorer)
+
+    crawler.signals.connect(listener, focused_signals.frontier_rescore)
+    list(mw.process_spider_output(page(3), [{"url": 3}]))
+    assert heard == [mw.strategy.rescore]

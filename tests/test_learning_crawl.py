@@ -21,12 +21,18 @@ def _targets_in_first(crawl, n: int) -> int:
 def crawls(tmp_path_factory: pytest.TempPathFactory) -> dict:
     base = tmp_path_factory.mktemp("learning")
     out = {}
-    for strategy in ("learning", "best_first"):
-        out[strategy] = run_crawl(
-            base / strategy,
+    for name, strategy, *extra in (
+        ("learning", "learning"),
+        ("best_first", "best_first"),
+        ("learning, no rescoring", "learning", "FOCUSED_RESCORE_EVERY=0"),
+    ):
+        out[name] = run_crawl(
+            base / name.replace(", ", "-").replace(" ", "_"),
             f"FOCUSED_STRATEGY={strategy}",
             f"CLOSESPIDER_ITEMCOUNT={BUDGET}",
+            "FOCUSED_RESCORE_BUDGET=1000",
             *SERIAL,
+            *extra,
         )
     return out
 
@@ -67,3 +73,17 @@ def test_learning_settings_are_checked_before_any_fetch(tmp_path: Path):
     assert crawl.returncode != 0
     assert "FOCUSED_LEARNING_CONTEXT_SHARE must be in [0.0, 1.0], got 1.5" in crawl.log
     assert not (tmp_path / "bad" / "pages.sqlite3").exists()
+
+
+def test_rescoring_reorders_the_waiting_links_from_the_first_rescore_on(crawls):
+    """Every 16 learnt pages (FOCUSED_RESCORE_EVERY) the waiting links are scored again
+    with what was learnt since they were found: the same crawl until the first rescore,
+    another order after it (the sandbox's frontier is small: the budget never delays it)."""
+    rescored, fixed = crawls["learning"], crawls["learning, no rescoring"]
+    pages = len(rescored.rows())
+    assert _stat(rescored.log, "focused/frontier/rescores") >= pages // 16 - 1
+    assert _stat(rescored.log, "focused/frontier/rescore_moved") > 0
+    assert "focused/frontier/rescores" not in fixed.log
+    paths = [crawl.paths_in_order() for crawl in (rescored, fixed)]
+    assert paths[0][:16] == paths[1][:16]
+    assert paths[0] != paths[1]

@@ -557,3 +557,46 @@ def test_crawl_killed_and_resumed_loses_at_most_the_in_flight_pages(
     assert len(again) <= concurrency + 1
     assert set(first) | set(second) == full_crawl
     assert _stored(out) == full_crawl
+
+
+# --- rescoring the waiting links (issue 8) ---------------------------------------------
+def test_rescore_signal_reorders_on_schedule_and_evidence_survives_a_resume(tmp_path: Path):
+    """The scheduler rescores every FOCUSED_RESCORE_EVERY learnt pages, or every
+    waiting / FOCUSED_RESCORE_BUDGET pages when longer; the evidence is journaled."""
+    jobdir = str(tmp_path / "job")
+    settings = {"FOCUSED_RESCORE_EVERY": 2, "FOCUSED_RESCORE_BUDGET": 3, "JOBDIR": jobdir}
+    sched, crawler = _open(settings)
+    for i in range(6):  # evidence b"k<i % 3>"; priorities as found: 0, 1, ..., 5
+        assert sched.enqueue_request(_req(i, priority=i, link_evidence=b"k%d" % (i % 3)))
+    calls = []
+
+    def rescorer(evidence):
+        calls.append(len(evidence))
+        prios = [{b"k0": 50, b"k1": 10, b"k2": 30}[e] for e in evidence]
+        return prios, [p / 100 for p in prios]
+
+    send = crawler.signals.send_catch_log
+    for _ in range(3):  # 6 waiting / budget 3 = every 2 pages: the 2nd learnt page
+        send(focused_signals.frontier_rescore, rescorer=rescorer)
+    assert calls == [6] and sched.rescorings == 1 and sched.rescore_moved == 6
+    request = sched.next_request()  # k0 first now, first found first: p/0 then p/3
+    assert request.url.endswith("/p/0.htm") and request.priority == 50
+    assert request.meta["link_value"] == 0.5 and request.meta["link_evidence"] == b"k0"
+    sched.close("finished")
+    # resumed: the same links waiting, their evidence back (the journal keeps the
+    # priorities as found: the model that rescored them is not saved)
+    sched2, crawler2 = _open(settings)
+    waiting = {e.url.rsplit("/", 1)[-1]: e.evidence for e in sched2.frontier.entries()}
+    assert waiting == {f"{i}.htm": b"k%d" % (i % 3) for i in range(6)}  # 0: was in flight
+    sched2.close("finished")
+
+
+def test_no_rescoring_when_off_or_without_evidence():
+    sched, crawler = _open({"FOCUSED_RESCORE_EVERY": 0})
+    sched.enqueue_request(_req(1, link_evidence=b"x"))
+    for _ in range(5):
+        crawler.signals.send_catch_log(
+            focused_signals.frontier_rescore, rescorer=lambda ev: ([9] * len(ev), [0.9] * len(ev))
+        )
+    assert sched.rescorings == 0 and sched.next_request().priority == 0
+    sched.close("finished")

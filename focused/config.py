@@ -115,6 +115,7 @@ def learning_settings(settings: Any) -> dict[str, Any]:
             settings, "FOCUSED_LEARNING_CLASSIFIER_PRIOR", 0.0, 1e9, open_low=False
         ),
         "random_seed": int(_number(settings, "FOCUSED_SEED")),
+        "hub_prior": _in_range(settings, "FOCUSED_LEARNING_HUB_PRIOR", 0.0, 1e6, open_low=False),
         # links carry rescoring evidence only for a frontier that will rescore them
         "rescore_links": int(_in_range(settings, "FOCUSED_RESCORE_EVERY", 0, 1e12, open_low=False))
         > 0
@@ -168,6 +169,7 @@ def validate(settings: Any, topic: Topic | None = None) -> None:
         except TopicError as exc:
             raise ConfigError(str(exc)) from None
     _in_range(settings, "FOCUSED_MAX_PAGES_PER_HOST", 0, 1e12, open_low=False)
+    _in_range(settings, "FOCUSED_STORE_GZIP_LEVEL", 0, 9, open_low=False, open_high=False)
     output = check_output_dir(str(get(settings, "FOCUSED_OUTPUT_DIR")))
     check_database(output / "pages.sqlite3", "FOCUSED_OUTPUT_DIR")
     if settings.get("JOBDIR"):

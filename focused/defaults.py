@@ -73,6 +73,9 @@ DEFAULTS: dict[str, Any] = {
     # as n / (n + FOCUSED_LEARNING_CLASSIFIER_PRIOR) after n examples; off by default
     "FOCUSED_LEARNING_CLASSIFIER": False,
     "FOCUSED_LEARNING_CLASSIFIER_PRIOR": 400.0,
+    # hub evidence: a parent's label shrunk to its fetched children's mean label with
+    # this many pseudo-children (0: off)
+    "FOCUSED_LEARNING_HUB_PRIOR": 0.0,
     # --- frontier --------------------------------------------------------------
     # rescoring of the waiting links (a strategy that rescores: `learning`): every
     # FOCUSED_RESCORE_EVERY learnt pages (0: never), or every waiting / BUDGET pages

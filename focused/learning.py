@@ -55,6 +55,7 @@ __all__ = [
     "META_PARENT",
     "LinkClassifier",
     "LinkEvidence",
+    "HubModel",
     "LinkTerms",
     "TermModel",
     "TermWeights",
@@ -359,17 +360,18 @@ class LinkTerms:
 
 
 # --- rescoring evidence: what a waiting link keeps -------------------------------------
-#: header of a link's evidence: name terms, context terms, the parent's label
-_EVIDENCE = struct.Struct("<BBd")
+#: header of a link's evidence: name terms, context terms, the parent's label, the
+#: parent's page id (hub evidence; 0: none)
+_EVIDENCE = struct.Struct("<BBdI")
 #: bytes per bucket (``N_FEATURES`` = 2**20 buckets fit in 3)
 _BUCKET_BYTES = 3
 #: At most this many name (and context) terms are kept per waiting link.
 MAX_EVIDENCE_TERMS = 255
 
 
-def encode_evidence(links: LinkTerms, parent_label: float) -> list[bytes]:
-    """One compact record per link for a later :func:`decode_evidence`: 10 bytes and 3
-    per term (a link with a 3-word anchor and a 16-word context: 67 bytes). Terms past
+def encode_evidence(links: LinkTerms, parent_label: float, parent_id: int = 0) -> list[bytes]:
+    """One compact record per link for a later :func:`decode_evidence`: 14 bytes and 3
+    per term (a link with a 3-word anchor and a 16-word context: 71 bytes). Terms past
     ``MAX_EVIDENCE_TERMS`` of either kind are dropped."""
     raw = links.buckets.astype("<u4").view(np.uint8).reshape(-1, 4)[:, :_BUCKET_BYTES]
     body = raw.tobytes()
@@ -382,33 +384,74 @@ def encode_evidence(links: LinkTerms, parent_label: float) -> list[bytes]:
         at += n_name
         ctx = body[at * w : (at + keep_c) * w]
         at += n_ctx
-        out.append(_EVIDENCE.pack(keep_n, keep_c, parent_label) + names + ctx)
+        out.append(_EVIDENCE.pack(keep_n, keep_c, parent_label, parent_id) + names + ctx)
     return out
 
 
-def decode_evidence(records: Sequence[bytes]) -> tuple[LinkTerms, np.ndarray]:
-    """The :class:`LinkTerms` and parent labels of records made by :func:`encode_evidence`
-    (one pass; a record too short to hold its header counts as a link without terms)."""
+def decode_evidence(records: Sequence[bytes]) -> tuple[LinkTerms, np.ndarray, np.ndarray]:
+    """The :class:`LinkTerms`, parent labels and parent ids of records made by
+    :func:`encode_evidence` (one pass; a damaged record counts as a link without terms)."""
     size = _EVIDENCE.size
     n_names = np.zeros(len(records), dtype=np.int64)
     n_contexts = np.zeros(len(records), dtype=np.int64)
     parents = np.zeros(len(records), dtype=np.float64)
+    parent_ids = np.zeros(len(records), dtype=np.int64)
     bodies: list[bytes] = []
     unpack = _EVIDENCE.unpack_from
     for i, record in enumerate(records):
         if len(record) < size:
             continue
-        n, c, p = unpack(record)
+        n, c, p, pid = unpack(record)
         body = record[size : size + (n + c) * _BUCKET_BYTES]
         if len(body) != (n + c) * _BUCKET_BYTES:
             continue
-        n_names[i], n_contexts[i], parents[i] = n, c, p
+        n_names[i], n_contexts[i], parents[i], parent_ids[i] = n, c, p, pid
         bodies.append(body)
     raw = np.frombuffer(b"".join(bodies), dtype=np.uint8).reshape(-1, _BUCKET_BYTES)
     wide = np.zeros((len(raw), 4), dtype=np.uint8)
     wide[:, :_BUCKET_BYTES] = raw
     buckets = wide.view("<u4").reshape(-1).astype(np.int64)
-    return LinkTerms(buckets, n_names, n_contexts), parents
+    return LinkTerms(buckets, n_names, n_contexts), parents, parent_ids
+
+
+class HubModel:
+    """What the fetched children of each page turned out to be (hub evidence).
+
+    Every fetched page gets an id (at most ``max_pages``; later pages get none, 0) and
+    its label; each fetched page adds its label to its parent's children. A parent's
+    value is its own label shrunk towards its children's mean with ``prior``
+    pseudo-children: ``(prior * own + sum of children) / (prior + children)``. A page
+    whose links led to topic pages so far is worth more than its own text says, and
+    its links still waiting move up when the frontier rescores them.
+    """
+
+    def __init__(self, prior: float = 2.0, max_pages: int = 1 << 22) -> None:
+        self.prior = max(1e-6, prior)
+        self.max_pages = max_pages
+        self._ids: dict[str, int] = {}
+        self.n = np.zeros(1024, dtype=np.float64)  # fetched children per page id
+        self.sums = np.zeros(1024, dtype=np.float64)  # their labels, summed
+
+    def page_id(self, url: str) -> int:
+        return self._ids.get(url, 0)
+
+    def add(self, url: str, y: float, parent_url: str = "") -> None:
+        """A fetched page of label ``y`` (found on ``parent_url``)."""
+        parent = self._ids.get(parent_url, 0) if parent_url else 0
+        if parent:
+            self.n[parent] += 1.0
+            self.sums[parent] += y
+        if url not in self._ids and len(self._ids) < self.max_pages:
+            i = self._ids[url] = len(self._ids) + 1
+            if i >= len(self.n):
+                self.n = np.concatenate([self.n, np.zeros(len(self.n))])
+                self.sums = np.concatenate([self.sums, np.zeros(len(self.sums))])
+
+    def values(self, own: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """The hub value of parents of label ``own`` and page ``ids`` (0: no evidence)."""
+        ids = np.clip(ids, 0, len(self.n) - 1)
+        n, sums = self.n[ids], self.sums[ids]
+        return np.where(ids > 0, (self.prior * own + sums) / (self.prior + n), own)
 
 
 # --- the link classifier ----------------------------------------------------------------

@@ -19,6 +19,7 @@ from focused.learning import (
     META_EVIDENCE,
     META_PARENT,
     META_TERMS,
+    HubModel,
     LinkClassifier,
     LinkEvidence,
     TermModel,
@@ -404,9 +405,9 @@ def test_rescoring_evidence_gives_the_same_values_until_the_model_changes():
     scores = s.score_links(parent, links)
     blobs = [sc.meta[META_EVIDENCE] for sc in scores]  # type: ignore[union-attr]
     assert all(len(b) < 40 for b in blobs)  # 10 bytes and 3 per term
-    terms, parents = decode_evidence(blobs)
+    terms, parents, parent_ids = decode_evidence(blobs)
     assert terms.n_names.tolist()[:2] == [2, 2] and terms.n_contexts.tolist()[1] == 0
-    assert parents.tolist() == [label(degree(0.2))] * 4
+    assert parents.tolist() == [label(degree(0.2))] * 4 and parent_ids.tolist() == [0] * 4
     prios, values = s.rescore(blobs)
     assert prios == [sc.priority for sc in scores]  # type: ignore[union-attr]
     assert values == [sc.value for sc in scores]  # type: ignore[union-attr]
@@ -456,3 +457,23 @@ def test_middleware_asks_for_a_rescore_per_page_and_says_once_when_nobody_listen
     crawler.signals.connect(listener, focused_signals.frontier_rescore)
     list(mw.process_spider_output(page(3), [{"url": 3}]))
     assert heard == [mw.strategy.rescore]
+
+
+def test_hub_evidence_lifts_the_waiting_links_of_a_page_whose_children_were_relevant():
+    s = LearningStrategy(keywords=CHEM, hub_prior=2.0)
+    hub, other = (Parent(f"http://h/{n}", 0.05, False, 0.01, 100.0, 0, 1, 3) for n in "ho")
+    for p in (hub, other):  # two pages that look alike (low relevance), both fetched
+        s.observe(p.url, 0.05, False, "list of things")
+    links = [Link("http://h/wiki/X.html", 0.0, "x", "")]
+    blobs = [sc.meta[META_EVIDENCE] for p in (hub, other) for sc in s.score_links(p, links)]
+    before, _ = s.rescore(blobs)
+    assert before[0] == before[1]  # nothing known yet about their children
+    for i in range(3):  # the hub's children turn out relevant, the other's do not
+        s.observe(f"http://h/c{i}", 2.0, True, "acid", link={"parent_url": hub.url})
+        s.observe(f"http://h/d{i}", 0.0, False, "goal", link={"parent_url": other.url})
+    after, _ = s.rescore(blobs)
+    assert after[0] > before[0] and after[0] > after[1]
+    bounded = HubModel(max_pages=2)
+    for i in range(5):
+        bounded.add(f"http://h/{i}", 1.0)
+    assert bounded.page_id("http://h/1") == 2 and bounded.page_id("http://h/4") == 0

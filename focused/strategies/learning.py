@@ -35,6 +35,7 @@ from focused.learning import (
     META_EVIDENCE,
     META_PARENT,
     META_TERMS,
+    HubModel,
     LinkClassifier,
     LinkEvidence,
     TermModel,
@@ -95,6 +96,9 @@ class LearningStrategy:
     classifier_prior: float = 400.0
     batch_size: int = 16
     random_seed: int = 42
+    #: hub evidence: a parent's value is its label shrunk to its fetched children's mean
+    #: label with this many pseudo-children (0: off)
+    hub_prior: float = 0.0
     #: give each link its rescoring evidence (the frontier re-orders waiting links)
     rescore_links: bool = True
     name: str = "learning"
@@ -117,6 +121,7 @@ class LearningStrategy:
         self.expander = VocabularyExpander(
             self.keywords, max_terms=self.expand_terms, weight_cap=self.expand_cap
         )
+        self.hubs = HubModel(self.hub_prior) if self.hub_prior > 0 else None
         self._vector: TermWeights | None = None  # the expanded topic, once there is one
         self._next_expansion = max(1, self.expand_every)
         self.pages = 0
@@ -179,12 +184,18 @@ class LearningStrategy:
             share = n / (n + self.classifier_prior) if self.classifier_prior > 0 else 1.0
             values = share * self.classifier.predict(evidence) + (1.0 - share) * terms
         parent_label = label(parent_degree, self.label_floor)
-        values = self._with_parent(values, parent_label)
+        parent_id = 0
+        if self.hubs is not None:
+            parent_id = self.hubs.page_id(parent.url)
+            hub = self.hubs.values(np.array([parent_label]), np.array([parent_id]))
+            values = self._with_parent(values, float(hub[0]))
+        else:
+            values = self._with_parent(values, parent_label)
         values = np.clip(values, 0.0, 1.0)
         priorities = np.rint(values * PRIORITY_SCALE).astype(np.int64).tolist()
         if self.rescores:
             # what the frontier keeps to score the link again (:meth:`rescore`)
-            blobs = encode_evidence(link_terms, parent_label)
+            blobs = encode_evidence(link_terms, parent_label, parent_id)
             metas = [{META_EVIDENCE: blob} for blob in blobs]
         elif self.classifier is not None:
             # the classifier learns from the link's evidence when its page comes back
@@ -223,8 +234,10 @@ class LearningStrategy:
         gave them, with the models as they are now (the frontier calls it in one batch:
         :meth:`focused.frontier.MemoryFrontier.rescore`). The same numbers as
         :meth:`score_links` when the models have not changed since."""
-        link_terms, parent_labels = decode_evidence(evidence)
+        link_terms, parent_labels, parent_ids = decode_evidence(evidence)
         values = self.terms.score_terms(link_terms)
+        if self.hubs is not None:
+            parent_labels = self.hubs.values(parent_labels, parent_ids)
         values = np.clip(self._with_parent(values, parent_labels), 0.0, 1.0)
         self.rescored += len(evidence)
         self.rescorings += 1
@@ -254,6 +267,8 @@ class LearningStrategy:
         self.pages += 1
         if terms is None:
             terms = list(term_counts(text)) if text else []
+        if self.hubs is not None:
+            self.hubs.add(url, y, str(link.get("parent_url") or "") if link is not None else "")
         self.terms.learn_page(terms, y)
         if self.classifier is not None and link is not None and META_ANCHOR in link:
             self.classifier.learn(

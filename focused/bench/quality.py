@@ -71,8 +71,18 @@ CSV_COLUMNS = (
 )
 
 ORACLE = "oracle"
-#: Display order: the reference first, then seed 000's strategies, then the baselines.
-STRATEGY_ORDER = ("oracle", "annealing", "genetic", "best_first", "bsbs", "gao", "bfs")
+#: Display order: the reference first, the learnt strategy (issue 8), then seed 000's
+#: strategies, then the baselines.
+STRATEGY_ORDER = (
+    "oracle",
+    "learning",
+    "annealing",
+    "genetic",
+    "best_first",
+    "bsbs",
+    "gao",
+    "bfs",
+)
 DEFAULT_TOPICS = ("chemistry", "physics")
 DEFAULT_HELD_OUT = ("mathematics", "music")
 #: Two seed sets per shipped topic: one on the topic's hub page, one off-topic (two

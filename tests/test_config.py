@@ -181,3 +181,11 @@ def test_without_topic_override_the_settings_value_counts(tmp_path: Path) -> Non
     # the topic's anchor threshold reaches the strategy
     settings.set("FOCUSED_STRATEGY", "annealing", priority="cmdline")
     assert config.strategy(settings, topic_with(anchor=0.3)).anchor_threshold == 0.3
+
+
+@pytest.mark.parametrize("level", [-1, 10, "fast"])
+def test_store_gzip_level_must_be_0_to_9(tmp_path: Path, level: object) -> None:
+    message = refused(make_settings(tmp_path, FOCUSED_STORE_GZIP_LEVEL=level))
+    assert "FOCUSED_STORE_GZIP_LEVEL" in message
+    for ok in (0, "9"):
+        config.validate(make_settings(tmp_path, FOCUSED_STORE_GZIP_LEVEL=ok))

@@ -69,6 +69,7 @@ def test_harness_writes_every_number_with_tiny_sizes(tmp_path: Path) -> None:
     assert tp["ratio_min"] == row["ratio"] and tp["ratio_min_at"] == "sandbox/bfs"
     for run in (*site["plain"]["runs"], *row["runs"]):
         assert run["returncode"] == 0 and run["items"] >= 15
+        assert run["links_per_page"] > 1  # sandbox pages link to several others
 
     prof = data["profile"]
     names = {r["category"] for r in prof["focused"]["categories"]}

@@ -89,6 +89,7 @@ class Probe:
         self.items = 0
         self.responses = 0
         self.body_bytes = 0
+        self.scheduled = 0  # requests handed to the scheduler after the first item
         self.t_first = self.t_last = 0.0
         self.cpu_first = self.cpu_last = 0.0
         self.times_first = self.times_last = os.times()
@@ -113,6 +114,7 @@ class Probe:
         )
         crawler.signals.connect(probe.item_scraped, signal=signals.item_scraped)
         crawler.signals.connect(probe.response_received, signal=signals.response_received)
+        crawler.signals.connect(probe.request_scheduled, signal=signals.request_scheduled)
         crawler.signals.connect(probe.spider_closed, signal=signals.spider_closed)
         gc.callbacks.append(probe._gc)
         return probe
@@ -121,6 +123,10 @@ class Probe:
         self.responses += 1
         if self.items and response is not None:
             self.body_bytes += len(response.body)
+
+    def request_scheduled(self, **kwargs: Any) -> None:
+        if self.items and (not self.budget or self.items < self.budget):
+            self.scheduled += 1
 
     def item_scraped(self, **kwargs: Any) -> None:
         now, cpu = time.perf_counter(), time.process_time()
@@ -158,6 +164,7 @@ class Probe:
             "user_seconds": self.times_last.user - self.times_first.user,
             "system_seconds": self.times_last.system - self.times_first.system,
             "kb_per_page": self.body_bytes / 1024 / max(1, self.items - 1),
+            "links_per_page": self.scheduled / max(1, self.items - 1),
             "gc_seconds": self.gc_seconds,
             "gc_collections": self.gc_collections,
             "gc_tracked_objects": len(gc.get_objects()),
@@ -345,6 +352,7 @@ def run_crawl(
         cpu = probe["cpu_seconds"]
         result["cpu_ms_per_page"] = round(1000 * cpu / (n - 1), 3) if n > 1 else None
         result["kb_per_page"] = round(probe.get("kb_per_page", 0.0), 2)
+        result["links_per_page"] = round(probe.get("links_per_page", 0.0), 2)
         if n > 1 and "system_seconds" in probe:
             result["sys_ms_per_page"] = round(1000 * probe["system_seconds"] / (n - 1), 3)
     else:
@@ -415,6 +423,7 @@ def throughput(
                 "median_cpu_ms_per_page": _median([x["cpu_ms_per_page"] for x in plain]),
                 "median_sys_ms_per_page": _median([x.get("sys_ms_per_page") for x in plain]),
                 "median_kb_per_page": _median([x.get("kb_per_page") for x in plain]),
+                "median_links_per_page": _median([x.get("links_per_page") for x in plain]),
                 "runs": plain,
             },
             "strategies": {},
@@ -426,6 +435,7 @@ def throughput(
                 "median_cpu_ms_per_page": _median([x["cpu_ms_per_page"] for x in runs[s]]),
                 "median_sys_ms_per_page": _median([x.get("sys_ms_per_page") for x in runs[s]]),
                 "median_kb_per_page": _median([x.get("kb_per_page") for x in runs[s]]),
+                "median_links_per_page": _median([x.get("links_per_page") for x in runs[s]]),
                 "ratio": ratio,
                 "pair_ratios": [round(x, 4) for x in pair_ratios[s]],
                 "cpu_ratio": _median(cpu_ratios[s]),
@@ -1022,7 +1032,9 @@ def write_markdown(data: dict[str, Any], path: Path) -> None:
             f" {tp['pairs']} pairs per strategy, {tp['order']}. pages/s from the first item"
             " to the last (start-up excluded); ratio = median of the per-pair ratios"
             " focused/plain; CPU ratio = plain CPU ms per page / focused CPU ms per page"
-            " (what the ratio would be if the crawl were CPU-bound).",
+            " (what the ratio would be if the crawl were CPU-bound); links/page = requests"
+            " handed to the scheduler per page (the crawlers visit different pages: more"
+            " links per page is more work per page for both).",
         ]
         for site, s_out in tp["sites"].items():
             p = s_out["plain"]
@@ -1030,18 +1042,19 @@ def write_markdown(data: dict[str, Any], path: Path) -> None:
                 "",
                 f"### {site}",
                 "",
-                "| crawler | median pages/s | CPU ms/page | KB/page | ratio | CPU ratio |"
-                " pair ratios |",
-                "|---|---|---|---|---|---|---|",
+                "| crawler | median pages/s | CPU ms/page | KB/page | links/page | ratio |"
+                " CPU ratio | pair ratios |",
+                "|---|---|---|---|---|---|---|---|",
                 f"| plain Scrapy | {_fmt(p['median_pages_s'], 1)} |"
                 f" {_fmt(p['median_cpu_ms_per_page'])} | {_fmt(p.get('median_kb_per_page'), 1)} |"
-                " 1 | 1 | |",
+                f" {_fmt(p.get('median_links_per_page'), 1)} | 1 | 1 | |",
             ]
             for s, row in s_out["strategies"].items():
                 lines.append(
                     f"| focused `{s}` | {_fmt(row['median_pages_s'], 1)} |"
                     f" {_fmt(row['median_cpu_ms_per_page'])} |"
-                    f" {_fmt(row.get('median_kb_per_page'), 1)} | {_fmt(row['ratio'], 3)} |"
+                    f" {_fmt(row.get('median_kb_per_page'), 1)} |"
+                    f" {_fmt(row.get('median_links_per_page'), 1)} | {_fmt(row['ratio'], 3)} |"
                     f" {_fmt(row['cpu_ratio'], 3)} |"
                     f" {', '.join(f'{x:.2f}' for x in row['pair_ratios'])} |"
                 )

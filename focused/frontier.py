@@ -477,46 +477,66 @@ class MemoryFrontier:
         O(n log n) for n waiting entries (records are copied once, the value field
         rewritten in place); stale and dead records are dropped on the way.
         """
+        head = _PEEK.unpack_from  # size, seq, fp, value
+        ev_len = struct.Struct("<H").unpack_from
+        ev_off = _REC.size - 2  # the evidence length ends the header
         ev_at = _REC.size
-        ev_len = struct.Struct("<H")
-        ev_off = _REC.size - ev_len.size
-        recs: list[tuple[int, int, bytes]] = []  # (priority, seq, record)
+        keys: list[tuple[int, int]] = []  # (priority, seq) of each live record
+        fps: list[int] = []
+        recs: list[bytearray] = []
         evidence: list[bytes] = []
-        scored: list[int] = []  # indexes into recs
+        scored: list[int] = []  # indexes of the records with evidence
         for b in self._buckets.values():
-            data = b.data
-            for at, size, _fp, _value in self._live_records_of(b, data):
-                rec = bytes(data[at : at + size])
-                n_ev = ev_len.unpack_from(rec, ev_off)[0]
-                if n_ev:
-                    scored.append(len(recs))
-                    evidence.append(rec[ev_at : ev_at + n_ev])
-                recs.append((b.prio, _PEEK.unpack_from(rec)[1], rec))
+            data, prio, check = b.data, b.prio, b.stale
+            at, end = 0, len(data)
+            while at < end:
+                size, seq, fp, _value = head(data, at)
+                if size & _DEAD:
+                    at += size & _SIZE_MASK
+                    continue
+                nxt = at + size
+                if not check or self._is_live(b, seq, fp):
+                    n_ev = ev_len(data, at + ev_off)[0]
+                    if n_ev:
+                        scored.append(len(recs))
+                        evidence.append(bytes(data[at + ev_at : at + ev_at + n_ev]))
+                    recs.append(data[at:nxt])
+                    keys.append((prio, seq))
+                    fps.append(fp)
+                at = nxt
         if not evidence:
             return 0
         prios, values = rescorer(evidence)
         changed = 0
+        pack_value = _VALUE.pack_into
         for i, prio, value in zip(scored, prios, values, strict=True):
-            old, seq, rec = recs[i]
             prio = _clamp(int(prio), _MIN, _MAX)
-            changed += prio != old
-            buf = bytearray(rec)
-            _VALUE.pack_into(buf, _VALUE_AT, float(value))
-            recs[i] = (prio, seq, bytes(buf))
-        # rebuild: buckets in seq order, the table pointing at the new records
+            old, seq = keys[i]
+            if prio != old:
+                changed += 1
+                keys[i] = (prio, seq)
+            pack_value(recs[i], _VALUE_AT, float(value))
+        # rebuild: one bucket per priority, records in seq order, the table pointing at them
         self._buckets.clear()
         self._by_id.clear()
         self._free_ids.clear()
         self._prios.clear()
         self._stale = 0
-        recs.sort(key=lambda r: (r[0], r[1]))
-        table = self._table
-        b: _Bucket | None = None
-        for prio, seq, rec in recs:
-            if b is None or b.prio != prio:
-                b = self._bucket(prio)
-            b.data += rec
-            b.last_seq = seq
-            b.live += 1
-            table.set(_PEEK.unpack_from(rec)[2], (b.id << _SEQ_BITS) | seq)
+        order = sorted(range(len(recs)), key=keys.__getitem__)
+        table_set = self._table.set
+        start, n = 0, len(order)
+        while start < n:
+            prio = keys[order[start]][0]
+            stop = start + 1
+            while stop < n and keys[order[stop]][0] == prio:
+                stop += 1
+            group = order[start:stop]
+            b = self._bucket(prio)
+            b.data = bytearray().join([recs[j] for j in group])
+            b.live = len(group)
+            b.last_seq = keys[group[-1]][1]
+            tag = b.id << _SEQ_BITS
+            for j in group:
+                table_set(fps[j], tag | keys[j][1])
+            start = stop
         return changed

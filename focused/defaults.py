@@ -79,9 +79,10 @@ DEFAULTS: dict[str, Any] = {
     # --- frontier --------------------------------------------------------------
     # rescoring of the waiting links (a strategy that rescores: `learning`): every
     # FOCUSED_RESCORE_EVERY learnt pages (0: never), or every waiting / BUDGET pages
-    # when longer (at most BUDGET entries rescored per page on average)
+    # when longer (at most BUDGET entries rescored per page on average: a rescore costs
+    # ~2.5 us of CPU per waiting entry, so <= ~0.6 ms per page)
     "FOCUSED_RESCORE_EVERY": 16,
-    "FOCUSED_RESCORE_BUDGET": 1000,
+    "FOCUSED_RESCORE_BUDGET": 250,
     "FOCUSED_FRONTIER": "memory",  # "memory" (SQLite journal under JOBDIR) or "redis"
     "FOCUSED_REDIS_KEY": "focused:{topic}",
     "FOCUSED_REDIS_LEASE": 60.0,

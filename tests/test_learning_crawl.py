@@ -30,7 +30,7 @@ def crawls(tmp_path_factory: pytest.TempPathFactory) -> dict:
             base / name.replace(", ", "-").replace(" ", "_"),
             f"FOCUSED_STRATEGY={strategy}",
             f"CLOSESPIDER_ITEMCOUNT={BUDGET}",
-            "FOCUSED_RESCORE_BUDGET=1000",
+            "FOCUSED_RESCORE_BUDGET=250",
             *SERIAL,
             *extra,
         )

@@ -19,7 +19,7 @@ from twisted.python.failure import Failure
 from focused import signals as focused_signals
 from focused.defaults import get
 from focused.metrics import HarvestCurve
-from focused.store import COLUMNS, PageStore, stored_pages
+from focused.store import COLUMNS, PageStore, content_hash, stored_pages
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -177,7 +177,10 @@ class PageStorePipeline:
             d = _in_thread(self._writer, self.call_from_thread, _nothing)
             d.addCallback(lambda _: store.add(record, body))
             return d
-        d = _in_thread(self._writer, self.call_from_thread, store.write_body, body)
+        # hashed here (cheap): one GIL hand-over less in the writer thread
+        d = _in_thread(
+            self._writer, self.call_from_thread, store.write_body, body, content_hash(body)
+        )
         d.addCallback(lambda written: store.add_written(record, *written))
         self._writing.add(url)
         d.addBoth(_pass_on, lambda: self._writing.discard(url))

@@ -44,6 +44,7 @@ LOCK_NAME = "pages.lock"
 HTML_DIR = "html"
 _HASH_FILE = re.compile(r"^([0-9a-f]{64})\.html\.gz$")
 _TMP_FILE = re.compile(r"^\.[0-9a-f]{64}\.[0-9a-f]+\.tmp$")
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
 
 #: column name -> SQLite type, in table order (after ``id``)
 COLUMNS: dict[str, str] = {
@@ -219,13 +220,15 @@ class PageStore:
             "SELECT content_hash, file_path FROM pages WHERE url = ?", (url,)
         ).fetchone()
 
-    def write_body(self, body: bytes) -> tuple[str, str]:
+    def write_body(self, body: bytes, digest: str | None = None) -> tuple[str, str]:
         """Write ``body``'s file if it is not there yet; ``(content_hash, file_path)``.
+        ``digest``: ``content_hash(body)`` when the caller has it already.
 
         Touches no database and no shared state but the set of known folders: safe to
         call from another thread than the one that uses the database.
         """
-        digest = content_hash(body)
+        if digest is None:
+            digest = content_hash(body)
         rel = file_path_for(digest)
         self._write_file(rel, digest, body)
         return digest, rel
@@ -264,17 +267,21 @@ class PageStore:
             os.makedirs(folder, exist_ok=True)
             self._dirs.add(folder)
         tmp = os.path.join(folder, f".{digest}.{uuid.uuid4().hex}.tmp")
-        data = gzip.compress(body, compresslevel=self.gzip_level, mtime=0)
+        data = memoryview(gzip.compress(body, compresslevel=self.gzip_level, mtime=0))
+        # os-level calls: each one lets other threads run, and a writer thread has to wait
+        # for the GIL after each (Python's open() makes several)
         try:
-            fh = open(tmp, "xb")  # noqa: SIM115 - closed below
+            fd = os.open(tmp, _CREATE, 0o666)
         except FileNotFoundError:  # the folder was removed since: make it again
             os.makedirs(folder, exist_ok=True)
-            fh = open(tmp, "xb")  # noqa: SIM115
-        with fh:
-            fh.write(data)
+            fd = os.open(tmp, _CREATE, 0o666)
+        try:
+            while data:
+                data = data[os.write(fd, data) :]
             if self.fsync:
-                fh.flush()
-                os.fsync(fh.fileno())
+                os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, final)
         if self.fsync:
             dir_fd = os.open(folder, os.O_RDONLY)

@@ -262,10 +262,10 @@ def test_threaded_store_row_after_file_in_item_order(tmp_path: Path) -> None:
     assert pipe.store is not None
     write_body = pipe.store.write_body
 
-    def broken(body: bytes) -> tuple[str, str]:
+    def broken(body: bytes, digest: str | None = None) -> tuple[str, str]:
         if body == b"<bad>":
             raise OSError("disk full")
-        return write_body(body)
+        return write_body(body, digest)
 
     pipe.store.write_body = broken  # type: ignore[method-assign]
     bad, good = page("Bad", False), page("Good", False)

@@ -70,6 +70,7 @@ def test_harness_writes_every_number_with_tiny_sizes(tmp_path: Path) -> None:
     for run in (*site["plain"]["runs"], *row["runs"]):
         assert run["returncode"] == 0 and run["items"] >= 15
         assert run["links_per_page"] > 1  # sandbox pages link to several others
+        assert 0 < run["thread_cpu_ms_per_page"] <= run["cpu_ms_per_page"] * 1.05
 
     prof = data["profile"]
     names = {r["category"] for r in prof["focused"]["categories"]}

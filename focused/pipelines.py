@@ -49,9 +49,10 @@ class PageStorePipeline:
     :data:`focused.signals.frontier_checkpoint` so the scheduler commits its frontier
     journal first.
 
-    With ``threaded`` (``FOCUSED_STORE_THREAD``, on in a crawl) the page's file is
-    hashed, compressed and written in one background thread while Scrapy goes on (zlib,
-    hashlib and file I/O release the GIL); once the file is in place, its row is inserted
+    With ``threaded`` (``FOCUSED_STORE_THREAD``, off by default: measured, it does not pay
+    on 2 cores, see ``docs/speed.md``) the page's file is compressed and written in one
+    background thread while Scrapy goes on (zlib and file I/O release the GIL, but the
+    thread waits for the GIL after each call); once the file is in place, its row is inserted
     on Scrapy's thread and only then does the item leave this pipeline. One thread keeps
     the files, rows and items in the order the items came, and the order of a write is
     the same as without the thread: file, row, commit (so the scheduler journals a page

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from crawling import CHEMISTRY, SANDBOX_PAGES, SANDBOX_SEED, run_crawl
@@ -59,6 +60,25 @@ def test_every_item_is_stored_once_with_its_html(genetic_crawl, site):
         assert html == site.pages["/" + path]
     # File names come from the content hash, never from the URL path.
     assert all("chemistry" not in Path(r["file_path"]).name for r in rows)
+
+
+def test_the_store_writer_thread_stores_the_same_pages_in_the_same_order(tmp_path, genetic_crawl):
+    threaded = run_crawl(
+        tmp_path, "FOCUSED_STRATEGY=genetic", "CONCURRENT_REQUESTS=1", "FOCUSED_STORE_THREAD=True"
+    )
+
+    def rows(crawl):  # each sandbox has its own port: compare paths
+        return [
+            (urlsplit(r["url"]).path, urlsplit(r["parent_url"]).path, r["title"])
+            + (r["page_relevance"], r["depth"], r["content_hash"], r["file_path"])
+            for r in crawl.rows()
+        ]
+
+    expected = rows(genetic_crawl)
+    assert rows(threaded) == expected
+    assert threaded.summary["pages"] == genetic_crawl.summary["pages"] == len(expected)
+    with PageStore(threaded.out).open() as store:
+        assert store.check(verify=True) == [] and store.repaired == []
 
 
 def test_reported_recall_equals_recall_from_the_database(genetic_crawl, site):

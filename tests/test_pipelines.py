@@ -144,7 +144,7 @@ def test_from_crawler_checkpoint_before_commit_stats_and_resume(tmp_path: Path) 
         "FOCUSED_OUTPUT_DIR": str(tmp_path),
         "FOCUSED_METRICS_LOG_EVERY": 100,
         "FOCUSED_STRATEGY": "bfs",
-        "FOCUSED_STORE_THREAD": False,  # no reactor here: the threaded store is tested below
+        "FOCUSED_STORE_THREAD": False,  # no reactor here (the default; threaded: below)
         "ITEM_PIPELINES": {
             "focused.pipelines.PageStorePipeline": 300,
             "focused.pipelines.MetricsPipeline": 800,
@@ -218,11 +218,15 @@ class Handoff:
 
 
 def test_threaded_store_row_after_file_in_item_order(tmp_path: Path) -> None:
-    settings = {"FOCUSED_OUTPUT_DIR": str(tmp_path), "FOCUSED_STORE_GZIP_LEVEL": 9}
+    settings = {
+        "FOCUSED_OUTPUT_DIR": str(tmp_path),
+        "FOCUSED_STORE_GZIP_LEVEL": 9,
+        "FOCUSED_STORE_THREAD": True,
+    }
     crawler = get_crawler(TargetSpider, settings)
     crawler._apply_settings()
     pipe = PageStorePipeline.from_crawler(crawler)
-    assert pipe.threaded and pipe.gzip_level == 9  # the defaults of a crawl, and the setting
+    assert pipe.threaded and pipe.gzip_level == 9  # from the settings
     handoff = Handoff()
     pipe.call_from_thread = handoff
     committed_at_checkpoint: list[int] = []

@@ -476,7 +476,7 @@ ABLATIONS: dict[str, dict[str, str]] = {
     "without the page store": {
         "ITEM_PIPELINES": json.dumps({"focused.pipelines.MetricsPipeline": 800})
     },
-    "page store without its writer thread": {"FOCUSED_STORE_THREAD": "False"},
+    "page store with its writer thread": {"FOCUSED_STORE_THREAD": "True"},
     "without the metrics pipeline": {
         "ITEM_PIPELINES": json.dumps({"focused.pipelines.PageStorePipeline": 300})
     },
@@ -637,7 +637,7 @@ def profile(
         )
         cmd += ["-s", f"SPEED_PROFILE_FILE={prof}"]
         if kind != "plain":  # cProfile sees one thread: the page store's work on Scrapy's
-            cmd += ["-s", "FOCUSED_STORE_THREAD=False"]
+            cmd += ["-s", "FOCUSED_STORE_THREAD=False"]  # (the default, said again)
         Children.run(cmd, timeout, out_dir / "crawl.log")
         items = pages
         if probe_file.exists():

@@ -297,9 +297,9 @@ class Children:
     alive: set[subprocess.Popen[bytes]] = set()  # noqa: RUF012 - one per process
 
     @classmethod
-    def run(cls, cmd: list[str], timeout: float, log: Path) -> int:
+    def run(cls, cmd: list[str], timeout: float, log: Path, cwd: Path = ROOT) -> int:
         with log.open("wb") as fh:
-            proc = subprocess.Popen(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT)
+            proc = subprocess.Popen(cmd, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT)
             cls.alive.add(proc)
             try:
                 return proc.wait(timeout=timeout)
@@ -330,7 +330,10 @@ def run_crawl(
     tag: str,
     extra: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """One crawl in a subprocess; its probe's numbers plus pages/s and CPU ms per page."""
+    """One crawl in a subprocess; its probe's numbers plus pages/s and CPU ms per page.
+    ``extra[TREE]``: crawl with the copy of the project in that folder (a before/after)."""
+    extra = dict(extra or {})
+    tree = Path(extra.pop(TREE, ROOT))
     out_dir = work / f"{site}-{kind}-{tag}"
     shutil.rmtree(out_dir, ignore_errors=True)
     out_dir.mkdir(parents=True)
@@ -346,7 +349,7 @@ def run_crawl(
         extra=extra,
     )
     started = time.monotonic()
-    code = Children.run(cmd, timeout, out_dir / "crawl.log")
+    code = Children.run(cmd, timeout, out_dir / "crawl.log", cwd=tree)
     result: dict[str, Any] = {"kind": kind, "returncode": code}
     result["wall_s"] = round(time.monotonic() - started, 3)
     if probe_file.exists():
@@ -469,6 +472,8 @@ def throughput(
 
 
 # --- ablation ------------------------------------------------------------------------------
+#: key of an ablation's settings that names another copy of the project to crawl with
+TREE = "__tree__"
 #: focused crawls with one part taken out (settings given on the command line replace the
 #: project's dicts): the difference to the full crawl is that part's real cost per page.
 ABLATIONS: dict[str, dict[str, str]] = {
@@ -494,6 +499,7 @@ def ablation(
     *,
     strategy: str,
     reps: int,
+    trees: Sequence[Path] = (),
     pages: int,
     concurrency: int,
     work: Path,
@@ -501,11 +507,12 @@ def ablation(
     log: Any,
 ) -> dict[str, Any]:
     """Plain, full focused, and focused with one part out, in turn, ``reps`` rounds."""
-    runs: dict[str, list[dict[str, Any]]] = {"plain": [], **{name: [] for name in ABLATIONS}}
+    variants = {**ABLATIONS, **{f"the tree in {t}": {TREE: str(t)} for t in trees}}
+    runs: dict[str, list[dict[str, Any]]] = {"plain": [], **{name: [] for name in variants}}
     for r in range(reps):
         for name in runs:
             kind = "plain" if name == "plain" else strategy
-            extra = None if name == "plain" else ABLATIONS[name]
+            extra = None if name == "plain" else variants[name]
             tag = f"ablation-{r}-{len(runs[name])}-{abs(hash(name)) % 10**6}"
             runs[name].append(
                 run_crawl(
@@ -1216,6 +1223,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="also N rounds of focused crawls with one part taken out (not by default)",
     )
+    p.add_argument(
+        "--ablation-tree",
+        type=Path,
+        action="append",
+        default=[],
+        help="with --ablation: also crawl with the project copy in this folder (e.g. `git"
+        " archive COMMIT | tar -x -C DIR`): a before/after under the same load",
+    )
     p.add_argument("--skip", default="", help="parts to skip: throughput,profile,frontier,dedup")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per child process")
     p.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
@@ -1338,6 +1353,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 labels,
                 strategy="annealing" if "annealing" in strategies else strategies[0],
                 reps=args.ablation,
+                trees=[t.resolve() for t in args.ablation_tree],
                 pages=args.pages,
                 concurrency=args.concurrency,
                 work=work,

@@ -13,10 +13,15 @@ and the models it trains score the links found after it (:mod:`focused.learning`
   ``m = m_parent * b``; past ``max_hops`` irrelevant hops a link is dropped, so the
   frontier stays bounded. The value itself is not ordered by m.
 
-Priorities are computed when a link is found. The scheduler promotes a waiting URL found
-again with a higher value, but does not rescore the waiting links as the models improve
-(``docs/learning.md`` says what that would need). With ``anneal`` the scheduler adds
-seed 001's simulated-annealing pick on the values.
+Priorities are computed when a link is found, and again as the models improve: each
+link carries compact rescoring evidence (its hashed name and context terms, the parent's
+label and page id: :func:`focused.learning.encode_evidence`), the in-memory frontier
+keeps it packed in the waiting entry and every ``FOCUSED_RESCORE_EVERY`` learnt pages
+hands all of it to :meth:`LearningStrategy.rescore` in one batch and re-orders the
+waiting links (:meth:`focused.frontier.MemoryFrontier.rescore`). Hub evidence
+(``hub_prior`` > 0, off by default) shrinks a parent's label to its fetched children's
+mean label. With ``anneal`` the scheduler adds seed 001's simulated-annealing pick on
+the values.
 """
 
 from __future__ import annotations

@@ -67,9 +67,11 @@ deploy: install
 #   TOPIC="chemistry physics"  HELDOUT=mathematics  CATEGORY=subject.Science.Chemistry
 #   SEEDS="Chemistry.html Water.html,Iron.html,Salt.html"  BUDGET=2  STRATEGIES="oracle bfs"
 #   CONCURRENCY=16  COMPARE=1 (also CONCURRENT_REQUESTS=1, ranking compared)  JOBS=2
+#   REPEAT=3 (every crawl N times: medians and min-max of recall / oracle)
 #   DATA=../shared/data/wikispeedia-site  BENCH_OUT=out/bench
 BUDGET ?= 2
 JOBS ?= 2
+REPEAT ?= 1
 COMPARE ?= 1
 BENCH_OUT ?= out/bench
 BENCH_QUICK_OUT ?= out/bench-quick
@@ -78,7 +80,7 @@ BENCH_ARGS = $(if $(filter-out file,$(origin TOPIC)),--topic $(TOPIC)) \
 	$(if $(CATEGORY),--category $(CATEGORY)) $(if $(SEEDS),--seeds $(SEEDS)) \
 	$(if $(STRATEGIES),--strategies $(STRATEGIES)) \
 	$(if $(CONCURRENCY),--concurrency $(CONCURRENCY)) $(if $(DATA),--data $(DATA)) \
-	--jobs $(JOBS)
+	--jobs $(JOBS) --repeat $(REPEAT)
 
 .PHONY: bench-quality bench-quality-quick
 bench-quality: install

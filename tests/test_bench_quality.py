@@ -208,3 +208,62 @@ def test_make_bench_quality_quick_end_to_end(tmp_path: Path) -> None:
     assert "concurrency of the tables below" in md
     png = out / "chemistry__Chemistry.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_repeated_crawls_report_the_median_and_range_per_row(tmp_path: Path) -> None:
+    """--repeat N: one row per (group, strategy), the median over its crawls, each crawl
+    divided by the oracle of its own repetition; a failed crawl is left out."""
+    site = _site(tmp_path)
+    args = quality.build_parser().parse_args(
+        ["--topic", "chemistry", "--seeds", "S.html", "--repeat", "3"]
+    )
+    assert args.repeat == 3
+    (group,) = quality.plan(args, site)
+    targets = frozenset(quality.page_url("http://site", t) for t in group.targets)
+
+    def result(strategy: str, rep: int, found: int, error: str = "") -> quality.Result:
+        curve = quality.HarvestCurve(targets)
+        names = ["T1.html", "T2.html"][:found] + ["A.html", "B.html", "S.html"]
+        for name in names[: group.budget]:
+            curve.add(quality.page_url("http://site", name), False, name in group.targets)
+        return quality.Result(quality.Job(group, strategy, None, rep), curve, 1.0, error)
+
+    results = [
+        result("oracle", 0, 2),
+        result("oracle", 1, 1),  # a bad oracle crawl: its repetition's ratios double
+        result("oracle", 2, 2),
+        result("bfs", 0, 0),
+        result("bfs", 1, 1),
+        result("bfs", 2, 2, error="exit 1"),
+        result("gao", 0, 1),
+        result("gao", 1, 0),
+        result("gao", 2, 2),
+    ]
+    assert quality.Job(group, "bfs", None, 2).out_dir.name == "bfs.r2"
+    assert quality.Job(group, "bfs", None).out_dir.name == "bfs"
+    rows = {r["strategy"]: r for r in quality.rows_of(results)}
+    assert len(rows) == 3
+    bfs, gao = rows["bfs"], rows["gao"]
+    # bfs: ratios 0/1 and 0.5/0.5 -> median of [0, 1] = 0.5; the failed crawl left out
+    assert bfs["repeats"] == 2 and not bfs["_error"]
+    assert bfs["recall_over_oracle"] == pytest.approx(0.5)
+    assert (bfs["recall_over_oracle_min"], bfs["recall_over_oracle_max"]) == (0.0, 1.0)
+    # gao: ratios 0.5, 0.0, 1.0 -> median 0.5, the crawl of repetition 0 is the median one
+    assert gao["repeats"] == 3
+    assert gao["recall_over_oracle"] == pytest.approx(0.5)
+    assert gao["recall"] == pytest.approx(0.5)  # median of 0.5, 0, 1
+    assert gao["targets_found"] == 1
+    assert gao["_curve"] is results[6].curve
+    assert rows["oracle"]["recall_over_oracle"] == pytest.approx(1.0)
+
+    out = tmp_path / "q.csv"
+    quality.write_csv(list(rows.values()), out)
+    with out.open(newline="", encoding="utf-8") as fh:
+        written = {r["strategy"]: r for r in csv.DictReader(fh)}
+    assert written["gao"]["repeats"] == "3"
+    assert float(written["gao"]["recall_over_oracle_max"]) == pytest.approx(1.0)
+    table = "\n".join(quality._table([gao]))
+    assert "| 0.500 (0.00-1.00) |" in table
+    # all crawls of a row failed: the row says so
+    failed = quality.rows_of([result("oracle", 0, 2), result("bfs", 0, 0, error="boom")])
+    assert [r["_error"] for r in failed if r["strategy"] == "bfs"] == ["boom"]

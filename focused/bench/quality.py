@@ -33,6 +33,7 @@ import resource
 import shutil
 import signal
 import sqlite3
+import statistics
 import subprocess
 import sys
 import threading
@@ -68,7 +69,12 @@ CSV_COLUMNS = (
     "oracle_recall",
     "recall_over_oracle",
     "auc_recall",
+    "repeats",
+    "recall_over_oracle_min",
+    "recall_over_oracle_max",
 )
+#: Columns that are the median over the repeated crawls of a row (``--repeat``).
+MEDIAN_COLUMNS = ("recall", "precision", "oracle_recall", "recall_over_oracle", "auc_recall")
 
 ORACLE = "oracle"
 #: Display order: the reference first, the learnt strategy (issue 8), then seed 000's
@@ -235,10 +241,12 @@ class Job:
     group: Group
     strategy: str
     concurrency: int | None  # None: the project's settings
+    rep: int = 0  # repetition (``--repeat``): 0 is the first crawl
 
     @property
     def out_dir(self) -> Path:
-        return Path("runs") / f"c{self.concurrency or 'default'}" / self.group.slug / self.strategy
+        name = self.strategy if self.rep == 0 else f"{self.strategy}.r{self.rep}"
+        return Path("runs") / f"c{self.concurrency or 'default'}" / self.group.slug / name
 
 
 @dataclass
@@ -498,14 +506,22 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 
 
 def rows_of(results: Sequence[Result]) -> list[dict[str, object]]:
-    """One ``quality.csv`` row per result, normalised by its group's oracle."""
+    """One ``quality.csv`` row per (group, strategy, concurrency): the median over its
+    repeated crawls (each normalised by the oracle crawl of the same repetition)."""
+    return aggregate_rows(run_rows(results))
+
+
+def run_rows(results: Sequence[Result]) -> list[dict[str, object]]:
+    """One row per crawl, normalised by its group's oracle of the same repetition."""
     oracles = {
-        (r.job.group, r.job.concurrency): r.curve for r in results if r.job.strategy == ORACLE
+        (r.job.group, r.job.concurrency, r.job.rep): r.curve
+        for r in results
+        if r.job.strategy == ORACLE
     }
     rows = []
     for r in sorted(results, key=_result_key):
         group, curve = r.job.group, r.curve
-        oracle = oracles.get((group, r.job.concurrency))
+        oracle = oracles.get((group, r.job.concurrency, r.job.rep))
         recall = curve.recall_at(group.budget) if not r.error else None
         oracle_recall = oracle.recall_at(group.budget) if oracle else None
         auc = curve.auc_recall(group.budget) if not r.error else None
@@ -524,7 +540,11 @@ def rows_of(results: Sequence[Result]) -> list[dict[str, object]]:
                 "oracle_recall": oracle_recall,
                 "recall_over_oracle": _ratio(recall, oracle_recall),
                 "auc_recall": _ratio(auc, oracle_auc),
+                "repeats": 1,
+                "recall_over_oracle_min": None,
+                "recall_over_oracle_max": None,
                 "_held_out": group.held_out,
+                "_concurrency": r.job.concurrency,
                 "_group": group,
                 "_error": r.error,
                 "_elapsed": r.elapsed,
@@ -534,10 +554,43 @@ def rows_of(results: Sequence[Result]) -> list[dict[str, object]]:
     return rows
 
 
+def aggregate_rows(rows: Sequence[dict[str, object]]) -> list[dict[str, object]]:
+    """Merge the rows of repeated crawls: the median of each `MEDIAN_COLUMNS` (failed
+    crawls left out), the min and max of recall / oracle, ``repeats`` = crawls that did
+    not fail. The page and target counts, the curve (plots, claim section) and the
+    elapsed time are those of the median crawl by recall / oracle (the lower middle one
+    for an even count); a row is marked failed only when every crawl of it failed."""
+    merged: dict[tuple, list[dict[str, object]]] = {}
+    for row in rows:
+        key = (row["_group"], row["strategy"], row.get("_concurrency"))
+        merged.setdefault(key, []).append(row)
+    out = []
+    for runs in merged.values():
+        ok = [r for r in runs if not r["_error"]]
+        if not ok:
+            out.append({**runs[0], "repeats": 0})
+            continue
+        ranked = sorted(ok, key=lambda r: _num(r["recall_over_oracle"]))
+        row = dict(ranked[(len(ranked) - 1) // 2])
+        for col in MEDIAN_COLUMNS:
+            values = [float(v) for r in ok if isinstance(v := r[col], (int, float))]
+            row[col] = statistics.median(values) if values else None
+        ratios = [float(v) for r in ok if isinstance(v := r["recall_over_oracle"], float)]
+        row["repeats"] = len(ok)
+        row["recall_over_oracle_min"] = min(ratios) if ratios else None
+        row["recall_over_oracle_max"] = max(ratios) if ratios else None
+        out.append(row)
+    return out
+
+
+def _num(value: object) -> float:
+    return float(value) if isinstance(value, (int, float)) else -math.inf
+
+
 def _result_key(r: Result) -> tuple:
     g = r.job.group
     order = STRATEGY_ORDER.index(r.job.strategy) if r.job.strategy in STRATEGY_ORDER else 99
-    return (g.held_out, g.index, order, r.job.strategy)
+    return (g.held_out, g.index, order, r.job.strategy, r.job.rep)
 
 
 def _fmt(value: object, digits: int = 3) -> str:
@@ -561,7 +614,9 @@ def write_runs(results: Sequence[Result], path: Path) -> None:
     """One row per crawl: where it ran, how long it took, whether it failed."""
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
-        writer.writerow(["topic", "seeds", "strategy", "concurrency", "pages", "seconds", "error"])
+        writer.writerow(
+            ["topic", "seeds", "strategy", "concurrency", "repetition", "pages", "seconds", "error"]
+        )
         for r in sorted(results, key=lambda r: (r.job.concurrency or 0, _result_key(r))):
             g = r.job.group
             writer.writerow(
@@ -570,6 +625,7 @@ def write_runs(results: Sequence[Result], path: Path) -> None:
                     g.seeds_label,
                     r.job.strategy,
                     r.job.concurrency or "default",
+                    r.job.rep + 1,
                     r.curve.pages,
                     f"{r.elapsed:.1f}",
                     r.error,
@@ -650,9 +706,18 @@ def _table(rows: Sequence[dict[str, object]]) -> list[str]:
             f"| {row['topic']} | {row['seeds']} | {start} | {name} | {row['budget']} "
             f"| {row['pages']} | {row['targets']} | {row['targets_found']} "
             f"| {_fmt(row['recall'])} | {_fmt(row['precision'])} "
-            f"| {_fmt(row['recall_over_oracle'])} | {_fmt(row['auc_recall'])} |"
+            f"| {_ratio_cell(row)} | {_fmt(row['auc_recall'])} |"
         )
     return lines
+
+
+def _ratio_cell(row: Mapping[str, object]) -> str:
+    """recall / oracle, with its range over the crawls when the row was repeated."""
+    cell = _fmt(row["recall_over_oracle"])
+    low, high = row.get("recall_over_oracle_min"), row.get("recall_over_oracle_max")
+    if cell and int(row.get("repeats") or 0) > 1 and low is not None and high is not None:
+        cell += f" ({_fmt(low, 2)}-{_fmt(high, 2)})"
+    return cell
 
 
 def _means(rows: Sequence[dict[str, object]]) -> list[str]:
@@ -939,6 +1004,14 @@ def build_parser() -> argparse.ArgumentParser:
         "ranking changes",
     )
     p.add_argument("--jobs", type=int, default=2, help="crawls run at a time (default 2)")
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="crawl every (topic, seed set, strategy) N times (the oracle too) and report "
+        "the median and the range of recall / oracle (default 1)",
+    )
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="FOCUSED_SEED of every crawl")
     p.add_argument(
         "--data",
@@ -1070,10 +1143,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     levels: list[int | None] = [args.concurrency]
     if args.compare_concurrency and args.concurrency != 1:
         levels.append(1)
-    jobs = [Job(g, s, c) for c in levels for g in groups for s in names]
+    repeat = max(1, args.repeat)
+    jobs = [Job(g, s, c, k) for k in range(repeat) for c in levels for g in groups for s in names]
     print(
         f"quality benchmark: {len(groups)} seed sets x {len(names)} strategies x "
-        f"{len(levels)} concurrency = {len(jobs)} crawls, {args.jobs} at a time; "
+        f"{len(levels)} concurrency x {repeat} repeats = {len(jobs)} crawls, "
+        f"{args.jobs} at a time; "
         f"out {out}",
         flush=True,
     )
@@ -1110,6 +1185,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         + (" (and quality-c1.csv at CONCURRENT_REQUESTS=1)" if compare else "")
         + "; each crawl's folder, log and timing: runs/, runs.csv",
     ]
+    if repeat > 1:
+        settings_lines.append(
+            f"every crawl repeated {repeat} times (the oracle too; each crawl divided by the "
+            "oracle of its repetition): the tables give the median of each number and, after "
+            "recall / oracle, its min-max; plots and page counts are the median crawl's"
+        )
     if extra:
         settings_lines.append("settings: " + ", ".join(f"{k}={v}" for k, v in extra.items()))
     if scheduler:

@@ -893,8 +893,7 @@ class RedisScheduler(FocusedScheduler, metaclass=_NominalSchedulerMeta):
         self._idle_delay = self.idle_poll
         self.in_flight.add(entry.fp)
         self._gone.add(entry.fp)
-        if self.stats is not None:
-            self.stats.inc_value("scheduler/dequeued")
+        self.dequeued += 1
         self._update_stats()
         return request
 
@@ -927,8 +926,7 @@ class RedisScheduler(FocusedScheduler, metaclass=_NominalSchedulerMeta):
                 continue
             if code in (ADDED, PROMOTED, REQUEUED):
                 self.pushed += 1
-                if self.stats is not None:
-                    self.stats.inc_value("scheduler/enqueued")
+                self.enqueued += 1
             else:
                 self.ignored += 1
                 self._filter()

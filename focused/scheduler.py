@@ -136,6 +136,8 @@ class FocusedScheduler(BaseScheduler):
         self.errors = 0
         self.filtered = 0
         self.requeued = 0
+        self.enqueued = 0
+        self.dequeued = 0
         self._saved_picks = -1
         self._warned_unserializable = False
         self.rescore_every = max(0, int(rescore_every))
@@ -186,9 +188,6 @@ class FocusedScheduler(BaseScheduler):
         if self.crawler is not None:
             for handler, signal in self._signals():
                 self.crawler.signals.connect(handler, signal=signal)
-        if self.stats is not None:
-            self.stats.set_value("focused/frontier/promoted", self.frontier.promoted)
-            self.stats.set_value("focused/dupefilter/filtered", self.filtered)
         self._update_stats()
 
     def close(self, reason: str) -> None:
@@ -223,40 +222,28 @@ class FocusedScheduler(BaseScheduler):
         redirects = request.meta.get("redirect_urls")
         if redirects:  # the redirecting URL is handled
             self._finish(url_fingerprint(redirects[-1]), DONE)
-        retry = False
         if fp in self.in_flight:
             if not request.dont_filter:
                 return self._filter()
             self.in_flight.discard(fp)  # a retry: back to waiting
             self.requeued += 1
-            retry = True
         elif not self.seen.add(fp):  # seen before
             if fp not in self.frontier and (
                 not request.dont_filter or self._done_in_earlier_run(fp)
             ):
                 return self._filter()
-        waiting = fp in self.frontier
         entry = self._to_entry(request, fp)
         if not self.frontier.push(entry):
             return self._filter()
         if self.journal is not None:
             self.journal.push(entry, self._dump_extra(entry.extra, entry.evidence))
-        stats = self.stats
-        if stats is not None:
-            # Only what an enqueue can change (a stats call costs ~1.5 us; dozens of
-            # links per page): the other queues are updated where they change.
-            stats.inc_value("scheduler/enqueued")
-            stats.set_value("focused/queue/waiting", len(self.frontier))
-            if waiting:
-                stats.set_value("focused/frontier/promoted", self.frontier.promoted)
-            if retry:
-                self._update_stats()
+        # Counted here, written to the stats once per dequeued request and at close (a
+        # stats call costs ~1.5 us, and a page hands over dozens of links).
+        self.enqueued += 1
         return True
 
     def _filter(self) -> bool:
         self.filtered += 1
-        if self.stats is not None:
-            self.stats.set_value("focused/dupefilter/filtered", self.filtered)
         return False
 
     def _done_in_earlier_run(self, fp: int) -> bool:
@@ -279,8 +266,7 @@ class FocusedScheduler(BaseScheduler):
         if self.journal is not None:
             self.journal.set_state(entry.fp, IN_FLIGHT)
         self._commit()
-        if self.stats is not None:
-            self.stats.inc_value("scheduler/dequeued")
+        self.dequeued += 1
         self._update_stats()
         return request
 
@@ -293,6 +279,7 @@ class FocusedScheduler(BaseScheduler):
             (self._on_item, signals.spider_error),  # the callback failed: no item comes
             (self._on_checkpoint, focused_signals.frontier_checkpoint),
             (self._on_rescore, focused_signals.frontier_rescore),
+            (self._on_skipped, focused_signals.page_skipped),
         ]
 
     def _finish(self, fp: int, state: int, journal: bool = True) -> None:
@@ -337,6 +324,18 @@ class FocusedScheduler(BaseScheduler):
             self._confirmed_new.append(fp)
         elif self.journal is not None:
             self.journal.set_state(fp, DONE)
+
+    def _on_skipped(self, response: Response, **kwargs: Any) -> None:
+        """A fetched page the spider yields no item for: no store row will confirm it, so
+        it is journaled as done now (durable at the next journal commit)."""
+        request = getattr(response, "request", None)
+        if request is None:
+            return
+        fp = self._fingerprint(request)
+        if fp in self._fetched:
+            self._fetched.discard(fp)
+            if self.journal is not None:
+                self.journal.set_state(fp, DONE)
 
     def _on_error(self, failure: Failure) -> Failure:
         request = getattr(failure, "request", None)
@@ -575,3 +574,7 @@ class FocusedScheduler(BaseScheduler):
             stats.set_value("focused/annealing/temperature", self.annealer.temperature)
         if self.requeued:
             stats.set_value("focused/scheduler/requeued", self.requeued)
+        stats.set_value("scheduler/enqueued", self.enqueued)
+        stats.set_value("scheduler/dequeued", self.dequeued)
+        stats.set_value("focused/frontier/promoted", self.frontier.promoted)
+        stats.set_value("focused/dupefilter/filtered", self.filtered)

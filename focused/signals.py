@@ -16,3 +16,8 @@ frontier_checkpoint = object()
 #: scheduler decides when to re-order its waiting links with it (``FOCUSED_RESCORE_EVERY``,
 #: ``FOCUSED_RESCORE_BUDGET``); a frontier that cannot (Redis) does not listen.
 frontier_rescore = object()
+
+#: ``page_skipped``: sent by the spider, with ``response``, for a fetched page it yields no
+#: item for (not text). The scheduler journals the URL as done at once: with no item to wait
+#: for, a crawl resumed after ``kill -9`` must not fetch it again.
+page_skipped = object()

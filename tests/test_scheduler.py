@@ -170,8 +170,13 @@ def test_four_queues_in_stats_from_signals_errback_retry_and_redirect():
     assert stats.get_value("focused/annealing/temperature") == pytest.approx(0.05 * 0.995**5)
     assert stats.get_value("focused/dupefilter/filtered") == 0
     assert not sched.enqueue_request(_req(0))
-    assert stats.get_value("focused/dupefilter/filtered") == 1
+    # Enqueues are counted, and written to the stats at the next dequeue (or close).
+    assert sched.filtered == 1
+    assert stats.get_value("focused/dupefilter/filtered") == 0
     assert sched.next_request().meta.get("retry_times") in (None, 1)
+    assert stats.get_value("focused/dupefilter/filtered") == 1
+    assert stats.get_value("scheduler/enqueued") == sched.enqueued == 8
+    assert stats.get_value("scheduler/dequeued") == 6
     sched.close("finished")
 
 
@@ -316,6 +321,56 @@ def test_done_is_journaled_only_once_the_page_is_safe(tmp_path, with_store):
     assert journaled() == DONE
     reader.close()
     sched.close("finished")
+
+
+@pytest.mark.parametrize("with_store", [True, False])
+def test_a_page_without_item_is_journaled_done_at_the_next_commit(tmp_path, with_store):
+    """A fetched page the spider skips (not text) yields no item: it is journaled done at
+    the next commit, not at close, so a resume after kill -9 does not fetch it again."""
+    pipelines = {"focused.pipelines.PageStorePipeline": 300} if with_store else {}
+    jobdir = tmp_path / "job"
+    sched, crawler = _open({"JOBDIR": str(jobdir), "ITEM_PIPELINES": pipelines})
+    sched.enqueue_request(_req(1))
+    sched.enqueue_request(_req(2))
+    skipped = _respond(crawler, sched.next_request())
+    kept = _respond(crawler, sched.next_request())
+    reader = sqlite3.connect(jobdir / "frontier.sqlite3")
+
+    def journaled() -> dict[str, int]:
+        crawler.signals.send_catch_log(signal=focused_signals.frontier_checkpoint)
+        return dict(reader.execute("SELECT url, state FROM urls"))
+
+    crawler.signals.send_catch_log(focused_signals.page_skipped, response=skipped)
+    states = journaled()
+    assert states[skipped.url] == DONE
+    assert states[kept.url] == IN_FLIGHT  # its item has not gone through the pipelines
+    # a second signal for the same page changes nothing
+    crawler.signals.send_catch_log(focused_signals.page_skipped, response=skipped)
+    assert sched.queues()["done"] == 2
+    reader.close()
+    sched.close("finished")
+
+
+def test_the_spider_says_when_it_skips_a_page():
+    from scrapy.http import Response
+
+    from focused.spiders.focused import FocusedSpider
+
+    crawler = get_crawler(FocusedSpider, {"FOCUSED_WEB": "sandbox"})
+    spider = FocusedSpider.from_crawler(crawler, topic="chemistry")
+    heard: list[str] = []
+
+    def hear(response, **kwargs) -> None:  # connected weakly: kept alive by this scope
+        heard.append(response.url)
+
+    crawler.signals.connect(hear, signal=focused_signals.page_skipped)
+    request = Request("http://127.0.0.1:1/a.bin")
+    binary = Response(request.url, body=b"\x00\x01", request=request)
+    assert list(spider.parse(binary)) == []
+    html = HtmlResponse("http://127.0.0.1:1/a.htm", body=b"<title>x</title>", request=request)
+    assert [type(x).__name__ for x in spider.parse(html)] == ["PageItem"]
+    assert heard == [binary.url]
+    assert crawler.stats.get_value("focused/skipped/not_text") == 1
 
 
 # --- the journal alone and a simulated kill -9 --------------------------------------

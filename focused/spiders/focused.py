@@ -22,6 +22,7 @@ from focused.learning import MAX_ANCHOR_CHARS, META_ANCHOR, META_CONTEXT, link_c
 from focused.middlewares import PAGE_META
 from focused.relevance import TopicVector, page_relevance, term_counts
 from focused.sanitize import strip_session_ids
+from focused.signals import page_skipped
 from focused.strategies import STRATEGIES
 from focused.topics import load_topic
 from focused.web import Web, open_web
@@ -120,6 +121,7 @@ class FocusedSpider(scrapy.Spider):
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
         if not isinstance(response, TextResponse):
             self.crawler.stats.inc_value("focused/skipped/not_text")
+            self.crawler.signals.send_catch_log(page_skipped, response=response)
             return
         title = " ".join(texts(response, TITLE_TEXT)).strip()
         body = " ".join(texts(response, BODY_TEXT))

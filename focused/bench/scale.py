@@ -147,7 +147,7 @@ class SandboxProcess(URLServer):
 
     def __init__(self, seed: int = 7, pages: int = 600) -> None:
         cmd = [sys.executable, "-m", "focused.sandbox", "--port", "0"]
-        super().__init__(cmd + ["--seed", str(seed), "--pages", str(pages)], "sandbox")
+        super().__init__(cmd + ["--seed", str(seed), "--pages", str(pages)], "sandbox server")
         self.seed = seed
         self.pages = pages
         self._seeds: dict[str, list[str]] = {}

@@ -53,6 +53,8 @@ from typing import Any
 
 from scrapy import signals
 
+from focused.bench.process import URLServer
+
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DATA = Path("..") / "shared" / "data" / "wikispeedia-site"
 DEFAULT_OUT = Path("out") / "bench"
@@ -182,55 +184,19 @@ PROBE = "focused.bench.speed.Probe"
 
 
 # --- servers in their own processes ------------------------------------------------------
-class ServerProcess:
-    """A command that prints its base URL on its first line, then serves until stopped."""
-
-    def __init__(self, cmd: list[str], name: str) -> None:
-        self.cmd = cmd
-        self.name = name
-        self.base = ""
-        self.process: subprocess.Popen[str] | None = None
-
-    def start(self, timeout: float = 120.0) -> str:
-        self.process = subprocess.Popen(
-            self.cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-        )
-        assert self.process.stdout is not None
-        deadline = time.monotonic() + timeout
-        line = self.process.stdout.readline().strip()
-        if not line.startswith("http") or time.monotonic() > deadline:
-            self.stop()
-            raise RuntimeError(f"{self.name} server did not start (printed {line!r})")
-        self.base = line.rstrip("/")
-        return self.base
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-            self.process = None
-
-    def __enter__(self) -> ServerProcess:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+#: A command that prints its base URL on its first line, then serves until stopped.
+ServerProcess = URLServer
 
 
 def sandbox_server(pages: int, seed: int = 7) -> ServerProcess:
     cmd = [sys.executable, "-m", "focused.sandbox", "--port", "0"]
     cmd += ["--pages", str(pages), "--seed", str(seed)]
-    return ServerProcess(cmd, "sandbox")
+    return ServerProcess(cmd, "sandbox server")
 
 
 def static_server(folder: Path) -> ServerProcess:
     cmd = [sys.executable, "-m", "focused.bench.server", str(folder), "--port", "0"]
-    return ServerProcess(cmd, "wikispeedia")
+    return ServerProcess(cmd, "wikispeedia server")
 
 
 def sandbox_seeds(base: str, pages: int, seed: int = 7) -> list[str]:

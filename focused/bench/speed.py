@@ -47,7 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -688,7 +688,6 @@ def frontier_worker(n: int) -> dict[str, Any]:
     frontier filled (only the pushes timed, RSS read before and after) and emptied
     without tracing; then a second one filled under ``tracemalloc``.
     """
-    import tracemalloc
 
     from focused.annealing import Annealer
     from focused.frontier import MemoryFrontier
@@ -726,15 +725,25 @@ def frontier_worker(n: int) -> dict[str, Any]:
     out["pick_us"] = 1e6 * (time.process_time() - t) / max(1, picked)
     out["picked"] = picked
     del frontier
+    out["bytes_per_url_tracemalloc"] = traced_bytes_per_url(MemoryFrontier, fill, n)
+    return out
+
+
+def traced_bytes_per_url(make: Callable[[], Any], fill: Callable[[Any], object], n: int) -> float:
+    """Bytes per URL (tracemalloc) that a structure made by ``make`` keeps alive once
+    ``fill`` has put ``n`` URLs in it."""
+    import tracemalloc
+
     gc.collect()
     tracemalloc.start()
     mem0 = tracemalloc.get_traced_memory()[0]
-    frontier = MemoryFrontier()
-    fill(frontier)
+    held = make()
+    fill(held)
     gc.collect()
-    out["bytes_per_url_tracemalloc"] = (tracemalloc.get_traced_memory()[0] - mem0) / n
+    traced = tracemalloc.get_traced_memory()[0] - mem0
     tracemalloc.stop()
-    return out
+    del held
+    return traced / n
 
 
 # --- dedup ---------------------------------------------------------------------------------
@@ -767,7 +776,6 @@ def dedup_worker(n: int, probes: int) -> dict[str, Any]:
     once added, so the memory left is what the set keeps alive. Time and RSS: a first set
     filled and tested without tracing; then a second one filled under ``tracemalloc``.
     """
-    import tracemalloc
 
     from focused.dedup import SeenSet, url_fingerprint
 
@@ -817,14 +825,7 @@ def dedup_worker(n: int, probes: int) -> dict[str, Any]:
         url_fingerprint(u)
     out["fingerprint_us"] = 1e6 * (time.process_time() - t) / m
     del seen, present, absent, urls
-    gc.collect()
-    tracemalloc.start()
-    mem0 = tracemalloc.get_traced_memory()[0]
-    seen = SeenSet()
-    fill(seen)
-    gc.collect()
-    out["bytes_per_url_tracemalloc"] = (tracemalloc.get_traced_memory()[0] - mem0) / n
-    tracemalloc.stop()
+    out["bytes_per_url_tracemalloc"] = traced_bytes_per_url(SeenSet, fill, n)
     return out
 
 

@@ -313,6 +313,15 @@ class FocusedScheduler(BaseScheduler):
         store in use, the page's row may still sit in the store's open batch: its done
         state is journaled at the checkpoint after next, when that batch is committed.
         """
+        self._confirm(response, via_store=self.confirm_with_store)
+
+    def _on_skipped(self, response: Response, **kwargs: Any) -> None:
+        """A fetched page the spider yields no item for: no store row will confirm it, so
+        it is journaled as done now (durable at the next journal commit)."""
+        self._confirm(response, via_store=False)
+
+    def _confirm(self, response: Response | None, via_store: bool) -> None:
+        """Journal a fetched page as done, at once or once the store has committed it."""
         request = getattr(response, "request", None)
         if request is None:
             return
@@ -320,22 +329,10 @@ class FocusedScheduler(BaseScheduler):
         if fp not in self._fetched:
             return
         self._fetched.discard(fp)
-        if self.confirm_with_store:
+        if via_store:
             self._confirmed_new.append(fp)
         elif self.journal is not None:
             self.journal.set_state(fp, DONE)
-
-    def _on_skipped(self, response: Response, **kwargs: Any) -> None:
-        """A fetched page the spider yields no item for: no store row will confirm it, so
-        it is journaled as done now (durable at the next journal commit)."""
-        request = getattr(response, "request", None)
-        if request is None:
-            return
-        fp = self._fingerprint(request)
-        if fp in self._fetched:
-            self._fetched.discard(fp)
-            if self.journal is not None:
-                self.journal.set_state(fp, DONE)
 
     def _on_error(self, failure: Failure) -> Failure:
         request = getattr(failure, "request", None)

@@ -157,8 +157,6 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
             yield item
 
     def get_processed_item(self, item: Any, response: Response | None) -> Any:
-        if response is not None:
-            self._feedback(response)
         self._flush_counts()  # the page's item comes after its links
         return item
 

@@ -125,12 +125,9 @@ class FocusedSpider(scrapy.Spider):
             return
         title = " ".join(texts(response, TITLE_TEXT)).strip()
         body = " ".join(texts(response, BODY_TEXT))
-        if self.link_evidence:  # the body's terms are counted once, for both
-            body_terms = term_counts(body)
-            title_cos = self.vector.cosine(title)
-            body_cos = self.vector.cosine_of_counts(body_terms)
-        else:
-            title_cos, body_cos = self.vector.cosines([title, body])
+        body_terms = term_counts(body)  # counted once: a learning strategy learns them
+        title_cos = self.vector.cosine(title)
+        body_cos = self.vector.cosine_of_counts(body_terms)
         relevance = page_relevance(title_cos, body_cos, self.title_weight)
         relevant = relevance > self.page_threshold
         links = self.link_extractor.extract_links(response)

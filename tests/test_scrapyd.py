@@ -28,6 +28,8 @@ from pathlib import Path
 
 import pytest
 
+from focused.bench.process import terminate
+
 PROJECT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 PAGES = 120  # CLOSESPIDER_PAGECOUNT of each job: enough to see two strategies differ
@@ -127,12 +129,7 @@ def scrapyd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scrapyd]:
     try:
         yield server
     finally:
-        server.process.terminate()
-        try:
-            server.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.process.kill()
-            server.process.wait()
+        terminate(server.process)
 
 
 def wait_finished(server: Scrapyd, job: str, timeout: float = 60) -> None:

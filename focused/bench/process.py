@@ -16,6 +16,16 @@ from typing import Self
 PROJECT = Path(__file__).resolve().parents[2]
 
 
+def terminate(process: subprocess.Popen, timeout: float = 10.0) -> None:
+    """``SIGTERM`` and wait; ``SIGKILL`` if it is still there after ``timeout`` s."""
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 class ChildProcess:
     """One child process; a context manager that starts and stops it."""
 
@@ -35,12 +45,7 @@ class ChildProcess:
     def stop(self) -> None:
         """Terminate the process (killed if it is still there after 10 s)."""
         if self.process is not None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            terminate(self.process)
             self.process = None
 
     def __enter__(self) -> Self:

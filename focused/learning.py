@@ -36,7 +36,7 @@ import struct
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import numpy as np
@@ -87,6 +87,20 @@ CONTEXT_WORDS = 8
 
 #: Terms (and URLs) whose bucket (words) are cached; the cache is cleared when full.
 CACHE_SIZE = 1 << 18
+
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def remember(cache: dict[K, V], key: K, value: V) -> V:
+    """Put ``value`` in ``cache`` under ``key`` and return it; a cache that holds
+    ``CACHE_SIZE`` entries is emptied first (bounded memory on the open web)."""
+    if len(cache) >= CACHE_SIZE:
+        cache.clear()
+    cache[key] = value
+    return value
+
 
 _URL_SPLIT = re.compile(r"[\W_]+")
 _NGRAM_WORD = re.compile(r"[^\W\d_]{4,}")
@@ -215,11 +229,7 @@ class TermModel:
     def feature(self, term: str | bytes) -> int:
         """Bucket of ``term`` (``str`` or its UTF-8: the same bucket)."""
         f = self._cache.get(term)
-        if f is None:
-            if len(self._cache) >= CACHE_SIZE:
-                self._cache.clear()
-            f = self._cache[term] = feature(term)
-        return f
+        return f if f is not None else remember(self._cache, term, feature(term))
 
     def _buckets(self, terms: list[str] | list[bytes] | list[str | bytes]) -> list[int]:
         found = list(map(self._cache.get, terms))
@@ -265,19 +275,11 @@ class TermModel:
 
     def _anchor_words(self, anchor: str) -> list[str]:
         words = self._anchors.get(anchor)
-        if words is None:
-            if len(self._anchors) >= CACHE_SIZE:
-                self._anchors.clear()
-            words = self._anchors[anchor] = tokenize(anchor)
-        return words
+        return words if words is not None else remember(self._anchors, anchor, tokenize(anchor))
 
     def _words_of_url(self, url: str) -> list[str]:
         words = self._url_words.get(url)
-        if words is None:
-            if len(self._url_words) >= CACHE_SIZE:
-                self._url_words.clear()
-            words = self._url_words[url] = url_words(url)
-        return words
+        return words if words is not None else remember(self._url_words, url, url_words(url))
 
     def link_terms(self, evidence: Sequence[LinkEvidence]) -> LinkTerms:
         """The buckets of each link's name terms (anchor and URL) and context terms."""
@@ -586,9 +588,7 @@ class TermWeights:
             dot = sum(n * weights.get(t, 0.0) for t, n in counts.items())
             cos = min(1.0, max(0.0, dot / math.sqrt(sum(n * n for n in counts.values()))))
         if len(text) <= MAX_ANCHOR_CHARS:
-            if len(self._short) >= CACHE_SIZE:
-                self._short.clear()
-            self._short[text] = cos
+            remember(self._short, text, cos)
         return cos
 
     def cosines(self, texts: Iterable[str]) -> np.ndarray:

@@ -25,14 +25,14 @@ demo: install
 	$(SCRAPY) crawl focused -a topic=$(TOPIC) -s FOCUSED_WEB=sandbox \
 		-s FOCUSED_STRATEGY=$(STRATEGY) -s FOCUSED_OUTPUT_DIR=$(OUT) -s LOG_LEVEL=INFO \
 		-s AUTOTHROTTLE_ENABLED=False
-	$(PY) -m focused.report $(OUT)
+	$(PY) -m focused.output.report $(OUT)
 
 # Crawl the real web from the topic's seeds (needs internet): make crawl TOPIC=chemistry
 crawl: install
 	$(SCRAPY) crawl focused -a topic=$(TOPIC) -s FOCUSED_WEB=real \
 		-s FOCUSED_STRATEGY=$(STRATEGY) -s FOCUSED_OUTPUT_DIR=out/crawl-$(TOPIC) \
 		-s JOBDIR=out/crawl-$(TOPIC)/job
-	$(PY) -m focused.report out/crawl-$(TOPIC)
+	$(PY) -m focused.output.report out/crawl-$(TOPIC)
 
 # Serve the sandbox on its own: make sandbox PORT=8000
 PORT ?= 8000

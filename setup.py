@@ -3,7 +3,7 @@
 scrapyd-deploy writes a minimal ``setup.py`` when there is none; that egg would leave the
 topic files out (they live in ``topics/`` next to the package, not inside it). This one
 copies ``topics/*.toml`` into the built package as ``focused/topics/*.toml`` at build
-time, where :func:`focused.topics.topics_dir` finds them through
+time, where :func:`focused.web.topics.topics_dir` finds them through
 ``importlib.resources`` when the project's ``topics/`` folder is missing (an egg on
 scrapyd is a zip file). The ``scrapy`` entry point tells scrapyd the settings module.
 

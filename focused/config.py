@@ -14,7 +14,7 @@ from typing import Any
 
 from focused import strategies
 from focused.defaults import get
-from focused.topics import Topic, TopicError, check_url
+from focused.web.topics import Topic, TopicError, check_url
 
 WEBS = ("auto", "sandbox", "real")
 FRONTIERS = ("memory", "redis")

@@ -52,7 +52,7 @@ DEFAULTS: dict[str, Any] = {
     "FOCUSED_BSBS_DEPTH": 2,
     # random seed of every random choice of a crawl
     "FOCUSED_SEED": 42,
-    # learning strategy (issue 8, focused/learning.py): a link's value is the mean
+    # learning strategy (issue 8, focused/ranking/learning.py): a link's value is the mean
     # label of the fetched pages using its best anchor/URL term, shrunk to the crawl's
     # mean with this many pseudo-pages
     "FOCUSED_LEARNING_SHRINKAGE": 3.0,
@@ -86,7 +86,7 @@ DEFAULTS: dict[str, Any] = {
     "FOCUSED_FRONTIER": "memory",  # "memory" (SQLite journal under JOBDIR) or "redis"
     "FOCUSED_REDIS_KEY": "focused:{topic}",
     "FOCUSED_REDIS_LEASE": 60.0,
-    # --- a hostile web (focused/robustness.py, focused/sanitize.py; issue 7) ----
+    # --- a hostile web (focused/robustness.py, focused/web/sanitize.py; issue 7) ----
     # at most this many downloads per host name (0: no cap); bounds an endless URL
     # space (a calendar, a session id in every link) on one host
     "FOCUSED_MAX_PAGES_PER_HOST": 0,
@@ -107,7 +107,7 @@ DEFAULTS: dict[str, Any] = {
     # --- output ----------------------------------------------------------------
     "FOCUSED_OUTPUT_DIR": "out/crawl",
     "FOCUSED_METRICS_LOG_EVERY": 50,
-    # page store (focused/store.py): rows per SQLite transaction (1 = every page is
+    # page store (focused/output/store.py): rows per SQLite transaction (1 = every page is
     # durable when the pipeline returns; WAL keeps that at thousands of pages/s), and
     # fsync of every body file + synchronous=FULL (survives power loss, slower)
     "FOCUSED_STORE_COMMIT_EVERY": 1,

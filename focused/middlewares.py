@@ -11,7 +11,7 @@ from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
 from focused import config
 from focused import signals as focused_signals
-from focused.learning import META_ANCHOR, META_CONTEXT
+from focused.ranking.learning import META_ANCHOR, META_CONTEXT
 from focused.strategies import Link, LinkScore, Parent
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
     Settings: ``FOCUSED_STRATEGY``, ``FOCUSED_M_INITIAL``, ``FOCUSED_GENETIC_RATIO``,
     ``FOCUSED_ANCHOR_THRESHOLD``, ``FOCUSED_MAX_TUNNEL_HOPS``, ``FOCUSED_TUNNEL_WIDENING``,
     ``FOCUSED_BSBS_DEPTH``, ``FOCUSED_TITLE_WEIGHT``, ``FOCUSED_LEARNING_*``. Stats:
-    ``focused/links/scored``, ``focused/links/dropped``, ``focused/learning/*``.
+    ``focused/links/scored``, ``focused/links/dropped``, ``focused/ranking/learning/*``.
 
     A strategy that learns (``learning``, issue 8) gets two more things. Feedback: when
     the spider's output for a page reaches this middleware, the page is the outcome of
@@ -176,7 +176,7 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
         )
         if self.stats is not None and hasattr(self.strategy, "stats"):
             for key, value in self.strategy.stats().items():
-                self.stats.set_value(f"focused/learning/{key}", value)
+                self.stats.set_value(f"focused/ranking/learning/{key}", value)
         crawler = getattr(self, "crawler", None)
         if self._rescores and crawler is not None:
             # the scheduler re-orders its waiting links when it is time (a frontier that

@@ -18,8 +18,8 @@ from twisted.python.failure import Failure
 
 from focused import signals as focused_signals
 from focused.defaults import get
-from focused.metrics import HarvestCurve
-from focused.store import COLUMNS, PageStore, content_hash, stored_pages
+from focused.output.metrics import HarvestCurve
+from focused.output.store import COLUMNS, PageStore, content_hash, stored_pages
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -39,7 +39,7 @@ def _set(adapter: ItemAdapter, key: str, value: Any) -> None:
 
 
 class PageStorePipeline:
-    """Store each page (an item with ``url``) in a :class:`~focused.store.PageStore`.
+    """Store each page (an item with ``url``) in a :class:`~focused.output.store.PageStore`.
 
     Writes the raw ``body`` gzipped under ``html/`` and one SQLite row per URL in
     ``FOCUSED_OUTPUT_DIR``, fills the item's ``content_hash`` and ``file_path`` and
@@ -389,7 +389,7 @@ class MetricsPipeline:
         _write_json(self.output_dir / "summary.json", self.summary())
         title = " / ".join(x for x in (self.topic, self.strategy) if x)
         try:
-            from focused.plot import plot_curves  # matplotlib only when needed
+            from focused.output.plot import plot_curves  # matplotlib only when needed
 
             plot_curves(
                 {self.strategy or "crawl": self.curve.points},

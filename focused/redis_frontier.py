@@ -24,7 +24,7 @@ uniformly drawn one of the top ``K`` (Metropolis test ``u < exp(-(v_best - v_can
 T)``). The temperature is shared: ``T = max(T_min, T0 * alpha**picks)`` with ``picks``
 the crawl's global pick counter, so it cools once per pick of any worker, as seed 001
 cools once per pick. The worker supplies the two uniform numbers from its seeded
-:class:`~focused.annealing.Annealer`. Because the pick and the move to in-flight are one
+:class:`~focused.ranking.annealing.Annealer`. Because the pick and the move to in-flight are one
 script, two workers never get the same URL.
 
 A picked URL is leased for ``FOCUSED_REDIS_LEASE`` seconds; a live worker renews the
@@ -69,12 +69,12 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from focused.annealing import Annealer
 from focused.config import ConfigError
-from focused.dedup import url_fingerprint
 from focused.defaults import get
-from focused.frontier import Entry
-from focused.journal import DONE, ERROR
+from focused.frontier.journal import DONE, ERROR
+from focused.frontier.memory import Entry
+from focused.frontier.seen import url_fingerprint
+from focused.ranking.annealing import Annealer
 from focused.scheduler import FocusedScheduler
 from focused.strategies import STRATEGIES
 
@@ -359,7 +359,7 @@ def _unpickle(blob: bytes | None) -> Any:
 
 
 class RedisFrontier:
-    """The shared frontier in Redis, with the :class:`~focused.frontier.Frontier` interface.
+    """The shared frontier in Redis, with the :class:`~focused.frontier.memory.Frontier` interface.
 
     The interface methods (``push``, ``pop``, ``pop_annealed``, ``get``, ``in``,
     ``len``, ``entries``) each take one round trip and send staged operations first.
@@ -1044,7 +1044,7 @@ class RedisScheduler(FocusedScheduler, metaclass=_NominalSchedulerMeta):
         stats.set_value("focused/redis/ignored", self.ignored)
         stats.set_value("focused/redis/in_flight_here", len(self.in_flight))
         stats.set_value("focused/redis/released", self.released)
-        stats.set_value("focused/frontier/promoted", red.promoted)
+        stats.set_value("focused/frontier/memory/promoted", red.promoted)
 
 
 # --- command line --------------------------------------------------------------------------

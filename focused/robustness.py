@@ -1,4 +1,4 @@
-"""Scrapy glue of the defences in :mod:`focused.sanitize` (issue 7: a hostile web).
+"""Scrapy glue of the defences in :mod:`focused.web.sanitize` (issue 7: a hostile web).
 
 Most hostile cases are Scrapy's own job and only need the right settings: time-outs
 (``DOWNLOAD_TIMEOUT``), size (``DOWNLOAD_MAXSIZE``, also on the inflated size of a gzip
@@ -19,8 +19,8 @@ from scrapy.http import Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
 from scrapy.utils.httpobj import urlparse_cached
 
-from focused import sanitize
 from focused.defaults import get
+from focused.web import sanitize
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -44,9 +44,9 @@ class RobustnessMiddleware:
       host cannot eat the crawl.
     - A text response whose ``Content-Type`` charset is wrong (GBK served as
       ``charset=utf-8`` or ``iso-8859-1``) is decoded with the ``<meta>`` charset or the
-      sniffed one instead (:func:`focused.sanitize.repair_encoding`,
+      sniffed one instead (:func:`focused.web.sanitize.repair_encoding`,
       ``focused/charset/repaired``).
-    - A "text" response whose body is binary (:func:`focused.sanitize.looks_binary`)
+    - A "text" response whose body is binary (:func:`focused.web.sanitize.looks_binary`)
       becomes a plain :class:`~scrapy.http.Response` (no text, no links), which the
       spider skips (``focused/skipped/binary``).
 

@@ -14,12 +14,12 @@ from scrapy.utils.request import fingerprint as request_fingerprint
 from scrapy.utils.request import request_from_dict
 
 from focused import signals as focused_signals
-from focused.annealing import Annealer
-from focused.dedup import SeenSet, url_fingerprint
 from focused.defaults import get
-from focused.frontier import META_EVIDENCE, Entry, Frontier, MemoryFrontier, Rescorer
-from focused.journal import DONE, ERROR, IN_FLIGHT, WAITING, Journal, Row, stored_urls
-from focused.store import DB_NAME as PAGES_DB
+from focused.frontier.journal import DONE, ERROR, IN_FLIGHT, WAITING, Journal, Row, stored_urls
+from focused.frontier.memory import META_EVIDENCE, Entry, Frontier, MemoryFrontier, Rescorer
+from focused.frontier.seen import SeenSet, url_fingerprint
+from focused.output.store import DB_NAME as PAGES_DB
+from focused.ranking.annealing import Annealer
 from focused.strategies import STRATEGIES
 
 if TYPE_CHECKING:
@@ -48,13 +48,13 @@ class FocusedScheduler(BaseScheduler):
     """Frontier, seen-URL set and the waiting / in-flight / done / error queues (seed 000).
 
     Replaces Scrapy's scheduler (``SCHEDULER = "focused.scheduler.FocusedScheduler"``).
-    Requests are stored as compact :class:`~focused.frontier.Entry` records (URL,
+    Requests are stored as compact :class:`~focused.frontier.memory.Entry` records (URL,
     priority, ``meta["link_value"]``, ``depth``, ``m``, ``hops``, ``anchor_relevance``,
     ``parent_url``, any other meta in ``extra``) and rebuilt as a ``scrapy.Request`` on
     the way out, with the spider's default callback. Order: ``priority`` first, then
     first-found first; with an annealing strategy (``FOCUSED_STRATEGY = "annealing"``)
     the pick is the simulated-annealing choice among the top ``FOCUSED_SA_K`` (seed 001,
-    :mod:`focused.annealing`). A URL found again with a higher priority while it waits is
+    :mod:`focused.ranking.annealing`). A URL found again with a higher priority while it waits is
     promoted, never queued twice; any other URL seen before is dropped. ``DUPEFILTER_CLASS``
     is not used.
 
@@ -76,7 +76,7 @@ class FocusedScheduler(BaseScheduler):
     error; a redirect counts the redirecting URL as done.
 
     ``JOBDIR``: every change is journaled in ``JOBDIR/frontier.sqlite3`` (SQLite, WAL;
-    :mod:`focused.journal`) and committed on each ``next_request``, at each
+    :mod:`focused.frontier.journal`) and committed on each ``next_request``, at each
     :data:`focused.signals.frontier_checkpoint` (the page store sends it before it
     commits a page) and at close. A crawl started again with the same ``JOBDIR`` gets
     the same frontier, seen set and annealing state; after ``kill -9`` the requests that
@@ -93,8 +93,8 @@ class FocusedScheduler(BaseScheduler):
     ``FOCUSED_SA_T_MIN``, ``FOCUSED_SA_K``, ``FOCUSED_SEED``, ``FOCUSED_FRONTIER``,
     ``FOCUSED_OUTPUT_DIR``, ``JOBDIR``. Stats: ``focused/queue/waiting``,
     ``focused/queue/in_flight``, ``focused/queue/done``, ``focused/queue/error``,
-    ``focused/frontier/promoted``, ``focused/dupefilter/filtered``,
-    ``focused/annealing/accepted_worse``, ``focused/annealing/temperature``,
+    ``focused/frontier/memory/promoted``, ``focused/dupefilter/filtered``,
+    ``focused/ranking/annealing/accepted_worse``, ``focused/ranking/annealing/temperature``,
     ``focused/scheduler/requeued`` (retries), ``scheduler/enqueued``, ``scheduler/dequeued``.
     """
 
@@ -373,8 +373,8 @@ class FocusedScheduler(BaseScheduler):
         self.rescorings += 1
         self.rescore_moved += moved
         if self.stats is not None:
-            self.stats.set_value("focused/frontier/rescores", self.rescorings)
-            self.stats.set_value("focused/frontier/rescore_moved", self.rescore_moved)
+            self.stats.set_value("focused/frontier/memory/rescores", self.rescorings)
+            self.stats.set_value("focused/frontier/memory/rescore_moved", self.rescore_moved)
         return moved
 
     # --- compact entries ------------------------------------------------------------
@@ -567,11 +567,13 @@ class FocusedScheduler(BaseScheduler):
         for name, n in self.queues().items():
             stats.set_value(f"focused/queue/{name}", n)
         if self.annealer is not None:
-            stats.set_value("focused/annealing/accepted_worse", self.annealer.accepted_worse)
-            stats.set_value("focused/annealing/temperature", self.annealer.temperature)
+            stats.set_value(
+                "focused/ranking/annealing/accepted_worse", self.annealer.accepted_worse
+            )
+            stats.set_value("focused/ranking/annealing/temperature", self.annealer.temperature)
         if self.requeued:
             stats.set_value("focused/scheduler/requeued", self.requeued)
         stats.set_value("scheduler/enqueued", self.enqueued)
         stats.set_value("scheduler/dequeued", self.dequeued)
-        stats.set_value("focused/frontier/promoted", self.frontier.promoted)
+        stats.set_value("focused/frontier/memory/promoted", self.frontier.promoted)
         stats.set_value("focused/dupefilter/filtered", self.filtered)

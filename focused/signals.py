@@ -12,7 +12,7 @@ frontier_checkpoint = object()
 
 #: ``frontier_rescore``: sent by :class:`focused.middlewares.FocusedPriorityMiddleware`
 #: each time a strategy that rescores (``learning``) has learnt from a fetched page, with
-#: ``rescorer`` (:class:`focused.frontier.Rescorer`: evidence -> priorities, values). The
+#: ``rescorer`` (:class:`focused.frontier.memory.Rescorer`: evidence -> priorities, values). The
 #: scheduler decides when to re-order its waiting links with it (``FOCUSED_RESCORE_EVERY``,
 #: ``FOCUSED_RESCORE_BUDGET``); a frontier that cannot (Redis) does not listen.
 frontier_rescore = object()

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from focused.annealing import Annealer
-from focused.frontier import Entry, MemoryFrontier
+from focused.frontier.memory import Entry, MemoryFrontier
+from focused.ranking.annealing import Annealer
 
 
 def _frontier(values: list[float]) -> MemoryFrontier:

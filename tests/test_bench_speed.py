@@ -16,13 +16,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from parsel import Selector
 
-from focused.annealing import Annealer
-from focused.dedup import FingerprintTable, SeenSet
-from focused.frontier import Entry, MemoryFrontier
-from focused.relevance import TopicVector, term_counts, tokenize
-from focused.sandbox import generate_site
+from focused.frontier.memory import Entry, MemoryFrontier
+from focused.frontier.seen import FingerprintTable, SeenSet
+from focused.ranking.annealing import Annealer
+from focused.ranking.relevance import TopicVector, term_counts, tokenize
 from focused.spiders.focused import BODY_TEXT
-from focused.topics import load_topic
+from focused.web.sandbox import generate_site
+from focused.web.topics import load_topic
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,7 +10,7 @@ from scrapy.settings import Settings
 
 from focused import config
 from focused.config import ConfigError
-from focused.topics import Topic
+from focused.web.topics import Topic
 
 
 def make_settings(tmp_path: Path, **values: Any) -> Settings:

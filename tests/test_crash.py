@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from focused.store import PageStore
+from focused.output.store import PageStore
 
 pytestmark = pytest.mark.integration
 
@@ -41,7 +41,7 @@ SEED = 20260  # of the kill times
 
 SERVER = """
 import sys, threading
-from focused.sandbox import SandboxServer, generate_site
+from focused.web.sandbox import SandboxServer, generate_site
 site = generate_site(seed=7, pages=int(sys.argv[1]))
 log = open(sys.argv[2], "a", buffering=1)
 lock = threading.Lock()

@@ -9,8 +9,8 @@ from urllib.parse import urlsplit
 import pytest
 from crawling import CHEMISTRY, SANDBOX_PAGES, SANDBOX_SEED, run_crawl
 
-from focused.sandbox import generate_site
-from focused.store import PageStore
+from focused.output.store import PageStore
+from focused.web.sandbox import generate_site
 
 pytestmark = pytest.mark.integration
 

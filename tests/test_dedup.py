@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from focused.dedup import SeenSet, url_fingerprint
+from focused.frontier.seen import SeenSet, url_fingerprint
 
 
 def test_fingerprint_is_canonical_signed_64_bit():

@@ -1,6 +1,6 @@
 """Several real crawl processes on one Redis crawl one sandbox together.
 
-The sandbox is served by its own process (``python -m focused.sandbox --port 0``) so that
+The sandbox is served by its own process (``python -m focused.web.sandbox --port 0``) so that
 every worker sees the same URLs; a private ``redis-server`` runs on a free loopback port.
 The reference is one process with the in-memory frontier crawling the same site to the
 end.
@@ -26,7 +26,7 @@ from focused.bench.scale import (
     start_workers,
     stored_urls,
 )
-from focused.dedup import url_fingerprint
+from focused.frontier.seen import url_fingerprint
 from focused.redis_frontier import RedisFrontier
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -206,8 +206,8 @@ def test_robots_txt_holds_for_a_joining_worker_s_burst(
 
     from focused import settings as project
     from focused.bench.scale import crawl_command
-    from focused.frontier import Entry
-    from focused.sandbox import generate_site
+    from focused.frontier.memory import Entry
+    from focused.web.sandbox import generate_site
 
     scrapy_robots = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
     middlewares = dict(getattr(project, "DOWNLOADER_MIDDLEWARES", {}))

@@ -6,8 +6,8 @@ import dataclasses
 import random
 import time
 
-from focused.annealing import Annealer
-from focused.frontier import Entry, MemoryFrontier
+from focused.frontier.memory import Entry, MemoryFrontier
+from focused.ranking.annealing import Annealer
 
 
 def _e(i: int, priority: int = 0, **kw) -> Entry:

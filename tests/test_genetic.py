@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from focused.genetic import child_m, priority, side_channel_hops
+from focused.ranking.mvalue import child_m, priority, side_channel_hops
 
 PAPER = {"m0": 100.0, "ratio": 0.8, "threshold": 0.2}
 

@@ -19,12 +19,12 @@ import pytest
 from crawling import Crawl, run_crawl
 from scrapy.http import HtmlResponse, TextResponse
 
-from focused.relevance import TopicVector, page_relevance
+from focused.output.store import PageStore
+from focused.ranking.relevance import TopicVector, page_relevance
 from focused.robustness import FocusedLinkExtractor, RobustnessMiddleware
-from focused.sandbox import generate_site, hostile
-from focused.sanitize import looks_binary, repair_encoding, scheme_problem, strip_session_ids
-from focused.store import PageStore
-from focused.topics import load_topic
+from focused.web.sandbox import generate_site, hostile
+from focused.web.sanitize import looks_binary, repair_encoding, scheme_problem, strip_session_ids
+from focused.web.topics import load_topic
 
 HOSTILE = ("FOCUSED_SANDBOX_MODE=hostile", "FOCUSED_SANDBOX_PAGES=60", "DOWNLOAD_TIMEOUT=2")
 STAT = re.compile(r"^[\s{]*'([^']+)': (-?\d+(?:\.\d+)?)[,}]?$", re.M)

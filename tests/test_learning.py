@@ -13,7 +13,8 @@ from parsel import Selector
 from scrapy import Request
 from scrapy.http import HtmlResponse
 
-from focused.learning import (
+from focused.middlewares import PAGE_META, FocusedPriorityMiddleware
+from focused.ranking.learning import (
     META_ANCHOR,
     META_CONTEXT,
     META_EVIDENCE,
@@ -32,8 +33,7 @@ from focused.learning import (
     link_contexts,
     url_words,
 )
-from focused.middlewares import PAGE_META, FocusedPriorityMiddleware
-from focused.relevance import TopicVector
+from focused.ranking.relevance import TopicVector
 from focused.strategies import STRATEGIES, Parent, build
 from focused.strategies.learning import SEED_VALUE, LearnedScore, LearningStrategy, Link
 

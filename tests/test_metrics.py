@@ -1,4 +1,4 @@
-"""Recall/precision curves, labels and targets (focused/metrics.py) and plots."""
+"""Recall/precision curves, labels and targets (focused/output/metrics.py) and plots."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from focused.metrics import HarvestCurve, read_labels, read_points_csv, targets_from_labels
-from focused.plot import plot_curves
+from focused.output.metrics import HarvestCurve, read_labels, read_points_csv, targets_from_labels
+from focused.output.plot import plot_curves
 
 BASE = "http://127.0.0.1:8000/wiki/Chemistry.html"
 WIKISPEEDIA = Path("/work/shared/data/wikispeedia-site/labels.tsv")

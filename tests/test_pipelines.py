@@ -20,9 +20,9 @@ from scrapy import Spider
 from scrapy.utils.test import get_crawler
 
 from focused.items import PageItem
+from focused.output.store import PageStore
 from focused.pipelines import MetricsPipeline, PageStorePipeline, Pending
 from focused.signals import frontier_checkpoint
-from focused.store import PageStore
 
 TARGETS = frozenset({"http://h/wiki/A.html", "http://h/wiki/AT&T.html", "http://h/wiki/C.html"})
 

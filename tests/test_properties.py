@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from w3lib.url import canonicalize_url
 
-from focused.dedup import url_fingerprint
-from focused.genetic import M_SCALE, child_m, priority, side_channel_hops
-from focused.relevance import STOP_WORDS, TopicVector, page_relevance, tokenize
-from focused.sanitize import repair_encoding, scheme_problem, strip_session_ids
-from focused.topics import load_topic
+from focused.frontier.seen import url_fingerprint
+from focused.ranking.mvalue import M_SCALE, child_m, priority, side_channel_hops
+from focused.ranking.relevance import STOP_WORDS, TopicVector, page_relevance, tokenize
+from focused.web.sanitize import repair_encoding, scheme_problem, strip_session_ids
+from focused.web.topics import load_topic
 
 SETTINGS = settings(
     max_examples=150,

@@ -21,7 +21,6 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from focused.annealing import Annealer
 from focused.bench.scale import (
     RedisServer,
     SandboxProcess,
@@ -29,7 +28,8 @@ from focused.bench.scale import (
     free_port,
     stored_urls,
 )
-from focused.frontier import Entry
+from focused.frontier.memory import Entry
+from focused.ranking.annealing import Annealer
 from focused.redis_frontier import (
     ANNEAL,
     BEST,

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from focused.relevance import TopicVector, page_relevance, tokenize
+from focused.ranking.relevance import TopicVector, page_relevance, tokenize
 
 # The hand-made topic used below: |R| = sqrt(3^2 + 4^2 + 2^2) = sqrt(29).
 TOPIC = {"chemistry": 3, "acid": 4, "化学": 2}

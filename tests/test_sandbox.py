@@ -16,8 +16,8 @@ import pytest
 from parsel import Selector
 from protego import Protego
 
-from focused.sandbox import SandboxServer, Site, generate_site
-from focused.sandbox.vocab import CHEMISTRY, SUBJECTS, UNINFORMATIVE
+from focused.web.sandbox import SandboxServer, Site, generate_site
+from focused.web.sandbox.vocab import CHEMISTRY, SUBJECTS, UNINFORMATIVE
 
 ROOT = Path(__file__).resolve().parents[1]
 CHEM = "subject.Science.Chemistry"
@@ -77,7 +77,7 @@ def test_another_seed_gives_another_site(site: Site) -> None:
 
 def test_site_does_not_depend_on_hash_randomisation() -> None:
     code = (
-        "import hashlib; from focused.sandbox import generate_site; s = generate_site(3, 300); "
+        "import hashlib; from focused.web.sandbox import generate_site; s = generate_site(3, 300); "
         "print(hashlib.sha256(b''.join(k.encode() + v for k, v in sorted(s.pages.items())))"
         ".hexdigest())"
     )
@@ -302,8 +302,8 @@ def test_a_20000_page_site_generates_in_seconds() -> None:
 
 
 def test_chemistry_pages_outscore_every_off_topic_page(site: Site) -> None:
-    relevance = pytest.importorskip("focused.relevance")
-    topics = pytest.importorskip("focused.topics")
+    relevance = pytest.importorskip("focused.ranking.relevance")
+    topics = pytest.importorskip("focused.web.topics")
     vector = relevance.TopicVector(topics.load_topic("chemistry").keywords)
     scores: dict[bool, list[float]] = {True: [], False: []}
     for path in html_paths(site):
@@ -339,7 +339,7 @@ def serve_process(cmd: list[str]) -> None:
 
 
 def test_python_m_focused_sandbox_serves() -> None:
-    serve_process([sys.executable, "-m", "focused.sandbox", "--seed", "5", "--pages", "100"])
+    serve_process([sys.executable, "-m", "focused.web.sandbox", "--seed", "5", "--pages", "100"])
 
 
 def test_scrapy_sandbox_command_serves() -> None:

@@ -22,8 +22,16 @@ from twisted.internet.error import ConnectionRefusedError
 from twisted.python.failure import Failure
 
 from focused import signals as focused_signals
-from focused.frontier import Entry
-from focused.journal import DONE, ERROR, IN_FLIGHT, WAITING, Journal, JournalBusy, stored_urls
+from focused.frontier.journal import (
+    DONE,
+    ERROR,
+    IN_FLIGHT,
+    WAITING,
+    Journal,
+    JournalBusy,
+    stored_urls,
+)
+from focused.frontier.memory import Entry
 from focused.scheduler import FocusedScheduler
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -167,7 +175,9 @@ def test_four_queues_in_stats_from_signals_errback_retry_and_redirect():
     assert stats.get_value("focused/queue/done") == 2
     assert stats.get_value("focused/queue/error") == 2
     assert stats.get_value("focused/scheduler/requeued") == 1
-    assert stats.get_value("focused/annealing/temperature") == pytest.approx(0.05 * 0.995**5)
+    assert stats.get_value("focused/ranking/annealing/temperature") == pytest.approx(
+        0.05 * 0.995**5
+    )
     assert stats.get_value("focused/dupefilter/filtered") == 0
     assert not sched.enqueue_request(_req(0))
     # Enqueues are counted, and written to the stats at the next dequeue (or close).
@@ -494,7 +504,7 @@ CRAWLED = re.compile(r"Crawled \((\d+)\) <GET (\S+)>")
 def sandbox_base():
     """A sandbox on its own port, so that every run of a job sees the same URLs."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "focused.sandbox", "--pages", str(E2E_PAGES), "--seed", "7"],
+        [sys.executable, "-m", "focused.web.sandbox", "--pages", str(E2E_PAGES), "--seed", "7"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
@@ -509,7 +519,7 @@ def sandbox_base():
 
 
 def _crawl_cmd(base: str, out: Path, *settings: str) -> list[str]:
-    from focused.sandbox import generate_site
+    from focused.web.sandbox import generate_site
 
     seeds = generate_site(seed=7, pages=E2E_PAGES).seeds("subject.Science.Chemistry")
     cmd = [sys.executable, "-m", "scrapy", "crawl", "focused", "-a", "topic=chemistry"]

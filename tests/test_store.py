@@ -1,4 +1,4 @@
-"""The crash-safe page store (focused/store.py) on real SQLite and real files."""
+"""The crash-safe page store (focused/output/store.py) on real SQLite and real files."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from focused.store import PageStore, file_path_for, stored_pages
+from focused.output.store import PageStore, file_path_for, stored_pages
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -169,7 +169,7 @@ def test_repair_waits_for_other_writers(tmp_path: Path) -> None:
 CRASH = textwrap.dedent(
     """
     import os, sys
-    from focused.store import PageStore
+    from focused.output.store import PageStore
     out, mode = sys.argv[1], sys.argv[2]
     if mode == "between":
         store = PageStore(out).open()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from focused import genetic
+from focused.ranking import mvalue
 from focused.strategies import STRATEGIES, UnknownStrategy, build
 from focused.strategies.base import LinkScore, Parent
 from focused.strategies.gao import url_levels
@@ -104,7 +104,7 @@ def test_best_first_uses_parent_page_relevance_scaled() -> None:
 def test_genetic_seed_gets_m0_and_top_relevance() -> None:
     seed = build("genetic").seed()
     assert seed.m == 100.0 and seed.hops == 0
-    assert seed.priority == genetic.priority(100.0, 1.0) == 100_000_999
+    assert seed.priority == mvalue.priority(100.0, 1.0) == 100_000_999
     assert seed.value == pytest.approx(1.0)  # 0.9 * 100/100 + 0.1 * 1
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from crawling import CHEMISTRY, SANDBOX_PAGES, SANDBOX_SEED, run_crawl
 
-from focused.sandbox import generate_site
 from focused.strategies import STRATEGIES
+from focused.web.sandbox import generate_site
 
 pytestmark = pytest.mark.integration
 

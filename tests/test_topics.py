@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from focused.relevance import TopicVector
-from focused.topics import Topic, TopicError, load_topic
+from focused.ranking.relevance import TopicVector
+from focused.web.topics import Topic, TopicError, load_topic
 
 HEAD = 'name = "tiny"\n'
 SEEDS = 'seeds = ["http://127.0.0.1:1/start"]\n'

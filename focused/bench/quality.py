@@ -47,9 +47,9 @@ from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 from focused.bench.server import StaticServer
-from focused.metrics import HarvestCurve, read_labels, targets_from_labels
+from focused.output.metrics import HarvestCurve, read_labels, targets_from_labels
 from focused.strategies import STRATEGIES
-from focused.topics import Topic, TopicError, load_topic
+from focused.web.topics import Topic, TopicError, load_topic
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The data lives beside the project, never in it.
@@ -668,7 +668,7 @@ def kendall_tau(a: Sequence[str], b: Sequence[str]) -> float | None:
 
 def plot_groups(results: Sequence[Result], out: Path, suffix: str = "") -> list[Path]:
     """One PNG per (topic, seed set): recall and precision vs pages, a line per strategy."""
-    from focused.plot import plot_curves  # matplotlib only when drawing
+    from focused.output.plot import plot_curves  # matplotlib only when drawing
 
     by_group: dict[Group, list[Result]] = {}
     for r in sorted(results, key=_result_key):

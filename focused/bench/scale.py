@@ -2,7 +2,7 @@
 
 Every process is a real ``python -m scrapy crawl focused`` with ``FOCUSED_FRONTIER =
 "redis"``; they crawl one sandbox web served by a separate process
-(``python -m focused.sandbox --port 0``, which prints its base URL), so all workers see
+(``python -m focused.web.sandbox --port 0``, which prints its base URL), so all workers see
 the same URLs. A private ``redis-server`` runs on a free loopback port in a temporary
 folder. The reference is a single process with the in-memory frontier crawling the same
 site to the end (the same budget: everything the topic's seeds reach).
@@ -143,10 +143,10 @@ class RedisServer(ChildProcess):
 
 
 class SandboxProcess(URLServer):
-    """``python -m focused.sandbox --port 0`` in its own process; ``base`` is its URL."""
+    """``python -m focused.web.sandbox --port 0`` in its own process; ``base`` is its URL."""
 
     def __init__(self, seed: int = 7, pages: int = 600) -> None:
-        cmd = [sys.executable, "-m", "focused.sandbox", "--port", "0"]
+        cmd = [sys.executable, "-m", "focused.web.sandbox", "--port", "0"]
         super().__init__(cmd + ["--seed", str(seed), "--pages", str(pages)], "sandbox server")
         self.seed = seed
         self.pages = pages
@@ -155,7 +155,7 @@ class SandboxProcess(URLServer):
     def seeds(self, category: str = CHEMISTRY) -> list[str]:
         """The seed URLs the in-process sandbox would give the topic of ``category``."""
         if category not in self._seeds:
-            from focused.sandbox import generate_site
+            from focused.web.sandbox import generate_site
 
             site = generate_site(seed=self.seed, pages=self.pages)
             self._seeds[category] = [self.base + path for path in site.seeds(category)]

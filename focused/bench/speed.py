@@ -5,7 +5,7 @@ Four parts, written to ``out/bench/speed.json`` and ``out/bench/speed.md``:
 - **throughput**: real crawls (``python -m scrapy crawl focused`` per strategy, and the
   plain-Scrapy spider of :mod:`focused.bench.plain`: Scrapy's default scheduler and
   dupefilter, no focused middleware or pipeline, items to a JSON lines feed) of the same
-  site served by a separate process: the sandbox (``python -m focused.sandbox --pages
+  site served by a separate process: the sandbox (``python -m focused.web.sandbox --pages
   20000 --port 0``) and the wikispeedia site (``python -m focused.bench.server``). Runs
   alternate plain / focused (A B A B ...), one pair per strategy per round; every run has
   the same page budget (``CLOSESPIDER_ITEMCOUNT``), ``CONCURRENT_REQUESTS``, AutoThrottle
@@ -16,9 +16,9 @@ Four parts, written to ``out/bench/speed.json`` and ``out/bench/speed.md``:
   ``throughput.ratio_min`` is the worst (site, strategy).
 - **profile**: one focused crawl and one plain crawl under cProfile; the cost per page of
   parsing, tokenising, vectorising, SQLite, gzip, scheduling ...
-- **frontier**: N pushes then N annealing picks on :class:`focused.frontier.MemoryFrontier`
+- **frontier**: N pushes then N annealing picks on :class:`focused.frontier.memory.MemoryFrontier`
   (100k and 1M): µs per push and per pick, bytes per URL held (tracemalloc, RSS).
-- **dedup**: :class:`focused.dedup.SeenSet` at 1M and 10M fingerprints against Scrapy's
+- **dedup**: :class:`focused.frontier.seen.SeenSet` at 1M and 10M fingerprints against Scrapy's
   ``RFPDupeFilter`` at 1M: bytes per URL, µs per test, false drops (a new URL reported
   seen: must be 0).
 
@@ -189,7 +189,7 @@ ServerProcess = URLServer
 
 
 def sandbox_server(pages: int, seed: int = 7) -> ServerProcess:
-    cmd = [sys.executable, "-m", "focused.sandbox", "--port", "0"]
+    cmd = [sys.executable, "-m", "focused.web.sandbox", "--port", "0"]
     cmd += ["--pages", str(pages), "--seed", str(seed)]
     return ServerProcess(cmd, "sandbox server")
 
@@ -201,7 +201,7 @@ def static_server(folder: Path) -> ServerProcess:
 
 def sandbox_seeds(base: str, pages: int, seed: int = 7) -> list[str]:
     """The chemistry seeds the embedded sandbox would give (same generator, same seed)."""
-    from focused.sandbox import generate_site
+    from focused.web.sandbox import generate_site
 
     site = generate_site(seed=seed, pages=pages)
     return [base + path for path in site.seeds(CHEMISTRY)]
@@ -517,15 +517,15 @@ CATEGORIES: tuple[tuple[str, str, str, str], ...] = (
     ("spider callback (parse), total", "cum", "focused/bench/plain.py", "parse"),
     ("parsing: title and body text (lxml)", "cum", "focused/spiders/focused.py", "texts"),
     ("link extraction (Scrapy LinkExtractor)", "cum", "linkextractors/", "extract_links"),
-    ("tokenising and counting terms", "cum", "focused/relevance.py", "term_counts"),
-    ("hashing terms and cosine", "cum", "focused/relevance.py", "cosines"),
+    ("tokenising and counting terms", "cum", "focused/ranking/relevance.py", "term_counts"),
+    ("hashing terms and cosine", "cum", "focused/ranking/relevance.py", "cosines"),
     ("link requests (scrapy.Request, session ids)", "cum", "/spiders/focused.py", "_request"),
     ("priority middleware (strategy)", "cum", "focused/middlewares.py", "get_processed_request"),
     ("scheduler: enqueue (dedup, frontier)", "cum", "focused/scheduler.py", "enqueue_request"),
     ("scheduler: next request (annealing pick)", "cum", "focused/scheduler.py", "next_request"),
     ("Scrapy scheduler: enqueue (plain)", "cum", "scrapy/core/scheduler.py", "enqueue_request"),
     ("Scrapy scheduler: next request (plain)", "cum", "scrapy/core/scheduler.py", "next_request"),
-    ("page store (total)", "cum", "focused/store.py", "add"),
+    ("page store (total)", "cum", "focused/output/store.py", "add"),
     ("  gzip", "tot", "~", "<built-in method zlib.compress>"),
     ("  SQLite", "tot", "~", "<method 'execute' of 'sqlite3.Connection' objects>"),
     ("  SHA-256", "tot", "~", "<built-in method _hashlib.openssl_sha256>"),
@@ -644,8 +644,8 @@ def frontier_entries(n: int, seed: int = 1) -> Iterator[Any]:
     follows the genetic rule's channels (M0 * 0.8**hops), and the priority, value, m and
     hops are what :class:`~focused.strategies.annealing.AnnealingStrategy` would give.
     """
-    from focused import genetic
-    from focused.frontier import Entry
+    from focused.frontier.memory import Entry
+    from focused.ranking import mvalue
 
     rng = random.Random(seed)
     parent = ""
@@ -655,17 +655,17 @@ def frontier_entries(n: int, seed: int = 1) -> Iterator[Any]:
             parent = f"https://www.site{rng.randrange(2000):04d}.example.org/wiki/page_{i}"
             m_parent = 100.0 * 0.8 ** rng.choice((0, 0, 0, 1, 1, 2, 3, 4, 5))
         r = rng.random() ** 3
-        m = genetic.child_m(m_parent, r, m0=100.0, ratio=0.8, threshold=0.2)
+        m = mvalue.child_m(m_parent, r, m0=100.0, ratio=0.8, threshold=0.2)
         host = f"www.site{rng.randrange(2000):04d}.example.org"
         word = _WORDS[i % len(_WORDS)]
         yield Entry(
             url=f"https://{host}/wiki/{word}_{i}",
             fp=i * 0x9E3779B97F4A7C15 % (1 << 64) - (1 << 63),
-            priority=genetic.priority(m, r),
+            priority=mvalue.priority(m, r),
             value=0.9 * m / 100.0 + 0.1 * r,
             depth=rng.randrange(1, 20),
             m=m,
-            hops=genetic.side_channel_hops(m, m0=100.0, ratio=0.8),
+            hops=mvalue.side_channel_hops(m, m0=100.0, ratio=0.8),
             anchor_relevance=r,
             parent_url=parent,
         )
@@ -689,8 +689,8 @@ def frontier_worker(n: int) -> dict[str, Any]:
     without tracing; then a second one filled under ``tracemalloc``.
     """
 
-    from focused.annealing import Annealer
-    from focused.frontier import MemoryFrontier
+    from focused.frontier.memory import MemoryFrontier
+    from focused.ranking.annealing import Annealer
 
     chunk = 5000
 
@@ -769,7 +769,7 @@ def fingerprints(start: int, stop: int, absent: bool = False) -> list[int]:
 
 
 def dedup_worker(n: int, probes: int) -> dict[str, Any]:
-    """Add ``n`` fingerprints to :class:`~focused.dedup.SeenSet`, then test ``probes`` added
+    """Add ``n`` fingerprints to :class:`~focused.frontier.seen.SeenSet`, then test ``probes`` added
     and ``probes`` never-added ones; count every wrong answer.
 
     Fingerprints are made in chunks (new int objects, as a crawl makes them) and dropped
@@ -777,7 +777,7 @@ def dedup_worker(n: int, probes: int) -> dict[str, Any]:
     filled and tested without tracing; then a second one filled under ``tracemalloc``.
     """
 
-    from focused.dedup import SeenSet, url_fingerprint
+    from focused.frontier.seen import SeenSet, url_fingerprint
 
     chunk = 50_000
 
@@ -1106,7 +1106,7 @@ def write_markdown(data: dict[str, Any], path: Path) -> None:
     if fr and fr.get("sizes"):
         lines += [
             "",
-            "## Frontier (`focused.frontier.MemoryFrontier`)",
+            "## Frontier (`focused.frontier.memory.MemoryFrontier`)",
             "",
             "N pushes of distinct entries (m-value scores, 2,000 hosts, 40 links per parent),"
             " then N annealing picks (K = 8, T0 = 0.05).",

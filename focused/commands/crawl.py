@@ -14,7 +14,7 @@ from scrapy.commands.crawl import Command as ScrapyCrawl
 
 from focused import config
 from focused.defaults import get
-from focused.topics import TopicError, load_topic
+from focused.web.topics import TopicError, load_topic
 
 
 class Command(ScrapyCrawl):

@@ -9,7 +9,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from focused import defaults
-from focused.sandbox.server import add_arguments, serve
+from focused.web.sandbox.server import add_arguments, serve
 
 
 class Command(ScrapyCommand):

@@ -18,14 +18,14 @@ from w3lib.url import canonicalize_url, safe_url_string
 from focused import config, robustness
 from focused.defaults import get
 from focused.items import PageItem
-from focused.learning import MAX_ANCHOR_CHARS, META_ANCHOR, META_CONTEXT, link_contexts
 from focused.middlewares import PAGE_META
-from focused.relevance import TopicVector, page_relevance, term_counts
-from focused.sanitize import strip_session_ids
+from focused.ranking.learning import MAX_ANCHOR_CHARS, META_ANCHOR, META_CONTEXT, link_contexts
+from focused.ranking.relevance import TopicVector, page_relevance, term_counts
 from focused.signals import page_skipped
 from focused.strategies import STRATEGIES
-from focused.topics import load_topic
-from focused.web import Web, open_web
+from focused.web.sanitize import strip_session_ids
+from focused.web.sites import Web, open_web
+from focused.web.topics import load_topic
 
 BODY_TEXT = "//body//text()[not(ancestor::script) and not(ancestor::style)]"
 TITLE_TEXT = "//title//text()"

@@ -22,7 +22,7 @@ STRATEGIES: dict[str, type] = {
     "annealing": AnnealingStrategy,
     "bsbs": BSBSStrategy,
     "gao": GaoStrategy,
-    "learning": LearningStrategy,  # issue 8: learnt online (focused.learning)
+    "learning": LearningStrategy,  # issue 8: learnt online (focused.ranking.learning)
     "oracle": OracleStrategy,  # benchmark only: knows the targets (focused.bench)
 }
 

@@ -1,7 +1,7 @@
 """``annealing``: m-value priorities with simulated-annealing selection (seeds 000 + 001).
 
 The link scores are the genetic rule's; the scheduler adds the annealing pick
-(:mod:`focused.annealing`). Seed 001's tunneling widens the topic scope on pages whose
+(:mod:`focused.ranking.annealing`). Seed 001's tunneling widens the topic scope on pages whose
 relevance is below the threshold: their links count as relevant from a lower anchor
 threshold ``f * FOCUSED_TUNNEL_WIDENING``, so more of them open a main channel and the
 crawl passes through low-relevance regions.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from focused import genetic
+from focused.ranking import mvalue
 from focused.strategies.base import LinkScore, Parent
 
 
@@ -33,14 +33,14 @@ class GeneticStrategy:
         return self._score(self.m0, 1.0)
 
     def score(self, parent: Parent, url: str, anchor_relevance: float) -> LinkScore | None:
-        m = genetic.child_m(
+        m = mvalue.child_m(
             parent.m or self.m0,
             anchor_relevance,
             m0=self.m0,
             ratio=self.ratio,
             threshold=self.threshold_for(parent),
         )
-        hops = genetic.side_channel_hops(m, m0=self.m0, ratio=self.ratio)
+        hops = mvalue.side_channel_hops(m, m0=self.m0, ratio=self.ratio)
         if hops > self.max_hops:
             return None
         return self._score(m, anchor_relevance)
@@ -48,8 +48,8 @@ class GeneticStrategy:
     def _score(self, m: float, r: float) -> LinkScore:
         r = min(1.0, max(0.0, r))
         return LinkScore(
-            priority=genetic.priority(m, r),
+            priority=mvalue.priority(m, r),
             value=0.9 * m / self.m0 + 0.1 * r,
             m=m,
-            hops=genetic.side_channel_hops(m, m0=self.m0, ratio=self.ratio),
+            hops=mvalue.side_channel_hops(m, m0=self.m0, ratio=self.ratio),
         )

@@ -1,8 +1,8 @@
 """``learning``: link priorities learnt online from the pages the crawl fetches (issue 8).
 
 ACHE-style: every fetched page is a labelled example — labelled by the crawler's own
-page relevance A (seed 002), graded on a log scale (:func:`focused.learning.label`) —
-and the models it trains score the links found after it (:mod:`focused.learning`):
+page relevance A (seed 002), graded on a log scale (:func:`focused.ranking.learning.label`) —
+and the models it trains score the links found after it (:mod:`focused.ranking.learning`):
 
 - the **term model** (always): a link's value is the best learnt term of its anchor
   text and URL words, mixed with the mean term of the text around it (``context``);
@@ -15,10 +15,10 @@ and the models it trains score the links found after it (:mod:`focused.learning`
 
 Priorities are computed when a link is found, and again as the models improve: each
 link carries compact rescoring evidence (its hashed name and context terms, the parent's
-label and page id: :func:`focused.learning.encode_evidence`), the in-memory frontier
+label and page id: :func:`focused.ranking.learning.encode_evidence`), the in-memory frontier
 keeps it packed in the waiting entry and every ``FOCUSED_RESCORE_EVERY`` learnt pages
 hands all of it to :meth:`LearningStrategy.rescore` in one batch and re-orders the
-waiting links (:meth:`focused.frontier.MemoryFrontier.rescore`). Hub evidence
+waiting links (:meth:`focused.frontier.memory.MemoryFrontier.rescore`). Hub evidence
 (``hub_prior`` > 0, off by default) shrinks a parent's label to its fetched children's
 mean label. With ``anneal`` the scheduler adds seed 001's simulated-annealing pick on
 the values.
@@ -33,8 +33,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from focused import genetic
-from focused.learning import (
+from focused.ranking import mvalue
+from focused.ranking.learning import (
     META_ANCHOR,
     META_CONTEXT,
     META_EVIDENCE,
@@ -51,7 +51,7 @@ from focused.learning import (
     encode_evidence,
     label,
 )
-from focused.relevance import term_counts
+from focused.ranking.relevance import term_counts
 from focused.strategies.base import LinkScore, Parent, value_priority
 
 #: Seeds rank above every link (link values are at most 1).
@@ -153,10 +153,10 @@ class LearningStrategy:
         m_parent = parent.m or self.m0
         states = []
         for ri in (math.inf, -math.inf):  # relevant anchor, irrelevant anchor
-            m = genetic.child_m(
+            m = mvalue.child_m(
                 m_parent, ri, m0=self.m0, ratio=self.ratio, threshold=self.anchor_threshold
             )
-            states.append((m, genetic.side_channel_hops(m, m0=self.m0, ratio=self.ratio)))
+            states.append((m, mvalue.side_channel_hops(m, m0=self.m0, ratio=self.ratio)))
         relevant = r > self.anchor_threshold
         kept_mask = np.ones(len(links), dtype=bool)
         for is_relevant, (_m, hops) in zip((True, False), states, strict=True):
@@ -237,7 +237,7 @@ class LearningStrategy:
     def rescore(self, evidence: list[bytes]) -> tuple[list[int], list[float]]:
         """Priorities and values of waiting links from the evidence :meth:`score_links`
         gave them, with the models as they are now (the frontier calls it in one batch:
-        :meth:`focused.frontier.MemoryFrontier.rescore`). The same numbers as
+        :meth:`focused.frontier.memory.MemoryFrontier.rescore`). The same numbers as
         :meth:`score_links` when the models have not changed since."""
         link_terms, parent_labels, parent_ids = decode_evidence(evidence)
         values = self.terms.score_terms(link_terms)
@@ -267,7 +267,7 @@ class LearningStrategy:
         """A fetched page: its relevance labels the link that led to it (``link``: the
         request's meta) and its ``text`` (title and body) teaches the term model; or
         ``terms``, the distinct terms of that text when the caller counted them
-        (:func:`focused.relevance.term_counts`)."""
+        (:func:`focused.ranking.relevance.term_counts`)."""
         y = label(degree(page_relevance, self.title_weight), self.label_floor)
         self.pages += 1
         if terms is None:
@@ -305,7 +305,7 @@ class LearningStrategy:
                     self.expanded = len(expanded) - len(self.keywords)
 
     def stats(self) -> dict[str, float]:
-        """Numbers for the crawl's stats (``focused/learning/...``)."""
+        """Numbers for the crawl's stats (``focused/ranking/learning/...``)."""
         out = {
             "pages": float(self.pages),
             "mean_label": round(self.terms.mean, 4),

@@ -31,7 +31,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 #: The project's topics folder (a checkout); the egg carries a copy in focused/topics.
-PROJECT_TOPICS = Path(__file__).resolve().parent.parent / "topics"
+PROJECT_TOPICS = Path(__file__).resolve().parents[2] / "topics"
 
 THRESHOLD_RANGES = {"page": (0.0, 5.0), "anchor": (0.0, 1.0)}
 

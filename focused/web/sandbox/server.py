@@ -1,6 +1,6 @@
-"""Serve a generated :class:`~focused.sandbox.generator.Site` over real HTTP on loopback.
+"""Serve a generated :class:`~focused.web.sandbox.generator.Site` over real HTTP on loopback.
 
-``python -m focused.sandbox [--port N] [--seed N] [--pages N] [--mode M]`` prints the base
+``python -m focused.web.sandbox [--port N] [--seed N] [--pages N] [--mode M]`` prints the base
 URL on one line, then serves until killed (benchmarks start it as a separate process).
 """
 
@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from urllib.parse import unquote, urlsplit
 
-from focused.sandbox.generator import Site, generate_site
+from focused.web.sandbox.generator import Site, generate_site
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -136,7 +136,7 @@ def serve(host: str, port: int, seed: int, pages: int, mode: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m focused.sandbox", description="Serve the offline sandbox web."
+        prog="python -m focused.web.sandbox", description="Serve the offline sandbox web."
     )
     add_arguments(parser)
     args = parser.parse_args(argv)

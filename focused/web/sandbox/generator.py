@@ -25,8 +25,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 
-from focused.sandbox import hostile
-from focused.sandbox.vocab import (
+from focused.web.sandbox import hostile
+from focused.web.sandbox.vocab import (
     FILLER_EN,
     FILLER_ZH,
     HUB_CATEGORY,
@@ -37,7 +37,7 @@ from focused.sandbox.vocab import (
     Subject,
 )
 
-#: "hostile": the normal site plus the hostile corner of :mod:`focused.sandbox.hostile`
+#: "hostile": the normal site plus the hostile corner of :mod:`focused.web.sandbox.hostile`
 MODES = ("normal", "hostile")
 MIN_PAGES = 60
 HUB_SIZE = 30  # main pages listed per hub page

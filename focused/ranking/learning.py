@@ -45,8 +45,8 @@ from sklearn.feature_extraction import FeatureHasher
 from sklearn.feature_extraction.text import HashingVectorizer
 from sklearn.linear_model import SGDRegressor
 
-from focused.frontier import META_EVIDENCE as FRONTIER_EVIDENCE
-from focused.relevance import HASH_IN_C_FROM, N_FEATURES, feature, term_counts, tokenize
+from focused.frontier.memory import META_EVIDENCE as FRONTIER_EVIDENCE
+from focused.ranking.relevance import HASH_IN_C_FROM, N_FEATURES, feature, term_counts, tokenize
 
 __all__ = [
     "META_ANCHOR",
@@ -77,7 +77,7 @@ META_PARENT = "parent_relevance"
 #: Request meta key: the term model's score of the link when it was scored.
 META_TERMS = "term_score"
 #: Request meta key: the link's rescoring evidence (bytes, :func:`encode_evidence`),
-#: kept packed in the frontier entry (:attr:`focused.frontier.Entry.evidence`).
+#: kept packed in the frontier entry (:attr:`focused.frontier.memory.Entry.evidence`).
 META_EVIDENCE = FRONTIER_EVIDENCE
 #: At most this many characters of anchor text and of context travel in a request.
 MAX_ANCHOR_CHARS = 100
@@ -194,7 +194,7 @@ class TermModel:
     ``score(t) = (sum_t + k * mean) / (count_t + k)``: a term seen in few pages stays
     near the crawl's mean label ``mean``; ``k`` is ``shrinkage``. The topic's keywords
     are ``keyword_pages`` pseudo-pages of label ``weight / max weight`` each. Terms are
-    hashed as :mod:`focused.relevance` hashes them (murmurhash3, ``N_FEATURES`` buckets;
+    hashed as :mod:`focused.ranking.relevance` hashes them (murmurhash3, ``N_FEATURES`` buckets;
     two float arrays, 16 MB), with a bounded cache of term -> bucket.
     """
 
@@ -250,7 +250,7 @@ class TermModel:
 
     def learn_page(self, terms: Iterable[str | bytes], y: float) -> None:
         """One fetched page: each of its distinct ``terms`` gets label ``y`` once (see
-        :func:`focused.relevance.term_counts` for the terms of a text)."""
+        :func:`focused.ranking.relevance.term_counts` for the terms of a text)."""
         self.pages += 1
         self.total += y
         terms = list(terms)
@@ -563,9 +563,9 @@ class LinkClassifier:
 
 
 class TermWeights:
-    """A weighted term set scored like :class:`focused.relevance.TopicVector` (cosine of
+    """A weighted term set scored like :class:`focused.ranking.relevance.TopicVector` (cosine of
     term counts with the weights), without touching jieba's dictionary: the expanded
-    topic's terms come out of :func:`~focused.relevance.tokenize` already, and adding
+    topic's terms come out of :func:`~focused.ranking.relevance.tokenize` already, and adding
     words to jieba again would change how every later page is segmented."""
 
     def __init__(self, weights: Mapping[str, float]) -> None:

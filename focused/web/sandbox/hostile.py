@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 if TYPE_CHECKING:
-    from focused.sandbox.generator import Site
+    from focused.web.sandbox.generator import Site
 
 INDEX = "/hostile/"
 INDEX_ANCHOR = "hostile corner 陷阱"

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from focused.frontier import Entry
+from focused.frontier.memory import Entry
 
 __all__ = [
     "DONE",

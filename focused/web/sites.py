@@ -15,9 +15,9 @@ from urllib.parse import urljoin, urlsplit
 
 from w3lib.url import canonicalize_url
 
-from focused.metrics import read_labels, targets_from_labels
-from focused.sandbox import SandboxServer, generate_site
-from focused.topics import Topic
+from focused.output.metrics import read_labels, targets_from_labels
+from focused.web.sandbox import SandboxServer, generate_site
+from focused.web.topics import Topic
 
 
 class SandboxError(RuntimeError):

@@ -1,4 +1,4 @@
-"""Print a crawl's recall/precision summary: ``python -m focused.report OUTPUT_DIR``."""
+"""Print a crawl's recall/precision summary: ``python -m focused.output.report OUTPUT_DIR``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from focused.metrics import read_points_csv
+from focused.output.metrics import read_points_csv
 
 
 def report(folder: Path) -> str:

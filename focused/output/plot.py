@@ -17,7 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from focused.metrics import Point, read_points_csv  # noqa: E402
+from focused.output.metrics import Point, read_points_csv  # noqa: E402
 
 __all__ = ["plot_curves"]
 
@@ -38,7 +38,7 @@ def plot_curves(
 ) -> Path:
     """Write a PNG of recall (top) and precision (bottom) against pages crawled.
 
-    ``curves``: a ``metrics.csv`` path, a list of :class:`~focused.metrics.Point` (or
+    ``curves``: a ``metrics.csv`` path, a list of :class:`~focused.output.metrics.Point` (or
     ``(pages, precision, recall, ...)`` tuples), or ``{label: one of those}`` for several
     strategies on one figure. A curve without targets (recall ``None``) has no recall
     line; its precision is then the relevant-page harvest rate.

@@ -14,7 +14,7 @@ bucket per priority, a heap of the priorities, and in each bucket the entries in
 (``seq``) order, packed back to back in one ``bytearray``. A record is a fixed header
 (size, seq, fingerprint, the strategy's state: value, m, anchor relevance, depth, hops,
 16 flag bits, interned ids of the parent page's URL and of the URL's ``scheme://host``)
-then the rest of the URL in UTF-8. A :class:`~focused.dedup.FingerprintTable` maps each
+then the rest of the URL in UTF-8. A :class:`~focused.frontier.seen.FingerprintTable` maps each
 waiting fingerprint to ``(bucket id, seq)`` of its live record in 16 bytes per slot.
 Popping the best entry deletes from the front of the best bucket (O(1): CPython's
 ``bytearray`` moves its start); an annealing pick reads the top K records in place and
@@ -46,8 +46,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from focused.annealing import Annealer
-from focused.dedup import FingerprintTable
+from focused.frontier.seen import FingerprintTable
+from focused.ranking.annealing import Annealer
 
 __all__ = ["META_EVIDENCE", "Entry", "Frontier", "MemoryFrontier", "Rescorer"]
 
@@ -77,7 +77,7 @@ class Entry:
     """One waiting URL and what is needed to rebuild its request."""
 
     url: str
-    fp: int  # 64-bit fingerprint (:func:`focused.dedup.url_fingerprint`)
+    fp: int  # 64-bit fingerprint (:func:`focused.frontier.seen.url_fingerprint`)
     priority: int = 0  # Scrapy priority, higher first
     value: float = 0.0  # the strategy's link value (annealing compares it)
     depth: int = 0
@@ -169,7 +169,7 @@ class MemoryFrontier:
 
     ``push`` costs O(1) plus O(log b) for a new priority (b buckets); ``pop`` takes the
     front of the best bucket; ``pop_annealed`` reads the top K live records in place, lets
-    the :class:`~focused.annealing.Annealer` choose one and removes only that one (the
+    the :class:`~focused.ranking.annealing.Annealer` choose one and removes only that one (the
     others keep their place, as if pushed back). ``promoted`` counts promotions.
     """
 

@@ -1,0 +1,73 @@
+"""The request meta keys of the focused crawler, and what the spider tells about a page.
+
+Like Scrapy's own ``depth`` (set by ``DepthMiddleware``) or ``redirect_urls`` (set by
+``RedirectMiddleware``), the crawler keeps per-request state in ``Request.meta``. Every
+key it sets is named here, and each starts with ``focused_``, so a spider's own meta
+(``meta["m"]``, ``meta["hops"]``, ...) travels through the crawler untouched.
+
+Set by the spider on each link request:
+
+- ``focused_anchor_relevance`` (:data:`ANCHOR_RELEVANCE`): cosine of the link's anchor
+  text with the topic, ``r`` in the m-value rule (Liu, Xia & Xu 2010); 1.0 for a seed.
+- ``focused_parent_url`` (:data:`PARENT_URL`): URL of the page that holds the link;
+  ``""`` for a seed.
+- ``focused_anchor_text`` and ``focused_link_context`` (:data:`ANCHOR_TEXT`,
+  :data:`LINK_CONTEXT`): the anchor text and the words around the link, only for a
+  strategy that asks for them (:attr:`focused.strategies.base.Strategy.link_evidence`).
+
+Set by :class:`focused.middlewares.FocusedPriorityMiddleware` when it scores a link
+(``request.priority`` is set at the same time):
+
+- ``focused_value`` (:data:`LINK_VALUE`): the strategy's value of the link, about
+  [0, 1], higher better; the annealing pick (He, Cheng & Cai 2009) compares these.
+- ``focused_m`` and ``focused_hops`` (:data:`M`, :data:`HOPS`): the link's message value
+  and the number of irrelevant pages crossed since the last relevant one (the m-value
+  rule's state).
+- ``focused_evidence`` (:data:`EVIDENCE`): bytes a rescoring strategy keeps to value the
+  link again later; the frontier stores them packed.
+- whatever else the strategy returns in :attr:`focused.strategies.base.LinkScore.meta`
+  (named by the strategy, e.g. :data:`PARENT_RELEVANCE`, :data:`TERM_SCORE`).
+
+Set by the spider on the *response* it parsed, for the middleware:
+
+- ``focused_page`` (:data:`PAGE`): a :class:`PageFacts`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ANCHOR_RELEVANCE = "focused_anchor_relevance"
+PARENT_URL = "focused_parent_url"
+ANCHOR_TEXT = "focused_anchor_text"
+LINK_CONTEXT = "focused_link_context"
+LINK_VALUE = "focused_value"
+M = "focused_m"
+HOPS = "focused_hops"
+EVIDENCE = "focused_evidence"
+#: The ``learning`` strategy's: the parent page's relevance degree in [0, 1] ...
+PARENT_RELEVANCE = "focused_parent_relevance"
+#: ... and the term model's score of the link when it was scored.
+TERM_SCORE = "focused_term_score"
+PAGE = "focused_page"
+
+#: Scrapy's own key (``DepthMiddleware``), read here.
+DEPTH = "depth"
+
+
+@dataclass(frozen=True, slots=True)
+class PageFacts:
+    """What the spider found out about a page, handed to the priority middleware.
+
+    ``page_relevance`` is A = 4B + C (B the title's cosine with the topic, C the body's;
+    the page rule used by Liu, Xia & Xu 2010), ``relevant`` is A above the page
+    threshold, ``link_count`` the number of links the page holds (``t`` in Gao & Han's
+    link weight). ``terms`` (the page's distinct terms, UTF-8) is filled only for a
+    strategy that learns from pages (:attr:`focused.strategies.base.Strategy.learns`).
+    """
+
+    page_relevance: float = 0.0
+    relevant: bool = False
+    body_relevance: float = 0.0
+    link_count: int = 0
+    terms: tuple[bytes, ...] | None = None

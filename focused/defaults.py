@@ -29,32 +29,32 @@ DEFAULTS: dict[str, Any] = {
     "FOCUSED_SANDBOX_MODE": "normal",
     # Port of the embedded sandbox (0: a free one; a JOBDIR crawl reuses its first port).
     "FOCUSED_SANDBOX_PORT": 0,
-    # --- relevance (seed 000, seed 002) ----------------------------------------
+    # --- relevance (page relevance A = 4B + C; anchor threshold f of the m-value rule)
     "FOCUSED_TITLE_WEIGHT": 4.0,  # A = 4B + C
     "FOCUSED_PAGE_THRESHOLD": 2.0,  # relevant when A > threshold
     "FOCUSED_ANCHOR_THRESHOLD": 0.2,  # f: anchor relevant when r > f
     # --- strategy --------------------------------------------------------------
     "FOCUSED_STRATEGY": "annealing",
-    # genetic m-value rule (seed 000)
+    # genetic m-value rule (Liu, Xia & Xu 2010)
     "FOCUSED_M_INITIAL": 100.0,
     "FOCUSED_GENETIC_RATIO": 0.8,
     # side channels are dropped after this many irrelevant hops (m < M0 * b**hops)
     "FOCUSED_MAX_TUNNEL_HOPS": 6,
-    # simulated annealing (seed 001)
+    # simulated-annealing pick (He, Cheng & Cai 2009)
     "FOCUSED_SA_T0": 0.05,
     "FOCUSED_SA_ALPHA": 0.995,
     "FOCUSED_SA_T_MIN": 1e-4,
     "FOCUSED_SA_K": 8,
-    # tunneling scope widening (seed 001): below the page threshold, the anchor
-    # threshold is multiplied by this factor for the page's links
+    # tunneling scope widening (He, Cheng & Cai 2009): below the page threshold, the
+    # anchor threshold is multiplied by this factor for the page's links
     "FOCUSED_TUNNEL_WIDENING": 0.5,
-    # BS-BS (seed 004): at most D irrelevant hops below a relevant page
+    # BS-BS (Lin et al. 2007): at most D irrelevant hops below a relevant page
     "FOCUSED_BSBS_DEPTH": 2,
     # random seed of every random choice of a crawl
     "FOCUSED_SEED": 42,
-    # learning strategy (issue 8, focused/ranking/learning.py): a link's value is the mean
-    # label of the fetched pages using its best anchor/URL term, shrunk to the crawl's
-    # mean with this many pseudo-pages
+    # learning strategy (focused/ranking/learning.py, docs/learning.md): a link's value
+    # is the mean label of the fetched pages using its best anchor/URL term, shrunk to
+    # the crawl's mean with this many pseudo-pages
     "FOCUSED_LEARNING_SHRINKAGE": 3.0,
     # share of the text around a link (mean term) in its value
     "FOCUSED_LEARNING_CONTEXT_SHARE": 0.3,
@@ -86,7 +86,7 @@ DEFAULTS: dict[str, Any] = {
     "FOCUSED_FRONTIER": "memory",  # "memory" (SQLite journal under JOBDIR) or "redis"
     "FOCUSED_REDIS_KEY": "focused:{topic}",
     "FOCUSED_REDIS_LEASE": 60.0,
-    # --- a hostile web (focused/robustness.py, focused/web/sanitize.py; issue 7) ----
+    # --- a hostile web (focused/robustness.py, focused/web/sanitize.py) ------------
     # at most this many downloads per host name (0: no cap); bounds an endless URL
     # space (a calendar, a session id in every link) on one host
     "FOCUSED_MAX_PAGES_PER_HOST": 0,

@@ -1,4 +1,4 @@
-"""Scrapy glue of the defences in :mod:`focused.web.sanitize` (issue 7: a hostile web).
+"""Scrapy glue of the defences in :mod:`focused.web.sanitize` (a hostile web).
 
 Most hostile cases are Scrapy's own job and only need the right settings: time-outs
 (``DOWNLOAD_TIMEOUT``), size (``DOWNLOAD_MAXSIZE``, also on the inflated size of a gzip

@@ -15,7 +15,7 @@ REMOTE_CONTROL_ENABLED = False
 TELNETCONSOLE_ENABLED = False
 ROBOTSTXT_OBEY = True
 USER_AGENT = "focused/0.1 (+topical research crawler; Scrapy)"
-DOWNLOAD_TIMEOUT = 10  # seed 002: connect and read time-outs of 10 s
+DOWNLOAD_TIMEOUT = 10  # connect and read time-outs of 10 s (web-crawler thesis, Binzhou 2010)
 DOWNLOAD_MAXSIZE = 8 * 1024 * 1024
 DOWNLOAD_WARNSIZE = 2 * 1024 * 1024
 REDIRECT_MAX_TIMES = 5
@@ -55,7 +55,8 @@ ITEM_PIPELINES = {
     "focused.pipelines.MetricsPipeline": 800,
 }
 
-# Paper parameters (seed 000), repeated here because they are the ones users tune.
+# The m-value rule's parameters (Liu, Xia & Xu 2010), repeated here because they are the
+# ones users tune.
 FOCUSED_STRATEGY = "annealing"
 FOCUSED_M_INITIAL = 100.0
 FOCUSED_GENETIC_RATIO = 0.8

@@ -1,4 +1,4 @@
-"""Simulated-annealing selection (seed 001)."""
+"""Simulated-annealing selection (He, Cheng & Cai 2009)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The compact priority frontier (waiting queue of seed 000)."""
+"""The compact priority frontier (the waiting queue of the m-value rule, Liu, Xia & Xu 2010)."""
 
 from __future__ import annotations
 
@@ -151,7 +151,7 @@ def test_100k_pushes_and_pops_are_quick():
     assert time.perf_counter() - t < 5.0
 
 
-# --- rescoring (issue 8: a learning strategy re-orders the waiting links) ---------------
+# --- rescoring (the learning strategy re-orders the waiting links) ---------------------
 def _by_evidence(table: dict[bytes, int]):
     """A rescorer that looks each entry's evidence up in ``table`` (and counts calls)."""
     calls: list[list[bytes]] = []

@@ -1,4 +1,4 @@
-"""The m-value rule of seed 000 (ALGORITHMS.md section 2) with the paper's numbers.
+"""The genetic m-value rule (Liu, Xia & Xu 2010) with the paper's numbers.
 
 M0 = 100, b = 0.8, f = 0.2.
 """

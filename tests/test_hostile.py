@@ -1,5 +1,5 @@
-"""A hostile web and hostile input (issue 7): every case is counted, skipped or handled,
-the crawl goes on, and nothing is half-written.
+"""A hostile web and hostile input (the cases of docs/robustness.md): every case is
+counted, skipped or handled, the crawl goes on, and nothing is half-written.
 
 The crawls run the real ``scrapy crawl focused`` against the sandbox in hostile mode
 (``FOCUSED_SANDBOX_MODE=hostile``: the normal 60-page site plus ``/hostile/``).

@@ -1,5 +1,5 @@
 """Property tests (hypothesis): the tokenizer on any Unicode, relevance bounds, the m-value
-rule of seed 000, and URL canonicalisation (issue 7)."""
+rule (Liu, Xia & Xu 2010), and URL canonicalisation on a hostile web."""
 
 from __future__ import annotations
 
@@ -88,7 +88,7 @@ def test_page_relevance_is_bounded_and_monotone(title, body, weight):
     assert page_relevance(title, min(1.0, body + 0.1), weight) >= a
 
 
-# --- the m-value rule (seed 000) ---------------------------------------------------------
+# --- the m-value rule (Liu, Xia & Xu 2010) -----------------------------------------------
 M0 = st.floats(min_value=1.0, max_value=1000.0)
 RATIO = st.floats(min_value=0.01, max_value=0.99)
 UNIT = st.floats(min_value=0.0, max_value=1.0)
@@ -151,7 +151,7 @@ def test_priority_orders_by_m_then_r(m1, m2, r1, r2):
 )
 def test_each_irrelevant_hop_ranks_below_the_last(m0, ratio, k, r1, r2):
     """With the paper's kind of parameters, a link one more hop down a side channel
-    always waits behind, whatever the anchors (seed 000: order by m first)."""
+    always waits behind, whatever the anchors (the m-value rule orders by m first)."""
     assert priority(m0 * ratio**k, r1) > priority(m0 * ratio ** (k + 1), r2)
 
 

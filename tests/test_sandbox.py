@@ -162,7 +162,7 @@ def test_seeds_exist_and_name_the_topic_hub(site: Site) -> None:
         assert set(site.seeds(prefix)) <= html_paths(site)
 
 
-# --- tunnels (seed 000, figure 2) --------------------------------------------------------
+# --- tunnels (figure 2 of Liu, Xia & Xu 2010) --------------------------------------------
 
 
 def min_irrelevant_pages(site: Site, prefix: str) -> dict[str, int]:
@@ -298,7 +298,7 @@ def test_a_20000_page_site_generates_in_seconds() -> None:
     assert len(big.tunnel_targets(CHEM)) > 500
 
 
-# --- the page relevance of seed 002 separates the subjects -------------------------------
+# --- the page relevance A = 4B + C separates the subjects --------------------------------
 
 
 def test_chemistry_pages_outscore_every_off_topic_page(site: Site) -> None:

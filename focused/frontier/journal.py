@@ -2,7 +2,8 @@
 
 Scrapy's own ``JOBDIR`` support writes the pending requests at a clean shutdown only; a
 crawl killed with ``kill -9`` starts over. This journal records every change of the four
-queues of seed 000 as it happens, one row per URL the crawl has queued::
+queues of the m-value rule (Liu, Xia & Xu 2010: waiting, in flight, done, error) as it
+happens, one row per URL the crawl has queued::
 
     urls(fp, url, state, run, priority, value, seq, depth, m, hops, anchor, parent,
          flags, extra)

@@ -1,9 +1,10 @@
-"""The waiting queue of seed 000 as a compact priority frontier for millions of URLs.
+"""The waiting queue of the m-value rule (Liu, Xia & Xu 2010), as a compact priority
+frontier for millions of URLs.
 
 Order: ``priority`` descending, then first found first (FIFO on a sequence number), so a
 strategy whose priority is ``-depth`` crawls breadth-first. A URL is queued at most once:
 pushed again with a *higher* priority it is **promoted** (it keeps its better score, the
-question seed 000 leaves open: "a URL found again keeps the best m"); pushed again with an
+question the paper leaves open: "a URL found again keeps the best m"); pushed again with an
 equal or lower priority it is ignored.
 
 Storage (about 110-130 bytes per URL instead of ~1 KB for a ``scrapy.Request`` with its
@@ -81,7 +82,7 @@ class Entry:
     priority: int = 0  # Scrapy priority, higher first
     value: float = 0.0  # the strategy's link value (annealing compares it)
     depth: int = 0
-    m: float = 0.0  # message value (seed 000)
+    m: float = 0.0  # message value of the m-value rule
     hops: int = 0
     anchor_relevance: float = 0.0
     parent_url: str = ""

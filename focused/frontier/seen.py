@@ -1,4 +1,4 @@
-"""Exact seen-URL set on 64-bit URL fingerprints (URL de-duplication, seed 002).
+"""Exact seen-URL set on 64-bit URL fingerprints (URL de-duplication).
 
 A URL's fingerprint is the first 8 bytes of the SHA-1 of its canonical form
 (:func:`w3lib.url.canonicalize_url`, as Scrapy's request fingerprint uses: query
@@ -39,7 +39,8 @@ def url_fingerprint(url: str) -> int:
 
     Canonicalising is the costly part (~7 us). Most links a crawler extracts were seen
     before (navigation, popular pages), so the last :data:`URL_CACHE_SIZE` URLs are kept
-    in an LRU cache: Broder, Najork and Wiener (2003, thesis seed 002's appendix) found
+    in an LRU cache: Broder, Najork and Wiener (2003, "Efficient URL caching for World Wide Web
+    crawling") found
     that a cache of ~50,000 URLs answers ~80% of a crawler's seen-URL tests.
     """
     digest = hashlib.sha1(canonicalize_url(url).encode("utf-8")).digest()  # noqa: S324

@@ -1,6 +1,6 @@
 """Recall and precision of a focused crawl against the number of pages crawled.
 
-Definitions from seed 000 (section "Evaluation" of ALGORITHMS.md):
+Definitions from the evaluation of the m-value rule (Liu, Xia & Xu 2010):
 
 - recall = target pages collected / all target pages;
 - precision = target pages collected / all pages crawled (the *harvest rate*).
@@ -103,7 +103,7 @@ def targets_from_labels(
 
 
 class HarvestCurve:
-    """Recall and precision after every page of a crawl (seed 000's evaluation).
+    """Recall and precision after every page of a crawl (the evaluation of Liu, Xia & Xu 2010).
 
     ``targets``: canonical absolute URLs of all target pages, or ``None``/empty when
     unknown. A page counts once (a URL added again is ignored). ``is_target`` given to

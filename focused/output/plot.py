@@ -1,6 +1,6 @@
 """Recall and precision against pages crawled, as a PNG (matplotlib, Agg backend).
 
-Seed 000 plots both measures against the number of pages crawled for each strategy on
+Liu, Xia & Xu (2010) plot both measures against the number of pages crawled for each strategy on
 the same seeds; :func:`plot_curves` draws one curve (a crawl's ``metrics.csv`` or its
 points) or several (``{label: points}``) on two panels: recall on top, precision below.
 """

@@ -1,6 +1,6 @@
-"""Simulated-annealing selection of the next link (He, Cheng and Cai, seed 001, 2009).
+"""Simulated-annealing selection of the next link (He, Cheng & Cai 2009).
 
-Best-first always takes the best-valued link. Seed 001 removes that greediness with a
+Best-first always takes the best-valued link. He, Cheng & Cai (2009) remove that greediness with a
 simulated-annealing rule: at each pick, the best entry of the frontier competes with a
 candidate drawn uniformly from the top ``K``; the candidate is taken with the Metropolis
 probability
@@ -34,7 +34,10 @@ __all__ = ["Annealer"]
 
 
 class Annealer:
-    """Metropolis choice among the top ``k`` values, with geometric cooling (seed 001)."""
+    """Metropolis choice among the top ``k`` values, with geometric cooling.
+
+    The selection rule of He, Cheng & Cai (2009); see the module docstring.
+    """
 
     def __init__(
         self,

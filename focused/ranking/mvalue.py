@@ -1,4 +1,4 @@
-"""The genetic m-value rule of Liu, Xia and Xu (seed 000, 2010).
+"""The genetic m-value rule (Liu, Xia & Xu 2010).
 
 Every URL carries a relevance message value ``m`` inherited from the page that links to
 it, and the relevance ``r`` of its anchor text. With initial value ``M0``, genetic ratio

@@ -16,7 +16,7 @@ A topic file ``topics/<name>.toml`` looks like::
     page = 2.0                                # FOCUSED_PAGE_THRESHOLD
     anchor = 0.2                              # FOCUSED_ANCHOR_THRESHOLD
 
-Seed 003 (Gao & Han) derives keyword weights from authority pages; here they are
+Gao & Han derive keyword weights from authority pages; here they are
 written by hand and can be tuned in the file.
 """
 

@@ -5,11 +5,11 @@ paginated hub pages (``/hub/chemistry-2.html``) that list a subject's *main* pag
 home page ``/`` that links every first hub, a ``/private/`` page that robots.txt
 disallows, ``/robots.txt`` and ``/labels.tsv`` (wikispeedia's format).
 
-Tunnels (seed 000, figure 2: A -> C -> F): about a quarter of each subject's pages sit in
-*clusters* that no page of their own subject (nor any hub) links to. The only way in is a
-chain ``main page of S -> 1..3 tunnel pages of other subjects -> cluster``, where the
-anchors along the chain are off-topic and the anchor into the cluster is (mostly)
-on-topic. :meth:`Site.tunnel_targets` computes these pages from the link graph.
+Tunnels (figure 2 of Liu, Xia & Xu 2010: A -> C -> F): about a quarter of each subject's
+pages sit in *clusters* that no page of their own subject (nor any hub) links to. The only
+way in is a chain ``main page of S -> 1..3 tunnel pages of other subjects -> cluster``,
+where the anchors along the chain are off-topic and the anchor into the cluster is
+(mostly) on-topic. :meth:`Site.tunnel_targets` computes these pages from the link graph.
 
 Pure Python, no Scrapy: the same seed gives a byte-identical site.
 """
@@ -116,7 +116,7 @@ class Site:
 
     def tunnel_targets(self, prefix: str) -> set[str]:
         """Targets of ``prefix`` that no path from ``/`` reaches without passing through
-        a page that is neither a target nor a hub (the tunnel case of seed 000)."""
+        a page that is neither a target nor a hub (the tunnel case of Liu, Xia & Xu 2010)."""
         targets = self.targets(prefix)
         hubs = self.targets(HUB_CATEGORY)
         return targets - self.reachable(["/"], through=targets | hubs)

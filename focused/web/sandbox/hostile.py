@@ -1,7 +1,8 @@
 """The hostile corner of the sandbox web (``FOCUSED_SANDBOX_MODE=hostile``).
 
 The hostile site is the normal site of the same seed (byte for byte) plus ``/hostile/``,
-linked from the home page, where every case of issue 7 is served:
+linked from the home page, where every hostile-web case of ``docs/robustness.md`` is
+served:
 
 - ``/hostile/enc/``: the same Chinese chemistry text in GBK, GB2312 and Big5, with the
   right charset header, with none (``<meta>`` only, or nothing: sniffing), with a wrong

@@ -59,9 +59,10 @@ DEPTH = "depth"
 class PageFacts:
     """What the spider found out about a page, handed to the priority middleware.
 
-    ``page_relevance`` is A = 4B + C (B the title's cosine with the topic, C the body's;
-    the page-relevance rule of the web-crawler thesis (Binzhou University 2010)), ``relevant`` is A above the page
-    threshold, ``link_count`` the number of links the page holds (``t`` in Gao & Han's
+    ``page_relevance`` is A = 4B + C (B the title's cosine with the topic, C the body's:
+    the page-relevance rule of the web-crawler thesis, Binzhou University 2010),
+    ``relevant`` is A above the page threshold, ``link_count`` the number of links the page
+    holds (``t`` in Gao & Han's
     link weight). ``terms`` (the page's distinct terms, UTF-8) is filled only for a
     strategy that learns from pages (:attr:`focused.strategies.base.Strategy.learns`).
     """

@@ -43,8 +43,8 @@ test: install
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 lint: install
-	$(VENV)/bin/ruff check focused tests
-	$(VENV)/bin/ruff format --check focused tests
+	$(VENV)/bin/ruff check focused tests bench
+	$(VENV)/bin/ruff format --check focused tests bench
 
 clean:
 	rm -rf out .pytest_cache
@@ -61,7 +61,7 @@ deploy: install
 	XDG_CONFIG_HOME=$(CURDIR)/out/deploy $(VENV)/bin/scrapyd-deploy make -p focused \
 		$(if $(DEPLOY_VERSION),-v $(DEPLOY_VERSION))
 
-# --- quality benchmark (issue 4): real Scrapy crawls of the labelled wikispeedia site
+# --- quality benchmark: real Scrapy crawls of the labelled wikispeedia site
 # served on 127.0.0.1, every strategy, same budget; writes out/bench/quality.{csv,md} and
 # one PNG per (topic, seed set). Variables (all optional):
 #   TOPIC="chemistry physics"  HELDOUT=mathematics  CATEGORY=subject.Science.Chemistry
@@ -84,28 +84,28 @@ BENCH_ARGS = $(if $(filter-out file,$(origin TOPIC)),--topic $(TOPIC)) \
 
 .PHONY: bench-quality bench-quality-quick
 bench-quality: install
-	$(PY) -m focused.bench.quality $(BENCH_ARGS) --budget $(BUDGET) \
+	$(PY) -m bench.quality $(BENCH_ARGS) --budget $(BUDGET) \
 		$(if $(filter 1 yes true,$(COMPARE)),--compare-concurrency) --out $(BENCH_OUT)
 
 # CI check of the harness end to end: chemistry from Chemistry.html, 0.25 x 187 pages.
 bench-quality-quick: install
-	$(PY) -m focused.bench.quality --topic chemistry --held-out --seeds Chemistry.html \
+	$(PY) -m bench.quality --topic chemistry --held-out --seeds Chemistry.html \
 		--budget 0.25 $(if $(DATA),--data $(DATA)) --jobs $(JOBS) --out $(BENCH_QUICK_OUT)
 
-# Scale-out benchmark (issue 6): 1, 2 and 4 crawl processes on one private redis-server
+# Scale-out benchmark: 1, 2 and 4 crawl processes on one private redis-server
 # crawling the sandbox served by its own process; writes $(BENCH_OUT)/scale.json
 # (pages/s, duplicate fetches, pages lost, union = single-process crawl). Needs
 # redis-server (Debian package redis-server). SCALE_ARGS="--workers 1,2 --delay 0" etc.
 SCALE_ARGS ?=
 .PHONY: bench-scale
 bench-scale: install
-	$(PY) -m focused.bench.scale --out $(BENCH_OUT) $(SCALE_ARGS)
+	$(PY) -m bench.scale --out $(BENCH_OUT) $(SCALE_ARGS)
 
-# Speed benchmark (issue 5): plain Scrapy against focused (every strategy) on the sandbox
+# Speed benchmark: plain Scrapy against focused (every strategy) on the sandbox
 # (20,000 pages) and wikispeedia, each served by its own process, A B A B pairs; a
 # profile; the frontier at 100k/1M URLs and the seen-URL set at 1M/10M. Writes
 # $(BENCH_OUT)/speed.json and speed.md (~10-15 min). SPEED_ARGS="--pairs 3 --pages 300" etc.
 SPEED_ARGS ?=
 .PHONY: bench-speed
 bench-speed: install
-	$(PY) -m focused.bench.speed --out $(BENCH_OUT) $(if $(DATA),--data $(DATA)) $(SPEED_ARGS)
+	$(PY) -m bench.speed --out $(BENCH_OUT) $(if $(DATA),--data $(DATA)) $(SPEED_ARGS)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from bench.command import crawl_command, settings_from_strings
 
 PROJECT = Path(__file__).resolve().parent.parent
 SANDBOX_SEED = 7
@@ -43,34 +44,18 @@ def run_crawl(
     out: Path, *settings: str, topic: str = "chemistry", timeout: float = 240, check: bool = True
 ) -> Crawl:
     """Crawl the embedded sandbox with ``-s`` ``settings`` (``NAME=VALUE`` strings)."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "scrapy",
-        "crawl",
-        "focused",
-        "-a",
-        f"topic={topic}",
-        "-s",
-        "FOCUSED_WEB=sandbox",
-        "-s",
-        f"FOCUSED_SANDBOX_SEED={SANDBOX_SEED}",
-        "-s",
-        f"FOCUSED_SANDBOX_PAGES={SANDBOX_PAGES}",
-        "-s",
-        f"FOCUSED_OUTPUT_DIR={out}",
-        "-s",
-        "AUTOTHROTTLE_ENABLED=False",
-        "-s",
-        "LOG_LEVEL=INFO",
-        *(
-            ["-s", "SCHEDULER=scrapy.core.scheduler.Scheduler"]
-            if not (PROJECT / "focused/scheduler.py").exists()
-            else []
-        ),
-    ]
-    for setting in settings:
-        cmd += ["-s", setting]
+    defaults: dict[str, object] = {
+        "FOCUSED_WEB": "sandbox",
+        "FOCUSED_SANDBOX_SEED": SANDBOX_SEED,
+        "FOCUSED_SANDBOX_PAGES": SANDBOX_PAGES,
+        "AUTOTHROTTLE_ENABLED": False,
+        "LOG_LEVEL": "INFO",
+    }
+    if not (PROJECT / "focused/scheduler.py").exists():
+        defaults["SCHEDULER"] = "scrapy.core.scheduler.Scheduler"
+    cmd = crawl_command(
+        topic, output_dir=out, settings={**defaults, **settings_from_strings(settings)}
+    )
     proc = subprocess.run(cmd, cwd=PROJECT, capture_output=True, text=True, timeout=timeout)
     crawl = Crawl(out, proc.returncode, proc.stderr + proc.stdout)
     if check:

@@ -1,22 +1,24 @@
-"""Quality benchmark (issue 4): the oracle strategy, the harness's planning and, end to end,
+"""Quality benchmark: the oracle strategy, the harness's planning and, end to end,
 ``make bench-quality-quick`` (real Scrapy crawls of the wikispeedia site over loopback HTTP)
 whose CSV is checked against each crawl's own ``pages.sqlite3``."""
 
 from __future__ import annotations
 
 import csv
+import importlib
 import shutil
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from focused.bench import quality
-from focused.strategies import Parent, build
-from focused.strategies.oracle import OracleStrategy
+from bench import quality
+from bench.oracle import OracleStrategy
+from focused.strategies import Link, Parent
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "wikispeedia-site"
@@ -40,12 +42,14 @@ def _parent(depth: int = 0) -> Parent:
 
 # --- the oracle (pure) ----------------------------------------------------------------
 def test_oracle_puts_target_links_first_then_breadth_first_fifo() -> None:
-    oracle = build("oracle", targets=frozenset({"http://h/wiki/T%26U.html"}))
-    assert isinstance(oracle, OracleStrategy)
-    shallow_first = oracle.score(_parent(0), "http://h/wiki/B.html", 0.0)
-    shallow_second = oracle.score(_parent(0), "http://h/wiki/C.html", 0.9)
-    deep_target = oracle.score(_parent(5), "http://h/wiki/T%26U.html#x", 0.0)  # canonical
-    deeper = oracle.score(_parent(1), "http://h/wiki/D.html", 1.0)
+    oracle = OracleStrategy.from_params(
+        SimpleNamespace(targets=frozenset({"http://h/wiki/T%26U.html"}))
+    )
+    assert oracle.name == "oracle" and not oracle.anneal
+    shallow_first = oracle.score(_parent(0), Link("http://h/wiki/B.html", 0.0))
+    shallow_second = oracle.score(_parent(0), Link("http://h/wiki/C.html", 0.9))
+    deep_target = oracle.score(_parent(5), Link("http://h/wiki/T%26U.html#x", 0.0))  # canonical
+    deeper = oracle.score(_parent(1), Link("http://h/wiki/D.html", 1.0))
     assert deep_target.priority > shallow_first.priority > shallow_second.priority
     assert shallow_second.priority > deeper.priority  # depth 1 before depth 2, anchors ignored
     assert oracle.seed().priority > deep_target.priority
@@ -53,10 +57,48 @@ def test_oracle_puts_target_links_first_then_breadth_first_fifo() -> None:
 
 
 def test_oracle_without_targets_is_plain_breadth_first() -> None:
-    oracle = build("oracle")
-    a = oracle.score(_parent(2), "http://h/wiki/A.html", 1.0)
-    b = oracle.score(_parent(0), "http://h/wiki/B.html", 0.0)
+    oracle = OracleStrategy()
+    a = oracle.score(_parent(2), Link("http://h/wiki/A.html", 1.0))
+    b = oracle.score(_parent(0), Link("http://h/wiki/B.html", 0.0))
     assert b.priority > a.priority
+
+
+def test_the_oracle_crawl_names_its_class_and_keeps_its_label(tmp_path: Path) -> None:
+    """The oracle is not one of the package's strategies: its crawl selects it by dotted
+    path; its run folder (and so its rows) still say ``oracle``."""
+    site = _site(tmp_path)
+    args = quality.build_parser().parse_args(["--topic", "chemistry", "--seeds", "S.html"])
+    (group,) = quality.plan(args, site)
+    assert quality.strategies_of(quality.build_parser().parse_args(["--strategies", "bfs"])) == [
+        "oracle",
+        "bfs",
+    ]
+    commands = {}
+    for name in ("oracle", "bfs"):
+        job = quality.Job(group, name, None)
+        commands[name] = quality.crawl_command(
+            job,
+            base="http://127.0.0.1:1",
+            labels=tmp_path / "labels.tsv",
+            out_dir=tmp_path / job.out_dir,
+            seed=42,
+            scheduler="",
+            log_level="INFO",
+        )
+        assert job.out_dir.name == name
+    assert "FOCUSED_STRATEGY=bench.oracle.OracleStrategy" in commands["oracle"]
+    assert "FOCUSED_STRATEGY=bfs" in commands["bfs"]
+    assert commands["oracle"][:7] == [
+        sys.executable,
+        "-m",
+        "scrapy",
+        "crawl",
+        "focused",
+        "-a",
+        "topic=chemistry",
+    ]
+    module, _, cls = quality.ORACLE_CLASS.rpartition(".")
+    assert getattr(importlib.import_module(module), cls) is OracleStrategy
 
 
 # --- planning (no crawl) --------------------------------------------------------------
@@ -151,6 +193,11 @@ def _labelled_targets(prefix: str) -> set[str]:
 
 @needs_data
 @pytest.mark.integration
+@pytest.mark.xfail(
+    (ROOT / "focused" / "strategies" / "oracle.py").exists(),
+    reason="the crawler does not load FOCUSED_STRATEGY=bench.oracle.OracleStrategy yet",
+    strict=True,
+)
 def test_make_bench_quality_quick_end_to_end(tmp_path: Path) -> None:
     if shutil.which("make") is None:
         pytest.skip("make is not installed")

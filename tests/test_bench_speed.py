@@ -1,4 +1,4 @@
-"""Speed benchmark (issue 5): the harness end to end at tiny sizes, and the speed-ups
+"""Speed benchmark: the harness end to end at tiny sizes, and the speed-ups
 keeping their results (no timed assertion anywhere: speed is a benchmark, not a test)."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def test_harness_writes_every_number_with_tiny_sizes(tmp_path: Path) -> None:
     cmd = [
         sys.executable,
         "-m",
-        "focused.bench.speed",
+        "bench.speed",
         "--out",
         str(out),
         "--sites",

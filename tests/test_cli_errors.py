@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.command import crawl_command
+
 MakeTopic = Callable[..., Path]
 VALID_NAMES = ("annealing", "best_first", "bfs", "bsbs", "gao", "genetic")
 
@@ -21,7 +23,7 @@ def crawl(
 ) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
     return subprocess.run(
-        [*venv_scrapy, "crawl", "focused", "-s", f"FOCUSED_OUTPUT_DIR={out}", *args],
+        crawl_command(None, output_dir=out, scrapy=venv_scrapy, extra_args=args),
         cwd=project_root,
         env=env,
         capture_output=True,

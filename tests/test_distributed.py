@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from focused.bench.scale import (
+from bench.scale import (
     RedisServer,
     SandboxProcess,
     run_workers,
@@ -204,8 +204,8 @@ def test_robots_txt_holds_for_a_joining_worker_s_burst(
     through unchecked; the project's (``focused.robots``) does not."""
     import json
 
+    from bench.scale import crawl_command
     from focused import settings as project
-    from focused.bench.scale import crawl_command
     from focused.frontier.memory import Entry
     from focused.web.sandbox import generate_site
 

@@ -19,6 +19,7 @@ import pytest
 from crawling import Crawl, run_crawl
 from scrapy.http import HtmlResponse, TextResponse
 
+from bench.command import crawl_command
 from focused.output.store import PageStore
 from focused.ranking.relevance import TopicVector, page_relevance
 from focused.robustness import FocusedLinkExtractor, RobustnessMiddleware
@@ -333,7 +334,7 @@ def test_per_host_cap_bounds_an_endless_calendar(tmp_path):
 def run_cli(project_root: Path, venv_scrapy: list[str], out: Path, *args: str):
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
     return subprocess.run(
-        [*venv_scrapy, "crawl", "focused", "-s", f"FOCUSED_OUTPUT_DIR={out}", *args],
+        crawl_command(None, output_dir=out, scrapy=venv_scrapy, extra_args=args),
         cwd=project_root,
         env=env,
         capture_output=True,

@@ -21,7 +21,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from focused.bench.scale import (
+from bench.scale import (
     RedisServer,
     SandboxProcess,
     crawl_command,

@@ -21,6 +21,7 @@ from scrapy.utils.test import get_crawler
 from twisted.internet.error import ConnectionRefusedError
 from twisted.python.failure import Failure
 
+from bench.command import crawl_command, settings_from_strings
 from focused import signals as focused_signals
 from focused.frontier.journal import (
     DONE,
@@ -522,18 +523,16 @@ def _crawl_cmd(base: str, out: Path, *settings: str) -> list[str]:
     from focused.web.sandbox import generate_site
 
     seeds = generate_site(seed=7, pages=E2E_PAGES).seeds("subject.Science.Chemistry")
-    cmd = [sys.executable, "-m", "scrapy", "crawl", "focused", "-a", "topic=chemistry"]
-    for s in (
-        "FOCUSED_WEB=real",
-        "FOCUSED_SEEDS=" + ",".join(base + p for p in seeds),
-        "FOCUSED_STRATEGY=bfs",  # never drops a link: the fetched set is order-free
-        f"FOCUSED_OUTPUT_DIR={out}",
-        "AUTOTHROTTLE_ENABLED=False",
-        "LOG_LEVEL=DEBUG",
-        *settings,
-    ):
-        cmd += ["-s", s]
-    return cmd
+    defaults = {
+        "FOCUSED_WEB": "real",
+        "FOCUSED_SEEDS": ",".join(base + p for p in seeds),
+        "FOCUSED_STRATEGY": "bfs",  # never drops a link: the fetched set is order-free
+        "AUTOTHROTTLE_ENABLED": False,
+        "LOG_LEVEL": "DEBUG",
+    }
+    return crawl_command(
+        "chemistry", output_dir=out, settings={**defaults, **settings_from_strings(settings)}
+    )
 
 
 def _crawl(base: str, out: Path, *settings: str) -> str:
@@ -624,7 +623,7 @@ def test_crawl_killed_and_resumed_loses_at_most_the_in_flight_pages(
     assert _stored(out) == full_crawl
 
 
-# --- rescoring the waiting links (issue 8) ---------------------------------------------
+# --- rescoring the waiting links (learning) ----------------------------------------
 def test_rescore_signal_reorders_on_schedule_and_evidence_survives_a_resume(tmp_path: Path):
     """The scheduler rescores every FOCUSED_RESCORE_EVERY learnt pages, or every
     waiting / FOCUSED_RESCORE_BUDGET pages when longer; the evidence is journaled."""

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from focused.bench.process import terminate
+from bench.process import terminate
 
 PROJECT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

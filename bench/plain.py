@@ -1,11 +1,11 @@
-"""The plain-Scrapy reference crawler of the speed benchmark (``focused.bench.speed``).
+"""The plain-Scrapy reference crawler of the speed benchmark (``bench.speed``).
 
 A minimal spider that does what any Scrapy crawler does and nothing focused: follow every
 http(s) link of a page (Scrapy's ``LinkExtractor``), write one item per page (url, title)
 to a JSON lines feed. It runs with Scrapy's default scheduler and dupefilter, without the
 project's spider/downloader middlewares and pipelines:
 
-    python -m scrapy runspider focused/bench/plain.py -a seeds=URL[,URL...] \
+    python -m scrapy runspider bench/plain.py -a seeds=URL[,URL...] \
         -s FEEDS='{"out/items.jsonl": {"format": "jsonlines"}}'
 """
 

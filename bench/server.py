@@ -2,7 +2,7 @@
 
 The quality benchmark serves the wikispeedia site with it: a real HTTP server on a free
 loopback port, run in a thread of the benchmark process (or on its own with
-``python -m focused.bench.server FOLDER --port N``).
+``python -m bench.server FOLDER --port N``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 :class:`ChildProcess` starts a command, and :meth:`ChildProcess.stop` terminates it
 (``SIGTERM``, then ``SIGKILL`` after 10 s); :meth:`ChildProcess.kill` is a ``kill -9``.
 :class:`URLServer` is a server that prints its base URL on its first line of standard
-output (``python -m focused.web.sandbox --port 0``, ``python -m focused.bench.server``).
+output (``python -m focused.web.sandbox --port 0``, ``python -m bench.server``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Self
 
-PROJECT = Path(__file__).resolve().parents[2]
+PROJECT = Path(__file__).resolve().parents[1]
 
 
 def terminate(process: subprocess.Popen, timeout: float = 10.0) -> None:

@@ -45,9 +45,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from focused.bench.process import ChildProcess, URLServer
+from bench import command
+from bench.process import ChildProcess, URLServer
 
-PROJECT = Path(__file__).resolve().parents[2]
+PROJECT = Path(__file__).resolve().parents[1]
 CHEMISTRY = "subject.Science.Chemistry"
 
 __all__ = [
@@ -174,21 +175,20 @@ def crawl_command(
 ) -> list[str]:
     """``python -m scrapy crawl focused`` on the external sandbox; Redis frontier if
     ``redis_url``, else the in-memory one."""
-    cmd = [sys.executable, "-m", "scrapy", "crawl", "focused", "-a", f"topic={topic}"]
-    options = [
-        "FOCUSED_WEB=real",
-        f"FOCUSED_SEEDS={','.join(sandbox.seeds())}",
-        f"FOCUSED_LABELS={sandbox.base}/labels.tsv",
-        f"FOCUSED_OUTPUT_DIR={out}",
-        f"FOCUSED_STRATEGY={strategy}",
-        "AUTOTHROTTLE_ENABLED=False",
-        "LOG_LEVEL=INFO",
-    ]
+    options: dict[str, object] = {
+        "FOCUSED_WEB": "real",
+        "FOCUSED_SEEDS": ",".join(sandbox.seeds()),
+        "FOCUSED_LABELS": f"{sandbox.base}/labels.tsv",
+        "FOCUSED_STRATEGY": strategy,
+        "AUTOTHROTTLE_ENABLED": False,
+        "LOG_LEVEL": "INFO",
+    }
     if redis_url:
-        options += ["FOCUSED_FRONTIER=redis", f"REDIS_URL={redis_url}", f"FOCUSED_REDIS_KEY={key}"]
-    for option in [*options, *settings]:
-        cmd += ["-s", option]
-    return cmd
+        options.update(
+            {"FOCUSED_FRONTIER": "redis", "REDIS_URL": redis_url, "FOCUSED_REDIS_KEY": key}
+        )
+    options.update(command.settings_from_strings(settings))
+    return command.crawl_command(topic, output_dir=out, settings=options)
 
 
 def stored_urls(out: Path) -> list[str]:
@@ -372,7 +372,7 @@ def measure(run: Run, reference: set[str], redis: dict[str, int] | None = None) 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m focused.bench.scale",
+        prog="python -m bench.scale",
         description="1, 2, 4 crawler processes on one Redis crawling the sandbox.",
     )
     parser.add_argument("--workers", default="1,2,4", help="comma-separated process counts")

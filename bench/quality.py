@@ -1,4 +1,4 @@
-"""Quality benchmark (issue 4): recall and precision of every strategy on a real labelled web.
+"""Quality benchmark: recall and precision of every strategy on a real labelled web.
 
 Serves the wikispeedia site (4,604 real Wikipedia pages with subject labels, see its
 ``SOURCE.md``) with a real HTTP server on 127.0.0.1 and runs one **real Scrapy crawl**
@@ -6,7 +6,7 @@ Serves the wikispeedia site (4,604 real Wikipedia pages with subject labels, see
 scheduler and pipelines a user runs) per (topic, seed set, strategy), all with the same
 page budget: ``BUDGET`` x the number of targets reachable from the seed set.
 
-Evaluation is seed 000's: recall = targets crawled / targets reachable from the seeds,
+Evaluation as in Liu, Xia & Xu (2010): recall = targets crawled / targets reachable from the seeds,
 precision = targets crawled / pages crawled (the harvest rate), both against pages
 crawled. The ``oracle`` strategy knows the labels (a link to a known target first, else
 breadth-first); it is the ceiling that ``recall_over_oracle`` and ``auc_recall`` (area
@@ -18,7 +18,7 @@ store a few pages past ``CLOSESPIDER_ITEMCOUNT``). Outputs in ``--out`` (``out/b
 ``quality.csv``, ``quality.md``, one PNG per (topic, seed set), and ``runs/`` with each
 crawl's own output folder and log.
 
-Usage: ``python -m focused.bench.quality --help`` or ``make bench-quality``.
+Usage: ``python -m bench.quality --help`` or ``make bench-quality``.
 """
 
 from __future__ import annotations
@@ -46,12 +46,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
-from focused.bench.server import StaticServer
+from bench import command
+from bench.server import StaticServer
 from focused.output.metrics import HarvestCurve, read_labels, targets_from_labels
 from focused.strategies import STRATEGIES
 from focused.web.topics import Topic, TopicError, load_topic
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 #: The data lives beside the project, never in it.
 DEFAULT_DATA = Path("..") / "shared" / "data" / "wikispeedia-site"
 DEFAULT_OUT = Path("out") / "bench"
@@ -77,8 +78,10 @@ CSV_COLUMNS = (
 MEDIAN_COLUMNS = ("recall", "precision", "oracle_recall", "recall_over_oracle", "auc_recall")
 
 ORACLE = "oracle"
-#: Display order: the reference first, the learnt strategy (issue 8), then seed 000's
-#: strategies, then the baselines.
+#: The oracle is not in the ``focused`` package: its crawls name its class.
+ORACLE_CLASS = "bench.oracle.OracleStrategy"
+#: Display order: the reference first, the learnt strategy, then the m-value strategies of
+#: Liu, Xia & Xu (2010) (with the annealing of He, Cheng & Cai 2009), then the baselines.
 STRATEGY_ORDER = (
     "oracle",
     "learning",
@@ -286,6 +289,11 @@ def default_scheduler() -> str:
     return "" if tracked and path.is_file() else "scrapy.core.scheduler.Scheduler"
 
 
+def strategy_setting(name: str) -> str:
+    """``FOCUSED_STRATEGY`` of a crawl of the strategy ``name`` (a row's label)."""
+    return ORACLE_CLASS if name == ORACLE else name
+
+
 def crawl_command(
     job: Job,
     *,
@@ -306,9 +314,8 @@ def crawl_command(
         "FOCUSED_SEEDS": seeds,
         "FOCUSED_LABELS": str(labels),
         "FOCUSED_TARGET_CATEGORY": group.category,
-        "FOCUSED_STRATEGY": job.strategy,
+        "FOCUSED_STRATEGY": strategy_setting(job.strategy),
         "FOCUSED_SEED": str(seed),
-        "FOCUSED_OUTPUT_DIR": str(out_dir),
         "FOCUSED_METRICS_LOG_EVERY": "100",
         "CLOSESPIDER_ITEMCOUNT": str(group.budget),
         "AUTOTHROTTLE_ENABLED": "False",
@@ -321,10 +328,7 @@ def crawl_command(
     if scheduler:
         settings["SCHEDULER"] = scheduler
     settings.update(extra or {})
-    cmd = [sys.executable, "-m", "scrapy", "crawl", "focused", "-a", f"topic={group.topic_arg}"]
-    for name, value in settings.items():
-        cmd += ["-s", f"{name}={value}"]
-    return cmd
+    return command.crawl_command(group.topic_arg, output_dir=out_dir, settings=settings)
 
 
 def read_curve(out_dir: Path, group: Group) -> HarvestCurve:
@@ -827,9 +831,10 @@ def write_markdown(
 
 
 def _claim_section(rows: Sequence[dict[str, object]]) -> list[str]:
-    """Seed 000's claim: the m-value crawler's recall beats best-first late in the crawl."""
+    """The claim of Liu, Xia & Xu (2010): the m-value crawler's recall beats best-first
+    late in the crawl."""
     lines = [
-        "## Seed 000's claim: recall above best-first late in the crawl",
+        "## The claim of Liu, Xia & Xu (2010): recall above best-first late in the crawl",
         "",
         "Recall difference to `best_first` at half the budget and at the budget (positive: "
         "the strategy found more targets). With targets as the measure, precision at a "
@@ -942,7 +947,7 @@ def _seed_sets(values: Sequence[str] | None) -> list[tuple[str, ...]]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m focused.bench.quality",
+        prog="python -m bench.quality",
         description=(
             "Crawl the labelled wikispeedia site with every strategy (real Scrapy crawls "
             "over loopback HTTP) and write quality.csv, quality.md and one plot per "
@@ -1102,10 +1107,11 @@ def plan(args: argparse.Namespace, site: Site) -> list[Group]:
 
 def strategies_of(args: argparse.Namespace) -> list[str]:
     names = _split(args.strategies) or list(STRATEGY_ORDER)
-    unknown = [n for n in names if n not in STRATEGIES]
+    valid = {*STRATEGIES, ORACLE}
+    unknown = [n for n in names if n not in valid]
     if unknown:
         raise BenchError(
-            f"unknown strategy {', '.join(unknown)}; valid: {', '.join(sorted(STRATEGIES))}"
+            f"unknown strategy {', '.join(unknown)}; valid: {', '.join(sorted(valid))}"
         )
     if ORACLE not in names:
         names.insert(0, ORACLE)

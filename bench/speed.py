@@ -1,12 +1,12 @@
-"""Speed benchmark (issue 5, ``make bench-speed``): what focusing costs next to plain Scrapy.
+"""Speed benchmark (``make bench-speed``): what focusing costs next to plain Scrapy.
 
 Four parts, written to ``out/bench/speed.json`` and ``out/bench/speed.md``:
 
 - **throughput**: real crawls (``python -m scrapy crawl focused`` per strategy, and the
-  plain-Scrapy spider of :mod:`focused.bench.plain`: Scrapy's default scheduler and
+  plain-Scrapy spider of :mod:`bench.plain`: Scrapy's default scheduler and
   dupefilter, no focused middleware or pipeline, items to a JSON lines feed) of the same
   site served by a separate process: the sandbox (``python -m focused.web.sandbox --pages
-  20000 --port 0``) and the wikispeedia site (``python -m focused.bench.server``). Runs
+  20000 --port 0``) and the wikispeedia site (``python -m bench.server``). Runs
   alternate plain / focused (A B A B ...), one pair per strategy per round; every run has
   the same page budget (``CLOSESPIDER_ITEMCOUNT``), ``CONCURRENT_REQUESTS``, AutoThrottle
   off and ``LOG_LEVEL=WARNING``. The :class:`Probe` extension times each crawl from its
@@ -28,7 +28,7 @@ machine disturbs far less than wall time. Nothing here is a test:
 ``tests/test_bench_speed.py`` runs the harness with tiny sizes and checks its output,
 never a time.
 
-Usage: ``python -m focused.bench.speed --help``.
+Usage: ``python -m bench.speed --help``.
 """
 
 from __future__ import annotations
@@ -53,15 +53,16 @@ from typing import Any
 
 from scrapy import signals
 
-from focused.bench.process import URLServer
+from bench import command
+from bench.process import URLServer
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path("..") / "shared" / "data" / "wikispeedia-site"
 DEFAULT_OUT = Path("out") / "bench"
 CHEMISTRY = "subject.Science.Chemistry"
 WIKI_SEED = "/wiki/Chemistry.html"
 
-#: Targets of issue 5: (key, comparison, limit, aim)
+#: The project's speed targets: (key, comparison, limit, aim)
 TARGETS = (
     ("throughput.ratio_min", ">=", 0.9, 0.95),
     ("frontier.bytes_per_url", "<=", 200, 100),
@@ -180,7 +181,18 @@ class Probe:
         Path(self.path).write_text(json.dumps(data), encoding="utf-8")
 
 
-PROBE = "focused.bench.speed.Probe"
+PROBE = "bench.speed.Probe"
+
+
+def probe_class(tree: Path) -> str:
+    """The :class:`Probe`'s dotted path in the copy of the project at ``tree``: a tree
+    from before the benchmarks left the ``focused`` package has it in ``focused.bench``."""
+    if (
+        not (tree / "bench" / "speed.py").is_file()
+        and (tree / "focused" / "bench" / "speed.py").is_file()
+    ):
+        return "focused.bench.speed.Probe"
+    return PROBE
 
 
 # --- servers in their own processes ------------------------------------------------------
@@ -195,7 +207,7 @@ def sandbox_server(pages: int, seed: int = 7) -> ServerProcess:
 
 
 def static_server(folder: Path) -> ServerProcess:
-    cmd = [sys.executable, "-m", "focused.bench.server", str(folder), "--port", "0"]
+    cmd = [sys.executable, "-m", "bench.server", str(folder), "--port", "0"]
     return ServerProcess(cmd, "wikispeedia server")
 
 
@@ -233,13 +245,7 @@ def crawl_command(
 ) -> list[str]:
     """``kind`` is ``plain`` or a strategy name; ``extra`` settings go last."""
     settings = common_settings(pages, concurrency, probe_file)
-    if kind == "plain":
-        cmd = [sys.executable, "-m", "scrapy", "runspider", str(ROOT / "focused/bench/plain.py")]
-        cmd += ["-a", f"seeds={','.join(seeds)}"]
-        feed = {str(out_dir / "items.jsonl"): {"format": "jsonlines"}}
-        settings["FEEDS"] = json.dumps(feed)
-    else:
-        cmd = [sys.executable, "-m", "scrapy", "crawl", "focused", "-a", "topic=chemistry"]
+    if kind != "plain":
         settings.update(
             {
                 "FOCUSED_WEB": "real",
@@ -247,13 +253,18 @@ def crawl_command(
                 "FOCUSED_LABELS": labels,
                 "FOCUSED_TARGET_CATEGORY": CHEMISTRY,
                 "FOCUSED_STRATEGY": kind,
-                "FOCUSED_OUTPUT_DIR": str(out_dir),
                 "FOCUSED_METRICS_LOG_EVERY": "0",
             }
         )
+        settings.update(extra or {})
+        return command.crawl_command("chemistry", output_dir=out_dir, settings=settings)
+    cmd = [sys.executable, "-m", "scrapy", "runspider", str(ROOT / "bench/plain.py")]
+    cmd += ["-a", f"seeds={','.join(seeds)}"]
+    feed = {str(out_dir / "items.jsonl"): {"format": "jsonlines"}}
+    settings["FEEDS"] = json.dumps(feed)
     settings.update(extra or {})
     for name, value in settings.items():
-        cmd += ["-s", f"{name}={value}"]
+        cmd += ["-s", f"{name}={command.setting_value(value)}"]
     return cmd
 
 
@@ -300,6 +311,8 @@ def run_crawl(
     ``extra[TREE]``: crawl with the copy of the project in that folder (a before/after)."""
     extra = dict(extra or {})
     tree = Path(extra.pop(TREE, ROOT))
+    if probe_class(tree) != PROBE:  # an older tree crawls with its own probe
+        extra["EXTENSIONS"] = json.dumps({probe_class(tree): 0})
     out_dir = work / f"{site}-{kind}-{tag}"
     shutil.rmtree(out_dir, ignore_errors=True)
     out_dir.mkdir(parents=True)
@@ -514,7 +527,7 @@ def ablation(
 #: Cumulative entries must not contain one another (except where subtracted below).
 CATEGORIES: tuple[tuple[str, str, str, str], ...] = (
     ("spider callback (parse), total", "cum", "/spiders/focused.py", "parse"),
-    ("spider callback (parse), total", "cum", "focused/bench/plain.py", "parse"),
+    ("spider callback (parse), total", "cum", "bench/plain.py", "parse"),
     ("parsing: title and body text (lxml)", "cum", "focused/spiders/focused.py", "texts"),
     ("link extraction (Scrapy LinkExtractor)", "cum", "linkextractors/", "extract_links"),
     ("tokenising and counting terms", "cum", "focused/ranking/relevance.py", "term_counts"),
@@ -874,8 +887,8 @@ def scrapy_dedup_worker(n: int) -> dict[str, Any]:
 
 
 def run_worker(args: list[str], timeout: float) -> dict[str, Any]:
-    """``python -m focused.bench.speed --worker ...`` in a child; its JSON answer."""
-    cmd = [sys.executable, "-m", "focused.bench.speed", "--worker", *args]
+    """``python -m bench.speed --worker ...`` in a child; its JSON answer."""
+    cmd = [sys.executable, "-m", "bench.speed", "--worker", *args]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     Children.alive.add(proc)  # type: ignore[arg-type]
     try:
@@ -995,7 +1008,7 @@ def _fmt(v: Any, digits: int = 2) -> str:
 def write_markdown(data: dict[str, Any], path: Path) -> None:
     m = data["machine"]
     lines = [
-        "# Speed benchmark (issue 5)",
+        "# Speed benchmark",
         "",
         f"{m['cpus']} CPUs, load average {m['loadavg_start']} at start and"
         f" {m['loadavg_end']} at the end (other work on the machine slows both sides of a"
@@ -1165,7 +1178,7 @@ def _ints(text: str) -> list[int]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m focused.bench.speed",
+        prog="python -m bench.speed",
         description="Speed benchmark: throughput against plain Scrapy, profile, frontier and"
         " seen-URL set at scale. Writes speed.json and speed.md in --out.",
     )

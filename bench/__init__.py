@@ -1,0 +1,1 @@
+"""Benchmarks of the focused crawler (``python -m bench.quality``)."""

@@ -1,1 +1,0 @@
-"""Benchmarks of the focused crawler (``python -m focused.bench.quality``)."""

@@ -1,4 +1,5 @@
-"""The focused crawler's Scrapy scheduler: the four queues of seed 000 in one place."""
+"""The focused crawler's Scrapy scheduler: the four queues of Liu, Xia & Xu (2010) in one
+place (waiting, in flight, done, error)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from focused import signals as focused_signals
 from focused.defaults import get
 from focused.frontier.journal import DONE, ERROR, IN_FLIGHT, WAITING, Journal, Row, stored_urls
 from focused.frontier.memory import META_EVIDENCE, Entry, Frontier, MemoryFrontier, Rescorer
+from focused.frontier.rescoring import RescoreSchedule
 from focused.frontier.seen import SeenSet, url_fingerprint
 from focused.output.store import DB_NAME as PAGES_DB
 from focused.ranking.annealing import Annealer
@@ -45,7 +47,8 @@ TRANSIENT_META = frozenset({"download_slot", "download_latency"})
 
 
 class FocusedScheduler(BaseScheduler):
-    """Frontier, seen-URL set and the waiting / in-flight / done / error queues (seed 000).
+    """Frontier, seen-URL set and the waiting / in-flight / done / error queues of the
+    crawler of Liu, Xia & Xu (2010).
 
     Replaces Scrapy's scheduler (``SCHEDULER = "focused.scheduler.FocusedScheduler"``).
     Requests are stored as compact :class:`~focused.frontier.memory.Entry` records (URL,
@@ -53,10 +56,10 @@ class FocusedScheduler(BaseScheduler):
     ``parent_url``, any other meta in ``extra``) and rebuilt as a ``scrapy.Request`` on
     the way out, with the spider's default callback. Order: ``priority`` first, then
     first-found first; with an annealing strategy (``FOCUSED_STRATEGY = "annealing"``)
-    the pick is the simulated-annealing choice among the top ``FOCUSED_SA_K`` (seed 001,
-    :mod:`focused.ranking.annealing`). A URL found again with a higher priority while it waits is
-    promoted, never queued twice; any other URL seen before is dropped. ``DUPEFILTER_CLASS``
-    is not used.
+    the pick is the simulated-annealing choice among the top ``FOCUSED_SA_K`` (He, Cheng &
+    Cai 2009, :mod:`focused.ranking.annealing`). A URL found again with a higher priority
+    while it waits is promoted, never queued twice; any other URL seen before is dropped.
+    ``DUPEFILTER_CLASS`` is not used.
 
     ``dont_filter``: a request for a URL that is in flight is let through only with
     ``dont_filter`` (a retry: the URL goes back to waiting); for a URL done in this run
@@ -81,10 +84,15 @@ class FocusedScheduler(BaseScheduler):
     commits a page) and at close. A crawl started again with the same ``JOBDIR`` gets
     the same frontier, seen set and annealing state; after ``kill -9`` the requests that
     were in flight are queued again unless ``FOCUSED_OUTPUT_DIR/pages.sqlite3`` holds
-    their URL. A fetched page is journaled as done only once it is safe: after its item
-    went through the pipelines (its links, yielded before it, are journaled by then) and,
-    when ``PageStorePipeline`` is in ``ITEM_PIPELINES``, after the store committed it.
-    Until then its row says "in flight", which a resume checks against the page store.
+    their URL. A fetched page is journaled as done only once it is safe. With a page
+    store (one that sent :data:`focused.signals.page_store_opened`, as
+    :class:`focused.pipelines.PageStorePipeline` does): when the store says, with
+    :data:`focused.signals.pages_stored`, that it committed the page's row (the page's
+    links, yielded before its item, were journaled and committed at the
+    ``frontier_checkpoint`` before that commit). Without one: once its item went through
+    the pipelines. A page the spider skips (:data:`focused.signals.page_skipped`) is done
+    at once. Until then its row says "in flight", which a resume checks against the page
+    store.
 
     ``FOCUSED_FRONTIER = "redis"`` builds :class:`focused.redis_frontier.RedisScheduler`
     instead (the same scheduler on a frontier shared in Redis).
@@ -109,7 +117,6 @@ class FocusedScheduler(BaseScheduler):
         k: int = 8,
         seed: int = 42,
         page_store: str | None = None,
-        confirm_with_store: bool = False,
         stats: StatsCollector | None = None,
         crawler: Crawler | None = None,
         frontier: Frontier | None = None,
@@ -121,7 +128,9 @@ class FocusedScheduler(BaseScheduler):
         self.anneal = anneal
         self.annealer: Annealer | None = Annealer(t0, alpha, t_min, k, seed) if anneal else None
         self.page_store = page_store
-        self.confirm_with_store = confirm_with_store
+        #: a page store is open (it sent ``page_store_opened``): a fetched page is done
+        #: when the store commits it (``pages_stored``), not when its item is through
+        self.waits_for_store = False
         self.stats = stats
         self.crawler = crawler
         self.frontier: Frontier = frontier if frontier is not None else MemoryFrontier()
@@ -129,9 +138,8 @@ class FocusedScheduler(BaseScheduler):
         self.journal: Journal | None = None
         self.spider: Spider | None = None
         self.in_flight: set[int] = set()
-        self._fetched: set[int] = set()  # fetched, page item not through the pipelines yet
-        self._confirmed_new: list[int] = []  # item through since the last checkpoint
-        self._confirmed_old: list[int] = []  # ... since the checkpoint before
+        #: fetched, not journaled as done yet: URL fingerprint of the response -> request's
+        self._fetched: dict[int, int] = {}
         self.done = 0
         self.errors = 0
         self.filtered = 0
@@ -140,12 +148,7 @@ class FocusedScheduler(BaseScheduler):
         self.dequeued = 0
         self._saved_picks = -1
         self._warned_unserializable = False
-        self.rescore_every = max(0, int(rescore_every))
-        self.rescore_budget = max(0, int(rescore_budget))
-        self.rescorings = 0
-        self.rescore_moved = 0
-        self._learnt = 0  # pages a rescoring strategy learnt from
-        self._learnt_at_rescore = 0
+        self.rescoring = RescoreSchedule(rescore_every, rescore_budget)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -169,10 +172,6 @@ class FocusedScheduler(BaseScheduler):
             k=get(s, "FOCUSED_SA_K"),
             seed=get(s, "FOCUSED_SEED"),
             page_store=str(Path(get(s, "FOCUSED_OUTPUT_DIR")) / PAGES_DB),
-            confirm_with_store=any(
-                "PageStorePipeline" in str(getattr(p, "__name__", p))
-                for p in s.getwithbase("ITEM_PIPELINES")
-            ),
             stats=crawler.stats,
             crawler=crawler,
             rescore_every=get(s, "FOCUSED_RESCORE_EVERY"),
@@ -196,9 +195,11 @@ class FocusedScheduler(BaseScheduler):
                 self.crawler.signals.disconnect(handler, signal=signal)
         if self.journal is not None:
             # A graceful close comes after the engine finished every page and the page
-            # store committed its last rows: every fetched page is done.
-            for fp in (*self._confirmed_old, *self._confirmed_new, *self._fetched):
+            # store committed its last rows (Scrapy closes the item pipelines before the
+            # scheduler): every fetched page is done.
+            for fp in self._fetched.values():
                 self.journal.set_state(fp, DONE)
+            self._fetched.clear()
             self._save_annealer()
             self.journal.close()
             self.journal = None
@@ -277,7 +278,9 @@ class FocusedScheduler(BaseScheduler):
             (self._on_item, signals.item_dropped),
             (self._on_item, signals.item_error),
             (self._on_item, signals.spider_error),  # the callback failed: no item comes
+            (self._on_store_opened, focused_signals.page_store_opened),
             (self._on_checkpoint, focused_signals.frontier_checkpoint),
+            (self._on_stored, focused_signals.pages_stored),
             (self._on_rescore, focused_signals.frontier_rescore),
             (self._on_skipped, focused_signals.page_skipped),
         ]
@@ -300,39 +303,51 @@ class FocusedScheduler(BaseScheduler):
         if response.status >= 400:
             self._finish(fp, ERROR)
         elif fp in self.in_flight:
-            # Done, but journaled as done only once its page item went through the
-            # pipelines (its links are journaled by then): see _on_item.
+            # Done, but journaled as done only once the page is safe (its links are
+            # journaled by then): see _on_item and _on_stored.
             self._finish(fp, DONE, journal=False)
-            self._fetched.add(fp)
+            self._fetched[url_fingerprint(response.url)] = fp
 
     def _on_item(self, response: Response | None = None, **kwargs: Any) -> None:
         """The page item of a fetched page left the pipelines (scraped, dropped or failed),
         or the spider callback failed.
 
-        Its links were journaled before it (the spider yields them first). With the page
-        store in use, the page's row may still sit in the store's open batch: its done
-        state is journaled at the checkpoint after next, when that batch is committed.
+        Its links were journaled before it (the spider yields them first). Without a page
+        store that is all there is to wait for: done now (durable at the next journal
+        commit). With one, the page's row may still sit in the store's open transaction:
+        the store's ``pages_stored`` journals it as done (and one that never stores it
+        stays in flight until the close; after a crash it is fetched again).
         """
-        self._confirm(response, via_store=self.confirm_with_store)
+        if not self.waits_for_store:
+            self._confirm(response)
 
     def _on_skipped(self, response: Response, **kwargs: Any) -> None:
         """A fetched page the spider yields no item for: no store row will confirm it, so
         it is journaled as done now (durable at the next journal commit)."""
-        self._confirm(response, via_store=False)
+        self._confirm(response)
 
-    def _confirm(self, response: Response | None, via_store: bool) -> None:
-        """Journal a fetched page as done, at once or once the store has committed it."""
-        request = getattr(response, "request", None)
-        if request is None:
+    def _confirm(self, response: Response | None) -> None:
+        """Journal a fetched page as done."""
+        if response is None or getattr(response, "request", None) is None:
             return
-        fp = self._fingerprint(request)
-        if fp not in self._fetched:
-            return
-        self._fetched.discard(fp)
-        if via_store:
-            self._confirmed_new.append(fp)
-        elif self.journal is not None:
+        fp = self._fetched.pop(url_fingerprint(response.url), None)
+        if fp is not None and self.journal is not None:
             self.journal.set_state(fp, DONE)
+
+    def _on_store_opened(self, **kwargs: Any) -> None:
+        """A page store opened: fetched pages are done once it has committed them."""
+        self.waits_for_store = True
+
+    def _on_stored(self, urls: list[str], **kwargs: Any) -> None:
+        """The page store committed the pages of ``urls``: journal them as done (durable
+        at the next journal commit; the store's commit is durable already)."""
+        fetched = self._fetched
+        if not fetched:
+            return
+        for url in urls:
+            fp = fetched.pop(url_fingerprint(url), None)
+            if fp is not None and self.journal is not None:
+                self.journal.set_state(fp, DONE)
 
     def _on_error(self, failure: Failure) -> Failure:
         request = getattr(failure, "request", None)
@@ -341,41 +356,34 @@ class FocusedScheduler(BaseScheduler):
         return failure
 
     def _on_checkpoint(self, **kwargs: Any) -> None:
-        """The page store is about to commit: make the journal durable first."""
-        if self.journal is not None:
-            # Items that went through the pipelines before the previous checkpoint are
-            # in the store's committed rows now.
-            for fp in self._confirmed_old:
-                self.journal.set_state(fp, DONE)
-        self._confirmed_old, self._confirmed_new = self._confirmed_new, []
+        """The page store is about to commit: make the journal (the pages' links) durable
+        first."""
         self._commit(force=True)
 
     def _on_rescore(self, rescorer: Rescorer, **kwargs: Any) -> int:
         """A strategy that rescores learnt from one more page: re-order the waiting links
-        when it is time.
-
-        Every ``rescore_every`` pages, or every ``waiting / rescore_budget`` pages when
-        that is longer (a rescore costs O(waiting): at most ``rescore_budget`` entries
-        rescored per page on average, so a large frontier is rescored less often). The
-        number of entries whose priority changed (0 when it was not time).
-        """
-        self._learnt += 1
+        when :attr:`rescoring` (:class:`~focused.frontier.rescoring.RescoreSchedule`) says
+        it is time. The number of entries whose priority changed (0 when it was not)."""
         rescore = getattr(self.frontier, "rescore", None)
-        if not self.rescore_every or rescore is None:
+        if not self.rescoring.learnt(len(self.frontier), can_rescore=rescore is not None):
             return 0
-        interval = self.rescore_every
-        if self.rescore_budget:
-            interval = max(interval, -(-len(self.frontier) // self.rescore_budget))
-        if self._learnt - self._learnt_at_rescore < interval:
-            return 0
-        self._learnt_at_rescore = self._learnt
+        assert rescore is not None
         moved = rescore(rescorer)
-        self.rescorings += 1
-        self.rescore_moved += moved
+        self.rescoring.rescored(moved)
         if self.stats is not None:
             self.stats.set_value("focused/frontier/memory/rescores", self.rescorings)
             self.stats.set_value("focused/frontier/memory/rescore_moved", self.rescore_moved)
         return moved
+
+    @property
+    def rescorings(self) -> int:
+        """Rescores of the waiting links done."""
+        return self.rescoring.rescorings
+
+    @property
+    def rescore_moved(self) -> int:
+        """Waiting entries whose priority a rescore changed, in all."""
+        return self.rescoring.moved
 
     # --- compact entries ------------------------------------------------------------
     @staticmethod
@@ -552,7 +560,7 @@ class FocusedScheduler(BaseScheduler):
 
     # --- stats ----------------------------------------------------------------------
     def queues(self) -> dict[str, int]:
-        """Sizes of the four queues of seed 000."""
+        """Sizes of the four queues (Liu, Xia & Xu 2010)."""
         return {
             "waiting": len(self.frontier),
             "in_flight": len(self.in_flight),

@@ -41,3 +41,9 @@ frontier_rescore = object()
 #: item for (not text). The scheduler journals the URL as done at once: with no item to wait
 #: for, a crawl resumed after ``kill -9`` must not fetch it again.
 page_skipped = object()
+
+#: ``download_failed``: sent by :class:`focused.scheduler.DownloadFailureMiddleware` (a
+#: downloader middleware at the lowest order) with ``request`` and ``exception`` when the
+#: download of a request failed for good (not retried), whatever its callback and
+#: errback. The scheduler moves the request to the error queue.
+download_failed = object()

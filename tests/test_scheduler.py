@@ -20,7 +20,6 @@ from scrapy import signals as scrapy_signals
 from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 from twisted.internet.error import ConnectionRefusedError
-from twisted.python.failure import Failure
 
 from focused import signals as focused_signals
 from focused.frontier.journal import (
@@ -33,7 +32,7 @@ from focused.frontier.journal import (
     stored_urls,
 )
 from focused.frontier.memory import Entry
-from focused.scheduler import FocusedScheduler
+from focused.scheduler import DownloadFailureMiddleware, FocusedScheduler
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -90,7 +89,7 @@ def test_plain_values_priority_then_fifo_and_request_rebuilt():
     assert len(sched) == 5 and sched.has_pending_requests()
     first = sched.next_request()
     assert first.url.endswith("/1.htm") and first.priority == 2
-    assert first.callback is None and first.errback is not None
+    assert first.callback is None and first.errback is None  # no errback of the scheduler's
     assert first.meta == {
         "depth": 3,
         "link_value": 0.5,
@@ -125,7 +124,8 @@ def test_extra_meta_referer_and_non_plain_requests_survive():
     spider = DemoSpider()
     sched = FocusedScheduler()
     sched.open(spider)
-    r = _req(1, 3, parent_url="http://e.org/", retry_times=1, download_slot="x")
+    # a retry, with the slot the downloader left (the host name): dropped
+    r = _req(1, 3, parent_url="http://e.org/", retry_times=1, download_slot="127.0.0.1")
     r.headers["Referer"] = "http://e.org/"
     sched.enqueue_request(r)
     custom = Request("http://e.org/post", method="POST", body=b"q=1", callback=spider.parse_other)
@@ -163,9 +163,8 @@ def test_four_queues_in_stats_from_signals_errback_retry_and_redirect():
     assert stats.get_value("focused/queue/in_flight") == 5
     _respond(crawler, reqs[0])
     _respond(crawler, reqs[1], status=404)
-    failure = Failure(ConnectionRefusedError())
-    failure.request = reqs[2]
-    assert reqs[2].errback(failure) is failure  # returned unchanged: Scrapy still logs it
+    failing = DownloadFailureMiddleware.from_crawler(crawler)
+    assert failing.process_exception(reqs[2], ConnectionRefusedError()) is None  # Scrapy goes on
     retry = reqs[3].replace(dont_filter=True)
     retry.meta["retry_times"] = 1
     assert sched.enqueue_request(retry)  # a retry goes back to waiting

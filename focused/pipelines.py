@@ -45,9 +45,15 @@ class PageStorePipeline:
     ``FOCUSED_OUTPUT_DIR``, fills the item's ``content_hash`` and ``file_path`` and
     empties its ``body`` (feed exports stay small). A URL stored before (a resumed crawl)
     is not stored again and counted in ``focused/duplicates``; stored pages count in
-    ``focused/stored``. Right before each commit it sends
-    :data:`focused.signals.frontier_checkpoint` so the scheduler commits its frontier
-    journal first.
+    ``focused/stored``.
+
+    It tells the scheduler what is durable (:mod:`focused.signals`; a user's own store
+    pipeline can send the same signals): :data:`~focused.signals.page_store_opened` when
+    it opens; :data:`~focused.signals.frontier_checkpoint` right before each commit, so the
+    scheduler commits its frontier journal (the page's links) first; and
+    :data:`~focused.signals.pages_stored` right after each commit, with the URLs of the
+    pages it made durable (and of the pages found already stored), which the scheduler
+    then journals as done.
 
     With ``threaded`` (``FOCUSED_STORE_THREAD``, off by default: measured, it does not pay
     on 2 cores, see ``docs/speed.md``) the page's file is compressed and written in one
@@ -55,8 +61,8 @@ class PageStorePipeline:
     thread waits for the GIL after each call); once the file is in place, its row is inserted
     on Scrapy's thread and only then does the item leave this pipeline. One thread keeps
     the files, rows and items in the order the items came, and the order of a write is
-    the same as without the thread: file, row, commit (so the scheduler journals a page
-    as done, on ``item_scraped``, only once its row is in the store).
+    the same as without the thread: file, row, commit, ``pages_stored`` (so the scheduler
+    journals a page as done only once its row is committed).
 
     Settings: ``FOCUSED_OUTPUT_DIR``, ``FOCUSED_STORE_COMMIT_EVERY`` (rows per
     transaction), ``FOCUSED_STORE_FSYNC``, ``FOCUSED_STORE_GZIP_LEVEL``,
@@ -86,6 +92,7 @@ class PageStorePipeline:
         self._writing: set[str] = set()  # URLs whose file is being written
         self._in_flight = 0  # pages handed to the writer thread, not stored yet
         self._drained: Deferred[None] | None = None  # fires when none is left (closing)
+        self._found: list[str] = []  # stored already, told with the next commit
         #: how the writer thread hands a result back (default: the reactor's callFromThread)
         self.call_from_thread: Callable[..., Any] | None = None
 
@@ -108,6 +115,7 @@ class PageStorePipeline:
             commit_every=self.commit_every,
             fsync=self.fsync,
             before_commit=self._checkpoint,
+            after_commit=self._committed,
             gzip_level=self.gzip_level,
         ).open()
         if self.threaded:
@@ -131,10 +139,22 @@ class PageStorePipeline:
         if self.stats is not None:
             self.stats.set_value("focused/stored", 0)
             self.stats.set_value("focused/duplicates", 0)
+        if self.signals is not None:
+            self.signals.send_catch_log(signal=focused_signals.page_store_opened)
 
     def _checkpoint(self) -> None:
         if self.signals is not None:
             self.signals.send_catch_log(signal=focused_signals.frontier_checkpoint)
+
+    def _committed(self, urls: list[str]) -> None:
+        """The store committed the rows of ``urls``: they are durable now."""
+        if self._found:
+            urls, self._found = [*urls, *self._found], []
+        self._tell_stored(urls)
+
+    def _tell_stored(self, urls: list[str]) -> None:
+        if urls and self.signals is not None:
+            self.signals.send_catch_log(signal=focused_signals.pages_stored, urls=urls)
 
     def process_item(self, item: Any) -> Any:
         """Store the page; the item, or with ``threaded`` an awaitable of it."""
@@ -162,6 +182,12 @@ class PageStorePipeline:
             self._drained.callback(None)
 
     def _stored(self, added: bool, adapter: ItemAdapter, record: dict[str, Any], item: Any) -> Any:
+        if not added and self.store is not None:
+            # stored before: durable now, unless its row is in the open transaction
+            if self.store.pending:
+                self._found.append(record["url"])
+            else:
+                self._tell_stored([record["url"]])
         _set(adapter, "content_hash", record["content_hash"])
         _set(adapter, "file_path", record["file_path"])
         if self.stats is not None:
@@ -260,7 +286,7 @@ class Pending:
 
 
 class MetricsPipeline:
-    """Follow recall and precision (seed 000's evaluation) after every page.
+    """Follow recall and precision (the evaluation of Liu, Xia & Xu 2010) after every page.
 
     A page is a target when the item's ``is_target`` says so; when it is ``None``, when
     its canonical URL is in ``spider.targets``. Sets the stats ``focused/pages``,

@@ -1,7 +1,10 @@
-"""The focused crawler's Scrapy scheduler: the four queues of seed 000 in one place."""
+"""The focused crawler's Scrapy scheduler: the four queues of Liu, Xia & Xu (2010) in one
+place (waiting, in flight, done, error)."""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import logging
 import pickle
 from pathlib import Path
@@ -9,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
 from scrapy.core.scheduler import BaseScheduler
+from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.job import job_dir
 from scrapy.utils.request import fingerprint as request_fingerprint
 from scrapy.utils.request import request_from_dict
@@ -16,7 +20,15 @@ from scrapy.utils.request import request_from_dict
 from focused import signals as focused_signals
 from focused.defaults import get
 from focused.frontier.journal import DONE, ERROR, IN_FLIGHT, WAITING, Journal, Row, stored_urls
-from focused.frontier.memory import META_EVIDENCE, Entry, Frontier, MemoryFrontier, Rescorer
+from focused.frontier.memory import (
+    MAX_EVIDENCE,
+    META_EVIDENCE,
+    Entry,
+    Frontier,
+    MemoryFrontier,
+    Rescorer,
+)
+from focused.frontier.rescoring import RescoreSchedule
 from focused.frontier.seen import SeenSet, url_fingerprint
 from focused.output.store import DB_NAME as PAGES_DB
 from focused.ranking.annealing import Annealer
@@ -29,7 +41,6 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from scrapy.spiders import Spider
     from scrapy.statscollectors import StatsCollector
-    from twisted.python.failure import Failure
 
 logger = logging.getLogger(__name__)
 
@@ -40,12 +51,93 @@ REFERER = 2  # the request had exactly ``Referer: <parent_url>``
 PACKED_META = frozenset(
     {"depth", "link_value", "m", "hops", "anchor_relevance", "parent_url", META_EVIDENCE}
 )
+#: Entry flag bits: a packed meta key the request did not have, or whose value is not
+#: packed because it would not come back exactly (then it is kept in ``extra`` as given).
+#: An entry journaled before these bits existed has none set: every key present, as then.
+_ABSENT = (
+    ("depth", 1 << 2),
+    ("link_value", 1 << 3),
+    ("m", 1 << 4),
+    ("hops", 1 << 5),
+    ("anchor_relevance", 1 << 6),
+    ("parent_url", 1 << 7),
+)
+_ALL_ABSENT = sum(bit for _, bit in _ABSENT)
+_NO_DEPTH, _NO_VALUE, _NO_M, _NO_HOPS, _NO_ANCHOR, _NO_PARENT = (bit for _, bit in _ABSENT)
+_U16 = 0xFFFF  # depth and hops are packed in 16 bits
 #: meta keys a download leaves behind that must not follow a request back to the queue
+#: (``download_slot`` only when the downloader set it: see :func:`_slot_left_behind`)
 TRANSIENT_META = frozenset({"download_slot", "download_latency"})
+#: meta key of a ``dont_filter`` copy of a waiting URL: ``(fingerprint of the copy, URL)``
+COPY_META = "focused_copy"
+
+
+def _slot_left_behind(request: Request) -> bool:
+    """Whether ``meta["download_slot"]`` is the one Scrapy's downloader set when it fetched
+    the request (or the URL it was redirected from): the slot it would compute again, the
+    host name (``CONCURRENT_REQUESTS_PER_IP``'s IP slots are not told apart). A slot the
+    user chose is any other value, or one on a request never downloaded."""
+    meta = request.meta
+    slot = meta.get("download_slot")
+    if slot is None:
+        return False
+    redirects = meta.get("redirect_urls") or ()
+    if not (redirects or "download_latency" in meta or "retry_times" in meta):
+        return False  # never downloaded: the user's
+    if slot == (urlparse_cached(request).hostname or ""):
+        return True
+    return any(slot == (urlparse_cached(Request(u)).hostname or "") for u in redirects)
+
+
+def _without_transient(request: Request) -> dict[str, Any]:
+    """``request.meta`` without what its download left behind."""
+    drop_slot = _slot_left_behind(request)
+    return {
+        k: v
+        for k, v in request.meta.items()
+        if k != "download_latency" and (k != "download_slot" or not drop_slot)
+    }
+
+
+def _as_float(value: Any) -> float:
+    """A link value for ordering (0.0 when it is none or not a number)."""
+    try:
+        return float(value or 0.0)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+class DownloadFailureMiddleware:
+    """Downloader middleware: tells the scheduler about every request whose download
+    failed for good (:data:`focused.signals.download_failed`).
+
+    Its ``process_exception`` sees each exception of a download and of the other
+    downloader middlewares' ``process_request`` (an ``IgnoreRequest`` of robots.txt, the
+    offsite filter or the per-host cap), whatever the request's callback and errback.
+    Give it the lowest order (``DOWNLOADER_MIDDLEWARES``, the project's settings use 5):
+    Scrapy calls ``process_exception`` from the highest order down and stops at the first
+    that returns a request or response, so a failure that ``RetryMiddleware`` (550) retries
+    never reaches it; one it gives up on does. An exception raised by a downloader
+    middleware's ``process_response`` does not go through ``process_exception`` and is not
+    seen; an HTTP error status is (``response_received``, status >= 400).
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    def process_exception(self, request: Request, exception: BaseException) -> None:
+        self.crawler.signals.send_catch_log(
+            focused_signals.download_failed, request=request, exception=exception
+        )
 
 
 class FocusedScheduler(BaseScheduler):
-    """Frontier, seen-URL set and the waiting / in-flight / done / error queues (seed 000).
+    """Frontier, seen-URL set and the waiting / in-flight / done / error queues of the
+    crawler of Liu, Xia & Xu (2010).
 
     Replaces Scrapy's scheduler (``SCHEDULER = "focused.scheduler.FocusedScheduler"``).
     Requests are stored as compact :class:`~focused.frontier.memory.Entry` records (URL,
@@ -53,26 +145,43 @@ class FocusedScheduler(BaseScheduler):
     ``parent_url``, any other meta in ``extra``) and rebuilt as a ``scrapy.Request`` on
     the way out, with the spider's default callback. Order: ``priority`` first, then
     first-found first; with an annealing strategy (``FOCUSED_STRATEGY = "annealing"``)
-    the pick is the simulated-annealing choice among the top ``FOCUSED_SA_K`` (seed 001,
-    :mod:`focused.ranking.annealing`). A URL found again with a higher priority while it waits is
-    promoted, never queued twice; any other URL seen before is dropped. ``DUPEFILTER_CLASS``
-    is not used.
+    the pick is the simulated-annealing choice among the top ``FOCUSED_SA_K`` (He, Cheng &
+    Cai 2009, :mod:`focused.ranking.annealing`). A URL found again with a higher priority
+    while it waits is promoted, never queued twice; any other URL seen before is dropped.
+    ``DUPEFILTER_CLASS`` is not used.
 
     ``dont_filter``: a request for a URL that is in flight is let through only with
     ``dont_filter`` (a retry: the URL goes back to waiting); for a URL done in this run
     ``dont_filter`` queues it again, but never for one done in an earlier run of the same
     ``JOBDIR`` (no page is fetched twice across a pause/resume).
 
-    Requests that are not plain (a callback other than the spider's ``parse``, an
-    errback, ``cb_kwargs``, a method other than GET, a body, headers other than
-    ``Referer``) are kept whole in the entry's ``extra``; with ``JOBDIR`` they are
-    journaled with ``Request.to_dict(spider=...)``, so a callback must be a spider
-    method (an unserialisable one is lost on resume: stat
-    ``focused/scheduler/unserializable``).
+    ``dont_filter`` requests for a URL that waits are queued as a copy of their own (meta
+    ``focused_copy``), as Scrapy's scheduler would queue them twice.
 
-    The scheduler gives every request it hands out an errback that records a download
-    failure in the error queue and returns the failure unchanged, so Scrapy logs and
-    handles it as it would without one. A response with status >= 400 also counts as an
+    Promotion changes the priority of the waiting request, not the request: a waiting
+    request kept whole (see below), or promoted by one that is not plain, keeps its
+    callback, errback, ``cb_kwargs``, meta, headers and everything else and only moves
+    up. Between two plain requests (the spider's default callback, nothing of their own)
+    the better one's packed link state comes with its priority (link value, ``m``,
+    ``hops``, anchor relevance, parent URL: the state the strategy computed it from).
+
+    Requests that are not plain (a ``Request`` subclass, a callback other than the
+    spider's ``parse``, an errback, ``cb_kwargs``, ``flags``, cookies, an encoding other
+    than UTF-8, a method other than GET, a body, headers other than ``Referer``) are
+    kept whole in the entry's ``extra``; with ``JOBDIR`` they are journaled with
+    ``Request.to_dict(spider=...)``, so a callback or errback must be a spider method
+    (an unserialisable one is lost on resume: stat ``focused/scheduler/unserializable``).
+    A plain request's packed meta keys come back as given: a value that would not (a
+    ``depth`` or ``hops`` that is not an int in 0..65535, a link value, ``m`` or anchor
+    relevance that is not a float, a parent URL that is not a str) is kept aside as
+    given, and a key the request did not have is not added. The ``download_slot`` the
+    downloader leaves in meta is dropped (:func:`_slot_left_behind`), a user's is kept.
+
+    Errors: :class:`DownloadFailureMiddleware` (in ``DOWNLOADER_MIDDLEWARES`` at the lowest
+    order) sends :data:`focused.signals.download_failed` for every request whose download
+    failed for good, whatever its callback and errback; the scheduler records it in the
+    error queue (journaled, so it is not fetched again after a resume). No errback of the
+    scheduler's is put in a request. A response with status >= 400 also counts as an
     error; a redirect counts the redirecting URL as done.
 
     ``JOBDIR``: every change is journaled in ``JOBDIR/frontier.sqlite3`` (SQLite, WAL;
@@ -81,10 +190,15 @@ class FocusedScheduler(BaseScheduler):
     commits a page) and at close. A crawl started again with the same ``JOBDIR`` gets
     the same frontier, seen set and annealing state; after ``kill -9`` the requests that
     were in flight are queued again unless ``FOCUSED_OUTPUT_DIR/pages.sqlite3`` holds
-    their URL. A fetched page is journaled as done only once it is safe: after its item
-    went through the pipelines (its links, yielded before it, are journaled by then) and,
-    when ``PageStorePipeline`` is in ``ITEM_PIPELINES``, after the store committed it.
-    Until then its row says "in flight", which a resume checks against the page store.
+    their URL. A fetched page is journaled as done only once it is safe. With a page
+    store (one that sent :data:`focused.signals.page_store_opened`, as
+    :class:`focused.pipelines.PageStorePipeline` does): when the store says, with
+    :data:`focused.signals.pages_stored`, that it committed the page's row (the page's
+    links, yielded before its item, were journaled and committed at the
+    ``frontier_checkpoint`` before that commit). Without one: once its item went through
+    the pipelines. A page the spider skips (:data:`focused.signals.page_skipped`) is done
+    at once. Until then its row says "in flight", which a resume checks against the page
+    store.
 
     ``FOCUSED_FRONTIER = "redis"`` builds :class:`focused.redis_frontier.RedisScheduler`
     instead (the same scheduler on a frontier shared in Redis).
@@ -109,7 +223,6 @@ class FocusedScheduler(BaseScheduler):
         k: int = 8,
         seed: int = 42,
         page_store: str | None = None,
-        confirm_with_store: bool = False,
         stats: StatsCollector | None = None,
         crawler: Crawler | None = None,
         frontier: Frontier | None = None,
@@ -121,7 +234,9 @@ class FocusedScheduler(BaseScheduler):
         self.anneal = anneal
         self.annealer: Annealer | None = Annealer(t0, alpha, t_min, k, seed) if anneal else None
         self.page_store = page_store
-        self.confirm_with_store = confirm_with_store
+        #: a page store is open (it sent ``page_store_opened``): a fetched page is done
+        #: when the store commits it (``pages_stored``), not when its item is through
+        self.waits_for_store = False
         self.stats = stats
         self.crawler = crawler
         self.frontier: Frontier = frontier if frontier is not None else MemoryFrontier()
@@ -129,9 +244,9 @@ class FocusedScheduler(BaseScheduler):
         self.journal: Journal | None = None
         self.spider: Spider | None = None
         self.in_flight: set[int] = set()
-        self._fetched: set[int] = set()  # fetched, page item not through the pipelines yet
-        self._confirmed_new: list[int] = []  # item through since the last checkpoint
-        self._confirmed_old: list[int] = []  # ... since the checkpoint before
+        self._whole_waiting: set[int] = set()  # waiting entries that keep their request whole
+        #: fetched, not journaled as done yet: URL fingerprint of the response -> request's
+        self._fetched: dict[int, int] = {}
         self.done = 0
         self.errors = 0
         self.filtered = 0
@@ -140,12 +255,7 @@ class FocusedScheduler(BaseScheduler):
         self.dequeued = 0
         self._saved_picks = -1
         self._warned_unserializable = False
-        self.rescore_every = max(0, int(rescore_every))
-        self.rescore_budget = max(0, int(rescore_budget))
-        self.rescorings = 0
-        self.rescore_moved = 0
-        self._learnt = 0  # pages a rescoring strategy learnt from
-        self._learnt_at_rescore = 0
+        self.rescoring = RescoreSchedule(rescore_every, rescore_budget)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -169,10 +279,6 @@ class FocusedScheduler(BaseScheduler):
             k=get(s, "FOCUSED_SA_K"),
             seed=get(s, "FOCUSED_SEED"),
             page_store=str(Path(get(s, "FOCUSED_OUTPUT_DIR")) / PAGES_DB),
-            confirm_with_store=any(
-                "PageStorePipeline" in str(getattr(p, "__name__", p))
-                for p in s.getwithbase("ITEM_PIPELINES")
-            ),
             stats=crawler.stats,
             crawler=crawler,
             rescore_every=get(s, "FOCUSED_RESCORE_EVERY"),
@@ -188,7 +294,24 @@ class FocusedScheduler(BaseScheduler):
         if self.crawler is not None:
             for handler, signal in self._signals():
                 self.crawler.signals.connect(handler, signal=signal)
+            self._check_failure_middleware()
         self._update_stats()
+
+    def _check_failure_middleware(self) -> None:
+        """Warn when no :class:`DownloadFailureMiddleware` reports download failures."""
+        try:
+            engine = getattr(self.crawler, "engine", None)
+        except RuntimeError:  # Scrapy 2.19: "not set yet", no crawl started
+            engine = None
+        manager = getattr(getattr(engine, "downloader", None), "middleware", None)
+        if manager is None:  # no engine (a scheduler used on its own)
+            return
+        if not any(isinstance(mw, DownloadFailureMiddleware) for mw in manager.middlewares):
+            logger.warning(
+                "focused: %s is not in DOWNLOADER_MIDDLEWARES: failed downloads stay in"
+                " flight (and are fetched again after a resume)",
+                f"{DownloadFailureMiddleware.__module__}.{DownloadFailureMiddleware.__name__}",
+            )
 
     def close(self, reason: str) -> None:
         if self.crawler is not None:
@@ -196,9 +319,11 @@ class FocusedScheduler(BaseScheduler):
                 self.crawler.signals.disconnect(handler, signal=signal)
         if self.journal is not None:
             # A graceful close comes after the engine finished every page and the page
-            # store committed its last rows: every fetched page is done.
-            for fp in (*self._confirmed_old, *self._confirmed_new, *self._fetched):
+            # store committed its last rows (Scrapy closes the item pipelines before the
+            # scheduler): every fetched page is done.
+            for fp in self._fetched.values():
                 self.journal.set_state(fp, DONE)
+            self._fetched.clear()
             self._save_annealer()
             self.journal.close()
             self.journal = None
@@ -221,20 +346,60 @@ class FocusedScheduler(BaseScheduler):
         fp = self._fingerprint(request)
         redirects = request.meta.get("redirect_urls")
         if redirects:  # the redirecting URL is handled
-            self._finish(url_fingerprint(redirects[-1]), DONE)
+            self._finish(self._url_fp(redirects[-1], request.meta), DONE)
         if fp in self.in_flight:
             if not request.dont_filter:
                 return self._filter()
             self.in_flight.discard(fp)  # a retry: back to waiting
             self.requeued += 1
         elif not self.seen.add(fp):  # seen before
-            if fp not in self.frontier and (
-                not request.dont_filter or self._done_in_earlier_run(fp)
-            ):
+            if fp in self.frontier:  # waiting
+                if request.dont_filter:  # never filtered: queued once more
+                    request, fp = self._copy_of(request, fp)
+                    self.seen.add(fp)
+                else:
+                    return self._push(self._promoted(request, fp))
+            elif not request.dont_filter or self._done_in_earlier_run(fp):
                 return self._filter()
-        entry = self._to_entry(request, fp)
+        return self._push(self._to_entry(request, fp))
+
+    def _copy_of(self, request: Request, fp: int) -> tuple[Request, int]:
+        """A ``dont_filter`` request for a URL that waits: a copy with a fingerprint of
+        its own (kept in meta, so its response and retries find it)."""
+        run = self.journal.run if self.journal is not None else 0
+        n = 0
+        while True:
+            n += 1
+            key = f"{fp}:{run}:{n}".encode()
+            copy_fp = int.from_bytes(
+                hashlib.blake2b(key, digest_size=8).digest(), "big", signed=True
+            )
+            if copy_fp not in self.frontier and copy_fp not in self.in_flight:
+                break
+        meta = {**request.meta, COPY_META: (copy_fp, request.url)}
+        return request.replace(meta=meta), copy_fp
+
+    def _promoted(self, request: Request, fp: int) -> Entry:
+        """The entry of a waiting URL found again: ``request``'s own when both are plain,
+        else the waiting one with ``request``'s priority (the frontier ignores it when
+        that is not higher)."""
+        new = self._to_entry(request, fp)
+        if fp not in self._whole_waiting and not _is_whole(new):
+            return new  # both plain (no lookup of the waiting entry)
+        old = self.frontier.get(fp)
+        if old is None:
+            return new
+        entry = dataclasses.replace(old, priority=new.priority, seq=-1)
+        if _is_whole(old):
+            whole = old.extra["request"]
+            entry.extra = {**old.extra, "request": whole.replace(priority=new.priority)}
+        return entry
+
+    def _push(self, entry: Entry) -> bool:
         if not self.frontier.push(entry):
             return self._filter()
+        if _is_whole(entry):
+            self._whole_waiting.add(entry.fp)
         if self.journal is not None:
             self.journal.push(entry, self._dump_extra(entry.extra, entry.evidence))
         # Counted here, written to the stats once per dequeued request and at close (a
@@ -263,6 +428,8 @@ class FocusedScheduler(BaseScheduler):
             return None
         request = self._to_request(entry)
         self.in_flight.add(entry.fp)
+        if self._whole_waiting:
+            self._whole_waiting.discard(entry.fp)
         if self.journal is not None:
             self.journal.set_state(entry.fp, IN_FLIGHT)
         self._commit()
@@ -277,9 +444,12 @@ class FocusedScheduler(BaseScheduler):
             (self._on_item, signals.item_dropped),
             (self._on_item, signals.item_error),
             (self._on_item, signals.spider_error),  # the callback failed: no item comes
+            (self._on_store_opened, focused_signals.page_store_opened),
             (self._on_checkpoint, focused_signals.frontier_checkpoint),
+            (self._on_stored, focused_signals.pages_stored),
             (self._on_rescore, focused_signals.frontier_rescore),
             (self._on_skipped, focused_signals.page_skipped),
+            (self._on_download_failed, focused_signals.download_failed),
         ]
 
     def _finish(self, fp: int, state: int, journal: bool = True) -> None:
@@ -300,147 +470,210 @@ class FocusedScheduler(BaseScheduler):
         if response.status >= 400:
             self._finish(fp, ERROR)
         elif fp in self.in_flight:
-            # Done, but journaled as done only once its page item went through the
-            # pipelines (its links are journaled by then): see _on_item.
+            # Done, but journaled as done only once the page is safe (its links are
+            # journaled by then): see _on_item and _on_stored.
             self._finish(fp, DONE, journal=False)
-            self._fetched.add(fp)
+            self._fetched[url_fingerprint(response.url)] = fp
 
     def _on_item(self, response: Response | None = None, **kwargs: Any) -> None:
         """The page item of a fetched page left the pipelines (scraped, dropped or failed),
         or the spider callback failed.
 
-        Its links were journaled before it (the spider yields them first). With the page
-        store in use, the page's row may still sit in the store's open batch: its done
-        state is journaled at the checkpoint after next, when that batch is committed.
+        Its links were journaled before it (the spider yields them first). Without a page
+        store that is all there is to wait for: done now (durable at the next journal
+        commit). With one, the page's row may still sit in the store's open transaction:
+        the store's ``pages_stored`` journals it as done (and one that never stores it
+        stays in flight until the close; after a crash it is fetched again).
         """
-        self._confirm(response, via_store=self.confirm_with_store)
+        if not self.waits_for_store:
+            self._confirm(response)
 
     def _on_skipped(self, response: Response, **kwargs: Any) -> None:
         """A fetched page the spider yields no item for: no store row will confirm it, so
         it is journaled as done now (durable at the next journal commit)."""
-        self._confirm(response, via_store=False)
+        self._confirm(response)
 
-    def _confirm(self, response: Response | None, via_store: bool) -> None:
-        """Journal a fetched page as done, at once or once the store has committed it."""
-        request = getattr(response, "request", None)
-        if request is None:
+    def _confirm(self, response: Response | None) -> None:
+        """Journal a fetched page as done."""
+        if response is None or getattr(response, "request", None) is None:
             return
-        fp = self._fingerprint(request)
-        if fp not in self._fetched:
-            return
-        self._fetched.discard(fp)
-        if via_store:
-            self._confirmed_new.append(fp)
-        elif self.journal is not None:
+        fp = self._fetched.pop(url_fingerprint(response.url), None)
+        if fp is not None and self.journal is not None:
             self.journal.set_state(fp, DONE)
 
-    def _on_error(self, failure: Failure) -> Failure:
-        request = getattr(failure, "request", None)
-        if request is not None:
-            self._finish(self._fingerprint(request), ERROR)
-        return failure
+    def _on_store_opened(self, **kwargs: Any) -> None:
+        """A page store opened: fetched pages are done once it has committed them."""
+        self.waits_for_store = True
+
+    def _on_stored(self, urls: list[str], **kwargs: Any) -> None:
+        """The page store committed the pages of ``urls``: journal them as done (durable
+        at the next journal commit; the store's commit is durable already)."""
+        fetched = self._fetched
+        if not fetched:
+            return
+        for url in urls:
+            fp = fetched.pop(url_fingerprint(url), None)
+            if fp is not None and self.journal is not None:
+                self.journal.set_state(fp, DONE)
+
+    def _on_download_failed(self, request: Request, **kwargs: Any) -> None:
+        """The download of ``request`` failed for good (:class:`DownloadFailureMiddleware`)."""
+        self._finish(self._fingerprint(request), ERROR)
 
     def _on_checkpoint(self, **kwargs: Any) -> None:
-        """The page store is about to commit: make the journal durable first."""
-        if self.journal is not None:
-            # Items that went through the pipelines before the previous checkpoint are
-            # in the store's committed rows now.
-            for fp in self._confirmed_old:
-                self.journal.set_state(fp, DONE)
-        self._confirmed_old, self._confirmed_new = self._confirmed_new, []
+        """The page store is about to commit: make the journal (the pages' links) durable
+        first."""
         self._commit(force=True)
 
     def _on_rescore(self, rescorer: Rescorer, **kwargs: Any) -> int:
         """A strategy that rescores learnt from one more page: re-order the waiting links
-        when it is time.
-
-        Every ``rescore_every`` pages, or every ``waiting / rescore_budget`` pages when
-        that is longer (a rescore costs O(waiting): at most ``rescore_budget`` entries
-        rescored per page on average, so a large frontier is rescored less often). The
-        number of entries whose priority changed (0 when it was not time).
-        """
-        self._learnt += 1
+        when :attr:`rescoring` (:class:`~focused.frontier.rescoring.RescoreSchedule`) says
+        it is time. The number of entries whose priority changed (0 when it was not)."""
         rescore = getattr(self.frontier, "rescore", None)
-        if not self.rescore_every or rescore is None:
+        if not self.rescoring.learnt(len(self.frontier), can_rescore=rescore is not None):
             return 0
-        interval = self.rescore_every
-        if self.rescore_budget:
-            interval = max(interval, -(-len(self.frontier) // self.rescore_budget))
-        if self._learnt - self._learnt_at_rescore < interval:
-            return 0
-        self._learnt_at_rescore = self._learnt
+        assert rescore is not None
         moved = rescore(rescorer)
-        self.rescorings += 1
-        self.rescore_moved += moved
+        self.rescoring.rescored(moved)
         if self.stats is not None:
             self.stats.set_value("focused/frontier/memory/rescores", self.rescorings)
             self.stats.set_value("focused/frontier/memory/rescore_moved", self.rescore_moved)
         return moved
 
+    @property
+    def rescorings(self) -> int:
+        """Rescores of the waiting links done."""
+        return self.rescoring.rescorings
+
+    @property
+    def rescore_moved(self) -> int:
+        """Waiting entries whose priority a rescore changed, in all."""
+        return self.rescoring.moved
+
     # --- compact entries ------------------------------------------------------------
     @staticmethod
     def _fingerprint(request: Request) -> int:
+        copy = request.meta.get(COPY_META)
+        if copy is not None and copy[1] == request.url:  # a dont_filter copy
+            return copy[0]
         if request.method == "GET" and not request.body:
             return url_fingerprint(request.url)
         return int.from_bytes(request_fingerprint(request)[:8], "big", signed=True)
 
+    @staticmethod
+    def _url_fp(url: str, meta: dict[str, Any]) -> int:
+        """Fingerprint of the GET request of ``url`` that carried ``meta``."""
+        copy = meta.get(COPY_META)
+        if copy is not None and copy[1] == url:
+            return copy[0]
+        return url_fingerprint(url)
+
     def _is_plain(self, request: Request) -> bool:
+        """Rebuilt exactly from a compact entry (else kept whole)."""
+        if type(request) is not Request or request.errback is not None:
+            return False
         callback = request.callback
         if callback is not None and callback != getattr(self.spider, "parse", None):
             return False
-        if request.errback is not None and request.errback != self._on_error:
-            return False
         if request.method != "GET" or request.body or request.cb_kwargs or request.flags:
+            return False
+        if request.cookies or request.encoding != "utf-8":
             return False
         headers = request.headers
         return not headers or (len(headers) == 1 and b"Referer" in headers)
 
     def _to_entry(self, request: Request, fp: int) -> Entry:
         meta = request.meta
-        parent = meta.get("parent_url") or ""
         flags = DONT_FILTER if request.dont_filter else 0
         extra: dict[str, Any] | None = None
-        if self._is_plain(request):
-            referer = request.headers.get(b"Referer")
-            if referer is not None:
-                if referer == parent.encode("utf-8"):
-                    flags |= REFERER
-                else:
-                    extra = {"headers": {"Referer": referer}}
-            rest = {
-                k: v for k, v in meta.items() if k not in PACKED_META and k not in TRANSIENT_META
-            }
-            if rest:
-                extra = {**(extra or {}), "meta": rest}
-        else:
-            extra = {"request": request}
+        if not self._is_plain(request):
+            if "download_latency" in meta or "download_slot" in meta:
+                request = request.replace(meta=_without_transient(request))
+            return Entry(
+                url=request.url,
+                fp=fp,
+                priority=request.priority,
+                value=_as_float(meta.get("link_value")),
+                flags=flags | _ALL_ABSENT,
+                extra={"request": request},
+            )
+        # packed only when the value comes back exactly; else kept in extra as given
+        depth, hops = meta.get("depth"), meta.get("hops")
+        value, m, anchor = meta.get("link_value"), meta.get("m"), meta.get("anchor_relevance")
+        parent, evidence = meta.get("parent_url"), meta.get(META_EVIDENCE)
+        if type(depth) is not int or not 0 <= depth <= _U16:
+            flags |= _NO_DEPTH
+            depth = 0
+        if type(hops) is not int or not 0 <= hops <= _U16:
+            flags |= _NO_HOPS
+            hops = 0
+        if not isinstance(value, float):
+            flags |= _NO_VALUE
+        if not isinstance(m, float):
+            flags |= _NO_M
+            m = 0.0
+        if not isinstance(anchor, float):
+            flags |= _NO_ANCHOR
+            anchor = 0.0
+        if type(parent) is not str:
+            flags |= _NO_PARENT
+            parent = ""
+        if type(evidence) is not bytes or not 0 < len(evidence) <= MAX_EVIDENCE:
+            evidence = None
+        referer = request.headers.get(b"Referer")
+        if referer is not None:
+            if referer == parent.encode("utf-8") and not flags & _NO_PARENT:
+                flags |= REFERER
+            else:
+                extra = {"headers": {"Referer": referer}}
+        rest = {
+            k: v
+            for k, v in meta.items()
+            if k not in PACKED_META
+            and k not in TRANSIENT_META
+            or k == "download_slot"
+            and not _slot_left_behind(request)
+        }
+        for key, bit in _ABSENT:
+            if flags & bit and key in meta:
+                rest[key] = meta[key]
+        if META_EVIDENCE in meta and evidence is None:
+            rest[META_EVIDENCE] = meta[META_EVIDENCE]
+        if rest:
+            extra = {**(extra or {}), "meta": rest}
         return Entry(
             url=request.url,
             fp=fp,
             priority=request.priority,
-            value=float(meta.get("link_value") or 0.0),
-            depth=int(meta.get("depth") or 0),
-            m=float(meta.get("m") or 0.0),
-            hops=int(meta.get("hops") or 0),
-            anchor_relevance=float(meta.get("anchor_relevance") or 0.0),
+            value=_as_float(value),
+            depth=depth,
+            m=m,
+            hops=hops,
+            anchor_relevance=anchor,
             parent_url=parent,
             flags=flags,
             extra=extra,
-            evidence=meta.get(META_EVIDENCE) or b"",
+            evidence=evidence or b"",
         )
 
     def _to_request(self, entry: Entry) -> Request:
         extra = entry.extra or {}
         if "request" in extra:
             return extra["request"]
-        meta: dict[str, Any] = {
-            "depth": entry.depth,
-            "link_value": entry.value,
-            "m": entry.m,
-            "hops": entry.hops,
-            "anchor_relevance": entry.anchor_relevance,
-            "parent_url": entry.parent_url,
-        }
+        meta: dict[str, Any] = {}
+        absent = entry.flags
+        if not absent & _NO_DEPTH:
+            meta["depth"] = entry.depth
+        if not absent & _NO_VALUE:
+            meta["link_value"] = entry.value
+        if not absent & _NO_M:
+            meta["m"] = entry.m
+        if not absent & _NO_HOPS:
+            meta["hops"] = entry.hops
+        if not absent & _NO_ANCHOR:
+            meta["anchor_relevance"] = entry.anchor_relevance
+        if not absent & _NO_PARENT:
+            meta["parent_url"] = entry.parent_url
         if entry.evidence:
             meta[META_EVIDENCE] = entry.evidence
         meta.update(extra.get("meta", ()))
@@ -453,7 +686,6 @@ class FocusedScheduler(BaseScheduler):
             meta=meta,
             headers=headers,
             dont_filter=bool(entry.flags & DONT_FILTER),
-            errback=self._on_error,
         )
 
     # --- persistence ----------------------------------------------------------------
@@ -547,12 +779,13 @@ class FocusedScheduler(BaseScheduler):
             row.entry.evidence = extra.pop("evidence")
             extra = extra or None
         row.entry.extra = extra
-        self.frontier.push(row.entry)
+        if self.frontier.push(row.entry) and _is_whole(row.entry):
+            self._whole_waiting.add(row.entry.fp)
         return True
 
     # --- stats ----------------------------------------------------------------------
     def queues(self) -> dict[str, int]:
-        """Sizes of the four queues of seed 000."""
+        """Sizes of the four queues (Liu, Xia & Xu 2010)."""
         return {
             "waiting": len(self.frontier),
             "in_flight": len(self.in_flight),
@@ -577,3 +810,8 @@ class FocusedScheduler(BaseScheduler):
         stats.set_value("scheduler/dequeued", self.dequeued)
         stats.set_value("focused/frontier/memory/promoted", self.frontier.promoted)
         stats.set_value("focused/dupefilter/filtered", self.filtered)
+
+
+def _is_whole(entry: Entry) -> bool:
+    """The entry keeps its request whole (not plain)."""
+    return isinstance(entry.extra, dict) and "request" in entry.extra

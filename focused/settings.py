@@ -47,6 +47,9 @@ DOWNLOADER_MIDDLEWARES = {
     "focused.robots.FocusedRobotsTxtMiddleware": 100,
     # Charset repair, binary bodies, per-host page cap (see docs/robustness.md).
     "focused.robustness.RobustnessMiddleware": 585,
+    # The lowest order: sees every download that failed for good (after the retries),
+    # whatever its errback, and tells the scheduler (focused.signals.download_failed).
+    "focused.scheduler.DownloadFailureMiddleware": 5,
 }
 # Only http(s) is crawled: a page linking file:///etc/passwd must not get it read.
 DOWNLOAD_HANDLERS = {"file": None, "ftp": None, "s3": None, "data": None}

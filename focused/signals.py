@@ -1,23 +1,49 @@
 """Signals of the focused crawler (sent with ``crawler.signals.send_catch_log``).
 
-``frontier_checkpoint``: sent by :class:`focused.pipelines.PageStorePipeline` right
-before it commits stored pages, without arguments. The scheduler commits its frontier
-journal in the handler, so a page that is durably stored never has its outlinks only in
-memory: after a crash, a resumed crawl skips the page and still has its links.
+Between a page store and the scheduler (a crash-safe crawl with ``JOBDIR``): any item
+pipeline that stores pages durably can send them, not only
+:class:`focused.pipelines.PageStorePipeline`; the scheduler never looks at the pipeline
+classes.
 
-``frontier_rescore``: see below.
+``page_store_opened``: sent by a page store when it opens (in ``open_spider``), without
+arguments. Scrapy 2.19 opens the scheduler before the item pipelines
+(``ExecutionEngine.open_spider_async``), so the scheduler hears it: from then on it
+journals a fetched page as done only when :data:`pages_stored` names its URL. Without a
+page store it journals a page as done once its item went through the pipelines
+(``item_scraped``, ``item_dropped``, ``item_error``) or the callback failed
+(``spider_error``).
+
+``frontier_checkpoint``: sent by the page store right before it commits stored pages,
+without arguments. The scheduler commits its frontier journal in the handler, so a page
+that is durably stored never has its outlinks only in memory: after a crash, a resumed
+crawl skips the page and still has its links.
+
+``pages_stored``: sent by the page store right after a commit, with ``urls`` (a list of
+``str``): the URLs of the pages whose rows that commit made durable, and of pages found
+already stored. The scheduler journals those pages as done.
 """
 
+page_store_opened = object()
+
 frontier_checkpoint = object()
+
+pages_stored = object()
 
 #: ``frontier_rescore``: sent by :class:`focused.middlewares.FocusedPriorityMiddleware`
 #: each time a strategy that rescores (``learning``) has learnt from a fetched page, with
 #: ``rescorer`` (:class:`focused.frontier.memory.Rescorer`: evidence -> priorities, values). The
 #: scheduler decides when to re-order its waiting links with it (``FOCUSED_RESCORE_EVERY``,
-#: ``FOCUSED_RESCORE_BUDGET``); a frontier that cannot (Redis) does not listen.
+#: ``FOCUSED_RESCORE_BUDGET``, :class:`focused.frontier.rescoring.RescoreSchedule`); a
+#: frontier that cannot (Redis) does not listen.
 frontier_rescore = object()
 
 #: ``page_skipped``: sent by the spider, with ``response``, for a fetched page it yields no
 #: item for (not text). The scheduler journals the URL as done at once: with no item to wait
 #: for, a crawl resumed after ``kill -9`` must not fetch it again.
 page_skipped = object()
+
+#: ``download_failed``: sent by :class:`focused.scheduler.DownloadFailureMiddleware` (a
+#: downloader middleware at the lowest order) with ``request`` and ``exception`` when the
+#: download of a request failed for good (not retried), whatever its callback and
+#: errback. The scheduler moves the request to the error queue.
+download_failed = object()

@@ -1,4 +1,4 @@
-"""``kill -9`` of the crawler at random moments, then resume (issue 7).
+"""``kill -9`` of the crawler at random moments, then resume (a hostile environment).
 
 A sandbox server runs in its own process and logs every request it gets, so fetches are
 counted outside the crawler that is killed. The crawler runs forked from a *zygote*

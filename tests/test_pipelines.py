@@ -22,7 +22,7 @@ from scrapy.utils.test import get_crawler
 from focused.items import PageItem
 from focused.output.store import PageStore
 from focused.pipelines import MetricsPipeline, PageStorePipeline, Pending
-from focused.signals import frontier_checkpoint
+from focused.signals import frontier_checkpoint, page_store_opened, pages_stored
 
 TARGETS = frozenset({"http://h/wiki/A.html", "http://h/wiki/AT&T.html", "http://h/wiki/C.html"})
 
@@ -169,11 +169,28 @@ def test_from_crawler_checkpoint_before_commit_stats_and_resume(tmp_path: Path) 
         conn.close()
 
     crawler.signals.connect(on_checkpoint, signal=frontier_checkpoint)
+    opened: list[bool] = []
+    told: list[tuple[list[str], int]] = []
+
+    def on_opened() -> None:
+        opened.append(True)
+
+    def on_stored(urls: list[str]) -> None:  # what the scheduler journals as done
+        conn = sqlite3.connect(tmp_path / "pages.sqlite3")
+        told.append((urls, conn.execute("SELECT COUNT(*) FROM pages").fetchone()[0]))
+        conn.close()
+
+    crawler.signals.connect(on_opened, signal=page_store_opened)
+    crawler.signals.connect(on_stored, signal=pages_stored)
     store_pipe.open_spider()
+    assert opened == [True]
     metrics_pipe.open_spider()
     for item in (page("A", True), page("B", False), page("A", True)):
         metrics_pipe.process_item(store_pipe.process_item(item))
     assert committed_at_checkpoint == [0, 1]  # sent before each page's commit
+    a, b = "http://h/wiki/A.html", "http://h/wiki/B.html"
+    # after each commit; the second A was stored already: told at once
+    assert told == [([a], 1), ([b], 2), ([a], 2)]
     stats = crawler.stats
     assert stats.get_value("focused/stored") == 2
     assert stats.get_value("focused/duplicates") == 1
@@ -237,6 +254,12 @@ def test_threaded_store_row_after_file_in_item_order(tmp_path: Path) -> None:
         conn.close()
 
     crawler.signals.connect(on_checkpoint, signal=frontier_checkpoint)
+    told: list[list[str]] = []
+
+    def on_stored(urls: list[str]) -> None:
+        told.append([u.rsplit("/", 1)[-1] for u in urls])
+
+    crawler.signals.connect(on_stored, signal=pages_stored)
     pipe.open_spider()
     a, b, a_again, c = page("A", True), page("B", False), page("A", False), page("C", True)
     c.body = b.body  # the same content as B: one file for both
@@ -254,6 +277,7 @@ def test_threaded_store_row_after_file_in_item_order(tmp_path: Path) -> None:
     rows = db_rows(tmp_path)
     assert [(r[0], r[1]) for r in rows] == [(f"http://h/wiki/{n}.html", n) for n in "ABC"]
     assert committed_at_checkpoint == [0, 1, 2]  # the journal is committed before each row
+    assert told == [["A.html"], ["B.html"], ["A.html"], ["C.html"]]  # in item order
     assert a_again.file_path == a.file_path and c.file_path == b.file_path
     for item, name in ((a, "A"), (b, "B")):
         digest = hashlib.sha256(bodies[name]).hexdigest()
@@ -282,3 +306,25 @@ def test_threaded_store_row_after_file_in_item_order(tmp_path: Path) -> None:
     assert pipe.close_spider() is None  # nothing left in flight
     with PageStore(tmp_path).open() as store:
         assert store.check() == [] and store.repaired == []
+
+
+def test_a_page_stored_before_is_told_with_the_commit_that_makes_it_durable(
+    tmp_path: Path,
+) -> None:
+    """With batched commits, a URL found in the open transaction is told with its batch."""
+    crawler = get_crawler(TargetSpider, {"FOCUSED_OUTPUT_DIR": str(tmp_path)})
+    pipe = PageStorePipeline(tmp_path, commit_every=2, signals=crawler.signals)
+    told: list[list[str]] = []
+
+    def on_stored(urls: list[str]) -> None:
+        told.append([u.rsplit("/", 1)[-1] for u in urls])
+
+    crawler.signals.connect(on_stored, signal=pages_stored)
+    pipe.open_spider()
+    pipe.process_item(page("A", True))
+    pipe.process_item(page("A", True))  # in the open transaction: not durable yet
+    assert told == []
+    pipe.process_item(page("B", True))  # commits the batch
+    assert told == [["A.html", "B.html", "A.html"]]
+    pipe.close_spider()
+    assert told[1:] == []  # nothing left to commit

@@ -14,12 +14,12 @@ import time
 from pathlib import Path
 
 import pytest
+from itemadapter import ItemAdapter
 from scrapy import Request, Spider
 from scrapy import signals as scrapy_signals
 from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 from twisted.internet.error import ConnectionRefusedError
-from twisted.python.failure import Failure
 
 from bench.command import crawl_command, settings_from_strings
 from focused import signals as focused_signals
@@ -33,7 +33,7 @@ from focused.frontier.journal import (
     stored_urls,
 )
 from focused.frontier.memory import Entry
-from focused.scheduler import FocusedScheduler
+from focused.scheduler import DownloadFailureMiddleware, FocusedScheduler
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -90,7 +90,7 @@ def test_plain_values_priority_then_fifo_and_request_rebuilt():
     assert len(sched) == 5 and sched.has_pending_requests()
     first = sched.next_request()
     assert first.url.endswith("/1.htm") and first.priority == 2
-    assert first.callback is None and first.errback is not None
+    assert first.callback is None and first.errback is None  # no errback of the scheduler's
     assert first.meta == {
         "depth": 3,
         "link_value": 0.5,
@@ -125,7 +125,8 @@ def test_extra_meta_referer_and_non_plain_requests_survive():
     spider = DemoSpider()
     sched = FocusedScheduler()
     sched.open(spider)
-    r = _req(1, 3, parent_url="http://e.org/", retry_times=1, download_slot="x")
+    # a retry, with the slot the downloader left (the host name): dropped
+    r = _req(1, 3, parent_url="http://e.org/", retry_times=1, download_slot="127.0.0.1")
     r.headers["Referer"] = "http://e.org/"
     sched.enqueue_request(r)
     custom = Request("http://e.org/post", method="POST", body=b"q=1", callback=spider.parse_other)
@@ -163,9 +164,8 @@ def test_four_queues_in_stats_from_signals_errback_retry_and_redirect():
     assert stats.get_value("focused/queue/in_flight") == 5
     _respond(crawler, reqs[0])
     _respond(crawler, reqs[1], status=404)
-    failure = Failure(ConnectionRefusedError())
-    failure.request = reqs[2]
-    assert reqs[2].errback(failure) is failure  # returned unchanged: Scrapy still logs it
+    failing = DownloadFailureMiddleware.from_crawler(crawler)
+    assert failing.process_exception(reqs[2], ConnectionRefusedError()) is None  # Scrapy goes on
     retry = reqs[3].replace(dont_filter=True)
     retry.meta["retry_times"] = 1
     assert sched.enqueue_request(retry)  # a retry goes back to waiting
@@ -307,30 +307,123 @@ def test_checkpoint_signal_commits_the_journal(tmp_path):
     sched.close("finished")
 
 
-@pytest.mark.parametrize("with_store", [True, False])
-def test_done_is_journaled_only_once_the_page_is_safe(tmp_path, with_store):
-    pipelines = {"focused.pipelines.PageStorePipeline": 300} if with_store else {}
+class UserStorePipeline:
+    """A user's own page store (not the project's class): it sends the same signals."""
+
+    def __init__(self, crawler) -> None:
+        self.crawler = crawler
+        self.batch: list[str] = []
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        return cls(crawler)
+
+    def open_spider(self) -> None:
+        self.crawler.signals.send_catch_log(focused_signals.page_store_opened)
+
+    def process_item(self, item):
+        self.batch.append(ItemAdapter(item)["url"])
+        return item
+
+    def commit(self) -> None:
+        send = self.crawler.signals.send_catch_log
+        send(focused_signals.frontier_checkpoint)
+        # ... its own COMMIT here ...
+        send(focused_signals.pages_stored, urls=self.batch)
+        self.batch = []
+
+
+def _open_with_pipelines(tmp_path: Path, pipelines: dict, **settings) -> tuple:
+    """A scheduler, then the item pipelines, opened in the order Scrapy 2.19 opens them
+    (``ExecutionEngine.open_spider_async``: the scheduler first)."""
+    from scrapy.pipelines import ItemPipelineManager
+
     jobdir = tmp_path / "job"
-    sched, crawler = _open({"JOBDIR": str(jobdir), "ITEM_PIPELINES": pipelines})
-    assert sched.confirm_with_store is with_store
+    sched, crawler = _open(
+        {
+            "JOBDIR": str(jobdir),
+            "ITEM_PIPELINES": pipelines,
+            "FOCUSED_OUTPUT_DIR": str(tmp_path / "out"),
+            "FOCUSED_STORE_THREAD": False,
+            **settings,
+        }
+    )
+    manager = ItemPipelineManager.from_crawler(crawler)
+    for pipe in manager.middlewares:
+        pipe.open_spider()
+    reader = sqlite3.connect(jobdir / "frontier.sqlite3")
+
+    def journaled(url: str) -> int:  # the state another process would read
+        sched._commit(force=True)
+        return reader.execute("SELECT state FROM urls WHERE url = ?", (url,)).fetchone()[0]
+
+    return sched, crawler, manager.middlewares, journaled, reader
+
+
+def _through_pipelines(crawler, pipes, response) -> dict:
+    from focused.items import PageItem
+
+    item = PageItem(url=response.url, title="t", body=b"<html></html>")
+    for pipe in pipes:
+        item = pipe.process_item(item)
+    crawler.signals.send_catch_log(
+        scrapy_signals.item_scraped, item=item, response=response, spider=crawler.spider
+    )
+    return item
+
+
+def test_without_a_page_store_the_items_pass_journals_the_page_done(tmp_path):
+    sched, crawler, pipes, journaled, reader = _open_with_pipelines(tmp_path, {})
+    assert not sched.waits_for_store
     sched.enqueue_request(_req(1))
     response = _respond(crawler, sched.next_request())
     assert sched.queues()["done"] == 1
-    reader = sqlite3.connect(jobdir / "frontier.sqlite3")
-
-    def journaled() -> int:
-        crawler.signals.send_catch_log(signal=focused_signals.frontier_checkpoint)
-        return reader.execute("SELECT state FROM urls").fetchone()[0]
-
-    assert journaled() == IN_FLIGHT  # fetched, its item not stored yet
-    crawler.signals.send_catch_log(
-        scrapy_signals.item_scraped, item={}, response=response, spider=crawler.spider
-    )
-    # with the page store, the item may sit in the store's open batch until the next
-    # checkpoint's commit: done is journaled at the checkpoint after that one
-    assert journaled() == (IN_FLIGHT if with_store else DONE)
-    assert journaled() == DONE
+    assert journaled(response.url) == IN_FLIGHT  # fetched, its item not through yet
+    _through_pipelines(crawler, pipes, response)
+    assert journaled(response.url) == DONE
     reader.close()
+    sched.close("finished")
+
+
+def test_a_users_own_store_pipeline_that_sends_the_signals_is_waited_for(tmp_path):
+    """No class is looked at: a user's store that sends page_store_opened is waited for."""
+    sched, crawler, pipes, journaled, reader = _open_with_pipelines(
+        tmp_path, {UserStorePipeline: 300}
+    )
+    assert sched.waits_for_store  # heard from the pipeline when it opened
+    sched.enqueue_request(_req(1))
+    sched.enqueue_request(_req(2))
+    first = _respond(crawler, sched.next_request())
+    second = _respond(crawler, sched.next_request())
+    _through_pipelines(crawler, pipes, first)
+    _through_pipelines(crawler, pipes, second)
+    assert journaled(first.url) == IN_FLIGHT  # through the pipelines, not committed yet
+    (store,) = pipes
+    store.commit()
+    assert journaled(first.url) == journaled(second.url) == DONE
+    reader.close()
+    sched.close("finished")
+
+
+def test_the_project_store_journals_a_page_done_once_its_row_is_committed(tmp_path):
+    sched, crawler, pipes, journaled, reader = _open_with_pipelines(
+        tmp_path, {"focused.pipelines.PageStorePipeline": 300}, FOCUSED_STORE_COMMIT_EVERY=2
+    )
+    assert sched.waits_for_store
+    for i in (1, 2):
+        sched.enqueue_request(_req(i))
+    first = _respond(crawler, sched.next_request())
+    second = _respond(crawler, sched.next_request())
+    _through_pipelines(crawler, pipes, first)
+    # its row sits in the store's open transaction: not done yet
+    assert journaled(first.url) == IN_FLIGHT
+    assert _stored(tmp_path / "out") == set()
+    _through_pipelines(crawler, pipes, second)  # the second row commits the batch
+    assert _stored(tmp_path / "out") == {first.url, second.url}
+    assert journaled(first.url) == journaled(second.url) == DONE
+    reader.close()
+    for pipe in pipes:
+        pipe.close_spider()
     sched.close("finished")
 
 
@@ -623,7 +716,7 @@ def test_crawl_killed_and_resumed_loses_at_most_the_in_flight_pages(
     assert _stored(out) == full_crawl
 
 
-# --- rescoring the waiting links (learning) ----------------------------------------
+# --- rescoring the waiting links (the learning strategy) ----------------------------
 def test_rescore_signal_reorders_on_schedule_and_evidence_survives_a_resume(tmp_path: Path):
     """The scheduler rescores every FOCUSED_RESCORE_EVERY learnt pages, or every
     waiting / FOCUSED_RESCORE_BUDGET pages when longer; the evidence is journaled."""

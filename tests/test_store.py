@@ -152,6 +152,24 @@ def test_batches_commit_after_before_commit_hook(tmp_path: Path) -> None:
     assert seen == [0, 3]  # the hook runs before each commit
 
 
+def test_after_commit_hook_gets_the_urls_that_commit_made_durable(tmp_path: Path) -> None:
+    told: list[tuple[list[str], int]] = []
+    store = PageStore(
+        tmp_path,
+        commit_every=2,
+        after_commit=lambda urls: told.append((urls, committed_rows(tmp_path))),
+    ).open()
+    store.add(record("http://h/1"), b"1")
+    assert told == [] and store.pending == 1
+    assert not store.add(record("http://h/1"), b"1")  # duplicate: no row, not told
+    store.add(record("http://h/2"), b"2")
+    assert told == [(["http://h/1", "http://h/2"], 2)]  # called after the commit
+    assert store.pending == 0
+    store.add(record("http://h/3"), b"3")
+    store.close()  # the last batch is committed and told at close
+    assert told[1:] == [(["http://h/3"], 3)]
+
+
 def test_repair_waits_for_other_writers(tmp_path: Path) -> None:
     first = PageStore(tmp_path).open()
     orphan = tmp_path / file_path_for("ab" * 32)

@@ -91,6 +91,8 @@ class PageStore:
     ``synchronous=FULL`` (survives power loss, not only process crashes).
     ``before_commit``: called right before every commit (the crawler commits its frontier
     journal there, so a stored page's outlinks are never lost on resume).
+    ``after_commit``: called right after every commit with the URLs of the rows it made
+    durable, in the order they were inserted (the crawler journals those pages as done).
     ``gzip_level``: compression level of the body files (1 = fastest, 9 = smallest).
 
     :meth:`add` does a page in one call. A writer that wants the file work (hashing,
@@ -108,6 +110,7 @@ class PageStore:
         fsync: bool = False,
         before_commit: Callable[[], Any] | None = None,
         gzip_level: int = 1,
+        after_commit: Callable[[list[str]], Any] | None = None,
     ) -> None:
         if not 0 <= int(gzip_level) <= 9:
             raise ValueError(f"gzip_level must be 0-9, got {gzip_level!r}")
@@ -118,11 +121,13 @@ class PageStore:
         self.commit_every = max(1, int(commit_every))
         self.fsync = fsync
         self.before_commit = before_commit
+        self.after_commit = after_commit
         self.conn: sqlite3.Connection | None = None
         self.duplicates = 0
         self.stored = 0
         self.repaired: list[str] = []
         self._pending = 0
+        self._inserted: list[str] = []  # URLs of the rows in the open transaction
         self._lock_fh: Any = None
 
     # --- life cycle --------------------------------------------------------------
@@ -167,14 +172,22 @@ class PageStore:
         if fcntl is not None and self._lock_fh is not None:
             fcntl.flock(self._lock_fh.fileno(), fcntl.LOCK_SH)
 
+    @property
+    def pending(self) -> int:
+        """Rows inserted (or tried) in the open transaction, not committed yet."""
+        return self._pending
+
     def flush(self) -> None:
-        """Commit pending rows (calls ``before_commit`` first)."""
+        """Commit pending rows (calls ``before_commit`` first, ``after_commit`` after)."""
         if self.conn is None or not self._pending:
             return
         if self.before_commit is not None:
             self.before_commit()
         self.conn.execute("COMMIT")
         self._pending = 0
+        committed, self._inserted = self._inserted, []
+        if self.after_commit is not None:
+            self.after_commit(committed)
 
     def close(self) -> None:
         """Commit and close; the store can be opened again."""
@@ -310,7 +323,10 @@ class PageStore:
             vals,
         )
         self._pending += 1  # the transaction is open either way; flush ends it
-        return cur.rowcount == 1
+        if cur.rowcount != 1:
+            return False
+        self._inserted.append(row["url"])
+        return True
 
     # --- reading -----------------------------------------------------------------
     def has(self, url: str) -> bool:

@@ -41,6 +41,9 @@ SPIDER_MIDDLEWARES = {
     "focused.middlewares.FocusedPriorityMiddleware": 890,
 }
 DOWNLOADER_MIDDLEWARES = {
+    # No fetch from loopback, private or link-local addresses, in any spelling, on any
+    # redirect hop, before robots.txt (focused/addressfilter.py).
+    "focused.addressfilter.AddressFilterMiddleware": 50,
     # Scrapy 2.19's robots.txt middleware lets a request through unchecked when two others
     # already wait for the host's robots.txt, and when robots.txt cannot be fetched.
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
@@ -48,6 +51,9 @@ DOWNLOADER_MIDDLEWARES = {
     # Charset repair, binary bodies, per-host page cap (see docs/robustness.md).
     "focused.robustness.RobustnessMiddleware": 585,
 }
+# Resolves IPv4 and IPv6, refuses internal addresses after resolution (Scrapy 2.19's
+# name for DNS_RESOLVER, which it deprecates).
+TWISTED_DNS_RESOLVER = "focused.addressfilter.FocusedResolver"
 # Only http(s) is crawled: a page linking file:///etc/passwd must not get it read.
 DOWNLOAD_HANDLERS = {"file": None, "ftp": None, "s3": None, "data": None}
 ITEM_PIPELINES = {

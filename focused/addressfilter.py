@@ -236,3 +236,11 @@ class AddressFilterMiddleware:
             if self.stats is not None:
                 self.stats.inc_value(f"focused/refused/{kind}")
             raise IgnoreRequest(f"{host} resolves to a {kind} address: refused")
+
+    def process_exception(self, request: Request, exception: Exception) -> None:
+        """A download whose host name the resolver just refused failed as a DNS error:
+        it becomes ``IgnoreRequest`` (for robots.txt: no error logged, no retry)."""
+        host = (urlparse_cached(request).hostname or "").lower().rstrip(".")
+        kind = self.policy.refused_names.get(host)
+        if kind is not None:
+            raise IgnoreRequest(f"{host} resolves to a {kind} address: refused")

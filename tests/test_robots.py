@@ -62,6 +62,8 @@ process = CrawlerProcess({
     "TELNETCONSOLE_ENABLED": False,
     "LOG_LEVEL": "INFO",
     "USER_AGENT": project.USER_AGENT,
+    # the probe has no seeds: its loopback server is allowed by name
+    "FOCUSED_ALLOWED_NETWORKS": ["127.0.0.0/8"],
 })
 crawler = process.create_crawler(Probe)
 process.crawl(crawler)

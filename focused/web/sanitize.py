@@ -26,7 +26,10 @@ from __future__ import annotations
 
 import codecs
 import re
+import time
 from collections.abc import Iterable
+from datetime import UTC
+from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit, urlunsplit
 
 from charset_normalizer import from_bytes
@@ -44,6 +47,7 @@ __all__ = [
     "SESSION_PARAMS",
     "looks_binary",
     "repair_encoding",
+    "retry_after_seconds",
     "scheme_problem",
     "strip_session_ids",
 ]
@@ -208,3 +212,27 @@ def strip_session_ids(url: str, params: Iterable[str] = SESSION_PARAMS) -> str:
     if path == parts.path and query == parts.query:
         return url
     return urlunsplit((parts.scheme, parts.netloc, path, query, parts.fragment))
+
+
+def retry_after_seconds(value: str | bytes | None, now: float | None = None) -> float | None:
+    """Seconds that an HTTP ``Retry-After`` value asks to wait (RFC 9110, section 10.2.3):
+    a number of seconds or an HTTP date (``now``: the current Unix time, default
+    ``time.time()``). None when it is missing or neither; never negative."""
+    if value is None:
+        return None
+    text = value.decode("latin-1") if isinstance(value, bytes) else value
+    text = text.strip()
+    if not text:
+        return None
+    if text.isdigit():
+        return float(int(text))
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    current = time.time() if now is None else now
+    return max(0.0, when.timestamp() - current)

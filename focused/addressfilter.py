@@ -25,7 +25,7 @@ import json
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
+    from scrapy.http import Response
     from scrapy.statscollectors import StatsCollector
     from twisted.internet.base import ReactorBase
 
@@ -244,3 +245,35 @@ class AddressFilterMiddleware:
         kind = self.policy.refused_names.get(host)
         if kind is not None:
             raise IgnoreRequest(f"{host} resolves to a {kind} address: refused")
+
+
+class RedirectAddressFilterMiddleware:
+    """Downloader middleware before Scrapy's ``RedirectMiddleware`` (650 > 600): a 3xx
+    answer whose ``Location`` is a refused address is dropped there (``IgnoreRequest``:
+    the redirecting URL fails), so no request to the internal address is even made; one
+    that is off-site would otherwise be dropped by Scrapy's ``OffsiteMiddleware`` before
+    the scheduler sees it. The redirect to a host name is checked when it is resolved."""
+
+    def __init__(self, stats: StatsCollector | None = None) -> None:
+        self.stats = stats
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler.stats)
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        if not 300 <= response.status < 400 or _Active.policy is None:
+            return response
+        location = response.headers.get(b"Location")
+        if not location:
+            return response
+        try:
+            target = urljoin(response.url, location.decode("latin-1").strip())
+            address = parse_host(urlsplit(target).hostname)
+        except ValueError:
+            return response
+        kind = None if address is None else _Active.policy.refusal(address)
+        if kind is not None:
+            _refused(self.stats, kind, f"redirect to {target}", str(address))
+            raise IgnoreRequest(f"redirect to a {kind} address {address} refused")
+        return response

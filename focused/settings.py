@@ -44,12 +44,16 @@ DOWNLOADER_MIDDLEWARES = {
     # No fetch from loopback, private or link-local addresses, in any spelling, on any
     # redirect hop, before robots.txt (focused/addressfilter.py).
     "focused.addressfilter.AddressFilterMiddleware": 50,
+    "focused.addressfilter.RedirectAddressFilterMiddleware": 650,
     # Scrapy 2.19's robots.txt middleware lets a request through unchecked when two others
     # already wait for the host's robots.txt, and when robots.txt cannot be fetched.
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "focused.robots.FocusedRobotsTxtMiddleware": 100,
     # Charset repair, binary bodies, per-host page cap (see docs/robustness.md).
     "focused.robustness.RobustnessMiddleware": 585,
+    # A body that is not what its Content-Encoding says is kept as sent, not lost.
+    "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
+    "focused.robustness.FocusedHttpCompressionMiddleware": 590,
 }
 # Resolves IPv4 and IPv6, refuses internal addresses after resolution (Scrapy 2.19's
 # name for DNS_RESOLVER, which it deprecates).

@@ -118,6 +118,19 @@ DEFAULTS: dict[str, Any] = {
     # cores it saved Scrapy's thread ~0.1 ms per page for ~0.4 ms more CPU (docs/speed.md)
     "FOCUSED_STORE_GZIP_LEVEL": 1,
     "FOCUSED_STORE_THREAD": False,
+    # --- internal addresses and oversized input (focused/addressfilter.py) ---------
+    # networks (CIDR) the crawl may fetch from although they are loopback, private,
+    # link-local, ...; a seed's own kind is allowed anyway (not link-local)
+    "FOCUSED_ALLOWED_NETWORKS": [],
+    # host name -> IP address, used instead of a DNS lookup (like curl --resolve)
+    "FOCUSED_HOSTS": {},
+    # robots.txt: only its first this many bytes are downloaded and parsed (RFC 9309
+    # asks for at least 500 KiB)
+    "FOCUSED_ROBOTS_MAX_BYTES": 512000,
+    # a robots.txt Crawl-delay is honoured per host, up to this many seconds
+    "FOCUSED_MAX_CRAWL_DELAY": 30.0,
+    # a 429/503 answer's Retry-After pauses its host, up to this many seconds
+    "FOCUSED_MAX_RETRY_AFTER": 60.0,
 }
 
 

@@ -26,20 +26,25 @@ from __future__ import annotations
 import logging
 import time
 from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
 
+from scrapy import signals
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
-from scrapy.exceptions import IgnoreRequest
+from scrapy.exceptions import IgnoreRequest, StopDownload
 from scrapy.robotstxt import RobotParser
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.defer import Deferred
+
+from focused.defaults import get
+from focused.politeness import SlotDelays
 
 if TYPE_CHECKING:
     from typing import Self
 
     from scrapy import Request
     from scrapy.crawler import Crawler
-    from scrapy.http import Response
+    from scrapy.http import Headers, Response
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +87,52 @@ class FocusedRobotsTxtMiddleware(RobotsTxtMiddleware):
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
         self.retry_after = float(self.RETRY_AFTER)
+        self.max_bytes = max(0, get(crawler.settings, "FOCUSED_ROBOTS_MAX_BYTES"))
+        self.delays = SlotDelays.of(crawler)
+        self._received: WeakKeyDictionary[Request, int] = WeakKeyDictionary()  # bytes so far
+        if self.max_bytes:
+            crawler.signals.connect(self._headers_received, signal=signals.headers_received)
+            crawler.signals.connect(self._bytes_received, signal=signals.bytes_received)
+
+    # --- only the first FOCUSED_ROBOTS_MAX_BYTES of a robots.txt ----------------------
+    @staticmethod
+    def _is_robots(request: Request) -> bool:
+        return bool(request.meta.get("dont_obey_robotstxt")) and (
+            urlparse_cached(request).path == "/robots.txt"
+        )
+
+    def _headers_received(self, headers: Headers, request: Request, **_: Any) -> None:
+        """A robots.txt larger than ``DOWNLOAD_MAXSIZE`` is not refused by its
+        ``Content-Length``: its download stops at the cap instead (``_bytes_received``).
+        A compressed one keeps ``DOWNLOAD_MAXSIZE``, which bounds its inflated size."""
+        if self._is_robots(request) and not headers.get(b"Content-Encoding"):
+            request.meta["download_maxsize"] = 0
+            self._received[request] = 0
+
+    def _bytes_received(self, data: bytes, request: Request, **_: Any) -> None:
+        if request not in self._received:
+            return
+        self._received[request] += len(data)
+        if self._received[request] >= self.max_bytes:
+            del self._received[request]
+            raise StopDownload(fail=False)  # the response holds what came so far
+
+    def _truncated(self, response: Response) -> Response:
+        if response.request is not None:
+            self._received.pop(response.request, None)
+        body = response.body
+        if not self.max_bytes or len(body) <= self.max_bytes:
+            return response
+        cut = body.rfind(b"\n", 0, self.max_bytes + 1)
+        body = body[: cut + 1] if cut >= 0 else body[: self.max_bytes]
+        self._stats.inc_value("focused/robotstxt/truncated")
+        logger.info(
+            "focused: robots.txt of %s is over %d bytes: only its first %d are parsed",
+            urlparse_cached(response).netloc,
+            self.max_bytes,
+            len(body),
+        )
+        return response.replace(body=body)
 
     # --- every waiter gets the parser --------------------------------------------------
     async def robot_parser(self, request: Request) -> RobotParser | None:
@@ -114,7 +165,25 @@ class FocusedRobotsTxtMiddleware(RobotsTxtMiddleware):
             self._stats.inc_value(f"robotstxt/response_status_count/{response.status}")
             self._unreachable(netloc, f"HTTP {response.status}")
             return
-        await super()._parse_robots(response, netloc, request)
+        await super()._parse_robots(self._truncated(response), netloc, request)
+        self._crawl_delay(netloc, request)
+
+    def _crawl_delay(self, netloc: str, request: Request) -> None:
+        """robots.txt's ``Crawl-delay`` for our user agent spaces the host's downloads."""
+        parser = self._parsers.get(netloc)
+        crawl_delay = getattr(parser, "crawl_delay", None)
+        if crawl_delay is None:
+            return
+        useragent = self._robotstxt_useragent or request.headers.get(
+            b"User-Agent", self._default_useragent
+        )
+        try:
+            delay = crawl_delay(useragent)
+        except Exception:  # noqa: BLE001 - a parser's problem must not stop the crawl
+            logger.debug("focused: no Crawl-delay from %s", netloc, exc_info=True)
+            return
+        if delay:
+            self.delays.set_floor(request, float(delay))
 
     def _robots_error(self, exc: Exception, netloc: str) -> None:
         if isinstance(exc, IgnoreRequest):

@@ -14,9 +14,11 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddleware
 from scrapy.exceptions import IgnoreRequest
-from scrapy.http import Response, TextResponse
+from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
+from scrapy.responsetypes import responsetypes
 from scrapy.utils.httpobj import urlparse_cached
 
 from focused.defaults import get
@@ -49,6 +51,11 @@ class RobustnessMiddleware:
     - A "text" response whose body is binary (:func:`focused.web.sanitize.looks_binary`)
       becomes a plain :class:`~scrapy.http.Response` (no text, no links), which the
       spider skips (``focused/skipped/binary``).
+    - A page with a few NUL bytes is still a page: they are removed
+      (``focused/pages/nul_stripped``). A UTF-16/32 page without a byte order mark is
+      decoded by its header's charset (``focused/charset/wide``), not taken for binary.
+    - A page nested deeper than lxml parses (:func:`focused.web.sanitize.tree_cut`) is
+      counted (``focused/pages/truncated_tree``): what is deeper is lost.
 
     Settings: ``FOCUSED_MAX_PAGES_PER_HOST``.
     """
@@ -88,12 +95,27 @@ class RobustnessMiddleware:
     def process_response(self, request: Request, response: Response) -> Response:
         if not isinstance(response, TextResponse) or not response.body:
             return response
+        raw_type = response.headers.get(b"Content-Type")
+        content_type = raw_type.decode("latin-1") if raw_type else None
+        wide = sanitize.wide_encoding(content_type, response.body)
+        if wide is not None:  # UTF-16/32 by its header, no BOM: half NUL bytes, not binary
+            self._inc("focused/charset/wide")
+            return response if response.encoding == wide else response.replace(encoding=wide)
         if sanitize.looks_binary(response.body):
             self._inc("focused/skipped/binary")
             return Response(**{name: getattr(response, name) for name in Response.attributes})
-        content_type = response.headers.get(b"Content-Type")
+        if b"\x00" in response.body:
+            self._inc("focused/pages/nul_stripped")
+            response = response.replace(body=sanitize.strip_nul(response.body))
+        if isinstance(response, HtmlResponse) and sanitize.tree_cut(response.body):
+            self._inc("focused/pages/truncated_tree")
+            logger.info(
+                "focused: %s nests deeper than %d elements: lxml drops what is deeper",
+                response.url,
+                sanitize.LXML_MAX_DEPTH,
+            )
         if content_type:
-            encoding = sanitize.repair_encoding(content_type.decode("latin-1"), response.body)
+            encoding = sanitize.repair_encoding(content_type, response.body)
             if encoding is not None:
                 self._inc("focused/charset/repaired")
                 logger.debug(
@@ -104,6 +126,36 @@ class RobustnessMiddleware:
                 )
                 return response.replace(encoding=encoding)
         return response
+
+
+class FocusedHttpCompressionMiddleware(HttpCompressionMiddleware):
+    """Scrapy's ``HttpCompressionMiddleware``, except that a body that does not decode as
+    its ``Content-Encoding`` says (``gzip`` on plain HTML) is kept as sent, without the
+    header, and counted (``focused/compression/undecodable``); Scrapy's raised, and the
+    page was lost with a traceback. Its size limits (``IgnoreRequest``) are Scrapy's.
+    Replaces Scrapy's in ``DOWNLOADER_MIDDLEWARES`` (same place, 590)."""
+
+    def process_response(  # type: ignore[override]
+        self, request: Request, response: Response
+    ) -> Request | Response:
+        try:
+            return super().process_response(request, response)
+        except IgnoreRequest:
+            raise
+        except Exception as exc:  # noqa: BLE001 - gzip, zlib, brotli, zstd errors alike
+            if self.stats is not None:
+                self.stats.inc_value("focused/compression/undecodable")
+            encoding = response.headers.get(b"Content-Encoding", b"").decode("latin-1")
+            logger.warning(
+                "focused: %s does not decode as Content-Encoding %r (%s): kept as sent",
+                response.url,
+                encoding,
+                type(exc).__name__,
+            )
+            headers = response.headers.copy()
+            del headers[b"Content-Encoding"]
+            cls = responsetypes.from_args(headers=headers, url=response.url, body=response.body)
+            return response.replace(cls=cls, headers=headers)
 
 
 class FocusedLinkExtractor(LinkExtractor):

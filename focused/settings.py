@@ -41,6 +41,10 @@ SPIDER_MIDDLEWARES = {
     "focused.middlewares.FocusedPriorityMiddleware": 890,
 }
 DOWNLOADER_MIDDLEWARES = {
+    # No fetch from loopback, private or link-local addresses, in any spelling, on any
+    # redirect hop, before robots.txt (focused/addressfilter.py).
+    "focused.addressfilter.AddressFilterMiddleware": 50,
+    "focused.addressfilter.RedirectAddressFilterMiddleware": 650,
     # Scrapy 2.19's robots.txt middleware lets a request through unchecked when two others
     # already wait for the host's robots.txt, and when robots.txt cannot be fetched.
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
@@ -50,7 +54,13 @@ DOWNLOADER_MIDDLEWARES = {
     # The lowest order: sees every download that failed for good (after the retries),
     # whatever its errback, and tells the scheduler (focused.signals.download_failed).
     "focused.scheduler.DownloadFailureMiddleware": 5,
+    # A body that is not what its Content-Encoding says is kept as sent, not lost.
+    "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
+    "focused.robustness.FocusedHttpCompressionMiddleware": 590,
 }
+# Resolves IPv4 and IPv6, refuses internal addresses after resolution (Scrapy 2.19's
+# name for DNS_RESOLVER, which it deprecates).
+TWISTED_DNS_RESOLVER = "focused.addressfilter.FocusedResolver"
 # Only http(s) is crawled: a page linking file:///etc/passwd must not get it read.
 DOWNLOAD_HANDLERS = {"file": None, "ftp": None, "s3": None, "data": None}
 ITEM_PIPELINES = {

@@ -24,7 +24,15 @@ from focused.output.store import PageStore
 from focused.ranking.relevance import TopicVector, page_relevance
 from focused.robustness import FocusedLinkExtractor, RobustnessMiddleware
 from focused.web.sandbox import generate_site, hostile
-from focused.web.sanitize import looks_binary, repair_encoding, scheme_problem, strip_session_ids
+from focused.web.sanitize import (
+    looks_binary,
+    repair_encoding,
+    retry_after_seconds,
+    scheme_problem,
+    strip_session_ids,
+    tree_cut,
+    wide_encoding,
+)
 from focused.web.topics import load_topic
 
 HOSTILE = ("FOCUSED_SANDBOX_MODE=hostile", "FOCUSED_SANDBOX_PAGES=60", "DOWNLOAD_TIMEOUT=2")
@@ -183,13 +191,18 @@ def hostile_crawl(tmp_path_factory) -> Crawl:
     return run_crawl(out, *HOSTILE, f"JOBDIR={out / 'job'}", check=False)
 
 
-def journal(crawl: Crawl, state: int) -> set[str]:
+def journal_urls(crawl: Crawl, state: int) -> set[str]:
     con = sqlite3.connect(crawl.out / "job" / "frontier.sqlite3")
     try:
         rows = con.execute("SELECT url FROM urls WHERE state = ?", (state,)).fetchall()
     finally:
         con.close()
-    return {urlsplit(u).path for (u,) in rows}
+    return {u for (u,) in rows}
+
+
+def journal(crawl: Crawl, state: int) -> set[str]:
+    """Paths of the journal's URLs in ``state`` (several hosts may share one)."""
+    return {urlsplit(u).path for u in journal_urls(crawl, state)}
 
 
 @pytest.mark.integration
@@ -248,7 +261,7 @@ def test_failures_are_retried_then_land_in_the_error_queue(hostile_crawl):
     assert s["httperror/response_ignored_status_count/404"] >= 1
     assert s["downloader/exception_type_count/scrapy.exceptions.DownloadCancelledError"] >= 2
     assert s["robotstxt/forbidden"] >= 2
-    assert s["focused/queue/error"] == len(errors)
+    assert s["focused/queue/error"] == len(journal_urls(hostile_crawl, 3))
 
 
 @pytest.mark.integration
@@ -419,3 +432,74 @@ def test_corrupt_page_store_in_output_folder(project_root, venv_scrapy, tmp_path
         "FOCUSED_SANDBOX_PAGES=60",
     )
     assert "pages.sqlite3" in one_line(result)
+
+
+# --- NUL bytes, UTF-16 without BOM, fake gzip, deep nesting (pure) ------------------------
+def test_a_few_nul_bytes_do_not_make_a_page_binary(site):
+    body = site.pages["/hostile/nul.html"]
+    assert b"\x00" in body[:4096] and not looks_binary(body)
+    page = decoded(site, "/hostile/nul.html")
+    assert b"\x00" not in page.body
+    assert page.xpath("//a/@href").getall() == ["/hostile/after-nul.html"]
+    assert looks_binary(site.pages["/hostile/binary.html"])  # real binaries still are
+
+
+def test_utf16le_without_bom_is_decoded_by_its_header(site):
+    body = site.pages["/hostile/utf16le.html"]
+    assert not body.startswith((b"\xff\xfe", b"\xfe\xff")) and looks_binary(body)
+    assert wide_encoding(site.content_types["/hostile/utf16le.html"], body) == "utf-16-le"
+    assert wide_encoding("text/html; charset=utf-16", body) == "utf-16-le"  # by its NULs
+    be = "<html><title>x</title></html>".encode("utf-16-be")
+    assert wide_encoding("text/html; charset=utf-16", be) == "utf-16-be"
+    assert wide_encoding("text/html; charset=utf-8", body) is None
+    page = decoded(site, "/hostile/utf16le.html")
+    assert isinstance(page, TextResponse)
+    assert page.xpath("//title/text()").get() == hostile.SIMPLIFIED_TITLE
+    assert page.xpath("//a/@href").getall() == ["/hostile/after-utf16.html"]
+
+
+def test_a_tree_deeper_than_lxml_parses_is_seen(site):
+    assert tree_cut(site.pages["/hostile/nested.html"])
+    deep = b"<html><body>" + b"<div>" * 100_000 + b"</div>" * 100_000 + b"</body></html>"
+    assert tree_cut(deep)
+    wide_page = b"<html><body>" + b"<p><a href='/x'>x</a><br></p>\n" * 5000 + b"</body></html>"
+    assert not tree_cut(wide_page)  # many tags, shallow
+    assert not tree_cut(site.pages["/"])
+    assert not tree_cut(b"<div>" * 1000 + b"</div>" * 1000)
+
+
+def test_retry_after_values():
+    assert retry_after_seconds("120") == 120.0
+    assert retry_after_seconds(b" 1 ") == 1.0
+    now = 1_700_000_000.0  # 2023-11-14 22:13:20 UTC
+    assert retry_after_seconds("Tue, 14 Nov 2023 22:13:50 GMT", now=now) == 30.0
+    assert retry_after_seconds("Tue, 14 Nov 2023 22:00:00 GMT", now=now) == 0.0
+    for bad in (None, "", "soon", "-5", "1.5e3"):
+        assert retry_after_seconds(bad) is None, bad
+
+
+@pytest.mark.integration
+def test_new_hostile_cases_are_kept_counted_or_refused(hostile_crawl):
+    s = stats(hostile_crawl)
+    got = paths(hostile_crawl)
+    for name in ("nul", "utf16", "gzip", "limited", "nested", "internal"):
+        assert f"/hostile/after-{name}.html" in got, name
+    assert {"/hostile/nul.html", "/hostile/utf16le.html", "/hostile/fake-gzip.html"} <= got
+    assert "/hostile/lost.html" not in got  # below lxml's depth limit
+    assert s["focused/pages/nul_stripped"] >= 1
+    assert s["focused/charset/wide"] >= 1
+    assert s["focused/compression/undecodable"] == 1
+    assert s["focused/pages/truncated_tree"] >= 1
+    assert s["focused/politeness/retry_after"] >= 1
+    # internal addresses: never fetched, whatever the spelling, redirects included
+    hosts = {urlsplit(r["url"]).hostname for r in hostile_crawl.rows()}
+    assert not hosts & {"169.254.169.254", "0xa9fea9fe", "10.0.0.1", "0.0.0.0"}
+    assert not any(h and h.startswith("::ffff") for h in hosts)
+    # metadata IP, its hex spelling, its IPv4-mapped spelling, the redirect to it
+    assert s["focused/refused/link_local"] >= 4
+    assert s["focused/refused/private"] >= 1
+    assert s["focused/refused/unspecified"] >= 1
+    # the seeds are on loopback: other loopback spellings are allowed (the sandbox's case)
+    assert "focused/refused/loopback" not in s
+    # the fake gzip page was lost with a traceback ("Error downloading ...fake-gzip.html")
+    assert not re.search(r"[Ee]rror.*fake-gzip", hostile_crawl.log)

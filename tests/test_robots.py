@@ -62,6 +62,8 @@ process = CrawlerProcess({
     "TELNETCONSOLE_ENABLED": False,
     "LOG_LEVEL": "INFO",
     "USER_AGENT": project.USER_AGENT,
+    # the probe has no seeds: its loopback server is allowed by name
+    "FOCUSED_ALLOWED_NETWORKS": ["127.0.0.0/8"],
 })
 crawler = process.create_crawler(Probe)
 process.crawl(crawler)
@@ -78,6 +80,10 @@ class Web:
 
     def __init__(self) -> None:
         self.log: list[str] = []
+        self.times: list[tuple[float, str]] = []  # (time.monotonic(), path) per request
+        self.robots_body = ROBOTS
+        self.limited: dict[str, int] = {}  # path -> 429 answers still to give
+        self.retry_after = "1"
         self.robots_delay = 0.0
         self.robots_failures = 0
         self.robots_mode = "503"
@@ -88,7 +94,13 @@ class Web:
 
             def do_GET(self) -> None:  # noqa: N802
                 web.log.append(self.path)
+                web.times.append((time.monotonic(), self.path))
                 body, status, ctype = b"<html><body>page</body></html>", 200, "text/html"
+                extra: list[tuple[str, str]] = []
+                if web.limited.get(self.path, 0) > 0:
+                    web.limited[self.path] -= 1
+                    status = 429
+                    extra.append(("Retry-After", web.retry_after))
                 if self.path == "/robots.txt":
                     if web.robots_mode == "404":
                         status = 404
@@ -100,12 +112,17 @@ class Web:
                         status = 503
                     else:
                         time.sleep(web.robots_delay)
-                        body, ctype = ROBOTS, "text/plain"
+                        body, ctype = web.robots_body, "text/plain"
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(body)))
+                for name, value in extra:
+                    self.send_header(name, value)
                 self.end_headers()
-                self.wfile.write(body)
+                try:
+                    self.wfile.write(body)
+                except OSError:  # the client stopped reading (a capped robots.txt)
+                    self.close_connection = True
 
             def log_message(self, format: str, *args: object) -> None:  # noqa: A002
                 pass
@@ -222,3 +239,49 @@ def test_missing_robots_txt_allows_all(web: Web) -> None:
     stats = crawl(web, [(0.0, ["/a.html", PRIVATE])])
     assert sorted(web.log) == sorted(["/robots.txt", "/a.html", PRIVATE])
     assert "focused/robotstxt/unreachable" not in stats
+
+
+def test_a_huge_robots_txt_is_parsed_up_to_its_cap(web: Web) -> None:
+    """A 9 MB robots.txt (over DOWNLOAD_MAXSIZE, 260k rules) made the host unreachable;
+    now its first FOCUSED_ROBOTS_MAX_BYTES (500 KiB) are parsed (RFC 9309)."""
+    filler = b"".join(b"Disallow: /junk/%06d/\n" % i for i in range(450_000))
+    web.robots_body = b"User-agent: *\nDisallow: /private/\n" + filler
+    assert len(web.robots_body) > 9 * 1024 * 1024
+    started = time.monotonic()
+    stats = crawl(web, [(0.0, ["/a.html", PRIVATE, "/junk/000001/x.html", "/b.html"])])
+    assert time.monotonic() - started < 30
+    assert sorted(web.log) == sorted(["/robots.txt", "/a.html", "/b.html"])
+    assert stats["focused/robotstxt/truncated"] == 1
+    assert "focused/robotstxt/unreachable" not in stats
+    assert stats["robotstxt/forbidden"] == 2
+    # rules past the cap are not read: /junk/400000/ was disallowed at about 9 MB
+    web.log.clear()
+    crawl(web, [(0.0, ["/junk/400000/x.html"])])
+    assert "/junk/400000/x.html" in web.log
+
+
+def test_crawl_delay_spaces_the_hosts_downloads(web: Web) -> None:
+    """robots.txt says Crawl-delay: 1; the host's downloads are at least 1 s apart."""
+    web.robots_body = b"User-agent: *\nCrawl-delay: 1\nDisallow: /private/\n"
+    pages = [f"/p{i}.html" for i in range(4)]
+    stats = crawl(web, [(0.0, pages)])
+    times = [t for t, path in web.times if path in pages]
+    assert len(times) == len(pages)
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    # a lower bound on spacing (what the host asked for), not a speed measurement; 20 ms
+    # of slack for the server thread that notes the time
+    assert min(gaps) >= 1.0 - 0.02, gaps
+    assert stats["focused/politeness/crawl_delay"] == 1
+
+
+def test_retry_after_pauses_the_host(web: Web) -> None:
+    """A 429 with Retry-After: 1 is retried no sooner than 1 s later (it was retried at
+    once), and the host's other downloads wait too."""
+    web.robots_body = b"User-agent: *\nDisallow: /private/\n"
+    web.limited["/busy.html"] = 1
+    stats = crawl(web, [(0.0, ["/busy.html"])], retry_times=2)
+    busy = [t for t, path in web.times if path == "/busy.html"]
+    assert len(busy) == 2
+    assert busy[1] - busy[0] >= 1.0 - 0.02
+    assert stats["focused/politeness/retry_after"] == 1
+    assert stats["retry/count"] == 1

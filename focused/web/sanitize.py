@@ -26,7 +26,10 @@ from __future__ import annotations
 
 import codecs
 import re
+import time
 from collections.abc import Iterable
+from datetime import UTC
+from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit, urlunsplit
 
 from charset_normalizer import from_bytes
@@ -44,8 +47,12 @@ __all__ = [
     "SESSION_PARAMS",
     "looks_binary",
     "repair_encoding",
+    "retry_after_seconds",
     "scheme_problem",
+    "strip_nul",
     "strip_session_ids",
+    "tree_cut",
+    "wide_encoding",
 ]
 
 #: Single-byte Western charsets: decoding never fails, so a strict decode proves nothing.
@@ -132,13 +139,12 @@ _CONTROL = bytes(sorted(set(range(32)) - {9, 10, 12, 13, 27}))
 
 
 def looks_binary(body: bytes, sample: int = 4096) -> bool:
-    """True when the first ``sample`` bytes are not text: a NUL byte, or more than 5 %
-    control characters. A UTF-16/32 byte order mark marks text."""
+    """True when the first ``sample`` bytes are not text: more than 5 % control
+    characters (NUL bytes included). A UTF-16/32 byte order mark marks text; a few NUL
+    bytes in an HTML page do not make it binary (:func:`strip_nul` removes them)."""
     head = body[:sample]
     if not head or read_bom(head)[0] is not None:
         return False
-    if b"\x00" in head:
-        return True
     controls = len(head) - len(head.translate(None, _CONTROL))
     return controls > len(head) * 0.05
 
@@ -208,3 +214,97 @@ def strip_session_ids(url: str, params: Iterable[str] = SESSION_PARAMS) -> str:
     if path == parts.path and query == parts.query:
         return url
     return urlunsplit((parts.scheme, parts.netloc, path, query, parts.fragment))
+
+
+def retry_after_seconds(value: str | bytes | None, now: float | None = None) -> float | None:
+    """Seconds that an HTTP ``Retry-After`` value asks to wait (RFC 9110, section 10.2.3):
+    a number of seconds or an HTTP date (``now``: the current Unix time, default
+    ``time.time()``). None when it is missing or neither; never negative."""
+    if value is None:
+        return None
+    text = value.decode("latin-1") if isinstance(value, bytes) else value
+    text = text.strip()
+    if not text:
+        return None
+    if text.isdigit():
+        return float(int(text))
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    current = time.time() if now is None else now
+    return max(0.0, when.timestamp() - current)
+
+
+#: UTF-16/32 charsets a header may declare for a body without a byte order mark.
+_WIDE_CODECS = ("utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be")
+
+
+def wide_encoding(content_type: str | None, body: bytes) -> str | None:
+    """The codec for a body whose header declares UTF-16 or UTF-32 and that has no byte
+    order mark, when it decodes with it; else None.
+
+    Such a body is half NUL bytes, so :func:`looks_binary` calls it binary. ``utf-16``
+    (or ``utf-32``) without a BOM is read little- or big-endian by where the NUL bytes
+    are (ASCII markup has its zero byte second in little-endian).
+    """
+    label = http_content_type_encoding(content_type or "")
+    if not label or not body or read_bom(body)[0] is not None:
+        return None
+    try:
+        name = codecs.lookup(label).name
+    except LookupError:
+        return None
+    if name not in _WIDE_CODECS:
+        return None
+    if name in ("utf-16", "utf-32"):
+        width = 2 if name == "utf-16" else 4
+        head = body[: 4096 - 4096 % width]
+        little = sum(1 for i in range(0, len(head), width) if head[i] != 0)
+        big = sum(1 for i in range(width - 1, len(head), width) if head[i] != 0)
+        name = f"{name}-le" if little >= big else f"{name}-be"
+    return name if _decodes(body[: len(body) - len(body) % 4], name) else None
+
+
+def strip_nul(body: bytes) -> bytes:
+    """``body`` without its NUL bytes (they end an HTML page for lxml's C strings)."""
+    return body.replace(b"\x00", b"")
+
+
+#: libxml2's nesting limit (with ``huge_tree``, as parsel parses): deeper elements are
+#: dropped, with everything after them.
+LXML_MAX_DEPTH = 2048
+_CHUNK = 4096
+
+
+def tree_cut(body: bytes, limit: int = LXML_MAX_DEPTH) -> bool:
+    """True when lxml's HTML parser stops at its nesting limit on ``body`` (what it drops
+    is lost silently: 100,000 nested ``<div>`` keep only their first 2,046 levels).
+
+    A page needs about ``limit`` tags to be that deep: others cost one ``bytes.count``.
+    Then an upper bound of the depth (tags opened minus closed, per 4 KB chunk) clears
+    most; only a page still above it is parsed to see.
+    """
+    if body.count(b"<") < limit:
+        return False
+    depth = peak = 0
+    for start in range(0, len(body), _CHUNK):
+        chunk = body[start : start + _CHUNK]
+        closes = chunk.count(b"</")
+        opens = chunk.count(b"<") - closes - chunk.count(b"<!") - chunk.count(b"<?")
+        peak = max(peak, depth + opens)
+        depth = max(0, depth + opens - closes - chunk.count(b"/>"))
+    if peak < limit - 2:
+        return False
+    from lxml import etree  # only for the rare deep page
+
+    parser = etree.HTMLParser(recover=True, huge_tree=True)
+    try:
+        etree.fromstring(body, parser=parser)
+    except (etree.LxmlError, ValueError):
+        return False
+    return any("Excessive depth" in entry.message for entry in parser.error_log)

@@ -163,6 +163,30 @@ def _static_pages() -> dict[str, tuple[bytes, str]]:
         b'after</a><a href="/hostile/tru',
         utf8,
     )  # ... and inside a tag
+    for name in ("internal", "nul", "utf16", "gzip", "limited", "nested"):
+        path = f"/hostile/after-{name}.html"
+        pages.setdefault(path, (_plain(f"after {name}", []), utf8))
+    nul = _page("NUL bytes 化学 chemistry", ["acid\x00 base", ENGLISH_TEXT], [])
+    pages["/hostile/nul.html"] = (
+        nul.encode().replace(
+            b"</ul>", b'<li><a href="/hostile/after-nul.html">after</a></li></ul>'
+        ),
+        utf8,
+    )
+    wide = _page(
+        SIMPLIFIED_TITLE, [SIMPLIFIED_TEXT], [("/hostile/after-utf16.html", "after")], None
+    )
+    pages["/hostile/utf16le.html"] = (wide.encode("utf-16-le"), "text/html; charset=utf-16le")
+    depth = 5000
+    pages["/hostile/nested.html"] = (
+        b'<html><head><title>nested</title></head><body><a href="/hostile/after-nested.html">'
+        b"after</a>"
+        + b"<div>" * depth
+        + b'<a href="/hostile/lost.html">lost</a>'
+        + b"</div>" * depth
+        + b"</body></html>",
+        utf8,
+    )
     rng = _Bytes(7)
     binary = b"\x89PNG\r\n\x1a\n" + rng.take(20_000)
     pages["/hostile/binary.html"] = (binary, "text/html; charset=utf-8")
@@ -212,6 +236,13 @@ def _index() -> bytes:
         ("/hostile/session/shop.html;jsessionid=A1B2C3", "shop"),
         ("/hostile/deep/", "deep"),
         ("/hostile/links.html", "links"),
+        ("/hostile/internal.html", "internal addresses"),
+        ("/hostile/redirect-metadata.html", "redirect to the metadata service"),
+        ("/hostile/nul.html", "NUL bytes"),
+        ("/hostile/utf16le.html", "UTF-16LE without BOM"),
+        ("/hostile/fake-gzip.html", "fake gzip"),
+        ("/hostile/limited.html", "rate limited"),
+        ("/hostile/nested.html", "nested"),
     ]
     return _page("hostile corner", ["Every page here misbehaves."], links).encode()
 
@@ -252,6 +283,8 @@ class Responder:
 
     def __init__(self) -> None:
         self.index = _index()
+        self.limited = 1  # 429 answers /hostile/limited.html still gives
+        self._lock = threading.Lock()
         # build the bomb now, not while a client waits with a short DOWNLOAD_TIMEOUT
         threading.Thread(target=gzip_bomb, name="gzip-bomb", daemon=True).start()
 
@@ -270,6 +303,9 @@ class Responder:
         if path == INDEX:
             _send(h, 200, self.index, with_body)
             return True
+        if path == "/hostile/limited.html":
+            self._limited(h, with_body)
+            return True
         handler = _ROUTES.get(path)
         if handler is not None:
             handler(h, with_body)
@@ -286,6 +322,15 @@ class Responder:
             _session(h, with_body, path)
             return True
         return False
+
+    def _limited(self, h: BaseHTTPRequestHandler, with_body: bool) -> None:
+        """429 with ``Retry-After: 1`` the first time, then a page."""
+        with self._lock:
+            busy, self.limited = self.limited > 0, max(0, self.limited - 1)
+        if busy:
+            _send(h, 429, b"slow down", with_body, headers=[("Retry-After", "1")])
+        else:
+            _send(h, 200, _plain("limited", [("/hostile/after-limited.html", "after")]), with_body)
 
 
 def _send(
@@ -337,6 +382,37 @@ def _links(h: BaseHTTPRequestHandler, with_body: bool) -> None:
         ("/hostile/after-links.html", "after"),
     ]
     _send(h, 200, _page("links", ["Links of every kind."], links).encode(), with_body)
+
+
+#: Links of ``/hostile/internal.html`` that a crawl with loopback seeds must refuse
+#: (``{port}``: the sandbox's), and loopback spellings it may fetch.
+INTERNAL_REFUSED = (
+    "http://169.254.169.254/latest/meta-data/",
+    "http://0xa9fea9fe/latest/meta-data/",
+    "http://[::ffff:169.254.169.254]/latest/meta-data/",
+    "http://10.0.0.1/",
+    "http://0.0.0.0:{port}/hostile/after-internal.html",
+)
+INTERNAL_LOOPBACK = ("0x7f000001", "2130706433", "0177.0.0.1", "127.1")
+METADATA_URL = "http://169.254.169.254/latest/meta-data/iam/"
+
+
+def _internal(h: BaseHTTPRequestHandler, with_body: bool) -> None:
+    port = _port(h)
+    links = [(u.format(port=port), "internal") for u in INTERNAL_REFUSED]
+    links += [
+        (f"http://{host}:{port}/hostile/after-internal.html", "loopback spelling")
+        for host in INTERNAL_LOOPBACK
+    ]
+    links.append(("/hostile/after-internal.html", "after"))
+    body = _page("internal addresses", ["Links into the network."], links).encode()
+    _send(h, 200, body, with_body)
+
+
+def _fake_gzip(h: BaseHTTPRequestHandler, with_body: bool) -> None:
+    """Says gzip, sends plain HTML."""
+    body = _plain("fake gzip", [("/hostile/after-gzip.html", "after")])
+    _send(h, 200, body, with_body, headers=[("Content-Encoding", "gzip")])
 
 
 def _dataloss(h: BaseHTTPRequestHandler, with_body: bool) -> None:
@@ -452,6 +528,9 @@ _ROUTES = {
     "/hostile/redirect-ok.html": _loop("/hostile/after-redirect.html"),
     "/hostile/hang.html": _hang,
     "/hostile/reset.html": _reset,
+    "/hostile/internal.html": _internal,
+    "/hostile/redirect-metadata.html": _loop(METADATA_URL),
+    "/hostile/fake-gzip.html": _fake_gzip,
 }
 _PATTERNS = [(_STATUS, _status), (_REDIRECT, _redirect_chain), (_CALENDAR, _calendar)]
 
@@ -477,6 +556,9 @@ __all__ = [
     "ENCODINGS",
     "ENC_VARIANTS",
     "INDEX",
+    "INTERNAL_LOOPBACK",
+    "INTERNAL_REFUSED",
+    "METADATA_URL",
     "Responder",
     "enc_path",
     "expected_text",

@@ -1,0 +1,279 @@
+"""No fetch from inside the network: internal addresses refused before a connection.
+
+Scrapy glue of :mod:`focused.web.addresses`. Two places check, so that no spelling and no
+redirect gets through:
+
+- :class:`AddressFilterMiddleware` (downloader middleware, before the robots.txt one)
+  refuses a request whose host is a non-public IP address in any spelling, and a host name
+  the resolver refused before. Each redirect hop comes back through the downloader
+  middlewares, so every hop is checked.
+- :class:`FocusedResolver` (``TWISTED_DNS_RESOLVER``) filters the addresses a host name
+  resolves to, *after* resolution: a name that resolves to ``169.254.169.254`` or
+  ``10.0.0.1`` gets no address, so no connection is attempted (the download fails with
+  Twisted's ``DNSLookupError``). It resolves IPv4 and IPv6 (Scrapy's default resolver is
+  IPv4 only, so ``http://[::1]:P/`` failed), IPv4 addresses first. ``FOCUSED_HOSTS`` maps
+  host names to addresses without a lookup (``{"metadata.test": "169.254.169.254"}``: the
+  tests use it, so they never send traffic off loopback).
+
+Stats: ``focused/refused/<kind>`` (``loopback``, ``private``, ``link_local``, ...) per
+refused request or resolution.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin, urlsplit
+
+from scrapy import signals
+from scrapy.exceptions import IgnoreRequest
+from scrapy.resolver import CachingHostnameResolver, HostResolution
+from scrapy.utils.httpobj import urlparse_cached
+from twisted.internet.address import IPv4Address, IPv6Address
+from twisted.internet.interfaces import (
+    IAddress,
+    IHostnameResolver,
+    IHostResolution,
+    IResolutionReceiver,
+)
+from zope.interface import implementer, provider
+
+from focused.defaults import get
+from focused.web.addresses import AddressPolicy, parse_host, parse_networks
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy import Request, Spider
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from scrapy.statscollectors import StatsCollector
+    from twisted.internet.base import ReactorBase
+
+logger = logging.getLogger(__name__)
+
+
+class _Active:
+    """The policy and stats of the running crawl, shared by the middleware and the
+    resolver (the resolver is the reactor's, built before any crawler)."""
+
+    policy: AddressPolicy | None = None
+    stats: StatsCollector | None = None
+
+
+def _settings_dict(settings: Any, name: str) -> dict[str, str]:
+    value = settings.get(name, {})
+    if isinstance(value, str):
+        value = json.loads(value) if value.strip() else {}
+    return {str(k).lower().rstrip("."): str(v) for k, v in dict(value).items()}
+
+
+def _refused(stats: StatsCollector | None, kind: str, what: str, address: str) -> None:
+    if stats is not None:
+        stats.inc_value(f"focused/refused/{kind}")
+    logger.warning(
+        "focused: %s is a %s address (%s): not fetched (FOCUSED_ALLOWED_NETWORKS allows"
+        " named networks)",
+        what,
+        kind.replace("_", "-"),
+        address,
+    )
+
+
+@provider(IResolutionReceiver)
+class _FilteringReceiver:
+    """Collects the resolved addresses, then hands on the allowed ones, IPv4 first."""
+
+    def __init__(self, receiver: IResolutionReceiver, name: str, policy: AddressPolicy) -> None:
+        self.receiver = receiver
+        self.name = name.lower().rstrip(".")
+        self.policy = policy
+        self.addresses: list[IAddress] = []
+
+    def resolutionBegan(self, resolution: IHostResolution) -> None:  # noqa: N802
+        self.resolution = resolution
+        self.receiver.resolutionBegan(resolution)
+
+    def addressResolved(self, address: IAddress) -> None:  # noqa: N802
+        self.addresses.append(address)
+
+    def resolutionComplete(self) -> None:  # noqa: N802
+        seed = self.name in self.policy.seed_hosts
+        allowed: list[IAddress] = []
+        refused: list[tuple[str, str]] = []
+        for address in sorted(self.addresses, key=lambda a: isinstance(a, IPv6Address)):
+            ip = parse_host(getattr(address, "host", None))
+            if ip is None:
+                continue
+            if seed:
+                self.policy.learn_seed(ip)
+            kind = self.policy.refusal(ip)
+            if kind is None:
+                allowed.append(address)
+            else:
+                refused.append((kind, str(ip)))
+        if refused and not allowed:
+            kind = refused[0][0]
+            self.policy.refused_names[self.name] = kind
+            _refused(_Active.stats, kind, self.name, ", ".join(a for _, a in refused))
+        for address in allowed:
+            self.receiver.addressResolved(address)
+        self.receiver.resolutionComplete()
+
+
+@implementer(IHostnameResolver)
+class FocusedResolver(CachingHostnameResolver):
+    """Scrapy's caching IPv4/IPv6 resolver that refuses non-public addresses after
+    resolution (see the module docstring). Settings: ``FOCUSED_ALLOWED_NETWORKS``,
+    ``FOCUSED_HOSTS``, Scrapy's ``DNSCACHE_ENABLED``/``DNSCACHE_SIZE``."""
+
+    def __init__(
+        self,
+        reactor: ReactorBase,
+        cache_size: int,
+        hosts: dict[str, str] | None = None,
+        policy: AddressPolicy | None = None,
+    ) -> None:
+        super().__init__(reactor, cache_size)
+        self.hosts = dict(hosts or {})
+        self.default_policy = policy or AddressPolicy()
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, reactor: ReactorBase) -> Self:
+        settings = crawler.settings
+        size = settings.getint("DNSCACHE_SIZE") if settings.getbool("DNSCACHE_ENABLED") else 0
+        networks = parse_networks(get(settings, "FOCUSED_ALLOWED_NETWORKS"))
+        return cls(
+            reactor,
+            size,
+            _settings_dict(settings, "FOCUSED_HOSTS"),
+            AddressPolicy(networks=networks),
+        )
+
+    def resolveHostName(  # noqa: N802 (Twisted's interface)
+        self,
+        resolutionReceiver: IResolutionReceiver,  # noqa: N803
+        hostName: str,  # noqa: N803
+        portNumber: int = 0,  # noqa: N803
+        addressTypes: Sequence[type[IAddress]] | None = None,  # noqa: N803
+        transportSemantics: str = "TCP",  # noqa: N803
+    ) -> IHostResolution:
+        policy = _Active.policy or self.default_policy
+        receiver = _FilteringReceiver(resolutionReceiver, hostName, policy)
+        mapped = self.hosts.get(hostName.lower().rstrip("."))
+        if mapped is not None:
+            resolution = HostResolution(hostName)
+            receiver.resolutionBegan(resolution)
+            ip = parse_host(mapped)
+            if ip is not None:
+                kind = IPv6Address if ip.version == 6 else IPv4Address
+                receiver.addressResolved(kind("TCP", str(ip), portNumber))
+            receiver.resolutionComplete()
+            return resolution
+        return super().resolveHostName(
+            receiver, hostName, portNumber, addressTypes, transportSemantics
+        )
+
+
+class AddressFilterMiddleware:
+    """Downloader middleware: a request to a non-public address is dropped before anything
+    is sent (``IgnoreRequest``, ``focused/refused/<kind>``), in every spelling, on every
+    redirect hop, robots.txt included (it runs before the robots.txt middleware).
+
+    Allowed: ``FOCUSED_ALLOWED_NETWORKS``, and the kinds of the spider's seeds (a loopback
+    seed allows loopback addresses; a link-local seed allows nothing). Host names are
+    checked after resolution by :class:`FocusedResolver`; a name it refused is dropped
+    here from then on.
+    """
+
+    def __init__(self, policy: AddressPolicy, stats: StatsCollector | None = None) -> None:
+        self.policy = policy
+        self.stats = stats
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        networks = parse_networks(get(crawler.settings, "FOCUSED_ALLOWED_NETWORKS"))
+        mw = cls(AddressPolicy(networks=networks), crawler.stats)
+        _Active.policy, _Active.stats = mw.policy, crawler.stats
+        crawler.signals.connect(mw.spider_opened, signal=signals.spider_opened)
+        return mw
+
+    def spider_opened(self, spider: Spider) -> None:
+        """The seeds' kinds are allowed: ``spider.web.seeds``, ``spider.seeds`` or
+        ``spider.start_urls``."""
+        web = getattr(spider, "web", None)
+        seeds = (
+            getattr(web, "seeds", None)
+            or getattr(spider, "seeds", None)
+            or getattr(spider, "start_urls", None)
+            or ()
+        )
+        for url in seeds:
+            try:
+                self.policy.add_seed(urlsplit(str(url)).hostname)
+            except ValueError:
+                continue
+        if self.policy.allowed_kinds or self.policy.seed_hosts:
+            logger.info(
+                "focused: seed address kinds allowed: %s",
+                ", ".join(sorted(self.policy.allowed_kinds)) or "(learnt on resolution)",
+            )
+
+    def process_request(self, request: Request) -> None:
+        host = urlparse_cached(request).hostname
+        if not host:
+            return
+        address = parse_host(host)
+        if address is not None:
+            kind = self.policy.refusal(address)
+            if kind is None:
+                return
+            _refused(self.stats, kind, request.url, str(address))
+            raise IgnoreRequest(f"{kind} address {address} refused")
+        kind = self.policy.refused_names.get(host.lower().rstrip("."))
+        if kind is not None:
+            if self.stats is not None:
+                self.stats.inc_value(f"focused/refused/{kind}")
+            raise IgnoreRequest(f"{host} resolves to a {kind} address: refused")
+
+    def process_exception(self, request: Request, exception: Exception) -> None:
+        """A download whose host name the resolver just refused failed as a DNS error:
+        it becomes ``IgnoreRequest`` (for robots.txt: no error logged, no retry)."""
+        host = (urlparse_cached(request).hostname or "").lower().rstrip(".")
+        kind = self.policy.refused_names.get(host)
+        if kind is not None:
+            raise IgnoreRequest(f"{host} resolves to a {kind} address: refused")
+
+
+class RedirectAddressFilterMiddleware:
+    """Downloader middleware before Scrapy's ``RedirectMiddleware`` (650 > 600): a 3xx
+    answer whose ``Location`` is a refused address is dropped there (``IgnoreRequest``:
+    the redirecting URL fails), so no request to the internal address is even made; one
+    that is off-site would otherwise be dropped by Scrapy's ``OffsiteMiddleware`` before
+    the scheduler sees it. The redirect to a host name is checked when it is resolved."""
+
+    def __init__(self, stats: StatsCollector | None = None) -> None:
+        self.stats = stats
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler.stats)
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        if not 300 <= response.status < 400 or _Active.policy is None:
+            return response
+        location = response.headers.get(b"Location")
+        if not location:
+            return response
+        try:
+            target = urljoin(response.url, location.decode("latin-1").strip())
+            address = parse_host(urlsplit(target).hostname)
+        except ValueError:
+            return response
+        kind = None if address is None else _Active.policy.refusal(address)
+        if kind is not None:
+            _refused(self.stats, kind, f"redirect to {target}", str(address))
+            raise IgnoreRequest(f"redirect to a {kind} address {address} refused")
+        return response

@@ -1,0 +1,120 @@
+"""Internal addresses in every spelling (focused.web.addresses, focused.addressfilter)."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import pytest
+from scrapy import Request
+from scrapy.exceptions import IgnoreRequest
+
+from focused.addressfilter import AddressFilterMiddleware
+from focused.web.addresses import AddressPolicy, classify, parse_host, parse_networks
+
+LOOPBACK_SPELLINGS = [
+    "127.0.0.1",
+    "0x7f000001",
+    "0X7F000001",
+    "2130706433",
+    "0177.0.0.1",
+    "0x7f.0.0.1",
+    "0x7f.1",
+    "127.1",
+    "127.0.1",
+    "127.0.0.1.",
+    "[::ffff:127.0.0.1]",
+    "::ffff:7f00:1",
+    "[::1]",
+    "::1%lo",
+    "[::1%25lo]",
+]
+
+
+@pytest.mark.parametrize("host", LOOPBACK_SPELLINGS)
+def test_every_spelling_of_loopback_is_loopback(host):
+    address = parse_host(host)
+    assert address is not None, host
+    assert classify(address) == "loopback", host
+    if address.version == 4:
+        assert address == ipaddress.IPv4Address("127.0.0.1") or address.is_loopback
+
+
+@pytest.mark.parametrize(
+    ("host", "kind"),
+    [
+        ("169.254.169.254", "link_local"),
+        ("0xa9fea9fe", "link_local"),  # 169.254.169.254
+        ("2852039166", "link_local"),
+        ("[::ffff:169.254.169.254]", "link_local"),
+        ("fe80::1%eth0", "link_local"),
+        ("0.0.0.0", "unspecified"),
+        ("0", "unspecified"),
+        ("[::]", "unspecified"),
+        ("10.0.0.1", "private"),
+        ("012.0.0.1", "private"),  # octal 10.0.0.1
+        ("10.1", "private"),
+        ("172.16.5.4", "private"),
+        ("192.168.1.1", "private"),
+        ("100.64.0.1", "private"),  # shared address space (carrier-grade NAT)
+        ("fd12:3456::1", "private"),
+        ("224.0.0.1", "multicast"),
+        ("ff02::1", "multicast"),
+        ("240.0.0.1", "reserved"),
+        ("192.0.2.1", "reserved"),  # documentation
+        ("255.255.255.255", "reserved"),
+    ],
+)
+def test_internal_kinds(host, kind):
+    address = parse_host(host)
+    assert address is not None, host
+    assert classify(address) == kind
+
+
+@pytest.mark.parametrize("host", ["93.184.215.14", "8.8.8.8", "2606:4700::1111", "0x5db8d70e"])
+def test_public_addresses_are_public(host):
+    address = parse_host(host)
+    assert address is not None and classify(address) is None
+
+
+@pytest.mark.parametrize(
+    "host", ["example.org", "0x7f.example", "127.0.0.1.example", "1.2.3.4.5", "256.1.1.1", "", None]
+)
+def test_names_and_bad_numbers_are_not_addresses(host):
+    assert parse_host(host) is None
+
+
+def test_policy_seed_kinds_and_networks():
+    policy = AddressPolicy()
+    loopback, private = parse_host("127.0.0.1"), parse_host("10.0.0.1")
+    metadata = parse_host("169.254.169.254")
+    assert loopback and private and metadata
+    assert policy.refusal(loopback) == "loopback"
+    policy.add_seed("127.0.0.1")
+    assert policy.refusal(loopback) is None
+    assert policy.refusal(private) == "private"  # a loopback seed allows only loopback
+    assert policy.refusal(parse_host("0.0.0.0")) == "unspecified"
+    policy.add_seed("169.254.10.10")  # a link-local seed allows nothing
+    assert policy.refusal(metadata) == "link_local"
+    policy.add_seed("www.example.org")
+    assert policy.seed_hosts == {"www.example.org"}
+    allowed = AddressPolicy(networks=parse_networks(["10.0.0.0/8", "169.254.169.254"]))
+    assert allowed.refusal(private) is None and allowed.refusal(metadata) is None
+    assert allowed.refusal(parse_host("[::ffff:10.1.2.3]")) is None
+    assert allowed.refusal(parse_host("192.168.0.1")) == "private"
+    with pytest.raises(ValueError):
+        parse_networks(["not a network"])
+
+
+def test_middleware_refuses_literal_spellings_without_a_loopback_seed():
+    mw = AddressFilterMiddleware(AddressPolicy(networks=parse_networks(["127.0.0.1/32"])))
+    mw.process_request(Request("http://127.0.0.1:8080/ok"))  # the named network
+    mw.process_request(Request("http://example.org/"))  # a name: the resolver checks it
+    for host in ("0x7f000002", "2130706434", "0177.0.0.2", "127.2", "[::ffff:127.0.0.2]"):
+        with pytest.raises(IgnoreRequest):
+            mw.process_request(Request(f"http://{host}:8080/"))
+    for host in ("169.254.169.254", "[fe80::1%25eth0]", "10.0.0.1", "0.0.0.0", "[::1]"):
+        with pytest.raises(IgnoreRequest):
+            mw.process_request(Request(f"http://{host}/latest/meta-data/"))
+    mw.policy.refused_names["metadata.test"] = "link_local"  # the resolver refused it
+    with pytest.raises(IgnoreRequest):
+        mw.process_request(Request("http://metadata.test/"))

@@ -1,0 +1,244 @@
+"""No connection to an internal address: real crawls (Scrapy in a subprocess, the
+project's downloader middlewares and resolver) against loopback servers.
+
+Traffic never leaves 127.0.0.0/8: the "internal" victim is a server on 127.0.0.2 that
+logs every request, the crawl may fetch only 127.0.0.1/32 (``FOCUSED_ALLOWED_NETWORKS``),
+and the host names that stand for the metadata service or an intranet are mapped by
+``FOCUSED_HOSTS`` (no DNS query).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+PROJECT = Path(__file__).resolve().parent.parent
+
+SCRIPT = """
+import json, sys
+import scrapy
+from scrapy.crawler import CrawlerProcess
+from focused import settings as project
+
+args = json.loads(sys.argv[1])
+
+class Probe(scrapy.Spider):
+    name = "address-probe"
+    if args["seeds"]:  # what the policy reads as seeds; else no seed kind is allowed
+        start_urls = args["start"]
+
+    async def start(self):
+        for url in args["start"]:
+            yield scrapy.Request(url)
+
+    def parse(self, response):
+        for href in response.xpath("//a/@href").getall():
+            yield response.follow(href, callback=self.leaf, errback=self.failed)
+
+    def leaf(self, response):
+        print("FETCHED", response.url, flush=True)
+
+    def failed(self, failure):
+        pass
+
+process = CrawlerProcess({
+    "ROBOTSTXT_OBEY": True,
+    "DOWNLOADER_MIDDLEWARES": project.DOWNLOADER_MIDDLEWARES,
+    "TWISTED_DNS_RESOLVER": project.TWISTED_DNS_RESOLVER,
+    "RETRY_TIMES": 0,
+    "DOWNLOAD_TIMEOUT": 5,
+    "TELNETCONSOLE_ENABLED": False,
+    "LOG_LEVEL": "INFO",
+    **args["settings"],
+})
+crawler = process.create_crawler(Probe)
+process.crawl(crawler)
+process.start()
+print(json.dumps({k: v for k, v in crawler.stats.get_stats().items()
+                  if isinstance(v, (int, float, str))}))
+"""
+
+
+class Server:
+    """A loopback HTTP server that logs its requests; ``pages`` maps a path to (status,
+    headers, body)."""
+
+    def __init__(self, host: str, pages: dict[str, tuple[int, dict[str, str], bytes]]) -> None:
+        self.log: list[str] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:  # noqa: N802
+                server.log.append(self.path)
+                status, headers, body = pages.get(self.path, (404, {}, b"not found"))
+                self.send_response(status)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+                pass
+
+        cls = ThreadingHTTPServer
+        if ":" in host:
+            cls = type("V6Server", (ThreadingHTTPServer,), {"address_family": socket.AF_INET6})
+        self.httpd = cls((host, 0), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join()
+
+
+def page(*hrefs: str) -> tuple[int, dict[str, str], bytes]:
+    links = "".join(f'<a href="{h}">link</a>' for h in hrefs)
+    return 200, {}, f"<html><body>{links}</body></html>".encode()
+
+
+def crawl(
+    start: list[str], settings: dict[str, object], seeds: bool = True
+) -> tuple[dict[str, object], str]:
+    """Crawl ``start`` and the links of its pages; ``seeds``: the spider shows ``start``
+    as its ``start_urls`` (the seeds whose address kind is allowed)."""
+    args = {"start": start, "settings": settings, "seeds": seeds}
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT, json.dumps(args)],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1]), proc.stdout + proc.stderr
+
+
+@pytest.fixture
+def victim() -> Iterator[Server]:
+    server = Server("127.0.0.2", {"/robots.txt": (404, {}, b""), "/secret": page()})
+    yield server
+    server.close()
+
+
+def test_no_spelling_and_no_redirect_reaches_an_internal_address(victim: Server) -> None:
+    v = victim.port
+    spellings = ["0x7f000002", "2130706434", "0177.0.0.2", "127.2", "[::ffff:127.0.0.2]"]
+    hrefs = [f"http://{host}:{v}/secret" for host in spellings]
+    hrefs += [
+        f"http://sneaky.test:{v}/secret",  # a name that resolves to 127.0.0.2
+        f"http://sneaky.test.:{v}/secret",
+        "http://metadata.test/latest/meta-data/",  # -> 169.254.169.254: never connected
+        "http://intranet.test/",  # -> 10.0.0.1
+        "http://169.254.169.254/latest/meta-data/",
+        "http://0xa9fea9fe/latest/meta-data/",
+        "http://10.0.0.1/",
+        "http://[fe80::1%25eth0]/",
+        "/redirect-internal",
+        "/redirect-metadata",
+        "/redirect-name",
+        "http://ok.test:{port}/ok",  # a name that resolves to the allowed 127.0.0.1
+        "/ok",
+    ]
+    pages: dict[str, tuple[int, dict[str, str], bytes]] = {"/robots.txt": (404, {}, b"")}
+    site = Server("127.0.0.1", pages)
+    try:
+        hrefs = [h.replace("{port}", str(site.port)) for h in hrefs]
+        pages["/"] = page(*hrefs)
+        pages["/ok"] = page()
+        pages["/redirect-internal"] = (302, {"Location": f"http://127.2:{v}/secret"}, b"")
+        pages["/redirect-metadata"] = (302, {"Location": "http://169.254.169.254/"}, b"")
+        pages["/redirect-name"] = (302, {"Location": f"http://sneaky.test:{v}/secret"}, b"")
+        hosts = {
+            "sneaky.test": "127.0.0.2",
+            "metadata.test": "169.254.169.254",
+            "intranet.test": "10.0.0.1",
+            "ok.test": "127.0.0.1",
+        }
+        stats, log = crawl(
+            [f"http://127.0.0.1:{site.port}/"],
+            {"FOCUSED_ALLOWED_NETWORKS": ["127.0.0.1/32"], "FOCUSED_HOSTS": hosts},
+            seeds=False,
+        )
+    finally:
+        site.close()
+    assert victim.log == []  # not even robots.txt
+    fetched = {line.split()[1] for line in log.splitlines() if line.startswith("FETCHED")}
+    assert fetched == {f"http://127.0.0.1:{site.port}/ok", f"http://ok.test:{site.port}/ok"}
+    # Counted per refusal: a name is refused when its robots.txt is resolved and again
+    # when the request that waited for it is. 5 literal spellings, sneaky.test (with and
+    # without its trailing dot: one name), the redirects to 127.2 and sneaky.test.
+    assert stats["focused/refused/loopback"] >= 5 + 1 + 2
+    # metadata.test, 169.254.169.254, 0xa9fea9fe, fe80::1, the redirect to the metadata IP
+    assert stats["focused/refused/link_local"] >= 5
+    assert stats["focused/refused/private"] >= 2  # intranet.test, 10.0.0.1
+    assert "downloader/exception_type_count/twisted.internet.error.ConnectError" not in stats
+    assert "is a link-local address (169.254.169.254)" in log
+
+
+def test_a_loopback_seed_allows_loopback_only() -> None:
+    """The sandbox's case: seeds on 127.0.0.1 may reach other loopback spellings, never
+    an unspecified, private or link-local address."""
+    pages: dict[str, tuple[int, dict[str, str], bytes]] = {"/robots.txt": (404, {}, b"")}
+    site = Server("127.0.0.1", pages)
+    try:
+        p = site.port
+        pages["/"] = page(
+            f"http://0x7f000001:{p}/a",
+            f"http://127.1:{p}/a",
+            f"http://0.0.0.0:{p}/a",
+            f"http://[::ffff:10.0.0.1]:{p}/a",
+            "http://169.254.169.254/a",
+        )
+        pages["/a"] = page()
+        stats, log = crawl([f"http://127.0.0.1:{p}/"], {})
+    finally:
+        site.close()
+    fetched = {line.split()[1] for line in log.splitlines() if line.startswith("FETCHED")}
+    assert fetched == {f"http://0x7f000001:{p}/a", f"http://127.1:{p}/a"}
+    assert stats["focused/refused/unspecified"] == 1
+    assert stats["focused/refused/private"] == 1
+    assert stats["focused/refused/link_local"] == 1
+    assert "focused/refused/loopback" not in stats
+
+
+def _has_ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _has_ipv6_loopback(), reason="no IPv6 loopback on this machine")
+def test_an_ipv6_literal_seed_is_fetched() -> None:
+    pages: dict[str, tuple[int, dict[str, str], bytes]] = {"/robots.txt": (404, {}, b"")}
+    site = Server("::1", pages)
+    try:
+        pages["/"] = page("/six")
+        pages["/six"] = page()
+        stats, log = crawl([f"http://[::1]:{site.port}/"], {})
+    finally:
+        site.close()
+    assert f"FETCHED http://[::1]:{site.port}/six" in log
+    assert "/six" in site.log
+    assert not any(k.startswith("focused/refused/") for k in stats)

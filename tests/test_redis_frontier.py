@@ -28,9 +28,8 @@ from focused.bench.scale import (
     free_port,
     stored_urls,
 )
-from focused.frontier.memory import Entry
-from focused.ranking.annealing import Annealer
-from focused.redis_frontier import (
+from focused.distributed.connection import check
+from focused.distributed.frontier import (
     ANNEAL,
     BEST,
     IGNORED_GONE,
@@ -38,9 +37,10 @@ from focused.redis_frontier import (
     PROMOTED,
     REQUEUED,
     RedisFrontier,
-    RedisUnavailable,
-    check,
 )
+from focused.errors import RedisUnavailable
+from focused.frontier.memory import Entry
+from focused.ranking.annealing import Annealer
 
 PROJECT = Path(__file__).resolve().parent.parent
 HAVE_REDIS = shutil.which("redis-server") is not None
@@ -309,3 +309,54 @@ def test_unreachable_redis_stops_before_any_fetch(sandbox: SandboxProcess, tmp_p
     assert len(errors) == 1 and "Spider opened" not in log
     assert stored_urls(tmp_path / "out") == []
     assert run.returncode == 2
+
+
+# --- the switch: settings, not the base class ----------------------------------------------
+def _crawler_with_project_settings(**cmdline: str):
+    from scrapy.crawler import AsyncCrawlerRunner, CrawlerRunner
+    from scrapy.settings import Settings
+    from scrapy.spiders import Spider
+    from scrapy.utils.reactor import is_reactor_installed
+    from scrapy.utils.test import get_reactor_settings
+
+    settings = Settings(get_reactor_settings())
+    settings.setmodule("focused.settings", priority="project")
+    settings.setdict(cmdline, priority="cmdline")  # as -s NAME=VALUE
+    runner = CrawlerRunner if is_reactor_installed() else AsyncCrawlerRunner
+    crawler = runner(settings).create_crawler(Spider)
+    crawler._apply_settings()  # what Crawler.crawl does first (add-ons included)
+    return crawler
+
+
+def test_frontier_setting_selects_the_redis_scheduler() -> None:
+    from focused.distributed.addon import MEMORY_SCHEDULER, REDIS_SCHEDULER
+
+    assert _crawler_with_project_settings().settings["SCHEDULER"] == MEMORY_SCHEDULER
+    crawler = _crawler_with_project_settings(FOCUSED_FRONTIER="redis")
+    assert crawler.settings["SCHEDULER"] == REDIS_SCHEDULER
+    # a scheduler of the user's own is left alone
+    own = "scrapy.core.scheduler.Scheduler"
+    crawler = _crawler_with_project_settings(FOCUSED_FRONTIER="redis", SCHEDULER=own)
+    assert crawler.settings["SCHEDULER"] == own
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    import sys
+
+    cmd = [sys.executable, "-m", "focused.distributed", *args]
+    return subprocess.run(cmd, cwd=PROJECT, capture_output=True, text=True, timeout=60)
+
+
+def test_the_cli_shows_and_clears_a_frontier(redis_url: str, key: str) -> None:
+    import json
+
+    f = RedisFrontier(redis.Redis.from_url(redis_url), key)
+    f.push(entry(1))
+    status = cli("status", "--key", key, "--url", redis_url)
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["waiting"] == 1
+    cleared = cli("clear", "--key", key, "--url", redis_url)
+    assert cleared.returncode == 0 and cleared.stdout.startswith("deleted 4 keys")
+    assert f.status()["waiting"] == 0
+    down = cli("status", "--key", key, "--url", f"redis://127.0.0.1:{free_port()}/0")
+    assert down.returncode == 2 and down.stderr.startswith("focused: error: Redis at")

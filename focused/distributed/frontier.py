@@ -59,6 +59,7 @@ __all__ = [
     "PROMOTED",
     "REQUEUED",
     "STEP_LUA",
+    "clamp_priority",
     "Counts",
     "RedisFrontier",
     "Step",
@@ -185,7 +186,7 @@ class RedisFrontier:
         kind = _EXTRA_NONE if blob is None else _EXTRA_BLOB if blob else _EXTRA_LOST
         head = _HEAD.pack(
             float(e.value),
-            float(_priority(e.priority)),
+            float(clamp_priority(e.priority)),
             int(e.flags) & 0xFFFF,
             float(e.m),
             float(e.anchor_relevance),
@@ -233,7 +234,7 @@ class RedisFrontier:
             (
                 "P" if dont_filter else "p",
                 _FP.pack(entry.fp),
-                repr(float(_priority(entry.priority))).encode(),
+                repr(float(clamp_priority(entry.priority))).encode(),
                 self._payload(entry),
             )
         )
@@ -391,5 +392,6 @@ def load_outbox_file(path: Path, key: str) -> list[tuple[str, bytes, bytes, byte
     return list(saved["ops"]) if saved.get("key") == key else []
 
 
-def _priority(priority: int) -> int:
+def clamp_priority(priority: int) -> int:
+    """``priority`` within what a Redis score holds exactly (+-2**53)."""
     return int(max(-_PRIORITY_LIMIT, min(_PRIORITY_LIMIT, priority)))

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.http import TextResponse
 from scrapy.utils.defer import deferred_from_coro
+from scrapy.utils.reactor import is_reactor_installed
 
 from focused import signals as focused_signals
 from focused.defaults import get
@@ -45,10 +46,11 @@ from focused.distributed.frontier import (
     Counts,
     RedisFrontier,
     Step,
+    clamp_priority,
 )
 from focused.errors import RedisUnavailable
 from focused.frontier.journal import DONE, ERROR
-from focused.frontier.seen import url_fingerprint
+from focused.frontier.seen import FingerprintTable, url_fingerprint
 from focused.scheduler import FocusedScheduler
 from focused.strategies import STRATEGIES
 
@@ -63,6 +65,13 @@ if TYPE_CHECKING:
 __all__ = ["RedisScheduler"]
 
 logger = logging.getLogger(__name__)
+
+#: default ``FOCUSED_REDIS_KEY``: one frontier per spider and topic
+DEFAULT_KEY = "%(spider)s:%(topic)s"
+#: what a worker knows of a URL (:attr:`RedisScheduler._known`): nothing, or that it is
+#: in flight or finished (any priority it is pushed with again is ignored), else the
+#: lowest priority it certainly waits with
+_UNKNOWN, _GONE = -(2**62), 2**62
 
 
 class RedisScheduler(FocusedScheduler):
@@ -86,7 +95,13 @@ class RedisScheduler(FocusedScheduler):
     worker when the shared queue and every worker's in-flight set are empty; a worker
     that runs dry while others still fetch asks again after ``idle_poll`` seconds (0.02,
     doubled while it stays dry, up to 0.5 s) instead of waiting for Scrapy's 5 s
-    heartbeat. ``JOBDIR`` is not used for the frontier (Redis keeps it).
+    heartbeat. When this worker's engine is idle, its own in-flight URLs are over: done
+    when their page yielded no item, errors when they failed without this scheduler's
+    errback (:meth:`_settle`). ``JOBDIR`` is not used for the frontier (Redis keeps it).
+
+    ``FOCUSED_REDIS_KEY`` (default :data:`DEFAULT_KEY`, ``%(spider)s:%(topic)s`` as in
+    scrapy-redis) gives each spider and topic its own frontier. ``enqueue_request``
+    answers ``False`` for a duplicate this worker knows of (see there).
 
     Settings: ``REDIS_URL`` (or ``REDIS_HOST``/``REDIS_PORT``), ``REDIS_PARAMS``,
     ``FOCUSED_REDIS_KEY``, ``FOCUSED_REDIS_LEASE``, ``FOCUSED_OUTPUT_DIR`` and the
@@ -102,7 +117,7 @@ class RedisScheduler(FocusedScheduler):
         self,
         *,
         server: redis.Redis,
-        key_template: str = "focused:{topic}",
+        key_template: str = DEFAULT_KEY,
         lease: float = 60.0,
         idle_poll: float = 0.02,
         idle_poll_max: float = 0.5,
@@ -118,7 +133,9 @@ class RedisScheduler(FocusedScheduler):
         self._idle_delay = self.idle_poll
         self.output_dir = Path(output_dir)
         self.redis: RedisFrontier | None = None
-        self._gone: set[int] = set()  # fingerprints known to be in flight or finished
+        #: fingerprint -> _GONE, or the priority it waits with at least (a local view
+        #: of the shared seen set: see enqueue_request)
+        self._known = FingerprintTable(values=True)
         self._responded: set[int] = set()  # in flight here, response in, item pending
         self._counts = Counts()
         self._down_since: float | None = None
@@ -150,10 +167,16 @@ class RedisScheduler(FocusedScheduler):
         )
 
     def key_for(self, spider: Spider) -> str:
+        """The key prefix: ``key_template`` with ``%(spider)s`` (scrapy-redis's
+        placeholder) and ``%(topic)s`` filled in (``{spider}`` / ``{topic}`` work too);
+        without a topic, a trailing ``:`` is dropped (``alpha`` for spider ``alpha``)."""
         topic = getattr(getattr(spider, "topic", None), "name", "") or getattr(
             spider, "topic_arg", ""
         )
-        return self.key_template.format_map({"topic": topic, "spider": spider.name})
+        key = self.key_template
+        for name, value in (("spider", spider.name), ("topic", str(topic))):
+            key = key.replace(f"%({name})s", value).replace("{" + name + "}", value)
+        return key.rstrip(":") or spider.name
 
     def _signals(self) -> list[tuple[Any, object]]:
         """What the scheduler listens to: not ``frontier_rescore`` (the shared queue is
@@ -169,8 +192,6 @@ class RedisScheduler(FocusedScheduler):
 
     # --- life cycle -----------------------------------------------------------------
     def open(self, spider: Spider) -> None:
-        from twisted.internet import reactor, task  # not at import: Scrapy installs it
-
         self.spider = spider
         self.redis = RedisFrontier(
             self.server,
@@ -187,7 +208,8 @@ class RedisScheduler(FocusedScheduler):
             logger.error("focused: error: %s", exc)
             self.redis = None
             self._closing = True
-            reactor.callLater(0, self._stop, "redis_unreachable")  # type: ignore[attr-defined]
+            if self._call_later(0, self._stop, "redis_unreachable") is None:
+                self._stop("redis_unreachable")
             return
         outbox = self.output_dir / self.OUTBOX_NAME
         restored = self.redis.restore_outbox(outbox)
@@ -199,8 +221,11 @@ class RedisScheduler(FocusedScheduler):
             self._connected = True
             for handler, signal in self._signals():
                 self.crawler.signals.connect(handler, signal=signal)
-        self._renewer = task.LoopingCall(self._tick)
-        self._renewer.start(max(0.2, self.lease / 3), now=False)
+        if is_reactor_installed():  # always in a crawl; not for a test's get_crawler()
+            from twisted.internet import task
+
+            self._renewer = task.LoopingCall(self._tick)
+            self._renewer.start(max(0.2, self.lease / 3), now=False)
         status = self.redis.status()
         logger.info(
             "focused: shared frontier %s at %s: %d waiting, %d in flight, %d done, %d seen",
@@ -260,8 +285,9 @@ class RedisScheduler(FocusedScheduler):
             return False
         if self._down_since is not None:
             return not self._closing  # unknown: do not let the spider finish
+        if self.in_flight:
+            self._settle()  # fetched here and over: done or failed
         if self._counts.pending == 0 or self.redis.pending:
-            self._settle()
             self._sync()
             if self._down_since is not None:
                 return True
@@ -272,21 +298,36 @@ class RedisScheduler(FocusedScheduler):
 
     # --- in -------------------------------------------------------------------------
     def enqueue_request(self, request: Request) -> bool:
+        """Stage the request for Redis; ``False`` when it is a duplicate.
+
+        The push itself travels with the next round trip, so the answer comes from what
+        this worker knows: a URL it pushed, picked or learnt was finished, found again
+        without a higher priority, is a duplicate (Redis would ignore it: nothing is
+        sent). A URL first queued by *another* worker is known to be a duplicate only
+        once Redis said so (counted in ``focused/dupefilter/filtered``): the first time
+        it comes here, ``True``.
+        """
         if self.redis is None:  # unreachable at the start: the spider is closing
             return False
         fp = self._fingerprint(request)
         redirects = request.meta.get("redirect_urls")
         if redirects:
             self._finish(url_fingerprint(redirects[-1]), DONE)
+        priority = clamp_priority(request.priority)
+        known = self._known.get(fp, _UNKNOWN)
         if fp in self.in_flight:
             if not request.dont_filter:
                 return self._filter()
             self.in_flight.discard(fp)  # a retry: back to waiting
             self._responded.discard(fp)
             self.requeued += 1
-        elif fp in self._gone and not request.dont_filter:
+        elif not request.dont_filter and priority <= known:
+            if known != _GONE:  # waits with a priority at least as high: Redis ignores it
+                self.ignored += 1
             return self._filter()
         self.redis.stage_push(self._to_entry(request, fp), bool(request.dont_filter))
+        # dont_filter queues it again with this priority; a push keeps the higher one
+        self._known.set(fp, priority if request.dont_filter else max(known, priority))
         return True
 
     # --- out ------------------------------------------------------------------------
@@ -308,7 +349,7 @@ class RedisScheduler(FocusedScheduler):
         request = self._to_request(entry)
         self._idle_delay = self.idle_poll
         self.in_flight.add(entry.fp)
-        self._gone.add(entry.fp)
+        self._known.set(entry.fp, _GONE)
         self.dequeued += 1
         self._update_stats()
         return request
@@ -347,29 +388,45 @@ class RedisScheduler(FocusedScheduler):
                 self.ignored += 1
                 self._filter()
                 if code == IGNORED_GONE:
-                    self._gone.add(fp)
+                    self._known.set(fp, _GONE)
         self._update_stats()
         return step
+
+    def _engine(self) -> Any:
+        """The crawler's engine, ``None`` before it exists (reading ``crawler.engine``
+        then raises ``RuntimeError`` in Scrapy 2.19)."""
+        try:
+            return getattr(self.crawler, "engine", None)
+        except RuntimeError:
+            return None
 
     def _stop(self, reason: str) -> None:
         self._closing = True
         logger.info("focused: closing the spider (%s)", reason)
-        engine = getattr(self.crawler, "engine", None)
+        engine = self._engine()
         if engine is not None:
             deferred_from_coro(engine.close_spider_async(reason=reason))
 
     def _poke_later(self) -> None:
         """Make the engine ask for a request again soon (back-off while nothing comes)."""
-        from twisted.internet import reactor
-
         if self._closing or (self._poke is not None and self._poke.active()):
             return
         delay = self._idle_delay
         self._idle_delay = min(self.idle_poll_max, 2 * delay)
-        self._poke = reactor.callLater(delay, self._poke_engine)  # type: ignore[attr-defined]
+        self._poke = self._call_later(delay, self._poke_engine)
+
+    @staticmethod
+    def _call_later(delay: float, fn: Any, *args: Any) -> Any:
+        """``reactor.callLater``; ``None`` when no reactor is installed (a scheduler built
+        outside a crawl: importing the reactor here would install the wrong one)."""
+        if not is_reactor_installed():
+            return None
+        from twisted.internet import reactor
+
+        return reactor.callLater(delay, fn, *args)  # type: ignore[attr-defined]
 
     def _poke_engine(self) -> None:
-        slot = getattr(getattr(self.crawler, "engine", None), "_slot", None)
+        slot = getattr(self._engine(), "_slot", None)
         nextcall = getattr(slot, "nextcall", None)
         if nextcall is not None:
             nextcall.schedule()
@@ -385,8 +442,15 @@ class RedisScheduler(FocusedScheduler):
             self._poke_later()
 
     def _settle(self) -> None:
-        """When this worker downloads and scrapes nothing, its in-flight URLs are over."""
-        engine = getattr(self.crawler, "engine", None)
+        """When this worker downloads and scrapes nothing, its in-flight URLs are over.
+
+        The engine downloads a request as soon as :meth:`next_request` hands it out, so
+        with the downloader and the scraper idle each one ended: with a response whose
+        callback yielded no item (done), or with a failure no errback of this scheduler
+        saw — a request with an errback or a callback of its own, a download middleware
+        that dropped it — (error; released, it would be fetched and fail again forever).
+        """
+        engine = self._engine()
         if engine is None or not self.in_flight:
             return
         try:
@@ -396,12 +460,7 @@ class RedisScheduler(FocusedScheduler):
         if busy:
             return
         for fp in list(self.in_flight):
-            if fp in self._responded:
-                self._finish(fp, DONE)
-            else:
-                self.in_flight.discard(fp)
-                self.redis.stage_release(fp)  # type: ignore[union-attr]
-                self.released += 1
+            self._finish(fp, DONE if fp in self._responded else ERROR)
 
     # --- bookkeeping ----------------------------------------------------------------
     def _finish(self, fp: int, state: int, journal: bool = True) -> None:

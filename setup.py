@@ -36,6 +36,8 @@ setup(
     description="A topical (focused) web crawler on Scrapy",
     packages=find_packages(include=["focused", "focused.*"]),
     python_requires=">=3.11",
+    # the shared frontier's Lua script, read with importlib.resources (also from the egg)
+    package_data={"focused.distributed": ["*.lua"]},
     cmdclass={"build_py": BuildWithTopics},
     entry_points={"scrapy": ["settings = focused.settings"]},
     zip_safe=True,

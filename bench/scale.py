@@ -325,7 +325,7 @@ def run_workers(n: int, root: Path, sandbox: SandboxProcess, **kwargs: Any) -> R
 def redis_status(url: str, key: str) -> dict[str, int]:
     import redis
 
-    from focused.redis_frontier import RedisFrontier
+    from focused.distributed.frontier import RedisFrontier
 
     server = redis.Redis.from_url(url)
     try:

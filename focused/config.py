@@ -14,14 +14,11 @@ from typing import Any
 
 from focused import strategies
 from focused.defaults import get
+from focused.errors import ConfigError  # defined there; focused.config.ConfigError works too
 from focused.web.topics import Topic, TopicError, check_url
 
 WEBS = ("auto", "sandbox", "real")
 FRONTIERS = ("memory", "redis")
-
-
-class ConfigError(ValueError):
-    """A bad setting; the message is one line meant for the user."""
 
 
 def _number(settings: Any, name: str) -> float:
@@ -160,7 +157,7 @@ def validate(settings: Any, topic: Topic | None = None) -> None:
             f"FOCUSED_FRONTIER must be one of {', '.join(FRONTIERS)}, got {frontier!r}"
         )
     if frontier == "redis":
-        from focused.redis_frontier import check  # redis-py only when it is used
+        from focused.distributed.connection import check  # redis-py only when it is used
 
         check(settings)  # RedisUnavailable is a ConfigError: one line, exit 2
     for url in seeds_setting(settings):

@@ -84,7 +84,8 @@ DEFAULTS: dict[str, Any] = {
     "FOCUSED_RESCORE_EVERY": 16,
     "FOCUSED_RESCORE_BUDGET": 250,
     "FOCUSED_FRONTIER": "memory",  # "memory" (SQLite journal under JOBDIR) or "redis"
-    "FOCUSED_REDIS_KEY": "focused:{topic}",
+    # key prefix of the shared frontier; %(spider)s and %(topic)s as in scrapy-redis
+    "FOCUSED_REDIS_KEY": "%(spider)s:%(topic)s",
     "FOCUSED_REDIS_LEASE": 60.0,
     # --- a hostile web (focused/robustness.py, focused/web/sanitize.py) ------------
     # at most this many downloads per host name (0: no cap); bounds an endless URL

@@ -200,8 +200,10 @@ class FocusedScheduler(BaseScheduler):
     at once. Until then its row says "in flight", which a resume checks against the page
     store.
 
-    ``FOCUSED_FRONTIER = "redis"`` builds :class:`focused.redis_frontier.RedisScheduler`
-    instead (the same scheduler on a frontier shared in Redis).
+    ``FOCUSED_FRONTIER = "redis"`` is resolved by the settings, not here:
+    :class:`focused.distributed.addon.FrontierAddon` (in the project's ``ADDONS``) sets
+    ``SCHEDULER`` to :class:`focused.distributed.scheduler.RedisScheduler` (this scheduler
+    on a frontier shared in Redis); built directly with ``"redis"``, this one refuses.
 
     Settings: ``FOCUSED_STRATEGY``, ``FOCUSED_SA_T0``, ``FOCUSED_SA_ALPHA``,
     ``FOCUSED_SA_T_MIN``, ``FOCUSED_SA_K``, ``FOCUSED_SEED``, ``FOCUSED_FRONTIER``,
@@ -261,13 +263,12 @@ class FocusedScheduler(BaseScheduler):
     def from_crawler(cls, crawler: Crawler) -> Self:
         s = crawler.settings
         kind = str(get(s, "FOCUSED_FRONTIER")).strip()
-        if kind == "redis":
-            # The shared frontier (imported here: it needs the redis client library).
-            from focused.redis_frontier import RedisScheduler
-
-            if not issubclass(cls, RedisScheduler):
-                return RedisScheduler.from_crawler(crawler)  # type: ignore[return-value]
-        elif kind != "memory":
+        if kind == "redis":  # a subclass of this one would crawl from memory: refuse
+            raise ValueError(
+                "FOCUSED_FRONTIER = 'redis' needs SCHEDULER ="
+                " 'focused.distributed.scheduler.RedisScheduler' (the project's ADDONS set it)"
+            )
+        if kind != "memory":
             raise ValueError(f"FOCUSED_FRONTIER must be 'memory' or 'redis', got {kind!r}")
         name = str(get(s, "FOCUSED_STRATEGY")).strip()
         return cls(

@@ -33,6 +33,8 @@ CONCURRENT_REQUESTS_PER_DOMAIN = 8
 
 # --- the focused machinery ---------------------------------------------------------
 SCHEDULER = "focused.scheduler.FocusedScheduler"
+# FOCUSED_FRONTIER = "redis" sets SCHEDULER to focused.distributed.scheduler.RedisScheduler.
+ADDONS = {"focused.distributed.addon.FrontierAddon": 0}
 # Only used if SCHEDULER is set back to Scrapy's: one global order, not per domain.
 SCHEDULER_PRIORITY_QUEUE = "scrapy.pqueues.ScrapyPriorityQueue"
 SPIDER_MIDDLEWARES = {

@@ -26,8 +26,8 @@ from bench.scale import (
     start_workers,
     stored_urls,
 )
+from focused.distributed.frontier import RedisFrontier
 from focused.frontier.seen import url_fingerprint
-from focused.redis_frontier import RedisFrontier
 
 PROJECT = Path(__file__).resolve().parent.parent
 #: best_first drops no link, so the pages it reaches do not depend on the crawl order and

@@ -28,9 +28,8 @@ from bench.scale import (
     free_port,
     stored_urls,
 )
-from focused.frontier.memory import Entry
-from focused.ranking.annealing import Annealer
-from focused.redis_frontier import (
+from focused.distributed.connection import check
+from focused.distributed.frontier import (
     ANNEAL,
     BEST,
     IGNORED_GONE,
@@ -38,9 +37,10 @@ from focused.redis_frontier import (
     PROMOTED,
     REQUEUED,
     RedisFrontier,
-    RedisUnavailable,
-    check,
 )
+from focused.errors import RedisUnavailable
+from focused.frontier.memory import Entry
+from focused.ranking.annealing import Annealer
 
 PROJECT = Path(__file__).resolve().parent.parent
 HAVE_REDIS = shutil.which("redis-server") is not None
@@ -309,3 +309,217 @@ def test_unreachable_redis_stops_before_any_fetch(sandbox: SandboxProcess, tmp_p
     assert len(errors) == 1 and "Spider opened" not in log
     assert stored_urls(tmp_path / "out") == []
     assert run.returncode == 2
+
+
+# --- the switch: settings, not the base class ----------------------------------------------
+def _crawler_with_project_settings(**cmdline: str):
+    from scrapy.crawler import AsyncCrawlerRunner, CrawlerRunner
+    from scrapy.settings import Settings
+    from scrapy.spiders import Spider
+    from scrapy.utils.reactor import is_reactor_installed
+    from scrapy.utils.test import get_reactor_settings
+
+    settings = Settings(get_reactor_settings())
+    settings.setmodule("focused.settings", priority="project")
+    settings.setdict(cmdline, priority="cmdline")  # as -s NAME=VALUE
+    runner = CrawlerRunner if is_reactor_installed() else AsyncCrawlerRunner
+    crawler = runner(settings).create_crawler(Spider)
+    crawler._apply_settings()  # what Crawler.crawl does first (add-ons included)
+    return crawler
+
+
+def test_frontier_setting_selects_the_redis_scheduler() -> None:
+    from focused.distributed.addon import MEMORY_SCHEDULER, REDIS_SCHEDULER
+
+    assert _crawler_with_project_settings().settings["SCHEDULER"] == MEMORY_SCHEDULER
+    crawler = _crawler_with_project_settings(FOCUSED_FRONTIER="redis")
+    assert crawler.settings["SCHEDULER"] == REDIS_SCHEDULER
+    # a scheduler of the user's own is left alone
+    own = "scrapy.core.scheduler.Scheduler"
+    crawler = _crawler_with_project_settings(FOCUSED_FRONTIER="redis", SCHEDULER=own)
+    assert crawler.settings["SCHEDULER"] == own
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    import sys
+
+    cmd = [sys.executable, "-m", "focused.distributed", *args]
+    return subprocess.run(cmd, cwd=PROJECT, capture_output=True, text=True, timeout=60)
+
+
+def test_the_cli_shows_and_clears_a_frontier(redis_url: str, key: str) -> None:
+    import json
+
+    f = RedisFrontier(redis.Redis.from_url(redis_url), key)
+    f.push(entry(1))
+    status = cli("status", "--key", key, "--url", redis_url)
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["waiting"] == 1
+    cleared = cli("clear", "--key", key, "--url", redis_url)
+    assert cleared.returncode == 0 and cleared.stdout.startswith("deleted 4 keys")
+    assert f.status()["waiting"] == 0
+    down = cli("status", "--key", key, "--url", f"redis://127.0.0.1:{free_port()}/0")
+    assert down.returncode == 2 and down.stderr.startswith("focused: error: Redis at")
+
+
+# --- the scheduler outside a crawl (a crawler from get_crawler, no engine) -----------------
+def _scheduler(redis_url: str, tmp_path: Path, name: str, **settings: object):
+    from scrapy import Spider
+    from scrapy.utils.test import get_crawler
+
+    from focused.distributed.scheduler import RedisScheduler
+
+    spidercls = type(name.title(), (Spider,), {"name": name})
+    crawler = get_crawler(
+        spidercls,
+        {
+            "FOCUSED_FRONTIER": "redis",
+            "REDIS_URL": redis_url,
+            "FOCUSED_OUTPUT_DIR": str(tmp_path),
+            **settings,
+        },
+    )
+    crawler.spider = spider = spidercls.from_crawler(crawler)
+    return RedisScheduler.from_crawler(crawler), spider
+
+
+def test_the_default_key_is_per_spider(redis_url: str, client: redis.Redis, tmp_path: Path):
+    from scrapy import Request
+
+    for name in ("alpha", "beta"):
+        RedisFrontier(client, name).clear()
+    alpha, alpha_spider = _scheduler(redis_url, tmp_path, "alpha")
+    beta, beta_spider = _scheduler(redis_url, tmp_path, "beta")
+    alpha.open(alpha_spider)
+    beta.open(beta_spider)
+    assert (alpha.redis.key, beta.redis.key) == ("alpha", "beta")
+    assert alpha.enqueue_request(Request("http://h.test/alpha-only"))
+    assert alpha.has_pending_requests()
+    assert not beta.has_pending_requests() and beta.next_request() is None
+    assert alpha.next_request().url == "http://h.test/alpha-only"
+    alpha.close("finished")
+    beta.close("finished")
+    # a topic and the older {spider} / {topic} placeholders
+    alpha_spider.topic_arg = "chemistry"
+    assert alpha.key_for(alpha_spider) == "alpha:chemistry"
+    alpha.key_template = "crawl:{spider}:{topic}"
+    assert alpha.key_for(alpha_spider) == "crawl:alpha:chemistry"
+
+
+def test_duplicates_are_refused_and_pending_is_answered_before_the_engine(
+    redis_url: str, client: redis.Redis, tmp_path: Path
+) -> None:
+    from scrapy import Request
+
+    RedisFrontier(client, "gamma").clear()
+    sched, spider = _scheduler(redis_url, tmp_path, "gamma")
+    assert not sched.has_pending_requests()  # not opened yet
+    sched.open(spider)
+    assert not sched.has_pending_requests()  # the crawler has no engine: still an answer
+    url = "http://h.test/dup"
+    assert sched.enqueue_request(Request(url, priority=1))
+    assert not sched.enqueue_request(Request(url, priority=1))  # Scrapy's contract: False
+    assert not sched.enqueue_request(Request(url, priority=0))
+    assert sched.enqueue_request(Request(url, priority=5))  # found again, better: promoted
+    assert sched.has_pending_requests() and len(sched) == 1
+    got = sched.next_request()
+    assert got.url == url and got.priority == 5
+    assert sched.has_pending_requests()  # in flight
+    assert not sched.enqueue_request(Request(url, priority=99))  # in flight: a duplicate
+    assert sched.enqueue_request(Request(url, dont_filter=True))  # a retry goes back
+    assert sched.next_request().url == url
+    sched.close("finished")
+    assert sched.filtered == 3
+    status = RedisFrontier(client, "gamma").status()
+    assert status["promoted"] == 1 and status["seen"] == 1
+    assert status["waiting"] == 1 and status["done"] == 0  # never fetched: released
+
+
+# --- a plain spider on the Redis scheduler: the crawl ends ---------------------------------
+PLAIN_SPIDER = '''
+import scrapy
+
+
+class PlainSpider(scrapy.Spider):
+    """Yields requests, never an item; one request has its own errback and fails."""
+
+    name = "plain"
+
+    async def start(self):
+        yield scrapy.Request(self.base + "/index.html")
+        yield scrapy.Request(self.dead, callback=self.parse, errback=self.failed)
+
+    def parse(self, response):
+        for href in response.css("a::attr(href)").getall():
+            yield response.follow(href)
+
+    def failed(self, failure):
+        self.logger.info("own errback: %s", failure.value)
+'''
+
+SITE = {
+    "index.html": '<a href="a.html">a</a> <a href="b.html">b</a> <a href="c.html">c</a>',
+    "a.html": '<a href="index.html">home</a> <a href="d.html">d</a>',
+    "b.html": '<a href="a.html">a</a>',
+    "c.html": "no links",
+    "d.html": "no links either",
+}
+
+
+@pytest.fixture
+def tiny_site(tmp_path: Path) -> Iterator[str]:
+    import functools
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    root = tmp_path / "site"
+    root.mkdir()
+    for name, body in SITE.items():
+        (root / name).write_text(f"<html><body>{body}</body></html>")
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=root))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_plain_spider_s_crawl_ends_when_its_last_pages_yield_nothing(
+    redis_url: str, client: redis.Redis, tiny_site: str, tmp_path: Path
+) -> None:
+    import sys
+
+    RedisFrontier(client, "plain").clear()
+    spider = tmp_path / "plain.py"
+    spider.write_text(PLAIN_SPIDER)
+    timeout = 60
+    settings = {
+        "SCHEDULER": "focused.distributed.scheduler.RedisScheduler",
+        "REDIS_URL": redis_url,
+        "FOCUSED_OUTPUT_DIR": str(tmp_path / "out"),
+        "CLOSESPIDER_TIMEOUT": str(timeout),
+        "RETRY_TIMES": "1",  # the dead URL is retried once (a dont_filter push), then fails
+    }
+    cmd = [sys.executable, "-m", "scrapy", "runspider", str(spider)]
+    cmd += ["-a", f"base={tiny_site}", "-a", f"dead=http://127.0.0.1:{free_port()}/gone"]
+    for name, value in settings.items():
+        cmd += ["-s", f"{name}={value}"]
+    env = {**os.environ, "PYTHONPATH": str(PROJECT)}
+    started = time.monotonic()
+    run = subprocess.run(
+        cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout + 60
+    )
+    took = time.monotonic() - started
+    log = run.stderr
+    assert run.returncode == 0, log[-3000:]
+    assert "Traceback" not in log, log[-3000:]
+    assert "'finish_reason': 'finished'" in log, log[-3000:]
+    assert "own errback" in log
+    assert took < timeout / 2, f"{took:.1f} s: waited for CLOSESPIDER_TIMEOUT"
+    status = RedisFrontier(client, "plain").status()  # the default key: the spider's name
+    assert status["in_flight"] == 0 and status["waiting"] == 0
+    assert status["done"] == len(SITE) and status["error"] == 1

@@ -191,11 +191,12 @@ def test_four_queues_in_stats_from_signals_errback_retry_and_redirect():
     sched.close("finished")
 
 
-def test_frontier_setting_selects_the_scheduler():
-    from focused.redis_frontier import RedisScheduler
-
+def test_frontier_setting_is_checked():
+    # FOCUSED_FRONTIER = "redis" is resolved into SCHEDULER by the settings (see
+    # tests/test_redis_frontier.py); the in-memory scheduler refuses it, and nonsense.
     crawler = get_crawler(DemoSpider, {"FOCUSED_FRONTIER": "redis"})
-    assert isinstance(FocusedScheduler.from_crawler(crawler), RedisScheduler)
+    with pytest.raises(ValueError, match="RedisScheduler"):
+        FocusedScheduler.from_crawler(crawler)
     crawler = get_crawler(DemoSpider, {"FOCUSED_FRONTIER": "disk"})
     with pytest.raises(ValueError, match="FOCUSED_FRONTIER"):
         FocusedScheduler.from_crawler(crawler)

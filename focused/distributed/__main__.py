@@ -1,0 +1,50 @@
+"""``python -m focused.distributed {status,clear} --key KEY [--url REDIS_URL]``.
+
+``status`` prints the shared queues and counters as one JSON object; ``clear`` deletes
+every key of the frontier (no worker ever does). Exit status 2, with one line, when Redis
+cannot be reached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import redis
+
+from focused.distributed.connection import REDIS_DOWN, safe_url, unreachable_message
+from focused.distributed.frontier import RedisFrontier
+
+PROG = "python -m focused.distributed"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line ``argv``; the exit status."""
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Inspect or delete a shared focused-crawl frontier in Redis."
+    )
+    parser.add_argument("action", choices=("status", "clear"))
+    parser.add_argument("--key", required=True, help="key prefix, e.g. focused:chemistry")
+    parser.add_argument(
+        "--url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"), help="Redis URL"
+    )
+    args = parser.parse_args(argv)
+    server = redis.Redis.from_url(args.url, socket_connect_timeout=3, socket_timeout=10)
+    frontier = RedisFrontier(server, args.key)
+    try:
+        if args.action == "status":
+            print(json.dumps(frontier.status()))
+        else:
+            print(f"deleted {frontier.clear()} keys of {args.key} at {safe_url(args.url)}")
+    except REDIS_DOWN as exc:
+        print(f"focused: error: {unreachable_message(server, exc)}", file=sys.stderr)
+        return 2
+    finally:
+        server.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

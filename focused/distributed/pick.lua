@@ -1,0 +1,146 @@
+-- One step of the shared frontier, run atomically by Redis (focused.distributed.frontier).
+--
+-- KEYS: <key>:queue, <key>:data, <key>:inflight, <key>:seen, <key>:stats
+-- ARGV: lease (ms), pick mode (0 none, 1 best, 2 annealing), K, T0, alpha, T_min,
+--       u1, u2 (the worker's two uniform numbers), the number of staged operations,
+--       then 4 arguments per operation: op, fingerprint (8 bytes), priority, payload.
+--   op 'p' push, 'P' push of a dont_filter request, 'd' done, 'e' error,
+--      'r' release (back to the queue, old place), 'l' renew the lease.
+-- 1. apply the operations in order (a code each), 2. hand expired leases back to the
+-- queue, 3. optionally pick: the best entry, or the simulated-annealing choice between
+-- the best and one drawn from the top K (He, Cheng & Cai 2009), T shared by all workers.
+-- Returns {codes, {fp, data} or {}, T, accepted worse (0/1), picks before this one,
+--          waiting, in flight, done, error}.
+
+local queue, data, inflight, seen, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local lease = tonumber(ARGV[1])
+local mode = tonumber(ARGV[2])
+local k = tonumber(ARGV[3])
+local t0, alpha, tmin = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local u1, u2 = tonumber(ARGV[7]), tonumber(ARGV[8])
+local nops = tonumber(ARGV[9])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+local function value_of(d) return (struct.unpack('>d', d, 24)) end
+local function prio_of(d) return (struct.unpack('>d', d, 32)) end
+local function enqueue(fp, prio, payload)
+  local seq = redis.call('HINCRBY', stats, 'seq', 1)
+  local member = string.format('%015d', seq) .. fp
+  redis.call('ZADD', queue, -prio, member)
+  redis.call('HSET', data, fp, member .. payload)
+end
+local function requeue(d)
+  redis.call('ZADD', queue, -prio_of(d), string.sub(d, 1, 23))
+end
+
+local codes = {}
+local i = 10
+for n = 1, nops do
+  local op, fp, prio, payload = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  i = i + 4
+  local code = 0
+  if op == 'p' or op == 'P' then
+    -- push; 'P' is a dont_filter request (a retry, or asked for again)
+    prio = tonumber(prio)
+    local d = redis.call('HGET', data, fp)
+    if d then
+      if redis.call('ZSCORE', inflight, fp) then
+        if op == 'P' then
+          redis.call('ZREM', inflight, fp)
+          enqueue(fp, prio, payload)
+          code = 3
+        end
+      elseif prio > prio_of(d) then
+        redis.call('ZREM', queue, string.sub(d, 1, 23))
+        enqueue(fp, prio, payload)
+        redis.call('HINCRBY', stats, 'promoted', 1)
+        code = 2
+      else
+        code = 4
+      end
+    elseif redis.call('SADD', seen, fp) == 1 then
+      enqueue(fp, prio, payload)
+      code = 1
+    elseif op == 'P' then
+      enqueue(fp, prio, payload)
+      code = 3
+    end
+  elseif op == 'd' or op == 'e' then
+    local d = redis.call('HGET', data, fp)
+    if d then
+      if redis.call('ZREM', inflight, fp) == 0 then
+        redis.call('ZREM', queue, string.sub(d, 1, 23))
+      end
+      redis.call('HDEL', data, fp)
+      redis.call('HINCRBY', stats, op == 'd' and 'done' or 'error', 1)
+      code = 1
+    end
+  elseif op == 'r' then
+    local d = redis.call('HGET', data, fp)
+    if d and redis.call('ZREM', inflight, fp) == 1 then
+      requeue(d)
+      code = 1
+    end
+  elseif op == 'l' then
+    code = redis.call('ZADD', inflight, 'XX', 'CH', now + lease, fp)
+  end
+  codes[n] = code
+end
+
+-- leases of dead workers: back to the queue, with their old place
+local expired = redis.call('ZRANGEBYSCORE', inflight, '-inf', now, 'LIMIT', 0, 256)
+for _, fp in ipairs(expired) do
+  redis.call('ZREM', inflight, fp)
+  local d = redis.call('HGET', data, fp)
+  if d then
+    requeue(d)
+    redis.call('HINCRBY', stats, 'reclaimed', 1)
+  end
+end
+
+local picked = {}
+local temp = 0
+local worse = 0
+local picks = -1
+if mode > 0 then
+  local top
+  if mode == 2 then
+    top = redis.call('ZRANGE', queue, 0, k - 1)
+  else
+    top = redis.call('ZRANGE', queue, 0, 0)
+  end
+  if #top > 0 then
+    local chosen = 1
+    if mode == 2 then
+      picks = redis.call('HINCRBY', stats, 'picks', 1) - 1
+      if t0 > 0 then temp = math.max(tmin, t0 * alpha ^ picks) end
+      if #top > 1 and temp > 0 then
+        local j = math.floor(u1 * #top)
+        if j >= #top then j = #top - 1 end
+        if j > 0 then
+          local v0 = value_of(redis.call('HGET', data, string.sub(top[1], 16)))
+          local vj = value_of(redis.call('HGET', data, string.sub(top[j + 1], 16)))
+          local delta = v0 - vj
+          if delta <= 0 or u2 < math.exp(-delta / temp) then
+            chosen = j + 1
+            if delta > 0 then
+              worse = 1
+              redis.call('HINCRBY', stats, 'accepted_worse', 1)
+            end
+          end
+        end
+      end
+      if t0 > 0 then temp = math.max(tmin, t0 * alpha ^ (picks + 1)) end
+    end
+    local member = top[chosen]
+    local fp = string.sub(member, 16)
+    redis.call('ZREM', queue, member)
+    redis.call('ZADD', inflight, now + lease, fp)
+    picked = {fp, redis.call('HGET', data, fp)}
+  end
+end
+local st = redis.call('HMGET', stats, 'done', 'error')
+return {codes, picked, tostring(temp), worse, picks,
+        redis.call('ZCARD', queue), redis.call('ZCARD', inflight),
+        tonumber(st[1] or 0), tonumber(st[2] or 0)}

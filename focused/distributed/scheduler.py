@@ -1,0 +1,518 @@
+"""The Scrapy glue of the shared frontier: :class:`RedisScheduler`.
+
+Selected through settings: ``FOCUSED_FRONTIER = "redis"`` (the project's
+:class:`~focused.distributed.addon.FrontierAddon` turns it into ``SCHEDULER =
+"focused.distributed.scheduler.RedisScheduler"``), or that ``SCHEDULER`` directly.
+
+Round trips: the scheduler stages pushes and finishes locally and sends them with the
+next pick, so a request costs one round trip (the pick); the page store's
+:data:`~focused.signals.frontier_checkpoint` flushes staged pushes before a page is
+committed (a stored page never has its links only in memory). If Redis cannot be
+reached, the staged changes stay in memory and are retried; after ``FOCUSED_REDIS_LEASE``
+seconds the worker stops and writes them to ``<FOCUSED_OUTPUT_DIR>/redis-outbox.pickle``,
+which the next start sends first: nothing is lost.
+
+From scrapy-redis (0.9.1) this package uses the connection helper
+(:mod:`focused.distributed.connection`) and its convention of one key prefix per crawl
+with ``:requests``-like suffixes; its scheduler, queues and dupefilter are not used: they
+pop without a lease (a killed worker loses its requests), wipe the queue on close unless
+``SCHEDULER_PERSIST``, have no promotion and no annealing pick.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.http import TextResponse
+from scrapy.utils.defer import deferred_from_coro
+from scrapy.utils.reactor import is_reactor_installed
+
+from focused import signals as focused_signals
+from focused.defaults import get
+from focused.distributed.connection import REDIS_DOWN, connect, describe, unreachable_message
+from focused.distributed.frontier import (
+    ADDED,
+    ANNEAL,
+    BEST,
+    IGNORED_GONE,
+    LOST,
+    NO_PICK,
+    PROMOTED,
+    REQUEUED,
+    Counts,
+    RedisFrontier,
+    Step,
+    clamp_priority,
+)
+from focused.errors import RedisUnavailable
+from focused.frontier.journal import DONE, ERROR
+from focused.frontier.seen import FingerprintTable, url_fingerprint
+from focused.scheduler import FocusedScheduler
+from focused.strategies import STRATEGIES
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    import redis
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request, Response
+    from scrapy.spiders import Spider
+
+__all__ = ["RedisScheduler"]
+
+logger = logging.getLogger(__name__)
+
+#: default ``FOCUSED_REDIS_KEY``: one frontier per spider and topic
+DEFAULT_KEY = "%(spider)s:%(topic)s"
+#: what a worker knows of a URL (:attr:`RedisScheduler._known`): nothing, or that it is
+#: in flight or finished (any priority it is pushed with again is ignored), else the
+#: lowest priority it certainly waits with
+_UNKNOWN, _GONE = -(2**62), 2**62
+
+
+class RedisScheduler(FocusedScheduler):
+    """:class:`~focused.scheduler.FocusedScheduler` on the shared :class:`RedisFrontier`.
+
+    Same request packing, order, promotion, annealing, errback and stats as the
+    in-memory scheduler (a subclass: it inherits them and replaces the frontier, the
+    bookkeeping of in-flight URLs and the life cycle); the queues live in Redis so that
+    several processes crawl one topic.
+
+    Selected by settings, never by the base class: ``SCHEDULER =
+    "focused.distributed.scheduler.RedisScheduler"``, or ``FOCUSED_FRONTIER = "redis"``,
+    which :class:`focused.distributed.addon.FrontierAddon` (in the project's ``ADDONS``)
+    turns into that ``SCHEDULER`` when the crawler is set up. It builds from any crawler
+    (``RedisScheduler.from_crawler(get_crawler(Spider, {"REDIS_URL": ...}))``).
+
+    A worker stages its pushes and finishes and sends them with its next pick (one round
+    trip per request); a URL counts as done once its page item has gone through the
+    pipelines (``item_scraped``), so a worker killed between fetch and store leaves it
+    in flight and it is fetched again after the lease, never lost. The crawl ends for a
+    worker when the shared queue and every worker's in-flight set are empty; a worker
+    that runs dry while others still fetch asks again after ``idle_poll`` seconds (0.02,
+    doubled while it stays dry, up to 0.5 s) instead of waiting for Scrapy's 5 s
+    heartbeat. When this worker's engine is idle, its own in-flight URLs are over: done
+    when their page yielded no item, errors when they failed without this scheduler's
+    errback (:meth:`_settle`). ``JOBDIR`` is not used for the frontier (Redis keeps it).
+
+    ``FOCUSED_REDIS_KEY`` (default :data:`DEFAULT_KEY`, ``%(spider)s:%(topic)s`` as in
+    scrapy-redis) gives each spider and topic its own frontier. ``enqueue_request``
+    answers ``False`` for a duplicate this worker knows of (see there).
+
+    Settings: ``REDIS_URL`` (or ``REDIS_HOST``/``REDIS_PORT``), ``REDIS_PARAMS``,
+    ``FOCUSED_REDIS_KEY``, ``FOCUSED_REDIS_LEASE``, ``FOCUSED_OUTPUT_DIR`` and the
+    annealing settings of the base class. Stats: those of the base class
+    (``focused/queue/*`` are the shared queues' sizes) and
+    ``focused/redis/round_trips``, ``focused/redis/pushed``, ``focused/redis/ignored``,
+    ``focused/redis/in_flight_here``, ``focused/redis/released``.
+    """
+
+    OUTBOX_NAME = "redis-outbox.pickle"
+
+    def __init__(
+        self,
+        *,
+        server: redis.Redis,
+        key_template: str = DEFAULT_KEY,
+        lease: float = 60.0,
+        idle_poll: float = 0.02,
+        idle_poll_max: float = 0.5,
+        output_dir: str = "out/crawl",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.server = server
+        self.key_template = key_template
+        self.lease = float(lease)
+        self.idle_poll = float(idle_poll)
+        self.idle_poll_max = float(idle_poll_max)
+        self._idle_delay = self.idle_poll
+        self.output_dir = Path(output_dir)
+        self.redis: RedisFrontier | None = None
+        #: fingerprint -> _GONE, or the priority it waits with at least (a local view
+        #: of the shared seen set: see enqueue_request)
+        self._known = FingerprintTable(values=True)
+        self._responded: set[int] = set()  # in flight here, response in, item pending
+        self._counts = Counts()
+        self._down_since: float | None = None
+        self._closing = False
+        self._connected = False
+        self._renewer: Any = None
+        self._poke: Any = None
+        self.pushed = 0
+        self.ignored = 0
+        self.released = 0
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        s = crawler.settings
+        name = str(get(s, "FOCUSED_STRATEGY")).strip()
+        return cls(
+            server=connect(s),
+            key_template=str(get(s, "FOCUSED_REDIS_KEY")),
+            lease=get(s, "FOCUSED_REDIS_LEASE"),
+            output_dir=str(get(s, "FOCUSED_OUTPUT_DIR")),
+            anneal=bool(getattr(STRATEGIES.get(name), "anneal", False)),
+            t0=get(s, "FOCUSED_SA_T0"),
+            alpha=get(s, "FOCUSED_SA_ALPHA"),
+            t_min=get(s, "FOCUSED_SA_T_MIN"),
+            k=get(s, "FOCUSED_SA_K"),
+            seed=get(s, "FOCUSED_SEED"),
+            stats=crawler.stats,
+            crawler=crawler,
+        )
+
+    def key_for(self, spider: Spider) -> str:
+        """The key prefix: ``key_template`` with ``%(spider)s`` (scrapy-redis's
+        placeholder) and ``%(topic)s`` filled in (``{spider}`` / ``{topic}`` work too);
+        without a topic, a trailing ``:`` is dropped (``alpha`` for spider ``alpha``)."""
+        topic = getattr(getattr(spider, "topic", None), "name", "") or getattr(
+            spider, "topic_arg", ""
+        )
+        key = self.key_template
+        for name, value in (("spider", spider.name), ("topic", str(topic))):
+            key = key.replace(f"%({name})s", value).replace("{" + name + "}", value)
+        return key.rstrip(":") or spider.name
+
+    def _signals(self) -> list[tuple[Any, object]]:
+        """What the scheduler listens to: not ``frontier_rescore`` (the shared queue is
+        not re-ordered) nor ``page_skipped`` (no journal to write)."""
+        return [
+            (self._on_response, signals.response_received),
+            (self._on_item, signals.item_scraped),
+            (self._on_item, signals.item_dropped),
+            (self._on_item, signals.item_error),
+            (self._on_item, signals.spider_error),
+            (self._on_checkpoint, focused_signals.frontier_checkpoint),
+        ]
+
+    # --- life cycle -----------------------------------------------------------------
+    def open(self, spider: Spider) -> None:
+        self.spider = spider
+        self.redis = RedisFrontier(
+            self.server,
+            self.key_for(spider),
+            lease=self.lease,
+            dump_extra=self._dump_extra,
+            load_extra=self._load_extra,
+        )
+        self.frontier = self.redis  # the base class's stats and rescoring read it
+        try:
+            self.redis.open()
+        except RedisUnavailable as exc:
+            # Not CloseSpider: raised here, Scrapy 2.19 then fails to close its scraper.
+            logger.error("focused: error: %s", exc)
+            self.redis = None
+            self._closing = True
+            if self._call_later(0, self._stop, "redis_unreachable") is None:
+                self._stop("redis_unreachable")
+            return
+        outbox = self.output_dir / self.OUTBOX_NAME
+        restored = self.redis.restore_outbox(outbox)
+        step = self._sync()
+        if restored and step is not None:
+            outbox.unlink(missing_ok=True)
+            logger.info("focused: sent %d changes saved by an earlier run to Redis", restored)
+        if self.crawler is not None:
+            self._connected = True
+            for handler, signal in self._signals():
+                self.crawler.signals.connect(handler, signal=signal)
+        if is_reactor_installed():  # always in a crawl; not for a test's get_crawler()
+            from twisted.internet import task
+
+            self._renewer = task.LoopingCall(self._tick)
+            self._renewer.start(max(0.2, self.lease / 3), now=False)
+        status = self.redis.status()
+        logger.info(
+            "focused: shared frontier %s at %s: %d waiting, %d in flight, %d done, %d seen",
+            self.redis.key,
+            describe(self.server),
+            status["waiting"],
+            status["in_flight"],
+            status["done"],
+            status["seen"],
+        )
+        self._update_stats()
+
+    def close(self, reason: str) -> None:
+        self._closing = True
+        if self._renewer is not None and self._renewer.running:
+            self._renewer.stop()
+        if self._poke is not None and self._poke.active():
+            self._poke.cancel()
+        if self._connected and self.crawler is not None:
+            for handler, signal in self._signals():
+                self.crawler.signals.disconnect(handler, signal=signal)
+        red = self.redis
+        if red is None:
+            return
+        for fp in list(self.in_flight):  # fetched: done; never fetched: back to the queue
+            if fp in self._responded:
+                self._finish(fp, DONE)
+            else:
+                self.in_flight.discard(fp)
+                red.stage_release(fp)
+                self.released += 1
+        step = self._sync(final=True)
+        if step is None and red.pending:
+            path = self.output_dir / self.OUTBOX_NAME
+            n = red.save_outbox(path)
+            logger.error(
+                "focused: error: Redis unreachable at the close; %d changes saved in %s"
+                " and sent at the next start",
+                n,
+                path,
+            )
+        c = self._counts
+        logger.info(
+            "focused: left the shared frontier %s in Redis (not cleared): %d waiting,"
+            " %d in flight, %d done, %d errors",
+            red.key,
+            c.waiting,
+            c.in_flight,
+            c.done,
+            c.error,
+        )
+        self._update_stats()
+        red.close()
+
+    def has_pending_requests(self) -> bool:
+        if self.redis is None:  # unreachable at the start: closing
+            return False
+        if self._down_since is not None:
+            return not self._closing  # unknown: do not let the spider finish
+        if self.in_flight:
+            self._settle()  # fetched here and over: done or failed
+        if self._counts.pending == 0 or self.redis.pending:
+            self._sync()
+            if self._down_since is not None:
+                return True
+        return self._counts.pending > 0
+
+    def __len__(self) -> int:
+        return self._counts.waiting
+
+    # --- in -------------------------------------------------------------------------
+    def enqueue_request(self, request: Request) -> bool:
+        """Stage the request for Redis; ``False`` when it is a duplicate.
+
+        The push itself travels with the next round trip, so the answer comes from what
+        this worker knows: a URL it pushed, picked or learnt was finished, found again
+        without a higher priority, is a duplicate (Redis would ignore it: nothing is
+        sent). A URL first queued by *another* worker is known to be a duplicate only
+        once Redis said so (counted in ``focused/dupefilter/filtered``): the first time
+        it comes here, ``True``.
+        """
+        if self.redis is None:  # unreachable at the start: the spider is closing
+            return False
+        fp = self._fingerprint(request)
+        redirects = request.meta.get("redirect_urls")
+        if redirects:
+            self._finish(url_fingerprint(redirects[-1]), DONE)
+        priority = clamp_priority(request.priority)
+        known = self._known.get(fp, _UNKNOWN)
+        if fp in self.in_flight:
+            if not request.dont_filter:
+                return self._filter()
+            self.in_flight.discard(fp)  # a retry: back to waiting
+            self._responded.discard(fp)
+            self.requeued += 1
+        elif not request.dont_filter and priority <= known:
+            if known != _GONE:  # waits with a priority at least as high: Redis ignores it
+                self.ignored += 1
+            return self._filter()
+        self.redis.stage_push(self._to_entry(request, fp), bool(request.dont_filter))
+        # dont_filter queues it again with this priority; a push keeps the higher one
+        self._known.set(fp, priority if request.dont_filter else max(known, priority))
+        return True
+
+    # --- out ------------------------------------------------------------------------
+    def next_request(self) -> Request | None:
+        mode = ANNEAL if self.annealer is not None else BEST
+        while True:
+            step = self._sync(mode)
+            if step is None:
+                return None
+            entry = step.entry
+            if entry is None:
+                if step.counts.in_flight > len(self.in_flight):
+                    self._poke_later()  # others still fetch: ask again soon
+                return None
+            if entry.extra is LOST:  # could not be serialised when pushed
+                self.redis.stage_finish(entry.fp, error=True)  # type: ignore[union-attr]
+                continue
+            break
+        request = self._to_request(entry)
+        self._idle_delay = self.idle_poll
+        self.in_flight.add(entry.fp)
+        self._known.set(entry.fp, _GONE)
+        self.dequeued += 1
+        self._update_stats()
+        return request
+
+    def _sync(self, mode: int = NO_PICK, final: bool = False) -> Step | None:
+        """One round trip; ``None`` (and the staged changes kept) when Redis is down."""
+        red = self.redis
+        if red is None:
+            return None
+        try:
+            step = red.sync(mode, self.annealer if mode == ANNEAL else None)
+        except REDIS_DOWN as exc:
+            now = time.monotonic()
+            if self._down_since is None:
+                self._down_since = now
+                logger.error(
+                    "focused: error: %s; keeping %d changes and retrying for %.0f s",
+                    unreachable_message(self.server, exc),
+                    red.pending,
+                    self.lease,
+                )
+            elif now - self._down_since > self.lease and not self._closing and not final:
+                self._stop("redis_unreachable")
+            return None
+        if self._down_since is not None:
+            logger.info("focused: Redis is back after %.1f s", time.monotonic() - self._down_since)
+            self._down_since = None
+        self._counts = step.counts
+        for op, fp, code in step.results:
+            if op not in ("p", "P"):
+                continue
+            if code in (ADDED, PROMOTED, REQUEUED):
+                self.pushed += 1
+                self.enqueued += 1
+            else:
+                self.ignored += 1
+                self._filter()
+                if code == IGNORED_GONE:
+                    self._known.set(fp, _GONE)
+        self._update_stats()
+        return step
+
+    def _engine(self) -> Any:
+        """The crawler's engine, ``None`` before it exists (reading ``crawler.engine``
+        then raises ``RuntimeError`` in Scrapy 2.19)."""
+        try:
+            return getattr(self.crawler, "engine", None)
+        except RuntimeError:
+            return None
+
+    def _stop(self, reason: str) -> None:
+        self._closing = True
+        logger.info("focused: closing the spider (%s)", reason)
+        engine = self._engine()
+        if engine is not None:
+            deferred_from_coro(engine.close_spider_async(reason=reason))
+
+    def _poke_later(self) -> None:
+        """Make the engine ask for a request again soon (back-off while nothing comes)."""
+        if self._closing or (self._poke is not None and self._poke.active()):
+            return
+        delay = self._idle_delay
+        self._idle_delay = min(self.idle_poll_max, 2 * delay)
+        self._poke = self._call_later(delay, self._poke_engine)
+
+    @staticmethod
+    def _call_later(delay: float, fn: Any, *args: Any) -> Any:
+        """``reactor.callLater``; ``None`` when no reactor is installed (a scheduler built
+        outside a crawl: importing the reactor here would install the wrong one)."""
+        if not is_reactor_installed():
+            return None
+        from twisted.internet import reactor
+
+        return reactor.callLater(delay, fn, *args)  # type: ignore[attr-defined]
+
+    def _poke_engine(self) -> None:
+        slot = getattr(self._engine(), "_slot", None)
+        nextcall = getattr(slot, "nextcall", None)
+        if nextcall is not None:
+            nextcall.schedule()
+
+    def _tick(self) -> None:
+        """Every lease/3: renew the leases of this worker's in-flight URLs, flush."""
+        if self.redis is None:
+            return
+        if self.in_flight:
+            self.redis.stage_renew(self.in_flight)
+        self._sync()
+        if self._down_since is not None:
+            self._poke_later()
+
+    def _settle(self) -> None:
+        """When this worker downloads and scrapes nothing, its in-flight URLs are over.
+
+        The engine downloads a request as soon as :meth:`next_request` hands it out, so
+        with the downloader and the scraper idle each one ended: with a response whose
+        callback yielded no item (done), or with a failure no errback of this scheduler
+        saw — a request with an errback or a callback of its own, a download middleware
+        that dropped it — (error; released, it would be fetched and fail again forever).
+        """
+        engine = self._engine()
+        if engine is None or not self.in_flight:
+            return
+        try:
+            busy = bool(engine.downloader.active) or not engine.scraper.slot.is_idle()
+        except AttributeError:
+            return
+        if busy:
+            return
+        for fp in list(self.in_flight):
+            self._finish(fp, DONE if fp in self._responded else ERROR)
+
+    # --- bookkeeping ----------------------------------------------------------------
+    def _finish(self, fp: int, state: int, journal: bool = True) -> None:
+        """Move an in-flight URL to the done or error queue (staged, sent with the next
+        round trip; no-op if it is not in flight here)."""
+        if fp not in self.in_flight or self.redis is None:
+            return
+        self.in_flight.discard(fp)
+        self._responded.discard(fp)
+        if state == DONE:
+            self.done += 1
+        else:
+            self.errors += 1
+        self.redis.stage_finish(fp, error=state != DONE)
+
+    def _on_response(self, response: Response, request: Request, spider: Spider) -> None:
+        fp = self._fingerprint(request)
+        if fp not in self.in_flight:
+            return
+        if response.status >= 400:
+            self._finish(fp, ERROR)
+        elif 200 <= response.status < 300 and isinstance(response, TextResponse):
+            self._responded.add(fp)  # done once its item is stored
+        else:
+            self._finish(fp, DONE)
+
+    def _on_item(self, response: Response | None = None, **kwargs: Any) -> None:
+        request = getattr(response, "request", None)
+        if request is not None:
+            fp = self._fingerprint(request)
+            if fp in self._responded:
+                self._finish(fp, DONE)
+
+    def _on_checkpoint(self, **kwargs: Any) -> None:
+        """Before the page store commits a page: its links go to Redis first."""
+        if self.redis is not None and any(op[0] in "pP" for op in self.redis.outbox):
+            self._sync()
+
+    # --- stats ----------------------------------------------------------------------
+    def queues(self) -> dict[str, int]:
+        c = self._counts
+        return {"waiting": c.waiting, "in_flight": c.in_flight, "done": c.done, "error": c.error}
+
+    def _update_stats(self) -> None:
+        super()._update_stats()
+        stats = self.stats
+        red = self.redis
+        if stats is None or red is None:
+            return
+        stats.set_value("focused/redis/round_trips", red.round_trips)
+        stats.set_value("focused/redis/pushed", self.pushed)
+        stats.set_value("focused/redis/ignored", self.ignored)
+        stats.set_value("focused/redis/in_flight_here", len(self.in_flight))
+        stats.set_value("focused/redis/released", self.released)
+        stats.set_value("focused/frontier/memory/promoted", red.promoted)

@@ -1,0 +1,23 @@
+"""The errors the focused crawler reports to its user as one line.
+
+The ``crawl`` command prints any of them as ``focused: error: <message>`` and exits with
+status 2 before anything is fetched. They live apart from the modules that raise them so
+that :mod:`focused.config` (settings checks) and :mod:`focused.distributed` (the Redis
+frontier) both use them without importing each other.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ConfigError", "RedisUnavailable"]
+
+
+class ConfigError(ValueError):
+    """A bad setting; the message is one line meant for the user."""
+
+
+class RedisUnavailable(ConfigError):
+    """Redis cannot be reached; the message is one line meant for the user.
+
+    A :class:`ConfigError`, so ``scrapy crawl`` prints it as ``focused: error: ...`` and
+    exits with status 2 when it checks the settings.
+    """

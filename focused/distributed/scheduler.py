@@ -188,6 +188,7 @@ class RedisScheduler(FocusedScheduler):
             (self._on_item, signals.item_error),
             (self._on_item, signals.spider_error),
             (self._on_checkpoint, focused_signals.frontier_checkpoint),
+            (self._on_download_failed, focused_signals.download_failed),
         ]
 
     # --- life cycle -----------------------------------------------------------------

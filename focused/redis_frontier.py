@@ -76,7 +76,7 @@ from focused.frontier.memory import Entry
 from focused.frontier.seen import url_fingerprint
 from focused.ranking.annealing import Annealer
 from focused.scheduler import FocusedScheduler
-from focused.strategies import STRATEGIES
+from focused.strategies import strategy_class
 
 if TYPE_CHECKING:
     from typing import Self
@@ -716,7 +716,7 @@ class RedisScheduler(FocusedScheduler, metaclass=_NominalSchedulerMeta):
             key_template=str(get(s, "FOCUSED_REDIS_KEY")),
             lease=get(s, "FOCUSED_REDIS_LEASE"),
             output_dir=str(get(s, "FOCUSED_OUTPUT_DIR")),
-            anneal=bool(getattr(STRATEGIES.get(name), "anneal", False)),
+            anneal=strategy_class(name).anneal,
             t0=get(s, "FOCUSED_SA_T0"),
             alpha=get(s, "FOCUSED_SA_ALPHA"),
             t_min=get(s, "FOCUSED_SA_T_MIN"),

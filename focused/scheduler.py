@@ -18,9 +18,10 @@ from focused.defaults import get
 from focused.frontier.journal import DONE, ERROR, IN_FLIGHT, WAITING, Journal, Row, stored_urls
 from focused.frontier.memory import META_EVIDENCE, Entry, Frontier, MemoryFrontier, Rescorer
 from focused.frontier.seen import SeenSet, url_fingerprint
+from focused.meta import ANCHOR_RELEVANCE, DEPTH, HOPS, LINK_VALUE, PARENT_URL, M
 from focused.output.store import DB_NAME as PAGES_DB
 from focused.ranking.annealing import Annealer
-from focused.strategies import STRATEGIES
+from focused.strategies import strategy_class
 
 if TYPE_CHECKING:
     from typing import Self
@@ -37,9 +38,7 @@ logger = logging.getLogger(__name__)
 DONT_FILTER = 1
 REFERER = 2  # the request had exactly ``Referer: <parent_url>``
 #: meta keys packed into the compact entry (all others go to ``extra``)
-PACKED_META = frozenset(
-    {"depth", "link_value", "m", "hops", "anchor_relevance", "parent_url", META_EVIDENCE}
-)
+PACKED_META = frozenset({DEPTH, LINK_VALUE, M, HOPS, ANCHOR_RELEVANCE, PARENT_URL, META_EVIDENCE})
 #: meta keys a download leaves behind that must not follow a request back to the queue
 TRANSIENT_META = frozenset({"download_slot", "download_latency"})
 
@@ -162,7 +161,7 @@ class FocusedScheduler(BaseScheduler):
         name = str(get(s, "FOCUSED_STRATEGY")).strip()
         return cls(
             jobdir=job_dir(s),
-            anneal=bool(getattr(STRATEGIES.get(name), "anneal", False)),
+            anneal=strategy_class(name).anneal,
             t0=get(s, "FOCUSED_SA_T0"),
             alpha=get(s, "FOCUSED_SA_ALPHA"),
             t_min=get(s, "FOCUSED_SA_T_MIN"),
@@ -397,7 +396,7 @@ class FocusedScheduler(BaseScheduler):
 
     def _to_entry(self, request: Request, fp: int) -> Entry:
         meta = request.meta
-        parent = meta.get("parent_url") or ""
+        parent = meta.get(PARENT_URL) or ""
         flags = DONT_FILTER if request.dont_filter else 0
         extra: dict[str, Any] | None = None
         if self._is_plain(request):
@@ -418,11 +417,11 @@ class FocusedScheduler(BaseScheduler):
             url=request.url,
             fp=fp,
             priority=request.priority,
-            value=float(meta.get("link_value") or 0.0),
-            depth=int(meta.get("depth") or 0),
-            m=float(meta.get("m") or 0.0),
-            hops=int(meta.get("hops") or 0),
-            anchor_relevance=float(meta.get("anchor_relevance") or 0.0),
+            value=float(meta.get(LINK_VALUE) or 0.0),
+            depth=int(meta.get(DEPTH) or 0),
+            m=float(meta.get(M) or 0.0),
+            hops=int(meta.get(HOPS) or 0),
+            anchor_relevance=float(meta.get(ANCHOR_RELEVANCE) or 0.0),
             parent_url=parent,
             flags=flags,
             extra=extra,
@@ -434,12 +433,12 @@ class FocusedScheduler(BaseScheduler):
         if "request" in extra:
             return extra["request"]
         meta: dict[str, Any] = {
-            "depth": entry.depth,
-            "link_value": entry.value,
-            "m": entry.m,
-            "hops": entry.hops,
-            "anchor_relevance": entry.anchor_relevance,
-            "parent_url": entry.parent_url,
+            DEPTH: entry.depth,
+            LINK_VALUE: entry.value,
+            M: entry.m,
+            HOPS: entry.hops,
+            ANCHOR_RELEVANCE: entry.anchor_relevance,
+            PARENT_URL: entry.parent_url,
         }
         if entry.evidence:
             meta[META_EVIDENCE] = entry.evidence

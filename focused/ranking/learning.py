@@ -36,23 +36,24 @@ import struct
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import numpy as np
-import scipy.sparse as sp
-from sklearn.feature_extraction import FeatureHasher
-from sklearn.feature_extraction.text import HashingVectorizer
-from sklearn.linear_model import SGDRegressor
 
-from focused.frontier.memory import META_EVIDENCE as FRONTIER_EVIDENCE
-from focused.ranking.relevance import HASH_IN_C_FROM, N_FEATURES, feature, term_counts, tokenize
+from focused.ranking.relevance import (
+    HASH_IN_C_FROM,
+    N_FEATURES,
+    feature,
+    hashed_features,
+    term_counts,
+    tokenize,
+)
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 __all__ = [
-    "META_ANCHOR",
-    "META_CONTEXT",
-    "META_EVIDENCE",
-    "META_PARENT",
     "LinkClassifier",
     "LinkEvidence",
     "HubModel",
@@ -69,16 +70,6 @@ __all__ = [
     "url_words",
 ]
 
-#: Request meta keys the spider fills for the ``learning`` strategy (kept short).
-META_ANCHOR = "anchor_text"
-META_CONTEXT = "link_context"
-#: Request meta key: the parent page's relevance degree in [0, 1].
-META_PARENT = "parent_relevance"
-#: Request meta key: the term model's score of the link when it was scored.
-META_TERMS = "term_score"
-#: Request meta key: the link's rescoring evidence (bytes, :func:`encode_evidence`),
-#: kept packed in the frontier entry (:attr:`focused.frontier.memory.Entry.evidence`).
-META_EVIDENCE = FRONTIER_EVIDENCE
 #: At most this many characters of anchor text and of context travel in a request.
 MAX_ANCHOR_CHARS = 100
 MAX_CONTEXT_CHARS = 160
@@ -213,9 +204,6 @@ class TermModel:
         self.total = 0.0
         self.pages = 0
         self._cache: dict[str | bytes, int] = {}
-        self._hasher = FeatureHasher(
-            n_features=N_FEATURES, input_type="string", alternate_sign=False
-        )
         self._url_words: dict[str, list[str]] = {}
         self._anchors: dict[str, list[str]] = {}
         if keywords and keyword_pages > 0:
@@ -256,7 +244,7 @@ class TermModel:
         terms = list(terms)
         if len(terms) >= HASH_IN_C_FROM:
             # a long page: hashed in one C loop, distinct buckets in ascending order
-            f = self._hasher.transform([terms]).indices.astype(np.int64)
+            f = np.unique(hashed_features(terms, len(terms)))
         else:
             buckets = self._buckets(terms)
             if not buckets:
@@ -496,6 +484,10 @@ class LinkClassifier:
         self.replay = max(0, replay)
         self.memory = max(self.batch_size, memory)
         self.ngrams = ngrams
+        # scikit-learn only for a crawl that trains the link classifier
+        from sklearn.feature_extraction.text import HashingVectorizer
+        from sklearn.linear_model import SGDRegressor
+
         self._vectorizer = HashingVectorizer(
             analyzer=self._terms, n_features=n_features, alternate_sign=False, norm="l2"
         )
@@ -521,6 +513,8 @@ class LinkClassifier:
 
     def features(self, evidence: Sequence[LinkEvidence]) -> sp.csr_matrix:
         """Hashed text features and the numeric columns, one row per link (one call)."""
+        import scipy.sparse as sp
+
         text = self._vectorizer.transform(evidence)
         numeric = sp.csr_matrix(np.array([_numeric(e) for e in evidence], dtype=np.float64))
         return sp.hstack([text, numeric], format="csr")

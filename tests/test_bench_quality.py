@@ -15,48 +15,12 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from focused.bench import quality
-from focused.strategies import Parent, build
-from focused.strategies.oracle import OracleStrategy
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "wikispeedia-site"
 needs_data = pytest.mark.skipif(
     not (DATA / "labels.tsv").is_file(), reason=f"wikispeedia site not at {DATA}"
 )
-
-
-def _parent(depth: int = 0) -> Parent:
-    return Parent(
-        url="http://h/wiki/A.html",
-        page_relevance=0.0,
-        relevant=False,
-        body_relevance=0.0,
-        m=0.0,
-        hops=0,
-        depth=depth,
-        link_count=3,
-    )
-
-
-# --- the oracle (pure) ----------------------------------------------------------------
-def test_oracle_puts_target_links_first_then_breadth_first_fifo() -> None:
-    oracle = build("oracle", targets=frozenset({"http://h/wiki/T%26U.html"}))
-    assert isinstance(oracle, OracleStrategy)
-    shallow_first = oracle.score(_parent(0), "http://h/wiki/B.html", 0.0)
-    shallow_second = oracle.score(_parent(0), "http://h/wiki/C.html", 0.9)
-    deep_target = oracle.score(_parent(5), "http://h/wiki/T%26U.html#x", 0.0)  # canonical
-    deeper = oracle.score(_parent(1), "http://h/wiki/D.html", 1.0)
-    assert deep_target.priority > shallow_first.priority > shallow_second.priority
-    assert shallow_second.priority > deeper.priority  # depth 1 before depth 2, anchors ignored
-    assert oracle.seed().priority > deep_target.priority
-    assert 0.0 <= deeper.value < shallow_first.value < deep_target.value <= 1.0
-
-
-def test_oracle_without_targets_is_plain_breadth_first() -> None:
-    oracle = build("oracle")
-    a = oracle.score(_parent(2), "http://h/wiki/A.html", 1.0)
-    b = oracle.score(_parent(0), "http://h/wiki/B.html", 0.0)
-    assert b.priority > a.priority
 
 
 # --- planning (no crawl) --------------------------------------------------------------

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 from w3lib.url import canonicalize_url
 
@@ -131,21 +128,6 @@ def test_the_default_hooks() -> None:
             return [LinkScore(i, 0.1) for i, _ in enumerate(links)]  # type: ignore[arg-type]
 
     assert Batch().score(parent(), Link("http://h/a", 0.0)) == LinkScore(0, 0.1)
-
-
-def test_importing_the_spider_and_a_bfs_strategy_loads_no_scikit_learn() -> None:
-    code = (
-        "import sys\n"
-        "import focused.spiders.focused, focused.middlewares, focused.scheduler\n"
-        "from focused.strategies import build\n"
-        "s = build('bfs')\n"
-        "assert s.score_links is not None\n"
-        "print(sorted(m for m in ('sklearn', 'scipy') if m in sys.modules))\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
-    )
-    assert out.stdout.strip() == "[]", out.stderr
 
 
 # --- bfs -----------------------------------------------------------------------------

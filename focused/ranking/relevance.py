@@ -304,5 +304,5 @@ class TopicVector:
 
 
 def page_relevance(title_cosine: float, body_cosine: float, title_weight: float = 4.0) -> float:
-    """A = 4B + C (seed 002): the title counts four times the body."""
+    """A = 4B + C (the page-relevance rule): the title counts four times the body."""
     return title_weight * title_cosine + body_cosine

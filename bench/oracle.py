@@ -17,33 +17,15 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable
-from typing import Protocol
 
 from w3lib.url import canonicalize_url
 
-from focused.strategies.base import LinkScore, Parent, Strategy
+from focused.strategies.base import Link, LinkScore, Parent, Strategy, StrategyParams
 
 #: Room for this many links per depth level before the FIFO order of two levels mixes.
 _PER_LEVEL = 10**9
 #: Any target link outranks every non-target link (depth < 10**6).
 _TARGET_BONUS = 10**15
-
-
-class _Link(Protocol):
-    """What the oracle reads of a link (``focused.strategies`` ``Link``)."""
-
-    @property
-    def url(self) -> str: ...
-
-    @property
-    def anchor_relevance(self) -> float: ...
-
-
-class _Params(Protocol):
-    """What the oracle reads of the crawl's strategy parameters."""
-
-    @property
-    def targets(self) -> frozenset[str]: ...
 
 
 class OracleStrategy(Strategy):
@@ -57,7 +39,7 @@ class OracleStrategy(Strategy):
         self._order = itertools.count()
 
     @classmethod
-    def from_params(cls, params: _Params) -> OracleStrategy:
+    def from_params(cls, params: StrategyParams) -> OracleStrategy:
         return cls(targets=params.targets)
 
     def is_target(self, url: str) -> bool:
@@ -66,7 +48,7 @@ class OracleStrategy(Strategy):
     def seed(self) -> LinkScore:
         return LinkScore(priority=_TARGET_BONUS * 2, value=1.0)
 
-    def score(self, parent: Parent, link: _Link) -> LinkScore | None:
+    def score(self, parent: Parent, link: Link) -> LinkScore | None:
         depth = parent.depth + 1
         rank = next(self._order) % _PER_LEVEL  # later links rank lower: FIFO ties
         if self.is_target(link.url):

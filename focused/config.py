@@ -10,11 +10,13 @@ import math
 import os
 import sqlite3
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from focused import strategies
 from focused.defaults import get
 from focused.errors import ConfigError  # defined there; focused.config.ConfigError works too
+from focused.strategies.base import Strategy, StrategyParams
 from focused.web.topics import Topic, TopicError, check_url
 
 WEBS = ("auto", "sandbox", "real")
@@ -63,75 +65,86 @@ def _set_above_project(settings: Any, name: str) -> bool:
     return priority is not None and priority > 20  # 20 = "project"
 
 
-def strategy(
-    settings: Any, topic: Topic | None = None, targets: frozenset[str] = frozenset()
-) -> Any:
-    """The strategy object that ``FOCUSED_STRATEGY`` and its parameters describe.
+class _Reader:
+    """A :class:`~focused.strategies.base.SettingsReader` over Scrapy settings: every
+    bad value is a :class:`ConfigError`."""
 
-    ``targets``: the crawl's known target URLs (only the benchmark's ``oracle`` reads them).
-    """
-    name = str(get(settings, "FOCUSED_STRATEGY")).strip()
+    def __init__(self, settings: Any) -> None:
+        self.settings = settings
+
+    def number(self, name: str) -> float:
+        return _number(self.settings, name)
+
+    def in_range(
+        self,
+        name: str,
+        low: float,
+        high: float,
+        *,
+        open_low: bool = True,
+        open_high: bool = True,
+    ) -> float:
+        return _in_range(self.settings, name, low, high, open_low=open_low, open_high=open_high)
+
+    def flag(self, name: str) -> bool:
+        try:
+            return bool(get(self.settings, name))
+        except ValueError:
+            raise ConfigError(
+                f"{name} must be true or false, got {self.settings.get(name)!r}"
+            ) from None
+
+    def text(self, name: str) -> str:
+        return str(get(self.settings, name)).strip()
+
+
+def strategy_class(settings: Any) -> type[Strategy]:
+    """The class ``FOCUSED_STRATEGY`` names (a registered name or a dotted path)."""
     try:
-        return strategies.build(
-            name,
-            m0=_number(settings, "FOCUSED_M_INITIAL"),
-            ratio=_number(settings, "FOCUSED_GENETIC_RATIO"),
-            anchor_threshold=threshold(settings, topic, "anchor"),
-            max_hops=int(_number(settings, "FOCUSED_MAX_TUNNEL_HOPS")),
-            widening=_number(settings, "FOCUSED_TUNNEL_WIDENING"),
-            bsbs_depth=int(_number(settings, "FOCUSED_BSBS_DEPTH")),
-            title_weight=_number(settings, "FOCUSED_TITLE_WEIGHT"),
-            targets=targets,
-            keywords=topic.keywords if topic is not None else None,
-            learning=learning_settings(settings) if name == "learning" else None,
-        )
+        return strategies.strategy_class(str(get(settings, "FOCUSED_STRATEGY")))
     except strategies.UnknownStrategy as exc:
         raise ConfigError(str(exc)) from None
 
 
-def learning_settings(settings: Any) -> dict[str, Any]:
-    """Parameters of the ``learning`` strategy (:class:`~focused.strategies.learning.
-    LearningStrategy` fields) from the ``FOCUSED_LEARNING_*`` settings, checked."""
-    values = {
-        "shrinkage": _in_range(settings, "FOCUSED_LEARNING_SHRINKAGE", 0.0, 1e6),
-        "context_share": _in_range(
-            settings, "FOCUSED_LEARNING_CONTEXT_SHARE", 0.0, 1.0, open_low=False, open_high=False
-        ),
-        "label_floor": _in_range(settings, "FOCUSED_LEARNING_LABEL_FLOOR", 0.0, 1.0),
-        "parent_share": _in_range(
-            settings, "FOCUSED_LEARNING_PARENT_SHARE", 0.0, 1.0, open_low=False, open_high=False
-        ),
-        "keyword_pages": _in_range(
-            settings, "FOCUSED_LEARNING_KEYWORD_PAGES", 0.0, 1e6, open_low=False
-        ),
-        "expand_terms": int(
-            _in_range(settings, "FOCUSED_LEARNING_EXPAND_TERMS", 0, 10_000, open_low=False)
-        ),
-        "expand_cap": _in_range(settings, "FOCUSED_LEARNING_EXPAND_CAP", 0.0, 1e6, open_low=False),
-        "classifier_prior": _in_range(
-            settings, "FOCUSED_LEARNING_CLASSIFIER_PRIOR", 0.0, 1e9, open_low=False
-        ),
-        "random_seed": int(_number(settings, "FOCUSED_SEED")),
-        "hub_prior": _in_range(settings, "FOCUSED_LEARNING_HUB_PRIOR", 0.0, 1e6, open_low=False),
-        # links carry rescoring evidence only for a frontier that will rescore them
-        "rescore_links": int(_in_range(settings, "FOCUSED_RESCORE_EVERY", 0, 1e12, open_low=False))
-        > 0
-        and str(get(settings, "FOCUSED_FRONTIER")).strip() == "memory",
-    }
-    _in_range(settings, "FOCUSED_RESCORE_BUDGET", 0, 1e12, open_low=False)
-    try:
-        values["link_model"] = bool(get(settings, "FOCUSED_LEARNING_CLASSIFIER"))
-    except ValueError:
-        raise ConfigError(
-            "FOCUSED_LEARNING_CLASSIFIER must be true or false, got "
-            f"{settings.get('FOCUSED_LEARNING_CLASSIFIER')!r}"
-        ) from None
-    return values
+def strategy_params(
+    settings: Any, topic: Topic | None = None, targets: frozenset[str] = frozenset()
+) -> tuple[type[Strategy], StrategyParams]:
+    """The strategy's class and its :class:`~focused.strategies.base.StrategyParams`,
+    every setting it reads checked (the class checks its own:
+    :meth:`~focused.strategies.base.Strategy.params_from_settings`).
+
+    ``targets``: the crawl's known target URLs, canonical (a benchmark's oracle reads them).
+    """
+    cls = strategy_class(settings)
+    read = _Reader(settings)
+    params = StrategyParams(
+        m0=read.number("FOCUSED_M_INITIAL"),
+        ratio=read.number("FOCUSED_GENETIC_RATIO"),
+        anchor_threshold=threshold(settings, topic, "anchor"),
+        max_hops=int(read.number("FOCUSED_MAX_TUNNEL_HOPS")),
+        widening=read.number("FOCUSED_TUNNEL_WIDENING"),
+        bsbs_depth=int(read.number("FOCUSED_BSBS_DEPTH")),
+        title_weight=read.number("FOCUSED_TITLE_WEIGHT"),
+        keywords=MappingProxyType(dict(topic.keywords)) if topic is not None else {},
+        targets=frozenset(targets),
+        seed=int(read.number("FOCUSED_SEED")),
+        options=MappingProxyType(dict(cls.params_from_settings(read))),
+    )
+    return cls, params
+
+
+def strategy(
+    settings: Any, topic: Topic | None = None, targets: frozenset[str] = frozenset()
+) -> Strategy:
+    """The strategy object that ``FOCUSED_STRATEGY`` and its parameters describe (the
+    spider builds the crawl's one: ``spider.strategy``)."""
+    cls, params = strategy_params(settings, topic, targets)
+    return cls.from_params(params)
 
 
 def validate(settings: Any, topic: Topic | None = None) -> None:
     """Check every ``FOCUSED_*`` setting; raise :class:`ConfigError` on the first bad one."""
-    strategy(settings, topic)
+    strategy_params(settings, topic)
     if _number(settings, "FOCUSED_M_INITIAL") <= 0:
         raise ConfigError("FOCUSED_M_INITIAL must be > 0")
     _in_range(settings, "FOCUSED_GENETIC_RATIO", 0.0, 1.0)

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request, signals
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
-from focused import config
+from focused import meta
 from focused import signals as focused_signals
-from focused.ranking.learning import META_ANCHOR, META_CONTEXT
-from focused.strategies import Link, LinkScore, Parent
+from focused.meta import PageFacts
+from focused.strategies import Link, LinkScore, Parent, Strategy
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -21,92 +21,100 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: What the spider puts in ``response.meta`` about the page it just parsed.
-PAGE_META = "focused_page"
+_NO_FACTS = PageFacts()
 
 
 class FocusedPriorityMiddleware(BaseSpiderMiddleware):
-    """Give every request the spider yields its priority under ``FOCUSED_STRATEGY``.
+    """Give every request the spider yields its priority under the crawl's strategy.
 
     Like Scrapy's ``DepthMiddleware`` does for depth, this spider middleware sees each
     request before it reaches the scheduler, so the priority it sets decides the crawl
     order (a downloader middleware would run after the request left the queue: too late).
-    For the default ``annealing`` and for ``genetic`` it applies the m-value rule of
-    seed 000; the other strategies are in :mod:`focused.strategies`.
+    The strategy is the spider's (``spider.strategy``, a
+    :class:`~focused.strategies.base.Strategy` built once per crawl); for the default
+    ``annealing`` and for ``genetic`` it applies the m-value rule (Liu, Xia & Xu 2010).
 
-    It sets ``request.priority`` (integer, higher first), ``meta["link_value"]`` (the
-    float the annealing scheduler compares), ``meta["m"]`` and ``meta["hops"]``. A link
-    the strategy drops (a side channel past ``FOCUSED_MAX_TUNNEL_HOPS``, a BS-BS branch
-    past ``FOCUSED_BSBS_DEPTH``, a link of an irrelevant page under ``gao``) is removed.
+    It sets ``request.priority`` (integer, higher first) and the meta keys of
+    :mod:`focused.meta`: :data:`~focused.meta.LINK_VALUE` (the float the annealing
+    scheduler compares), :data:`~focused.meta.M`, :data:`~focused.meta.HOPS` and what
+    the strategy adds (:attr:`~focused.strategies.base.LinkScore.meta`). A link the
+    strategy drops (a side channel past ``FOCUSED_MAX_TUNNEL_HOPS``, a BS-BS branch past
+    ``FOCUSED_BSBS_DEPTH``, a link of an irrelevant page under ``gao``) is removed. A
+    request that already has a value (a retry, a redirect) is left alone.
 
-    Settings: ``FOCUSED_STRATEGY``, ``FOCUSED_M_INITIAL``, ``FOCUSED_GENETIC_RATIO``,
-    ``FOCUSED_ANCHOR_THRESHOLD``, ``FOCUSED_MAX_TUNNEL_HOPS``, ``FOCUSED_TUNNEL_WIDENING``,
-    ``FOCUSED_BSBS_DEPTH``, ``FOCUSED_TITLE_WEIGHT``, ``FOCUSED_LEARNING_*``. Stats:
-    ``focused/links/scored``, ``focused/links/dropped``, ``focused/ranking/learning/*``.
+    The requests of one page are held until its item (or the end of the output) and
+    scored with one ``strategy.score_links(parent, links)`` call; they leave in the
+    order the spider yielded them, before the item. When the item arrives the page is
+    the outcome of the link that led to it: ``strategy.observe(...)`` hears it (the
+    :class:`~focused.meta.PageFacts` the spider left in ``response.meta[focused.meta.
+    PAGE]`` and the request meta of that link), once per response, *before* the page's
+    own links are scored; then a strategy that ``rescores`` asks the frontier to
+    re-order its waiting links (:data:`focused.signals.frontier_rescore`).
 
-    A strategy that learns (``learning``, issue 8) gets two more things. Feedback: when
-    the spider's output for a page reaches this middleware, the page is the outcome of
-    the link that led to it, and ``strategy.observe(...)`` hears it (page relevance, page
-    text, the request meta of that link) *before* the page's own links are scored. Batch
-    scoring: the requests of one page are held until its item (or the end of the output)
-    and scored with one ``strategy.score_links(parent, links)`` call; they leave in the
-    order the spider yielded them, before the item.
+    Stats: ``focused/links/scored``, ``focused/links/dropped``,
+    ``focused/ranking/<strategy>/*`` (:meth:`~focused.strategies.base.Strategy.stats`).
     """
 
-    def __init__(self, strategy: Any, stats: StatsCollector | None = None) -> None:
+    def __init__(self, strategy: Strategy, stats: StatsCollector | None = None) -> None:
         self.strategy = strategy
         self.stats = stats
-        self._parent_of: tuple[int, Parent] | None = None
-        self._score_links = getattr(strategy, "score_links", None)
-        self._observe = getattr(strategy, "observe", None)
+        self.crawler: Crawler | None = None
+        # the last response scored from and its Parent, the last one learnt from (kept,
+        # not their id(): a later response may reuse the id of a freed one)
+        self._parent_of: tuple[Response, Parent] | None = None
+        self._observed: Response | None = None
         # per-link stats counted here, added to the stats once per page (a stats call
         # costs ~1.5 us in Scrapy 2.19, ~40 links a page)
         self._counts: dict[str, int] = {}
         self._counted: dict[str, int] = {}
-        self._rescores = bool(getattr(strategy, "rescores", False))
-        self._drop_text = self._score_links is not None and not getattr(
-            strategy, "keeps_link_text", True
-        )
+        self._learns = strategy.learns
+        self._rescores = strategy.rescores
+        self._stats_prefix = f"focused/ranking/{strategy.name or type(strategy).__name__}/"
+        # scored: the link text is not needed again (unless the strategy keeps it)
+        self._drop_text = strategy.link_evidence and not strategy.keeps_link_text
         self._warned_no_rescore = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FocusedPriorityMiddleware:
-        topic = getattr(crawler.spider, "topic", None)  # thresholds the topic overrides
-        targets = getattr(crawler.spider, "targets", frozenset())  # the oracle reads them
-        o = cls(config.strategy(crawler.settings, topic, targets=targets), crawler.stats)
+        strategy = crawler.spider.strategy if crawler.spider is not None else None
+        if not isinstance(strategy, Strategy):
+            raise TypeError(
+                "FocusedPriorityMiddleware needs a spider with a focused Strategy as"
+                " .strategy (focused.spiders.focused.FocusedSpider builds one)"
+            )
+        o = cls(strategy, crawler.stats)
         o.crawler = crawler
         crawler.signals.connect(o._flush_counts, signal=signals.spider_closed)
         return o
 
     def _parent(self, response: Response) -> Parent:
         cached = self._parent_of
-        if cached is not None and cached[0] == id(response):
+        if cached is not None and cached[0] is response:
             return cached[1]
-        meta = response.meta
-        page = meta.get(PAGE_META, {})
+        got = response.meta
+        page = got.get(meta.PAGE, _NO_FACTS)
         parent = Parent(
             url=response.url,
-            page_relevance=page.get("page_relevance", 0.0),
-            relevant=page.get("relevant", False),
-            body_relevance=page.get("body_relevance", 0.0),
-            m=meta.get("m", 0.0),
-            hops=meta.get("hops", 0),
-            depth=meta.get("depth", 0),
-            link_count=page.get("link_count", 0),
+            page_relevance=page.page_relevance,
+            relevant=page.relevant,
+            body_relevance=page.body_relevance,
+            m=got.get(meta.M, 0.0),
+            hops=got.get(meta.HOPS, 0),
+            depth=got.get(meta.DEPTH, 0),
+            link_count=page.link_count,
         )
-        self._parent_of = (id(response), parent)
+        self._parent_of = (response, parent)
         return parent
 
     def get_processed_request(self, request: Request, response: Response | None) -> Request | None:
-        if "link_value" in request.meta:  # already scored (e.g. a retry or a redirect)
+        """A request outside a page's output (a seed from ``start()``)."""
+        if meta.LINK_VALUE in request.meta:  # already scored (e.g. a retry or a redirect)
             return request
         if response is None:
             score: LinkScore | None = self.strategy.seed()
             self._flush_counts()
         else:
-            score = self.strategy.score(
-                self._parent(response), request.url, request.meta.get("anchor_relevance", 0.0)
-            )
+            score = self.strategy.score(self._parent(response), _link(request))
         if score is None:
             self._inc("focused/links/dropped")
             return None
@@ -114,11 +122,11 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
         self._apply(request, score)
         return request
 
-    # --- learning strategies: feedback and batch scoring (issue 8) -----------------
+    # --- a page's output: feedback, then its links in one batch ---------------------
     def process_spider_output(
         self, response: Response | None, result: Iterable[Any], spider: Any = None
     ) -> Iterable[Any]:
-        if self._score_links is None or response is None:
+        if response is None:
             yield from super().process_spider_output(response, result)
             return
         pending: list[Request] = []
@@ -133,7 +141,7 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
     async def process_spider_output_async(
         self, response: Response | None, result: AsyncIterator[Any], spider: Any = None
     ) -> AsyncIterator[Any]:
-        if self._score_links is None or response is None:
+        if response is None:
             async for o in super().process_spider_output_async(response, result):
                 yield o
             return
@@ -150,7 +158,8 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
 
     def _page_done(self, pending: list[Request], item: Any, response: Response) -> Iterator[Any]:
         """The page's item arrived: learn from the page, then score its held links."""
-        self._feedback(response)
+        if self._learns:
+            self._feedback(response)
         yield from self._scored(pending, response)
         item = self.get_processed_item(item, response)
         if item is not None:
@@ -161,23 +170,17 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
         return item
 
     def _feedback(self, response: Response) -> None:
-        """Tell the strategy the outcome of the link that led to ``response``."""
-        page = response.meta.get(PAGE_META)
-        if self._observe is None or page is None or page.get("observed"):
+        """Tell the strategy the outcome of the link that led to ``response`` (once)."""
+        page = response.meta.get(meta.PAGE)
+        if not isinstance(page, PageFacts) or self._observed is response:
             return
-        page["observed"] = True
-        self._observe(
-            url=response.url,
-            page_relevance=float(page.get("page_relevance", 0.0)),
-            relevant=bool(page.get("relevant", False)),
-            text=page.pop("text", ""),
-            link=response.meta,
-            terms=page.pop("terms", None),
-        )
-        if self.stats is not None and hasattr(self.strategy, "stats"):
+        self._observed = response
+        self.strategy.observe(response.url, page, response.meta)
+        if self.stats is not None:
+            prefix = self._stats_prefix
             for key, value in self.strategy.stats().items():
-                self.stats.set_value(f"focused/ranking/learning/{key}", value)
-        crawler = getattr(self, "crawler", None)
+                self.stats.set_value(prefix + key, value)
+        crawler = self.crawler
         if self._rescores and crawler is not None:
             # the scheduler re-orders its waiting links when it is time (a frontier that
             # cannot, the Redis one, does not listen: priorities stay as found)
@@ -195,20 +198,12 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
         """``requests`` of one page with their priorities, scored in one batch."""
         if not requests:
             return
-        todo = [r for r in requests if "link_value" not in r.meta]
+        todo = [r for r in requests if meta.LINK_VALUE not in r.meta]
         scores: dict[int, LinkScore | None] = {}
         if todo:
-            links = [
-                Link(
-                    r.url,
-                    r.meta.get("anchor_relevance", 0.0),
-                    r.meta.get(META_ANCHOR, ""),
-                    r.meta.get(META_CONTEXT, ""),
-                )
-                for r in todo
-            ]
-            batch = self._score_links(self._parent(response), links)
+            batch = self.strategy.score_links(self._parent(response), [_link(r) for r in todo])
             scores = {id(r): s for r, s in zip(todo, batch, strict=True)}
+        drop_text = self._drop_text
         for request in requests:
             if id(request) not in scores:  # already scored (a retry or a redirect)
                 yield request
@@ -219,20 +214,20 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
                 continue
             self._inc("focused/links/scored")
             self._apply(request, score)
-            if self._drop_text:  # scored: the text is not needed again
-                request.meta.pop(META_ANCHOR, None)
-                request.meta.pop(META_CONTEXT, None)
+            if drop_text:  # scored: the text is not needed again
+                request.meta.pop(meta.ANCHOR_TEXT, None)
+                request.meta.pop(meta.LINK_CONTEXT, None)
             yield request
 
     @staticmethod
     def _apply(request: Request, score: LinkScore) -> None:
         request.priority = score.priority
-        request.meta["link_value"] = score.value
-        request.meta["m"] = score.m
-        request.meta["hops"] = score.hops
-        extra = getattr(score, "meta", None)  # what a learning strategy must see again
-        if extra:
-            request.meta.update(extra)
+        got = request.meta
+        got[meta.LINK_VALUE] = score.value
+        got[meta.M] = score.m
+        got[meta.HOPS] = score.hops
+        if score.meta:  # what the strategy must see again
+            got.update(score.meta)
 
     def _inc(self, key: str) -> None:
         counts = self._counts
@@ -249,3 +244,14 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
             if n != counted.get(key, 0):
                 self.stats.inc_value(key, n - counted.get(key, 0))
                 counted[key] = n
+
+
+def _link(request: Request) -> Link:
+    """The :class:`~focused.strategies.base.Link` a request stands for."""
+    got = request.meta
+    return Link(
+        request.url,
+        got.get(meta.ANCHOR_RELEVANCE, 0.0),
+        got.get(meta.ANCHOR_TEXT, ""),
+        got.get(meta.LINK_CONTEXT, ""),
+    )

@@ -30,9 +30,10 @@ from focused.frontier.memory import (
 )
 from focused.frontier.rescoring import RescoreSchedule
 from focused.frontier.seen import SeenSet, url_fingerprint
+from focused.meta import ANCHOR_RELEVANCE, DEPTH, HOPS, LINK_VALUE, PARENT_URL, M
 from focused.output.store import DB_NAME as PAGES_DB
 from focused.ranking.annealing import Annealer
-from focused.strategies import STRATEGIES
+from focused.strategies import strategy_class
 
 if TYPE_CHECKING:
     from typing import Self
@@ -48,19 +49,17 @@ logger = logging.getLogger(__name__)
 DONT_FILTER = 1
 REFERER = 2  # the request had exactly ``Referer: <parent_url>``
 #: meta keys packed into the compact entry (all others go to ``extra``)
-PACKED_META = frozenset(
-    {"depth", "link_value", "m", "hops", "anchor_relevance", "parent_url", META_EVIDENCE}
-)
+PACKED_META = frozenset({DEPTH, LINK_VALUE, M, HOPS, ANCHOR_RELEVANCE, PARENT_URL, META_EVIDENCE})
 #: Entry flag bits: a packed meta key the request did not have, or whose value is not
 #: packed because it would not come back exactly (then it is kept in ``extra`` as given).
 #: An entry journaled before these bits existed has none set: every key present, as then.
 _ABSENT = (
-    ("depth", 1 << 2),
-    ("link_value", 1 << 3),
-    ("m", 1 << 4),
-    ("hops", 1 << 5),
-    ("anchor_relevance", 1 << 6),
-    ("parent_url", 1 << 7),
+    (DEPTH, 1 << 2),
+    (LINK_VALUE, 1 << 3),
+    (M, 1 << 4),
+    (HOPS, 1 << 5),
+    (ANCHOR_RELEVANCE, 1 << 6),
+    (PARENT_URL, 1 << 7),
 )
 _ALL_ABSENT = sum(bit for _, bit in _ABSENT)
 _NO_DEPTH, _NO_VALUE, _NO_M, _NO_HOPS, _NO_ANCHOR, _NO_PARENT = (bit for _, bit in _ABSENT)
@@ -141,8 +140,9 @@ class FocusedScheduler(BaseScheduler):
 
     Replaces Scrapy's scheduler (``SCHEDULER = "focused.scheduler.FocusedScheduler"``).
     Requests are stored as compact :class:`~focused.frontier.memory.Entry` records (URL,
-    priority, ``meta["link_value"]``, ``depth``, ``m``, ``hops``, ``anchor_relevance``,
-    ``parent_url``, any other meta in ``extra``) and rebuilt as a ``scrapy.Request`` on
+    priority and the meta keys of :mod:`focused.meta`: ``depth``, ``focused_value``,
+    ``focused_m``, ``focused_hops``, ``focused_anchor_relevance``, ``focused_parent_url``;
+    any other meta in ``extra``) and rebuilt as a ``scrapy.Request`` on
     the way out, with the spider's default callback. Order: ``priority`` first, then
     first-found first; with an annealing strategy (``FOCUSED_STRATEGY = "annealing"``)
     the pick is the simulated-annealing choice among the top ``FOCUSED_SA_K`` (He, Cheng &
@@ -273,7 +273,7 @@ class FocusedScheduler(BaseScheduler):
         name = str(get(s, "FOCUSED_STRATEGY")).strip()
         return cls(
             jobdir=job_dir(s),
-            anneal=bool(getattr(STRATEGIES.get(name), "anneal", False)),
+            anneal=strategy_class(name).anneal,
             t0=get(s, "FOCUSED_SA_T0"),
             alpha=get(s, "FOCUSED_SA_ALPHA"),
             t_min=get(s, "FOCUSED_SA_T_MIN"),
@@ -594,14 +594,14 @@ class FocusedScheduler(BaseScheduler):
                 url=request.url,
                 fp=fp,
                 priority=request.priority,
-                value=_as_float(meta.get("link_value")),
+                value=_as_float(meta.get(LINK_VALUE)),
                 flags=flags | _ALL_ABSENT,
                 extra={"request": request},
             )
         # packed only when the value comes back exactly; else kept in extra as given
-        depth, hops = meta.get("depth"), meta.get("hops")
-        value, m, anchor = meta.get("link_value"), meta.get("m"), meta.get("anchor_relevance")
-        parent, evidence = meta.get("parent_url"), meta.get(META_EVIDENCE)
+        depth, hops = meta.get(DEPTH), meta.get(HOPS)
+        value, m, anchor = meta.get(LINK_VALUE), meta.get(M), meta.get(ANCHOR_RELEVANCE)
+        parent, evidence = meta.get(PARENT_URL), meta.get(META_EVIDENCE)
         if type(depth) is not int or not 0 <= depth <= _U16:
             flags |= _NO_DEPTH
             depth = 0
@@ -664,17 +664,17 @@ class FocusedScheduler(BaseScheduler):
         meta: dict[str, Any] = {}
         absent = entry.flags
         if not absent & _NO_DEPTH:
-            meta["depth"] = entry.depth
+            meta[DEPTH] = entry.depth
         if not absent & _NO_VALUE:
-            meta["link_value"] = entry.value
+            meta[LINK_VALUE] = entry.value
         if not absent & _NO_M:
-            meta["m"] = entry.m
+            meta[M] = entry.m
         if not absent & _NO_HOPS:
-            meta["hops"] = entry.hops
+            meta[HOPS] = entry.hops
         if not absent & _NO_ANCHOR:
-            meta["anchor_relevance"] = entry.anchor_relevance
+            meta[ANCHOR_RELEVANCE] = entry.anchor_relevance
         if not absent & _NO_PARENT:
-            meta["parent_url"] = entry.parent_url
+            meta[PARENT_URL] = entry.parent_url
         if entry.evidence:
             meta[META_EVIDENCE] = entry.evidence
         meta.update(extra.get("meta", ()))

@@ -65,10 +65,5 @@ def test_the_egg_has_no_benchmark_and_no_test(egg_names: set[str]) -> None:
     assert not [n for n in egg_names if "/bench/" in n or n.startswith("focused/bench")]
 
 
-@pytest.mark.xfail(
-    (PROJECT / "focused" / "strategies" / "oracle.py").exists(),
-    reason="the old focused/strategies/oracle.py is still in the package",
-    strict=True,
-)
 def test_the_egg_has_no_oracle(egg_names: set[str]) -> None:
     assert not [n for n in egg_names if "oracle" in n.rsplit("/", 1)[-1]], sorted(egg_names)

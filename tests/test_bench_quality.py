@@ -193,11 +193,6 @@ def _labelled_targets(prefix: str) -> set[str]:
 
 @needs_data
 @pytest.mark.integration
-@pytest.mark.xfail(
-    (ROOT / "focused" / "strategies" / "oracle.py").exists(),
-    reason="the crawler does not load FOCUSED_STRATEGY=bench.oracle.OracleStrategy yet",
-    strict=True,
-)
 def test_make_bench_quality_quick_end_to_end(tmp_path: Path) -> None:
     if shutil.which("make") is None:
         pytest.skip("make is not installed")

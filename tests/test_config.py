@@ -80,6 +80,29 @@ def test_unknown_strategy_lists_the_valid_ones(tmp_path: Path) -> None:
         assert name in message
 
 
+def test_a_strategy_by_dotted_path(tmp_path: Path) -> None:
+    settings = make_settings(
+        tmp_path, FOCUSED_STRATEGY="tests.strategy_plugin.TargetsFirstStrategy"
+    )
+    config.validate(settings)
+    strategy = config.strategy(settings, targets=frozenset({"http://h/t"}))
+    assert strategy.name == "targets_first" and strategy.targets == {"http://h/t"}  # type: ignore[attr-defined]
+    message = refused(make_settings(tmp_path, FOCUSED_STRATEGY="tests.strategy_plugin.Nope"))
+    assert "has no 'Nope'" in message
+
+
+def test_learning_settings_are_checked_by_the_learning_strategy(tmp_path: Path) -> None:
+    message = refused(
+        make_settings(tmp_path, FOCUSED_STRATEGY="learning", FOCUSED_LEARNING_CLASSIFIER="maybe")
+    )
+    assert message == "FOCUSED_LEARNING_CLASSIFIER must be true or false, got 'maybe'"
+    settings = make_settings(tmp_path, FOCUSED_STRATEGY="learning", FOCUSED_FRONTIER="redis")
+    _, params = config.strategy_params(settings)
+    assert params.options["rescore_links"] is False  # the Redis frontier cannot rescore
+    # a strategy that reads no setting of its own is not refused for a bad learning one
+    config.strategy_params(make_settings(tmp_path, FOCUSED_LEARNING_SHRINKAGE=-1))
+
+
 @pytest.mark.parametrize("name", ["bfs", "best_first", "genetic", "annealing", "bsbs", "gao"])
 def test_every_strategy_name_is_accepted(tmp_path: Path, name: str) -> None:
     settings = make_settings(tmp_path, FOCUSED_STRATEGY=name)

@@ -1,4 +1,4 @@
-"""The online learners of the ``learning`` strategy (issue 8), on hand-made examples.
+"""The online learners of the ``learning`` strategy, on hand-made examples.
 
 Everything here is deterministic: no wall clock, SGD seeded, no network.
 """
@@ -13,13 +13,10 @@ from parsel import Selector
 from scrapy import Request
 from scrapy.http import HtmlResponse
 
-from focused.middlewares import PAGE_META, FocusedPriorityMiddleware
+from focused import meta
+from focused.meta import PageFacts
+from focused.middlewares import FocusedPriorityMiddleware
 from focused.ranking.learning import (
-    META_ANCHOR,
-    META_CONTEXT,
-    META_EVIDENCE,
-    META_PARENT,
-    META_TERMS,
     HubModel,
     LinkClassifier,
     LinkEvidence,
@@ -33,11 +30,28 @@ from focused.ranking.learning import (
     link_contexts,
     url_words,
 )
-from focused.ranking.relevance import TopicVector
-from focused.strategies import STRATEGIES, Parent, build
-from focused.strategies.learning import SEED_VALUE, LearnedScore, LearningStrategy, Link
+from focused.ranking.relevance import TopicVector, term_counts
+from focused.strategies import Link, LinkScore, Parent, build, strategy_class
+from focused.strategies.learning import SEED_VALUE, LearningStrategy
 
 CHEM = {"chemistry": 5.0, "chemical": 4.0, "acid": 3.0, "元素": 3.0}
+
+
+def facts(page_relevance: float, relevant: bool, text: str = "") -> PageFacts:
+    """What the spider tells about a page of ``text`` (its distinct terms)."""
+    terms = tuple(term_counts(text))
+    return PageFacts(page_relevance=page_relevance, relevant=relevant, terms=terms)
+
+
+def learn(
+    s: LearningStrategy,
+    url: str,
+    page_relevance: float,
+    relevant: bool,
+    text: str = "",
+    link: dict | None = None,
+) -> None:
+    s.observe(url, facts(page_relevance, relevant, text), link or {})
 
 
 def ev(url: str, anchor: str = "", context: str = "", **kw: float) -> LinkEvidence:
@@ -250,23 +264,23 @@ PARENT = Parent("http://h/wiki/Iron.html", 0.5, True, 0.1, 100.0, 0, 1, 3)
 
 
 def test_learning_is_registered_and_built_with_the_topic_keywords():
-    assert STRATEGIES["learning"] is LearningStrategy
-    s = build("learning", keywords=CHEM, learning={"shrinkage": 5.0, "random_seed": 3})
+    assert strategy_class("learning") is LearningStrategy
+    s = build("learning", keywords=CHEM, seed=3, options={"shrinkage": 5.0})
     assert isinstance(s, LearningStrategy)
     assert s.keywords == CHEM and s.shrinkage == 5.0 and s.random_seed == 3
-    assert s.link_evidence is True and s.anneal is False
+    assert s.link_evidence is True and s.learns is True and s.anneal is False
 
 
 def test_the_parent_label_discounts_links_of_irrelevant_pages():
     s = LearningStrategy(keywords=CHEM, parent_share=0.5)
     for i in range(3):
-        s.observe(f"http://h/c{i}", 1.0, True, "acid base salt")
+        learn(s, f"http://h/c{i}", 1.0, True, "acid base salt")
     link = [Link("http://h/wiki/Acid.html", 0.5, "acid", "")]
     good = s.score_links(PARENT, link)[0]
     poor = s.score_links(Parent("http://h/p", 0.0, False, 0.0, 100.0, 0, 1, 1), link)[0]
     alone = LearningStrategy(keywords=CHEM, parent_share=0.0)
     for i in range(3):
-        alone.observe(f"http://h/c{i}", 1.0, True, "acid base salt")
+        learn(alone, f"http://h/c{i}", 1.0, True, "acid base salt")
     assert good.value > poor.value > 0  # type: ignore[union-attr]
     # the value mixes the learnt score with the parent's own label: s**0.5 * label**0.5
     learnt = alone.score_links(PARENT, link)[0].value  # type: ignore[union-attr]
@@ -276,7 +290,7 @@ def test_the_parent_label_discounts_links_of_irrelevant_pages():
 
 def test_seed_outranks_every_link():
     s = LearningStrategy(keywords=CHEM)
-    s.observe("http://h/wiki/Acid.html", 5.0, True, "acid acid acid chemistry")
+    learn(s, "http://h/wiki/Acid.html", 5.0, True, "acid acid acid chemistry")
     links = s.score_links(PARENT, [Link("http://h/wiki/Acid.html", 1.0, "acid", "acid")])
     assert links[0] is not None and links[0].value <= 1.0
     assert s.seed().priority > links[0].priority
@@ -292,16 +306,16 @@ def test_observed_pages_teach_which_links_to_follow():
     before = s.score_links(PARENT, links)
     assert before[0].value == before[1].value  # type: ignore[union-attr]
     for i in range(4):
-        s.observe(f"http://h/c{i}", 1.5, True, "cobalt nickel iron metal oxide chemistry")
-        s.observe(f"http://h/f{i}", 0.01, False, "striker goal league football season")
+        learn(s, f"http://h/c{i}", 1.5, True, "cobalt nickel iron metal oxide chemistry")
+        learn(s, f"http://h/f{i}", 0.01, False, "striker goal league football season")
     after = s.score_links(PARENT, links)
     assert after[0].value > after[1].value  # type: ignore[union-attr]
-    assert isinstance(after[0], LearnedScore)
+    assert isinstance(after[0], LinkScore)
     # requests carry the link's rescoring evidence only, without the classifier
-    assert set(after[0].meta) == {META_EVIDENCE}
+    assert set(after[0].meta) == {meta.EVIDENCE}
     with_classifier = LearningStrategy(keywords=CHEM, link_model=True)
     extra = with_classifier.score_links(PARENT, links)[0].meta  # type: ignore[union-attr]
-    assert set(extra) == {META_PARENT, META_TERMS}
+    assert set(extra) == {meta.PARENT_RELEVANCE, meta.TERM_SCORE}
     assert s.stats()["pages"] == 8
 
 
@@ -318,8 +332,8 @@ def test_side_channels_are_dropped_past_max_hops():
 def test_relevance_feedback_expands_the_topic_for_the_channel():
     s = LearningStrategy(keywords=CHEM, expand_terms=5, expand_every=3)
     for i in range(6):
-        s.observe(f"http://h/c{i}", 2.0, True, "chemistry titration burette reagent")
-        s.observe(f"http://h/f{i}", 0.0, False, "football goal")
+        learn(s, f"http://h/c{i}", 2.0, True, "chemistry titration burette reagent")
+        learn(s, f"http://h/f{i}", 0.0, False, "football goal")
     assert 0 < s.stats()["expanded_terms"] <= 5
     # "titration" is not a keyword, yet its anchor now counts as relevant: main channel
     side = Parent("http://h/x", 0.0, False, 0.0, 80.0, 1, 3, 2)
@@ -332,12 +346,17 @@ def test_the_learning_strategy_is_repeatable():
         s = LearningStrategy(keywords=CHEM, link_model=True, batch_size=4, classifier_prior=1.0)
         out = []
         for i in range(30):
-            s.observe(
+            learn(
+                s,
                 f"http://h/p{i}",
                 (i % 4) * 0.5,
                 i % 4 == 3,
                 f"word{i % 7} acid goal {i}",
-                {META_ANCHOR: f"word{i % 5}", META_CONTEXT: "acid", META_PARENT: 0.2},
+                {
+                    meta.ANCHOR_TEXT: f"word{i % 5}",
+                    meta.LINK_CONTEXT: "acid",
+                    meta.PARENT_RELEVANCE: 0.2,
+                },
             )
             scores = s.score_links(PARENT, [Link(f"http://h/q{i}", 0.1, f"word{i % 7}", "acid")])
             out.append(scores[0].value)  # type: ignore[union-attr]
@@ -352,49 +371,50 @@ def test_the_learning_strategy_is_repeatable():
 def test_middleware_learns_from_a_page_before_scoring_its_links():
     strategy = LearningStrategy(keywords=CHEM)
     for i in range(3):  # what the crawl saw before: football pages, label ~0
-        strategy.observe(f"http://h/f{i}", 0.0, False, "striker goal league football")
+        learn(strategy, f"http://h/f{i}", 0.0, False, "striker goal league football")
     mw = FocusedPriorityMiddleware(strategy)
     response = HtmlResponse(
         "http://h/wiki/Iron.html",
         body=b"<html><body>iron</body></html>",
-        request=Request("http://h/wiki/Iron.html", meta={"m": 100.0, "depth": 1}),
+        request=Request("http://h/wiki/Iron.html", meta={meta.M: 100.0, meta.DEPTH: 1}),
     )
-    text = "cobalt nickel manganese oxide chemistry"
-    response.meta[PAGE_META] = {"page_relevance": 2.0, "relevant": True, "text": text}
+    response.meta[meta.PAGE] = facts(2.0, True, "cobalt nickel manganese oxide chemistry")
     requests = [
-        Request("http://h/wiki/Striker.html", meta={META_ANCHOR: "striker"}),
-        Request("http://h/wiki/Cobalt.html", meta={META_ANCHOR: "cobalt"}),
-        Request("http://h/wiki/Known.html", meta={"link_value": 0.25}),  # scored before
+        Request("http://h/wiki/Striker.html", meta={meta.ANCHOR_TEXT: "striker"}),
+        Request("http://h/wiki/Cobalt.html", meta={meta.ANCHOR_TEXT: "cobalt"}),
+        Request("http://h/wiki/Known.html", meta={meta.LINK_VALUE: 0.25}),  # scored before
     ]
-    item = {"url": response.url}
-    out = list(mw.process_spider_output(response, [*requests, item]))
-    assert out[:3] == requests and out[3] is item  # spider order, requests before the item
-    assert strategy.pages == 4  # the page was observed once
-    assert "text" not in response.meta[PAGE_META]  # the page text does not linger
+    item, second = {"url": response.url}, {"url": response.url, "again": True}
+    out = list(mw.process_spider_output(response, [*requests, item, second]))
+    # spider order, requests before the item
+    assert out[:3] == requests and out[3] is item and out[4] is second
+    assert strategy.pages == 4  # the page was observed once, whatever it yields
     striker, cobalt, known = requests
     # had the links been scored before the page was learnt, "cobalt" would be unknown and
     # score the mean label (0): the same as "striker"
     assert cobalt.priority > striker.priority
-    assert cobalt.meta["link_value"] > striker.meta["link_value"] > 0
-    assert known.meta["link_value"] == 0.25 and known.priority == 0  # left alone
-    assert META_TERMS not in cobalt.meta  # no classifier: nothing more in the request
-    assert cobalt.meta["m"] == strategy.m0 * strategy.ratio  # "cobalt" is no keyword: side
+    assert cobalt.meta[meta.LINK_VALUE] > striker.meta[meta.LINK_VALUE] > 0
+    assert known.meta[meta.LINK_VALUE] == 0.25 and known.priority == 0  # left alone
+    assert meta.TERM_SCORE not in cobalt.meta  # no classifier: nothing more in the request
+    assert cobalt.meta[meta.M] == strategy.m0 * strategy.ratio  # "cobalt" is no keyword: side
 
 
-def test_middleware_without_a_learning_strategy_scores_one_by_one():
+def test_middleware_scores_a_strategy_that_does_not_learn_the_same_way():
     mw = FocusedPriorityMiddleware(build("best_first"))
     response = HtmlResponse("http://h/a", body=b"<html></html>", request=Request("http://h/a"))
-    response.meta[PAGE_META] = {"page_relevance": 2.5, "relevant": True}
-    request = Request("http://h/b")
+    response.meta[meta.PAGE] = PageFacts(page_relevance=2.5, relevant=True)
+    user = {"m": "mine", "hops": [1], "link_value": "kept"}  # a spider's own meta keys
+    request = Request("http://h/b", meta=dict(user))
     out = list(mw.process_spider_output(response, [request, {"url": "http://h/a"}]))
-    assert out[0] is request and request.meta["link_value"] == pytest.approx(0.5)
+    assert out[0] is request and request.meta[meta.LINK_VALUE] == pytest.approx(0.5)
+    assert {k: request.meta[k] for k in user} == user  # returned as given
 
 
 # --- rescoring the waiting links --------------------------------------------------------
 def test_rescoring_evidence_gives_the_same_values_until_the_model_changes():
     s = LearningStrategy(keywords=CHEM)
-    s.observe("http://h/c", 1.5, True, "cobalt nickel metal oxide chemistry 元素")
-    s.observe("http://h/f", 0.01, False, "striker goal football")
+    learn(s, "http://h/c", 1.5, True, "cobalt nickel metal oxide chemistry 元素")
+    learn(s, "http://h/f", 0.01, False, "striker goal football")
     links = [
         Link("http://h/wiki/Cobalt.html", 0.0, "cobalt", "a metal like iron"),
         Link("http://h/wiki/Striker.html", 0.0, "striker", ""),
@@ -403,7 +423,7 @@ def test_rescoring_evidence_gives_the_same_values_until_the_model_changes():
     ]
     parent = Parent("http://h/p", 0.2, False, 0.1, 100.0, 0, 1, 4)
     scores = s.score_links(parent, links)
-    blobs = [sc.meta[META_EVIDENCE] for sc in scores]  # type: ignore[union-attr]
+    blobs = [sc.meta[meta.EVIDENCE] for sc in scores]  # type: ignore[union-attr]
     assert all(len(b) < 40 for b in blobs)  # 10 bytes and 3 per term
     terms, parents, parent_ids = decode_evidence(blobs)
     assert terms.n_names.tolist()[:2] == [2, 2] and terms.n_contexts.tolist()[1] == 0
@@ -413,7 +433,7 @@ def test_rescoring_evidence_gives_the_same_values_until_the_model_changes():
     assert values == [sc.value for sc in scores]  # type: ignore[union-attr]
     # the model learns that striker pages are relevant after all: the waiting link moves
     for i in range(5):
-        s.observe(f"http://h/s{i}", 2.0, True, "striker chemistry")
+        learn(s, f"http://h/s{i}", 2.0, True, "striker chemistry")
     prios2, _ = s.rescore(blobs)
     assert prios2[1] > prios[1] and prios2[1] - prios2[0] > prios[1] - prios[0]
     assert s.rescorings == 2 and s.rescored == 8
@@ -443,7 +463,7 @@ def test_middleware_asks_for_a_rescore_per_page_and_says_once_when_nobody_listen
     def page(i: int) -> HtmlResponse:
         url = f"http://h/wiki/P{i}.html"
         response = HtmlResponse(url, body=b"<html></html>", request=Request(url))
-        response.meta[PAGE_META] = {"page_relevance": 1.0, "relevant": True, "text": "acid"}
+        response.meta[meta.PAGE] = facts(1.0, True, "acid")
         return response
 
     with caplog.at_level("INFO", logger="focused.middlewares"):
@@ -463,14 +483,14 @@ def test_hub_evidence_lifts_the_waiting_links_of_a_page_whose_children_were_rele
     s = LearningStrategy(keywords=CHEM, hub_prior=2.0)
     hub, other = (Parent(f"http://h/{n}", 0.05, False, 0.01, 100.0, 0, 1, 3) for n in "ho")
     for p in (hub, other):  # two pages that look alike (low relevance), both fetched
-        s.observe(p.url, 0.05, False, "list of things")
+        learn(s, p.url, 0.05, False, "list of things")
     links = [Link("http://h/wiki/X.html", 0.0, "x", "")]
-    blobs = [sc.meta[META_EVIDENCE] for p in (hub, other) for sc in s.score_links(p, links)]
+    blobs = [sc.meta[meta.EVIDENCE] for p in (hub, other) for sc in s.score_links(p, links)]
     before, _ = s.rescore(blobs)
     assert before[0] == before[1]  # nothing known yet about their children
     for i in range(3):  # the hub's children turn out relevant, the other's do not
-        s.observe(f"http://h/c{i}", 2.0, True, "acid", link={"parent_url": hub.url})
-        s.observe(f"http://h/d{i}", 0.0, False, "goal", link={"parent_url": other.url})
+        learn(s, f"http://h/c{i}", 2.0, True, "acid", link={meta.PARENT_URL: hub.url})
+        learn(s, f"http://h/d{i}", 0.0, False, "goal", link={meta.PARENT_URL: other.url})
     after, _ = s.rescore(blobs)
     assert after[0] > before[0] and after[0] > after[1]
     bounded = HubModel(max_pages=2)

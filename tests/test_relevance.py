@@ -144,3 +144,75 @@ def test_page_relevance_is_four_b_plus_c() -> None:
     assert page_relevance(0.5, 0.3, title_weight=2) == pytest.approx(1.3)  # 2*0.5 + 0.3
     # seed 002: relevant when A > 2; a title cosine of 0.5 alone is exactly 2, not above.
     assert page_relevance(0.5, 0.0) == pytest.approx(2.0)
+
+
+# --- the same vectors as scikit-learn's (which the crawl itself no longer imports) ---
+
+
+def _words(n: int, seed: int = 0) -> list[str]:
+    rng = np.random.default_rng(seed)
+    pool = ["chemistry", "acid", "化学", "élément", "Säure", "x", "元素周期表", "a_b", "2024"]
+    pool += [f"term{i}" for i in range(3000)]
+    return [pool[i] for i in rng.integers(0, len(pool), n)]
+
+
+def test_features_are_scikit_learns_feature_hasher_indices() -> None:
+    from sklearn.feature_extraction import FeatureHasher
+
+    from focused.ranking.relevance import N_FEATURES, feature, hashed_features
+
+    terms = sorted(set(_words(2000))) + ["", "a" * 300]
+    hasher = FeatureHasher(n_features=N_FEATURES, input_type="string", alternate_sign=False)
+    for term in terms:
+        expected = hasher.transform([[term]]).indices.tolist()
+        assert [feature(term)] == [feature(term.encode("utf-8"))] == expected, term
+    assert hashed_features(terms).tolist() == [feature(t) for t in terms]
+    assert hashed_features(t.encode("utf-8") for t in terms).tolist() == [feature(t) for t in terms]
+
+
+@pytest.mark.parametrize(
+    "keywords",
+    [TOPIC, {"chemistry": 0.0, "acid": 2.5, "Acid": 1.25, "元素": 0.1}, {"physics": 1e-9}],
+)
+def test_topic_vector_is_scikit_learns_normalised_hashed_vector(keywords: dict) -> None:
+    from sklearn.feature_extraction import FeatureHasher
+    from sklearn.preprocessing import normalize
+
+    from focused.ranking.relevance import N_FEATURES
+
+    vector = TopicVector(keywords)
+    hasher = FeatureHasher(n_features=N_FEATURES, input_type="dict", alternate_sign=False)
+    expected = normalize(hasher.transform([vector.weights]))
+    assert vector._columns.tolist() == expected.indices.tolist()
+    assert vector._values.tolist() == expected.data.tolist()  # bit for bit
+
+
+def test_cosines_are_scikit_learns_hashing_vectorizer_products() -> None:
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    from focused.ranking.relevance import HASH_IN_C_FROM, N_FEATURES, term_counts
+
+    vector = TopicVector({"chemistry": 3, "acid": 4, "化学": 2, "term7": 1.5})
+    texts = [" ".join(_words(n, seed=n)) for n in (0, 1, 5, 40, 300, 2000, 6000)]
+    texts += ["Chemistry, acid! 化学实验 and the acid", "no topic here at all"]
+    assert any(len(term_counts(t)) > HASH_IN_C_FROM for t in texts)  # the long-text path
+    matrix = HashingVectorizer(
+        analyzer=tokenize, n_features=N_FEATURES, alternate_sign=False, norm="l2"
+    ).transform(texts)
+    expected = np.asarray(matrix[:, vector._columns] @ vector._values).ravel().clip(0.0, 1.0)
+    assert vector.cosines(texts).tolist() == expected.tolist()
+    assert [vector.cosine_of_counts(term_counts(t)) for t in texts] == expected.tolist()
+
+
+def test_a_long_page_learns_the_buckets_scikit_learn_would_give() -> None:
+    from sklearn.feature_extraction import FeatureHasher
+
+    from focused.ranking.learning import TermModel
+    from focused.ranking.relevance import HASH_IN_C_FROM, N_FEATURES
+
+    terms = sorted(set(_words(5000)))
+    assert len(terms) >= HASH_IN_C_FROM
+    model = TermModel({})
+    model.learn_page(terms, 0.5)
+    hasher = FeatureHasher(n_features=N_FEATURES, input_type="string", alternate_sign=False)
+    assert np.flatnonzero(model.counts).tolist() == hasher.transform([terms]).indices.tolist()

@@ -22,6 +22,7 @@ from scrapy.utils.test import get_crawler
 from twisted.internet.error import ConnectionRefusedError
 
 from bench.command import crawl_command, settings_from_strings
+from focused import meta as keys
 from focused import signals as focused_signals
 from focused.frontier.journal import (
     DONE,
@@ -48,9 +49,20 @@ class DemoSpider(Spider):
         return []
 
 
-def _req(i: int | str, priority: int = 0, value: float = 0.5, **meta) -> Request:
+#: short names of the crawler's meta keys (focused.meta) for _req
+_KEYS = {
+    "m": keys.M,
+    "hops": keys.HOPS,
+    "anchor_relevance": keys.ANCHOR_RELEVANCE,
+    "parent_url": keys.PARENT_URL,
+    "link_evidence": keys.EVIDENCE,
+}
+
+
+def _req(i: int | str, priority: int = 0, value: float = 0.5, **fields) -> Request:
     url = i if isinstance(i, str) else f"http://127.0.0.1:1/p/{i}.htm"
-    meta = {"link_value": value, "m": 100.0, "hops": 0, "anchor_relevance": 0.3, **meta}
+    meta = {keys.LINK_VALUE: value, keys.M: 100.0, keys.HOPS: 0, keys.ANCHOR_RELEVANCE: 0.3}
+    meta.update((_KEYS.get(k, k), v) for k, v in fields.items())
     return Request(url, priority=priority, meta=meta)
 
 
@@ -93,11 +105,11 @@ def test_plain_values_priority_then_fifo_and_request_rebuilt():
     assert first.callback is None and first.errback is None  # no errback of the scheduler's
     assert first.meta == {
         "depth": 3,
-        "link_value": 0.5,
-        "m": 100.0,
-        "hops": 0,
-        "anchor_relevance": 0.3,
-        "parent_url": "http://127.0.0.1:1/",
+        keys.LINK_VALUE: 0.5,
+        keys.M: 100.0,
+        keys.HOPS: 0,
+        keys.ANCHOR_RELEVANCE: 0.3,
+        keys.PARENT_URL: "http://127.0.0.1:1/",
     }
     assert [u.rsplit("/", 1)[1] for u in _drain(sched)] == ["3.htm", "2.htm", "0.htm", "4.htm"]
     assert not sched.has_pending_requests()
@@ -115,7 +127,7 @@ def test_duplicates_are_filtered_canonically_and_promotion_keeps_one():
     assert sched.enqueue_request(_req("http://e.org/a?y=2&x=1", 9, m=100.0))  # promoted
     assert len(sched) == 2 and sched.frontier.promoted == 1 and sched.filtered == 2
     r = sched.next_request()
-    assert (r.url, r.priority, r.meta["m"]) == ("http://e.org/a?y=2&x=1", 9, 100.0)
+    assert (r.url, r.priority, r.meta[keys.M]) == ("http://e.org/a?y=2&x=1", 9, 100.0)
     assert not sched.enqueue_request(_req("http://e.org/a?x=1&y=2", 1000))  # in flight
     assert _drain(sched) == ["http://e.org/b"]
     assert not sched.enqueue_request(_req("http://e.org/b", 1000))  # done: never again
@@ -530,7 +542,7 @@ KILL_SCRIPT = textwrap.dedent(
     sched.open(spider)
     for i in range(30):
         sched.enqueue_request(Request(f"http://127.0.0.1:1/p/{{i}}.htm", priority=100 - i,
-                                      meta={{"link_value": 1 - i / 100}}))
+                                      meta={{"focused_value": 1 - i / 100}}))
     for _ in range(6):
         sched.next_request()          # commits: 6 in flight
     crawler.signals.send_catch_log(signal=fs.frontier_checkpoint)
@@ -739,7 +751,7 @@ def test_rescore_signal_reorders_on_schedule_and_evidence_survives_a_resume(tmp_
     assert calls == [6] and sched.rescorings == 1 and sched.rescore_moved == 6
     request = sched.next_request()  # k0 first now, first found first: p/0 then p/3
     assert request.url.endswith("/p/0.htm") and request.priority == 50
-    assert request.meta["link_value"] == 0.5 and request.meta["link_evidence"] == b"k0"
+    assert request.meta[keys.LINK_VALUE] == 0.5 and request.meta[keys.EVIDENCE] == b"k0"
     sched.close("finished")
     # resumed: the same links waiting, their evidence back (the journal keeps the
     # priorities as found: the model that rescored them is not saved)

@@ -1,6 +1,8 @@
-"""Every strategy crawls the sandbox to the end through the real scheduler (issue 3)."""
+"""Every strategy crawls the sandbox to the end through the real scheduler."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from crawling import CHEMISTRY, SANDBOX_PAGES, SANDBOX_SEED, run_crawl
@@ -78,3 +80,22 @@ def test_bsbs_tunnels_at_most_its_depth(crawls, site):
     # D = 2 reaches clusters behind one or two irrelevant pages, not all behind three.
     found = set(crawls["bsbs"].paths_in_order()) & site.tunnel_targets(CHEMISTRY)
     assert 0 < len(found) < len(site.tunnel_targets(CHEMISTRY))
+
+
+def test_a_strategy_named_by_dotted_path_crawls_with_the_known_targets(tmp_path, crawls):
+    crawl = run_crawl(
+        tmp_path,
+        "FOCUSED_STRATEGY=tests.strategy_plugin.TargetsFirstStrategy",
+        "CONCURRENT_REQUESTS=1",
+        "CLOSESPIDER_PAGECOUNT=80",
+    )
+    found = re.search(r"'focused/ranking/targets_first/targets': (\d+)", crawl.log)
+    known = re.search(r"(\d+) known targets", crawl.log)
+    assert found and known and int(found.group(1)) == int(known.group(1)) > 0
+    assert "'focused/ranking/targets_first/pages'" in crawl.log  # observe() heard the pages
+
+    # knowing the targets, it fetches more of them early than breadth-first does
+    def targets(c):
+        return sum(bool(r["is_target"]) for r in c.rows()[:60])
+
+    assert targets(crawl) > targets(crawls["bfs"])

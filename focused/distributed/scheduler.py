@@ -52,7 +52,7 @@ from focused.errors import RedisUnavailable
 from focused.frontier.journal import DONE, ERROR
 from focused.frontier.seen import FingerprintTable, url_fingerprint
 from focused.scheduler import FocusedScheduler
-from focused.strategies import STRATEGIES
+from focused.strategies import strategy_class
 
 if TYPE_CHECKING:
     from typing import Self
@@ -156,7 +156,7 @@ class RedisScheduler(FocusedScheduler):
             key_template=str(get(s, "FOCUSED_REDIS_KEY")),
             lease=get(s, "FOCUSED_REDIS_LEASE"),
             output_dir=str(get(s, "FOCUSED_OUTPUT_DIR")),
-            anneal=bool(getattr(STRATEGIES.get(name), "anneal", False)),
+            anneal=strategy_class(name).anneal,
             t0=get(s, "FOCUSED_SA_T0"),
             alpha=get(s, "FOCUSED_SA_ALPHA"),
             t_min=get(s, "FOCUSED_SA_T_MIN"),

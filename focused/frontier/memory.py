@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from focused.frontier.seen import FingerprintTable
+from focused.meta import EVIDENCE
 from focused.ranking.annealing import Annealer
 
 __all__ = ["META_EVIDENCE", "Entry", "Frontier", "MemoryFrontier", "Rescorer"]
@@ -62,7 +63,7 @@ _VALUE_AT = 20  # offset of ``value`` in a record
 #: At most this many bytes of rescoring evidence per entry (more is dropped).
 MAX_EVIDENCE = 0xFFFF
 #: The request meta key whose bytes the scheduler keeps as :attr:`Entry.evidence`.
-META_EVIDENCE = "link_evidence"
+META_EVIDENCE = EVIDENCE
 _PEEK = struct.Struct("<IQqd")  # size, seq, fp, value: what a scan of a bucket reads
 _SIZE = struct.Struct("<I")
 _DEAD = 1 << 31  # size bit: the record was taken from the middle of its bucket

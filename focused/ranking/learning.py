@@ -1,7 +1,8 @@
-"""Online learning of which links lead to topic pages (issue 8; ACHE-style).
+"""Online learning of which links lead to topic pages (the ``learning`` strategy; ACHE-style).
 
-Pure module (no Scrapy import). Every fetched page is a labelled example: its label is
-the crawler's own page relevance A (seed 002) — never the benchmark's labels — turned
+Pure module (no Scrapy import; scikit-learn and SciPy only once a :class:`LinkClassifier`
+is made). Every fetched page is a labelled example: its label is the crawler's own page
+relevance A (the page-relevance rule A = 4B + C) — never the benchmark's labels — turned
 into a graded *relevance degree* ``y`` in [0, 1] on a log scale (:func:`label`). A
 binary "A > page threshold" label is too sparse to learn from: on wikispeedia it marks
 14 % of the chemistry pages, and a link model trained on it ranks unseen target links
@@ -14,12 +15,12 @@ Three learners, all on hashed features (2**20 buckets, fixed memory):
   anchor text and URL, mixed with the mean term of the text around it. Pages that
   mention a name ("Saturn", "cobalt") are evidence for a link whose anchor is that
   name, long before any page behind such a link was fetched. The topic's keywords
-  start as pseudo-pages of degree 1 (the bootstrap; seed 003 weighs keywords by their
+  start as pseudo-pages of degree 1 (the bootstrap; Gao & Han weigh keywords by their
   frequency in authority pages, here the relevant pages of the crawl play that role).
 - :class:`LinkClassifier`: ``SGDRegressor.partial_fit`` in mini-batches on the evidence
   of the link that led to each page — words and character n-grams of the anchor, URL
   words, context words, the term model's score, the parent's relevance, the m-value
-  channel (seed 000) — with a small replay buffer. Its prediction is blended in as
+  channel (Liu, Xia & Xu 2010) — with a small replay buffer. Its prediction is blended in as
   ``n / (n + prior_weight)`` after ``n`` examples.
 - :class:`VocabularyExpander`: relevance feedback with a bound: at most ``max_terms``
   new keywords, each weighing at most ``weight_cap`` times the mean keyword weight,
@@ -36,23 +37,24 @@ import struct
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import numpy as np
-import scipy.sparse as sp
-from sklearn.feature_extraction import FeatureHasher
-from sklearn.feature_extraction.text import HashingVectorizer
-from sklearn.linear_model import SGDRegressor
 
-from focused.frontier.memory import META_EVIDENCE as FRONTIER_EVIDENCE
-from focused.ranking.relevance import HASH_IN_C_FROM, N_FEATURES, feature, term_counts, tokenize
+from focused.ranking.relevance import (
+    HASH_IN_C_FROM,
+    N_FEATURES,
+    feature,
+    hashed_features,
+    term_counts,
+    tokenize,
+)
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 __all__ = [
-    "META_ANCHOR",
-    "META_CONTEXT",
-    "META_EVIDENCE",
-    "META_PARENT",
     "LinkClassifier",
     "LinkEvidence",
     "HubModel",
@@ -69,16 +71,6 @@ __all__ = [
     "url_words",
 ]
 
-#: Request meta keys the spider fills for the ``learning`` strategy (kept short).
-META_ANCHOR = "anchor_text"
-META_CONTEXT = "link_context"
-#: Request meta key: the parent page's relevance degree in [0, 1].
-META_PARENT = "parent_relevance"
-#: Request meta key: the term model's score of the link when it was scored.
-META_TERMS = "term_score"
-#: Request meta key: the link's rescoring evidence (bytes, :func:`encode_evidence`),
-#: kept packed in the frontier entry (:attr:`focused.frontier.memory.Entry.evidence`).
-META_EVIDENCE = FRONTIER_EVIDENCE
 #: At most this many characters of anchor text and of context travel in a request.
 MAX_ANCHOR_CHARS = 100
 MAX_CONTEXT_CHARS = 160
@@ -165,13 +157,13 @@ class LinkEvidence:
     anchor: str = ""
     context: str = ""
     parent_relevance: float = 0.0  # the parent's degree (see :func:`degree`)
-    anchor_relevance: float = 0.0  # r: the anchor's cosine with the topic (seed 000)
-    hops: int = 0  # irrelevant pages crossed since the last relevant one (seed 000)
+    anchor_relevance: float = 0.0  # r: the anchor's cosine with the topic (the m-value rule)
+    hops: int = 0  # irrelevant pages crossed since the last relevant one (the m-value rule)
     term_score: float = 0.0  # the term model's score of the link when it was found
 
 
 def degree(page_relevance: float, title_weight: float = 4.0) -> float:
-    """A page's relevance A = 4B + C (seed 002) scaled to [0, 1]: ``A / (4 + 1)``."""
+    """A page's relevance A = 4B + C (the page-relevance rule) scaled to [0, 1]: ``A / (4 + 1)``."""
     scaled = page_relevance / (title_weight + 1.0)
     return 0.0 if not math.isfinite(scaled) else min(1.0, max(0.0, scaled))
 
@@ -213,9 +205,6 @@ class TermModel:
         self.total = 0.0
         self.pages = 0
         self._cache: dict[str | bytes, int] = {}
-        self._hasher = FeatureHasher(
-            n_features=N_FEATURES, input_type="string", alternate_sign=False
-        )
         self._url_words: dict[str, list[str]] = {}
         self._anchors: dict[str, list[str]] = {}
         if keywords and keyword_pages > 0:
@@ -256,7 +245,7 @@ class TermModel:
         terms = list(terms)
         if len(terms) >= HASH_IN_C_FROM:
             # a long page: hashed in one C loop, distinct buckets in ascending order
-            f = self._hasher.transform([terms]).indices.astype(np.int64)
+            f = np.unique(hashed_features(terms, len(terms)))
         else:
             buckets = self._buckets(terms)
             if not buckets:
@@ -466,7 +455,7 @@ def _numeric(e: LinkEvidence) -> list[float]:
         min(1.0, max(0.0, e.term_score)),
         min(1.0, max(0.0, e.parent_relevance)),
         min(1.0, max(0.0, e.anchor_relevance)),
-        1.0 if e.hops == 0 else 1.0 / (1.0 + e.hops),  # m-value channel (seed 000)
+        1.0 if e.hops == 0 else 1.0 / (1.0 + e.hops),  # m-value channel (Liu, Xia & Xu 2010)
     ]
 
 
@@ -496,6 +485,10 @@ class LinkClassifier:
         self.replay = max(0, replay)
         self.memory = max(self.batch_size, memory)
         self.ngrams = ngrams
+        # scikit-learn only for a crawl that trains the link classifier
+        from sklearn.feature_extraction.text import HashingVectorizer
+        from sklearn.linear_model import SGDRegressor
+
         self._vectorizer = HashingVectorizer(
             analyzer=self._terms, n_features=n_features, alternate_sign=False, norm="l2"
         )
@@ -521,6 +514,8 @@ class LinkClassifier:
 
     def features(self, evidence: Sequence[LinkEvidence]) -> sp.csr_matrix:
         """Hashed text features and the numeric columns, one row per link (one call)."""
+        import scipy.sparse as sp
+
         text = self._vectorizer.transform(evidence)
         numeric = sp.csr_matrix(np.array([_numeric(e) for e in evidence], dtype=np.float64))
         return sp.hstack([text, numeric], format="csr")

@@ -3,17 +3,20 @@
 ``sim(p, R) = sum_i w_ip * w_iR / (|w_p| * |w_R|)``: the cosine between the term
 frequencies of a text and the keyword weights of a topic. Chinese runs are segmented with
 jieba, Latin text is split into lower-cased words; mixed text works. Vectors are hashed
-with scikit-learn's ``HashingVectorizer`` scheme (2**20 features, murmurhash3 of each
-term, no alternating sign, l2 norm). The cosine needs only the text's term counts per
-hashed feature and the topic's few features, so it is computed from a ``Counter`` of the
-terms and a cache of term -> feature instead of building a sparse matrix per text (the
-matrix path cost ~1.5 ms per call and dominated a crawl's CPU time; see
-``docs/speed.md``). Results are the same numbers: counts are integers, so the norm is
-exact, and the dot product adds the same terms in the same (ascending feature) order as
-scikit-learn's sparse product.
+with scikit-learn's ``HashingVectorizer`` scheme (2**20 features, signed 32-bit
+murmurhash3 of each term with seed 0, here computed by ``mmh3``; no alternating sign, l2
+norm), without importing scikit-learn: a crawl that does not learn never loads it. The
+cosine needs only the text's term counts per hashed feature and the topic's few
+features, so it is computed from a ``Counter`` of the terms and a cache of term ->
+feature instead of building a sparse matrix per text (the matrix path cost ~1.5 ms per
+call and dominated a crawl's CPU time; see ``docs/speed.md``). Results are the same
+numbers: counts are integers, so the norm is exact, and the dot product adds the same
+terms in the same (ascending feature) order as scikit-learn's sparse product
+(``tests/test_relevance.py`` compares with scikit-learn itself).
 
-- anchor relevance ``r = sim(anchor, topic)`` (seed 000);
-- page relevance ``A = 4B + C``, B the title's cosine, C the body's (seed 002).
+- anchor relevance ``r = sim(anchor, topic)`` (the m-value rule, Liu, Xia & Xu 2010);
+- page relevance ``A = 4B + C``, B the title's cosine, C the body's (the page-relevance
+  rule A = 4B + C).
 """
 
 from __future__ import annotations
@@ -26,11 +29,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from operator import mul
 
 import jieba
+import mmh3
 import numpy as np
-from sklearn.feature_extraction import FeatureHasher
-from sklearn.feature_extraction.text import HashingVectorizer
-from sklearn.preprocessing import normalize
-from sklearn.utils import murmurhash3_32
 
 jieba.setLogLevel(logging.WARNING)
 
@@ -54,8 +54,9 @@ FEATURE_CACHE_SIZE = 1 << 18
 #: anchor text comes back on page after page.
 TEXT_CACHE_SIZE = 1 << 16
 TEXT_CACHE_MAX_CHARS = 200
-#: From this many distinct terms, a text's terms are hashed by scikit-learn in C (its
-#: ~0.1 ms overhead per call beats a Python lookup per term on long texts).
+#: From this many distinct terms, a text's terms are hashed in one C loop and added up
+#: by numpy (:func:`hashed_features`; its fixed overhead beats a Python lookup per term
+#: on long texts).
 HASH_IN_C_FROM = 400
 
 
@@ -156,13 +157,25 @@ def _has_cjk(text: str) -> bool:
     return _CJK_RUN.search(text) is not None
 
 
+_murmur = mmh3.hash
+
+
 def feature(term: str | bytes) -> int:
     """Hashed feature of ``term`` (a ``str`` or its UTF-8), as scikit-learn's ``FeatureHasher``
     computes it."""
-    h = murmurhash3_32(term, 0)
+    h = _murmur(term, 0, True)  # = sklearn.utils.murmurhash3_32(term, 0)
     if h == -2147483648:  # abs(-2**31) is undefined: FeatureHasher's special case
         return (2147483647 - (N_FEATURES - 1)) % N_FEATURES
     return abs(h) % N_FEATURES
+
+
+def hashed_features(terms: Iterable[str | bytes], n: int = -1) -> np.ndarray:
+    """:func:`feature` of each term (``n`` of them, when known), hashed in one C loop."""
+    h = np.fromiter(map(_murmur, terms), dtype=np.int64, count=n)
+    # abs(-2**31) % N_FEATURES is 0 in int64, as in FeatureHasher's special case
+    np.abs(h, out=h)
+    h %= N_FEATURES
+    return h
 
 
 class TopicVector:
@@ -183,19 +196,25 @@ class TopicVector:
         if not weights:
             raise ValueError("the topic has no usable keyword")
         self.weights = weights
-        self._vectorizer = HashingVectorizer(
-            analyzer=tokenize, n_features=N_FEATURES, alternate_sign=False, norm="l2"
-        )
-        hasher = FeatureHasher(n_features=N_FEATURES, input_type="dict", alternate_sign=False)
-        topic = normalize(hasher.transform([weights]))
-        # Dense column over the topic's few features keeps the product cheap.
-        self._columns = topic.indices
-        self._values = topic.data
+        # the topic as scikit-learn's FeatureHasher(input_type="dict") + normalize() make
+        # it: zero weights skipped, weights sharing a feature added, features ascending,
+        # divided by the l2 norm summed in that order
+        summed: dict[int, float] = {}
+        for token, weight in weights.items():
+            if weight != 0:
+                f = feature(token)
+                summed[f] = summed.get(f, 0.0) + weight
+        columns = sorted(summed)
+        squares = 0.0
+        for f in columns:
+            squares += summed[f] * summed[f]
+        norm = math.sqrt(squares) if squares != 0.0 else 1.0
+        #: the topic's features (ascending) and their unit weights
+        self._columns = np.array(columns, dtype=np.int32)
+        self._values = np.array([summed[f] / norm for f in columns], dtype=np.float64)
         # feature -> unit topic weight, in ascending feature order (scikit-learn's order)
-        order = np.argsort(topic.indices, kind="stable")
-        self._topic: dict[int, float] = {int(topic.indices[i]): float(topic.data[i]) for i in order}
+        self._topic: dict[int, float] = dict(zip(columns, self._values.tolist(), strict=True))
         self._features: dict[bytes, int] = {}
-        self._hasher = FeatureHasher(n_features=N_FEATURES, input_type="pair", alternate_sign=False)
         self._short: dict[str, float] = {}
 
     def _cosine(self, text: str) -> float:
@@ -233,11 +252,15 @@ class TopicVector:
         return 0.0 if dot < 0.0 else 1.0 if dot > 1.0 else dot
 
     def _cosine_hashed(self, counts: Counter[bytes]) -> float:
-        """:meth:`_cosine` of a long text: the terms are hashed in one C loop by
-        scikit-learn's ``FeatureHasher``, which also adds the counts of terms sharing a
-        feature; same norm and same ordered sum."""
-        matrix = self._hasher.transform([counts.items()])
-        features, n_terms = matrix.indices, matrix.data  # ascending features
+        """:meth:`_cosine` of a long text: the terms are hashed in one C loop
+        (:func:`features`) and the counts of terms sharing a feature added by numpy;
+        same norm and same ordered sum."""
+        features, inverse = np.unique(
+            hashed_features(counts, len(counts)), return_inverse=True
+        )  # ascending features
+        n_terms = np.bincount(
+            inverse, weights=np.fromiter(counts.values(), np.float64, len(counts))
+        )
         norm = math.sqrt(float(np.dot(n_terms, n_terms)))  # integer-valued: exact
         topic = self._topic
         common = np.isin(features, self._columns)
@@ -262,11 +285,17 @@ class TopicVector:
         return np.array(list(map(self._cached_cosine, texts)), dtype=np.float64)
 
     def cosines_reference(self, texts: Sequence[str] | Iterable[str]) -> np.ndarray:
-        """:meth:`cosines` through scikit-learn's sparse matrices (slow; for tests)."""
+        """:meth:`cosines` through scikit-learn's ``HashingVectorizer`` and sparse
+        matrices (slow, and it imports scikit-learn; for tests)."""
+        from sklearn.feature_extraction.text import HashingVectorizer
+
         texts = list(texts)
         if not texts:
             return np.zeros(0)
-        matrix = self._vectorizer.transform(texts)
+        vectorizer = HashingVectorizer(
+            analyzer=tokenize, n_features=N_FEATURES, alternate_sign=False, norm="l2"
+        )
+        matrix = vectorizer.transform(texts)
         return np.asarray(matrix[:, self._columns] @ self._values).ravel().clip(0.0, 1.0)
 
     def cosine(self, text: str) -> float:
@@ -275,5 +304,5 @@ class TopicVector:
 
 
 def page_relevance(title_cosine: float, body_cosine: float, title_weight: float = 4.0) -> float:
-    """A = 4B + C (seed 002): the title counts four times the body."""
+    """A = 4B + C (the page-relevance rule): the title counts four times the body."""
     return title_weight * title_cosine + body_cosine

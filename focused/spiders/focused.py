@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,14 +14,14 @@ from scrapy.http import Response, TextResponse
 from scrapy.utils.response import get_base_url
 from w3lib.url import canonicalize_url, safe_url_string
 
-from focused import config, robustness
+from focused import config, meta, robustness
 from focused.defaults import get
 from focused.items import PageItem
-from focused.middlewares import PAGE_META
-from focused.ranking.learning import MAX_ANCHOR_CHARS, META_ANCHOR, META_CONTEXT, link_contexts
+from focused.meta import PageFacts
+from focused.ranking.learning import MAX_ANCHOR_CHARS, link_contexts
 from focused.ranking.relevance import TopicVector, page_relevance, term_counts
 from focused.signals import page_skipped
-from focused.strategies import STRATEGIES
+from focused.strategies import Strategy
 from focused.web.sanitize import strip_session_ids
 from focused.web.sites import Web, open_web
 from focused.web.topics import load_topic
@@ -49,13 +48,17 @@ class FocusedSpider(scrapy.Spider):
     """Crawl the pages of a topic: ``scrapy crawl focused -a topic=chemistry``.
 
     ``topic`` is a name from ``topics/`` or a path to a topic file. Each page is scored
-    (page relevance A = 4B + C, seed 002) and yielded as a :class:`PageItem` after its
-    links; each link carries the relevance of its anchor text (seed 000), from which
-    :class:`~focused.middlewares.FocusedPriorityMiddleware` sets its priority.
+    (the page-relevance rule A = 4B + C) and yielded as a :class:`PageItem` after its
+    links; each link carries the relevance of its anchor text (the m-value rule, Liu,
+    Xia & Xu 2010), from which :class:`~focused.middlewares.FocusedPriorityMiddleware`
+    sets its priority with the crawl's strategy (:attr:`strategy`, built once here).
+    What the spider found about the page goes to the middleware as a frozen
+    :class:`~focused.meta.PageFacts` in ``response.meta[focused.meta.PAGE]``.
 
     Settings: ``FOCUSED_WEB``, ``FOCUSED_SEEDS``, ``FOCUSED_LABELS``,
     ``FOCUSED_TARGET_CATEGORY``, ``FOCUSED_TOPICS_DIR``, ``FOCUSED_SANDBOX_*``,
-    ``FOCUSED_TITLE_WEIGHT``, ``FOCUSED_PAGE_THRESHOLD``; on a hostile web (issue 7)
+    ``FOCUSED_TITLE_WEIGHT``, ``FOCUSED_PAGE_THRESHOLD``, ``FOCUSED_STRATEGY`` and its
+    parameters; on a hostile web
     ``FOCUSED_ALLOWED_DOMAINS`` (its ``allowed_domains``), ``FOCUSED_SESSION_PARAMS``
     (stripped from links) and :class:`~focused.robustness.RobustnessMiddleware`.
     """
@@ -81,11 +84,6 @@ class FocusedSpider(scrapy.Spider):
         self.title_weight = get(settings, "FOCUSED_TITLE_WEIGHT")
         self.page_threshold = config.threshold(settings, self.topic, "page")
         self.strategy_name = str(get(settings, "FOCUSED_STRATEGY"))
-        # a learning strategy (issue 8) also needs each link's anchor text and context
-        # and the page's text: only then are they put in the meta
-        self.link_evidence = bool(
-            getattr(STRATEGIES.get(self.strategy_name.strip()), "link_evidence", False)
-        )
         self.web: Web = open_web(
             self.topic,
             mode=get(settings, "FOCUSED_WEB"),
@@ -99,6 +97,12 @@ class FocusedSpider(scrapy.Spider):
             port_file=Path(settings["JOBDIR"]) / "sandbox.port" if settings.get("JOBDIR") else None,
         )
         self.targets = self.web.targets
+        #: the crawl's one strategy; the priority middleware and the scheduler read it
+        self.strategy: Strategy = config.strategy(settings, self.topic, targets=self.targets)
+        # a strategy that asks for them gets each link's anchor text and context, and the
+        # page's terms
+        self.link_evidence = self.strategy.link_evidence
+        self.learns = self.strategy.learns
         self.allowed_domains = [d.strip() for d in get(settings, "FOCUSED_ALLOWED_DOMAINS")]
         self.session_params = [p for p in get(settings, "FOCUSED_SESSION_PARAMS") if p]
         self.link_extractor = robustness.FocusedLinkExtractor(count=self._count)
@@ -116,7 +120,7 @@ class FocusedSpider(scrapy.Spider):
 
     async def start(self) -> AsyncIterator[Any]:
         for url in self.web.seeds:
-            yield scrapy.Request(url, meta={"anchor_relevance": 1.0, "parent_url": ""})
+            yield scrapy.Request(url, meta={meta.ANCHOR_RELEVANCE: 1.0, meta.PARENT_URL: ""})
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
         if not isinstance(response, TextResponse):
@@ -131,22 +135,24 @@ class FocusedSpider(scrapy.Spider):
         relevance = page_relevance(title_cos, body_cos, self.title_weight)
         relevant = relevance > self.page_threshold
         links = self.link_extractor.extract_links(response)
-        response.meta[PAGE_META] = {
-            "page_relevance": relevance,
-            "relevant": relevant,
-            "body_relevance": float(body_cos),
-            "link_count": len(links),
-        }
+        response.meta[meta.PAGE] = PageFacts(
+            page_relevance=relevance,
+            relevant=relevant,
+            body_relevance=float(body_cos),
+            link_count=len(links),
+            # the page's distinct terms (title and body, UTF-8) for a strategy that learns
+            terms=tuple(body_terms.keys() | term_counts(title).keys()) if self.learns else None,
+        )
         anchors = self.vector.cosines([link.text for link in links])
-        contexts = self._evidence(response, title, body_terms) if self.link_evidence else None
+        contexts = self._contexts(response) if self.link_evidence else None
         for link, r in zip(links, anchors, strict=True):
             request = self._request(link.url, float(r), response.url)
             if request is not None:
                 if contexts is not None:
-                    request.meta[META_ANCHOR] = link.text[:MAX_ANCHOR_CHARS]
-                    request.meta[META_CONTEXT] = contexts.get(link.url, "")
+                    request.meta[meta.ANCHOR_TEXT] = link.text[:MAX_ANCHOR_CHARS]
+                    request.meta[meta.LINK_CONTEXT] = contexts.get(link.url, "")
                 yield request
-        meta = response.meta
+        got = response.meta
         yield PageItem(
             url=response.url,
             title=title[:1000],
@@ -155,11 +161,11 @@ class FocusedSpider(scrapy.Spider):
             page_relevance=float(relevance),
             relevant=bool(relevant),
             is_target=canonicalize_url(response.url) in self.targets if self.targets else None,
-            m=meta.get("m", 0.0),
-            anchor_relevance=meta.get("anchor_relevance", 0.0),
-            link_value=meta.get("link_value", 0.0),
-            depth=meta.get("depth", 0),
-            parent_url=meta.get("parent_url", ""),
+            m=got.get(meta.M, 0.0),
+            anchor_relevance=got.get(meta.ANCHOR_RELEVANCE, 0.0),
+            link_value=got.get(meta.LINK_VALUE, 0.0),
+            depth=got.get(meta.DEPTH, 0),
+            parent_url=got.get(meta.PARENT_URL, ""),
             fetched_at=time.time(),
             status=response.status,
             encoding=response.encoding,
@@ -168,13 +174,9 @@ class FocusedSpider(scrapy.Spider):
             body=response.body,
         )
 
-    def _evidence(
-        self, response: TextResponse, title: str, body_terms: Counter[bytes]
-    ) -> dict[str, str]:
-        """For a learning strategy: the page's distinct terms (title and body, UTF-8; in
-        ``PAGE_META``, taken by the priority middleware) and the text around each link,
-        by the link extractor's URL."""
-        response.meta[PAGE_META]["terms"] = list(body_terms.keys() | term_counts(title).keys())
+    def _contexts(self, response: TextResponse) -> dict[str, str]:
+        """For a strategy that asks for link evidence: the text around each link, by the
+        link extractor's URL."""
         base, encoding = get_base_url(response), response.encoding
 
         def absolute(href: str) -> str:  # the link extractor's URL (ASCII: no escaping)
@@ -191,7 +193,7 @@ class FocusedSpider(scrapy.Spider):
             self._count("focused/links/session_ids_stripped")
         try:
             return scrapy.Request(
-                clean, meta={"anchor_relevance": anchor_relevance, "parent_url": parent}
+                clean, meta={meta.ANCHOR_RELEVANCE: anchor_relevance, meta.PARENT_URL: parent}
             )
         except ValueError:  # e.g. a port out of range
             self._count("focused/links/ignored/bad_url")

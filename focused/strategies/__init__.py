@@ -1,29 +1,35 @@
-"""Link-ordering strategies, chosen with ``FOCUSED_STRATEGY``."""
+"""Link-ordering strategies, chosen with ``FOCUSED_STRATEGY``.
+
+``FOCUSED_STRATEGY`` is a name of :data:`STRATEGIES` or the dotted import path of a
+:class:`~focused.strategies.base.Strategy` subclass (``mypackage.module.MyStrategy``);
+:func:`strategy_class` resolves either. Importing this package loads no scikit-learn:
+the ``learning`` strategy's module is imported only when it is chosen.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import importlib
 from typing import Any
 
 from focused.strategies.annealing import AnnealingStrategy
-from focused.strategies.base import LinkScore, Parent, Strategy
+from focused.strategies.base import Link, LinkScore, Parent, Strategy, StrategyParams
 from focused.strategies.best_first import BestFirstStrategy
 from focused.strategies.bfs import BreadthFirstStrategy
 from focused.strategies.bsbs import BSBSStrategy
 from focused.strategies.gao import GaoStrategy
 from focused.strategies.genetic import GeneticStrategy
-from focused.strategies.learning import LearningStrategy, Link
-from focused.strategies.oracle import OracleStrategy
 
-STRATEGIES: dict[str, type] = {
+#: Registered strategies: name -> class, or the dotted path of a class whose module is
+#: imported only when the strategy is chosen.
+STRATEGIES: dict[str, type[Strategy] | str] = {
     "bfs": BreadthFirstStrategy,
     "best_first": BestFirstStrategy,
     "genetic": GeneticStrategy,
     "annealing": AnnealingStrategy,
     "bsbs": BSBSStrategy,
     "gao": GaoStrategy,
-    "learning": LearningStrategy,  # issue 8: learnt online (focused.ranking.learning)
-    "oracle": OracleStrategy,  # benchmark only: knows the targets (focused.bench)
+    # learnt online (focused.ranking.learning): numpy-heavy, loaded on demand
+    "learning": "focused.strategies.learning.LearningStrategy",
 }
 
 __all__ = [
@@ -32,54 +38,51 @@ __all__ = [
     "LinkScore",
     "Parent",
     "Strategy",
+    "StrategyParams",
     "UnknownStrategy",
     "build",
+    "strategy_class",
 ]
 
 
 class UnknownStrategy(ValueError):
-    """A strategy name that is not in :data:`STRATEGIES`."""
+    """A ``FOCUSED_STRATEGY`` that is neither registered nor a Strategy class's path."""
 
 
-def build(
-    name: str,
-    *,
-    m0: float = 100.0,
-    ratio: float = 0.8,
-    anchor_threshold: float = 0.2,
-    max_hops: int = 6,
-    widening: float = 0.5,
-    bsbs_depth: int = 2,
-    title_weight: float = 4.0,
-    targets: frozenset[str] = frozenset(),
-    keywords: Mapping[str, float] | None = None,
-    learning: Mapping[str, Any] | None = None,
-) -> Any:
-    """The strategy called ``name`` with its parameters (one-line error when unknown).
-
-    ``targets`` (canonical URLs) are only read by the benchmark's ``oracle``; the topic's
-    ``keywords`` and the ``learning`` parameters (:class:`LearningStrategy` fields) by
-    ``learning``.
-    """
-    genetic = {"m0": m0, "ratio": ratio, "anchor_threshold": anchor_threshold, "max_hops": max_hops}
-    if name == "bfs":
-        return BreadthFirstStrategy()
-    if name == "best_first":
-        return BestFirstStrategy(title_weight=title_weight)
-    if name == "genetic":
-        return GeneticStrategy(**genetic)
-    if name == "annealing":
-        return AnnealingStrategy(**genetic, widening=widening)
-    if name == "bsbs":
-        return BSBSStrategy(depth=bsbs_depth, title_weight=title_weight)
-    if name == "gao":
-        return GaoStrategy()
-    if name == "learning":
-        return LearningStrategy(
-            keywords=dict(keywords or {}), **genetic, title_weight=title_weight, **(learning or {})
+def strategy_class(name: str) -> type[Strategy]:
+    """The class of the strategy ``name``: a key of :data:`STRATEGIES` or the dotted
+    path of a :class:`Strategy` subclass; :class:`UnknownStrategy` (one line) else."""
+    name = name.strip()
+    found = STRATEGIES.get(name)
+    if found is None and "." not in name:
+        raise UnknownStrategy(
+            f"unknown FOCUSED_STRATEGY {name!r}; valid: {', '.join(sorted(STRATEGIES))}"
+            " or the dotted path of a focused.strategies.base.Strategy subclass"
         )
-    if name == "oracle":
-        return OracleStrategy(targets=frozenset(targets))
-    raise UnknownStrategy(
-        f"unknown FOCUSED_STRATEGY {name!r}; valid: {', '.join(sorted(STRATEGIES))}"
-    )
+    if found is None or isinstance(found, str):
+        found = _load(found or name)
+    return found
+
+
+def _load(path: str) -> type[Strategy]:
+    module_name, _, attr = path.rpartition(".")
+    try:
+        module = importlib.import_module(module_name)
+    except (ImportError, ValueError) as exc:
+        raise UnknownStrategy(
+            f"FOCUSED_STRATEGY {path!r}: cannot import {module_name!r} ({exc})"
+        ) from None
+    cls: Any = getattr(module, attr, None)
+    if cls is None:
+        raise UnknownStrategy(f"FOCUSED_STRATEGY {path!r}: {module_name} has no {attr!r}")
+    if not (isinstance(cls, type) and issubclass(cls, Strategy)):
+        raise UnknownStrategy(
+            f"FOCUSED_STRATEGY {path!r} is not a focused.strategies.base.Strategy subclass"
+        )
+    return cls
+
+
+def build(name: str, **params: Any) -> Strategy:
+    """The strategy ``name`` built from :class:`StrategyParams` ``params`` (a shortcut
+    for tests and scripts; a crawl goes through :func:`focused.config.strategy`)."""
+    return strategy_class(name).from_params(StrategyParams(**params))

@@ -1,25 +1,33 @@
 """``best_first``: links inherit the relevance of the page that holds them.
 
-The baseline of seed 000's experiment ("best-first search on page text"): a link's
-value is its parent's page relevance A = 4B + C (seed 002), scaled to [0, 1].
+The baseline of the m-value rule's experiment (Liu, Xia & Xu 2010: "best-first search
+on page text"): a link's value is its parent's page relevance A = 4B + C (the
+page-relevance rule), scaled to [0, 1].
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from focused.strategies.base import LinkScore, Parent, value_priority
+from focused.strategies.base import (
+    Link,
+    LinkScore,
+    Parent,
+    Strategy,
+    StrategyParams,
+    value_priority,
+)
 
 
 @dataclass
-class BestFirstStrategy:
+class BestFirstStrategy(Strategy):
     title_weight: float = 4.0
-    name: str = "best_first"
-    anneal: bool = False
+    name = "best_first"
 
-    def seed(self) -> LinkScore:
-        return LinkScore(priority=value_priority(1.0), value=1.0)
+    @classmethod
+    def from_params(cls, params: StrategyParams) -> BestFirstStrategy:
+        return cls(title_weight=params.title_weight)
 
-    def score(self, parent: Parent, url: str, anchor_relevance: float) -> LinkScore | None:
+    def score(self, parent: Parent, link: Link) -> LinkScore | None:
         value = parent.page_relevance / (self.title_weight + 1.0)
         return LinkScore(priority=value_priority(value), value=value)

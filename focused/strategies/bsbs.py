@@ -1,4 +1,4 @@
-"""``bsbs``: best-first with a tunneling depth D (BS-BS, Lin et al., seed 004).
+"""``bsbs``: best-first with a tunneling depth D (BS-BS tunneling depth, Lin et al. 2007).
 
 Best-first keeps links of relevant pages. BS-BS does not drop the links of an irrelevant
 page at once: it explores at most D irrelevant hops below the last relevant page. A
@@ -10,20 +10,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from focused.strategies.base import LinkScore, Parent, value_priority
+from focused.strategies.base import (
+    Link,
+    LinkScore,
+    Parent,
+    Strategy,
+    StrategyParams,
+    value_priority,
+)
 
 
 @dataclass
-class BSBSStrategy:
+class BSBSStrategy(Strategy):
     depth: int = 2  # D
     title_weight: float = 4.0
-    name: str = "bsbs"
-    anneal: bool = False
+    name = "bsbs"
 
-    def seed(self) -> LinkScore:
-        return LinkScore(priority=value_priority(1.0), value=1.0)
+    @classmethod
+    def from_params(cls, params: StrategyParams) -> BSBSStrategy:
+        return cls(depth=params.bsbs_depth, title_weight=params.title_weight)
 
-    def score(self, parent: Parent, url: str, anchor_relevance: float) -> LinkScore | None:
+    def score(self, parent: Parent, link: Link) -> LinkScore | None:
         hops = 0 if parent.relevant else parent.hops + 1
         if hops > self.depth:
             return None

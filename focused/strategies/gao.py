@@ -1,4 +1,4 @@
-"""``gao``: link weight v / (t * l) of Gao and Han (seed 003).
+"""``gao``: Gao & Han's link weight v / (t * l).
 
 Seed links weigh 1. A page whose relevance is below the threshold is dropped: its links
 are not followed. Otherwise each of its links weighs ``v / (t * l)``: v the page's
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from focused.strategies.base import LinkScore, Parent, value_priority
+from focused.strategies.base import Link, LinkScore, Parent, Strategy, value_priority
 
 
 def url_levels(url: str) -> int:
@@ -21,15 +21,14 @@ def url_levels(url: str) -> int:
 
 
 @dataclass
-class GaoStrategy:
-    name: str = "gao"
-    anneal: bool = False
+class GaoStrategy(Strategy):
+    name = "gao"
 
     def seed(self) -> LinkScore:
         return LinkScore(priority=value_priority(1.0, 10**9), value=1.0)
 
-    def score(self, parent: Parent, url: str, anchor_relevance: float) -> LinkScore | None:
+    def score(self, parent: Parent, link: Link) -> LinkScore | None:
         if not parent.relevant:
             return None
-        value = parent.body_relevance / (max(1, parent.link_count) * url_levels(url))
+        value = parent.body_relevance / (max(1, parent.link_count) * url_levels(link.url))
         return LinkScore(priority=value_priority(value, 10**9), value=value)

@@ -1,14 +1,15 @@
-"""``learning``: link priorities learnt online from the pages the crawl fetches (issue 8).
+"""``learning``: link priorities learnt online from the pages the crawl fetches.
 
 ACHE-style: every fetched page is a labelled example — labelled by the crawler's own
-page relevance A (seed 002), graded on a log scale (:func:`focused.ranking.learning.label`) —
-and the models it trains score the links found after it (:mod:`focused.ranking.learning`):
+page relevance A (the page-relevance rule A = 4B + C), graded on a log scale
+(:func:`focused.ranking.learning.label`) — and the models it trains score the links
+found after it (:mod:`focused.ranking.learning`):
 
 - the **term model** (always): a link's value is the best learnt term of its anchor
   text and URL words, mixed with the mean term of the text around it (``context``);
 - the **link classifier** (``link_model=True``): an ``SGDRegressor`` on the evidence of
   the link that led to each page, blended in as ``n / (n + classifier_prior)``;
-- the **m-value channel** (seed 000): a link keeps ``m = M0`` when its anchor is
+- the **m-value channel** (Liu, Xia & Xu 2010): a link keeps ``m = M0`` when its anchor is
   relevant to the topic *expanded by relevance feedback* (``r > f``), else
   ``m = m_parent * b``; past ``max_hops`` irrelevant hops a link is dropped, so the
   frontier stays bounded. The value itself is not ordered by m.
@@ -20,8 +21,7 @@ keeps it packed in the waiting entry and every ``FOCUSED_RESCORE_EVERY`` learnt 
 hands all of it to :meth:`LearningStrategy.rescore` in one batch and re-orders the
 waiting links (:meth:`focused.frontier.memory.MemoryFrontier.rescore`). Hub evidence
 (``hub_prior`` > 0, off by default) shrinks a parent's label to its fetched children's
-mean label. With ``anneal`` the scheduler adds seed 001's simulated-annealing pick on
-the values.
+mean label.
 """
 
 from __future__ import annotations
@@ -29,17 +29,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
+from focused import meta
+from focused.meta import PageFacts
 from focused.ranking import mvalue
 from focused.ranking.learning import (
-    META_ANCHOR,
-    META_CONTEXT,
-    META_EVIDENCE,
-    META_PARENT,
-    META_TERMS,
     HubModel,
     LinkClassifier,
     LinkEvidence,
@@ -51,8 +48,15 @@ from focused.ranking.learning import (
     encode_evidence,
     label,
 )
-from focused.ranking.relevance import term_counts
-from focused.strategies.base import LinkScore, Parent, value_priority
+from focused.strategies.base import (
+    Link,
+    LinkScore,
+    Parent,
+    SettingsReader,
+    Strategy,
+    StrategyParams,
+    value_priority,
+)
 
 #: Seeds rank above every link (link values are at most 1).
 SEED_VALUE = 2.0
@@ -62,25 +66,8 @@ PRIORITY_SCALE = 1_000_000
 PARENT_FLOOR = 1e-3
 
 
-@dataclass(frozen=True, slots=True)
-class LearnedScore(LinkScore):
-    """A :class:`LinkScore` with the few numbers its request must carry for
-    :meth:`LearningStrategy.observe` (the middleware adds ``meta`` to the request's)."""
-
-    meta: Mapping[str, Any] = field(default_factory=dict)
-
-
-class Link(NamedTuple):
-    """One link of a page, as the priority middleware hands it over."""
-
-    url: str
-    anchor_relevance: float  # r with the topic's own keywords (the spider's)
-    anchor: str = ""
-    context: str = ""
-
-
 @dataclass
-class LearningStrategy:
+class LearningStrategy(Strategy):
     """Online-learnt link values with the m-value channel on top (see the module doc)."""
 
     keywords: Mapping[str, float] = field(default_factory=dict)
@@ -106,10 +93,56 @@ class LearningStrategy:
     hub_prior: float = 0.0
     #: give each link its rescoring evidence (the frontier re-orders waiting links)
     rescore_links: bool = True
-    name: str = "learning"
-    anneal: bool = False
-    #: tells the spider to put anchor text, context and page text in the meta
-    link_evidence: bool = True
+    name = "learning"
+    #: the spider puts anchor text and context in the meta, and the page's terms in its
+    #: facts
+    link_evidence = True
+    learns = True
+
+    @classmethod
+    def params_from_settings(cls, read: SettingsReader) -> dict[str, Any]:
+        """The ``FOCUSED_LEARNING_*`` settings (and the frontier's rescoring), checked."""
+        values: dict[str, Any] = {
+            "shrinkage": read.in_range("FOCUSED_LEARNING_SHRINKAGE", 0.0, 1e6),
+            "context_share": read.in_range(
+                "FOCUSED_LEARNING_CONTEXT_SHARE", 0.0, 1.0, open_low=False, open_high=False
+            ),
+            "label_floor": read.in_range("FOCUSED_LEARNING_LABEL_FLOOR", 0.0, 1.0),
+            "parent_share": read.in_range(
+                "FOCUSED_LEARNING_PARENT_SHARE", 0.0, 1.0, open_low=False, open_high=False
+            ),
+            "keyword_pages": read.in_range(
+                "FOCUSED_LEARNING_KEYWORD_PAGES", 0.0, 1e6, open_low=False
+            ),
+            "expand_terms": int(
+                read.in_range("FOCUSED_LEARNING_EXPAND_TERMS", 0, 10_000, open_low=False)
+            ),
+            "expand_cap": read.in_range("FOCUSED_LEARNING_EXPAND_CAP", 0.0, 1e6, open_low=False),
+            "classifier_prior": read.in_range(
+                "FOCUSED_LEARNING_CLASSIFIER_PRIOR", 0.0, 1e9, open_low=False
+            ),
+            "hub_prior": read.in_range("FOCUSED_LEARNING_HUB_PRIOR", 0.0, 1e6, open_low=False),
+            # links carry rescoring evidence only for a frontier that will rescore them
+            "rescore_links": int(read.in_range("FOCUSED_RESCORE_EVERY", 0, 1e12, open_low=False))
+            > 0
+            and read.text("FOCUSED_FRONTIER") == "memory",
+        }
+        read.in_range("FOCUSED_RESCORE_BUDGET", 0, 1e12, open_low=False)
+        values["link_model"] = read.flag("FOCUSED_LEARNING_CLASSIFIER")
+        return values
+
+    @classmethod
+    def from_params(cls, params: StrategyParams) -> LearningStrategy:
+        return cls(
+            keywords=dict(params.keywords),
+            m0=params.m0,
+            ratio=params.ratio,
+            anchor_threshold=params.anchor_threshold,
+            max_hops=params.max_hops,
+            title_weight=params.title_weight,
+            random_seed=params.seed,
+            **params.options,
+        )
 
     def __post_init__(self) -> None:
         self.terms = TermModel(
@@ -139,17 +172,13 @@ class LearningStrategy:
     def seed(self) -> LinkScore:
         return LinkScore(priority=value_priority(SEED_VALUE), value=1.0, m=self.m0)
 
-    def score(self, parent: Parent, url: str, anchor_relevance: float) -> LinkScore | None:
-        """One link without its text (the middleware batches through :meth:`score_links`)."""
-        return self.score_links(parent, [Link(url, anchor_relevance)])[0]
-
     def score_links(self, parent: Parent, links: Sequence[Link]) -> list[LinkScore | None]:
         """Scores of all links of ``parent``: one vectorizer call per model, numpy over
         the links."""
         if not links:
             return []
         r = self._anchor_relevance(links)
-        # the m-value channel (seed 000): every link of a page gets one of two states
+        # the m-value channel (the m-value rule): every link of a page gets one of two states
         m_parent = parent.m or self.m0
         states = []
         for ri in (math.inf, -math.inf):  # relevant anchor, irrelevant anchor
@@ -172,7 +201,7 @@ class LearningStrategy:
         evidence = [
             LinkEvidence(
                 links[i].url,
-                links[i].anchor,
+                links[i].anchor_text,
                 links[i].context,
                 parent_degree,
                 r_list[i],
@@ -201,35 +230,36 @@ class LearningStrategy:
         if self.rescores:
             # what the frontier keeps to score the link again (:meth:`rescore`)
             blobs = encode_evidence(link_terms, parent_label, parent_id)
-            metas = [{META_EVIDENCE: blob} for blob in blobs]
+            metas = [{meta.EVIDENCE: blob} for blob in blobs]
         elif self.classifier is not None:
             # the classifier learns from the link's evidence when its page comes back
             terms_list = terms.tolist()
             metas = [
-                {META_PARENT: round(parent_degree, 6), META_TERMS: round(t, 6)} for t in terms_list
+                {meta.PARENT_RELEVANCE: round(parent_degree, 6), meta.TERM_SCORE: round(t, 6)}
+                for t in terms_list
             ]
         else:
             metas = [{}] * len(kept)
         for j, (i, value) in enumerate(zip(kept, values.tolist(), strict=True)):
             m, hops = states[0 if relevant_list[i] else 1]
-            scores[i] = LearnedScore(priorities[j], value, m, hops, metas[j])
+            scores[i] = LinkScore(priorities[j], value, m, hops, metas[j])
         return scores
 
     def _with_parent(self, values: np.ndarray, parent_label: np.ndarray | float) -> np.ndarray:
         """The parent's own label weighs in geometrically: a link of a page the crawl
-        judged irrelevant is discounted, never dropped (seed 001 weighs the parent page
-        and the anchor; here the anchor side is learnt)."""
+        judged irrelevant is discounted, never dropped (He, Cheng & Cai 2009 weigh the
+        parent page and the anchor; here the anchor side is learnt)."""
         if self.parent_share <= 0:
             return values
         parent = np.maximum(PARENT_FLOOR, parent_label)
         return np.clip(values, 0.0, 1.0) ** (1.0 - self.parent_share) * (parent**self.parent_share)
 
-    @property
+    @property  # type: ignore[override]
     def rescores(self) -> bool:
         """Links carry rescoring evidence (the term model alone scores them)."""
         return self.rescore_links and self.classifier is None
 
-    @property
+    @property  # type: ignore[override]
     def keeps_link_text(self) -> bool:
         """Anchor text and context must come back with the page (the classifier)."""
         return self.classifier is not None
@@ -250,45 +280,35 @@ class LearningStrategy:
 
     def _anchor_relevance(self, links: Sequence[Link]) -> np.ndarray:
         """r of each anchor with the expanded topic (the spider's r until there is one)."""
-        if self._vector is None or not any(link.anchor for link in links):
+        if self._vector is None or not any(link.anchor_text for link in links):
             return np.array([link.anchor_relevance for link in links], dtype=np.float64)
-        return self._vector.cosines([link.anchor for link in links])
+        return self._vector.cosines([link.anchor_text for link in links])
 
     # --- learning -------------------------------------------------------------------
-    def observe(
-        self,
-        url: str,
-        page_relevance: float,
-        relevant: bool,
-        text: str = "",
-        link: Mapping[str, Any] | None = None,
-        terms: Sequence[str | bytes] | None = None,
-    ) -> None:
+    def observe(self, url: str, page: PageFacts, link: Mapping[str, Any]) -> None:
         """A fetched page: its relevance labels the link that led to it (``link``: the
-        request's meta) and its ``text`` (title and body) teaches the term model; or
-        ``terms``, the distinct terms of that text when the caller counted them
-        (:func:`focused.ranking.relevance.term_counts`)."""
-        y = label(degree(page_relevance, self.title_weight), self.label_floor)
+        request's meta) and its distinct terms (``page.terms``, title and body, UTF-8:
+        :func:`focused.ranking.relevance.term_counts`) teach the term model."""
+        y = label(degree(page.page_relevance, self.title_weight), self.label_floor)
         self.pages += 1
-        if terms is None:
-            terms = list(term_counts(text)) if text else []
+        terms = page.terms or ()
         if self.hubs is not None:
-            self.hubs.add(url, y, str(link.get("parent_url") or "") if link is not None else "")
+            self.hubs.add(url, y, str(link.get(meta.PARENT_URL) or ""))
         self.terms.learn_page(terms, y)
-        if self.classifier is not None and link is not None and META_ANCHOR in link:
+        if self.classifier is not None and meta.ANCHOR_TEXT in link:
             self.classifier.learn(
                 LinkEvidence(
                     url,
-                    str(link.get(META_ANCHOR, "")),
-                    str(link.get(META_CONTEXT, "")),
-                    float(link.get(META_PARENT, 0.0)),
-                    float(link.get("anchor_relevance", 0.0)),
-                    int(link.get("hops", 0)),
-                    float(link.get(META_TERMS, 0.0)),
+                    str(link.get(meta.ANCHOR_TEXT, "")),
+                    str(link.get(meta.LINK_CONTEXT, "")),
+                    float(link.get(meta.PARENT_RELEVANCE, 0.0)),
+                    float(link.get(meta.ANCHOR_RELEVANCE, 0.0)),
+                    int(link.get(meta.HOPS, 0)),
+                    float(link.get(meta.TERM_SCORE, 0.0)),
                 ),
                 y,
             )
-        if relevant and self.expand_terms and terms:
+        if page.relevant and self.expand_terms and terms:
             # background frequencies: the term model's (no second count of every page)
             self.expander.add_relevant(terms)  # UTF-8 terms, decoded only when added
             self.relevant_pages += 1

@@ -47,6 +47,9 @@ DOWNLOADER_MIDDLEWARES = {
     "focused.robots.FocusedRobotsTxtMiddleware": 100,
     # Charset repair, binary bodies, per-host page cap (see docs/robustness.md).
     "focused.robustness.RobustnessMiddleware": 585,
+    # A host that does not resolve or answer: one WARNING line (focused/network.py).
+    "focused.network.QuietNetworkGiveUp": 560,
+    "focused.network.NetworkErrorMiddleware": 540,
 }
 # Only http(s) is crawled: a page linking file:///etc/passwd must not get it read.
 DOWNLOAD_HANDLERS = {"file": None, "ftp": None, "s3": None, "data": None}

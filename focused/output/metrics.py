@@ -1,6 +1,6 @@
 """Recall and precision of a focused crawl against the number of pages crawled.
 
-Definitions from seed 000 (section "Evaluation" of ALGORITHMS.md):
+Definitions of Liu, Xia & Xu 2010 (section "Evaluation" of ALGORITHMS.md):
 
 - recall = target pages collected / all target pages;
 - precision = target pages collected / all pages crawled (the *harvest rate*).
@@ -103,7 +103,8 @@ def targets_from_labels(
 
 
 class HarvestCurve:
-    """Recall and precision after every page of a crawl (seed 000's evaluation).
+    """Recall and precision after every page of a crawl (the evaluation of Liu, Xia & Xu
+    2010).
 
     ``targets``: canonical absolute URLs of all target pages, or ``None``/empty when
     unknown. A page counts once (a URL added again is ignored). ``is_target`` given to
@@ -203,11 +204,12 @@ class HarvestCurve:
         return total / budget
 
     def summary(self) -> dict[str, object]:
-        """The final numbers as a JSON-ready dict."""
+        """The final numbers as a JSON-ready dict; ``targets`` and ``recall`` are None
+        when no target is known (recall not measured, not "0 of 0")."""
         return {
             "pages": self.pages,
             "relevant": self.relevant_pages,
-            "targets": len(self.targets),
+            "targets": len(self.targets) if self.targets_known else None,
             "targets_found": self.targets_found,
             "precision": self.precision,
             "recall": self.recall,

@@ -55,7 +55,7 @@ def unreachable_reason(url: str, timeout: float = 3.0) -> str | None:
     host = parts.hostname or ""
     port = parts.port or (443 if parts.scheme == "https" else 80)
     if not host or host.rstrip(".").lower().endswith(".invalid") or host == "invalid":
-        return f"DNS lookup failed for {host or url!r}"
+        return f"DNS lookup failed for {host or url}"
     try:
         addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):

@@ -40,7 +40,7 @@ sandbox: install
 	$(SCRAPY) sandbox --port $(PORT)
 
 test: install
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check focused tests bench

@@ -107,6 +107,9 @@ DEFAULTS: dict[str, Any] = {
     ],
     # --- output ----------------------------------------------------------------
     "FOCUSED_OUTPUT_DIR": "out/crawl",
+    # add a crawl of another topic or strategy to a FOCUSED_OUTPUT_DIR whose page store
+    # holds pages of an earlier one (False: the crawl command refuses, exit status 2)
+    "FOCUSED_CONTINUE": False,
     "FOCUSED_METRICS_LOG_EVERY": 50,
     # page store (focused/output/store.py): rows per SQLite transaction (1 = every page is
     # durable when the pipeline returns; WAL keeps that at thousands of pages/s), and

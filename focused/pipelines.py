@@ -19,6 +19,7 @@ from twisted.python.failure import Failure
 from focused import signals as focused_signals
 from focused.defaults import get
 from focused.output.metrics import HarvestCurve
+from focused.output.record import write_record
 from focused.output.store import COLUMNS, PageStore, content_hash, stored_pages
 
 if TYPE_CHECKING:
@@ -289,12 +290,16 @@ class MetricsPipeline:
     """Follow recall and precision (the evaluation of Liu, Xia & Xu 2010) after every page.
 
     A page is a target when the item's ``is_target`` says so; when it is ``None``, when
-    its canonical URL is in ``spider.targets``. Sets the stats ``focused/pages``,
-    ``focused/relevant``, ``focused/targets``, ``focused/targets_found``,
-    ``focused/precision`` and ``focused/recall``, logs one INFO line every
-    ``FOCUSED_METRICS_LOG_EVERY`` pages and at close writes ``metrics.csv`` (one row per
-    page), ``curve.png`` and ``summary.json`` in ``FOCUSED_OUTPUT_DIR``. When the crawl
-    resumes a job (``JOBDIR`` set), the curve starts from the pages already stored there.
+    its canonical URL is in ``spider.targets``. An empty target set means "unknown":
+    ``focused/targets``, ``focused/recall`` and the summary's ``targets`` and ``recall``
+    are then None (recall not measured), never "0 of 0". Sets the stats
+    ``focused/pages``, ``focused/relevant``, ``focused/targets``,
+    ``focused/targets_found``, ``focused/precision`` and ``focused/recall``, logs one INFO
+    line every ``FOCUSED_METRICS_LOG_EVERY`` pages, writes ``crawl.json`` (topic,
+    strategy and web of the crawl, :mod:`focused.output.record`) when the crawl opens and
+    at close writes ``metrics.csv`` (one row per page), ``curve.png`` and
+    ``summary.json`` in ``FOCUSED_OUTPUT_DIR``. When the crawl resumes a job (``JOBDIR``
+    set), the curve starts from the pages already stored there.
 
     Settings: ``FOCUSED_OUTPUT_DIR``, ``FOCUSED_METRICS_LOG_EVERY``, ``JOBDIR``,
     ``FOCUSED_STRATEGY`` (labels the plot and summary).
@@ -341,6 +346,8 @@ class MetricsPipeline:
                 self.targets = frozenset(getattr(spider, "targets", None) or ())
             topic = getattr(spider, "topic", None)
             self.topic = str(getattr(topic, "name", "") or "")
+            web = getattr(getattr(spider, "web", None), "kind", "")
+            write_record(self.output_dir, topic=self.topic, strategy=self.strategy, web=web)
         self.curve = HarvestCurve(self.targets)
         self.started = time.time()
         if self.resume:
@@ -368,7 +375,7 @@ class MetricsPipeline:
         for key, value in (
             ("pages", c.pages),
             ("relevant", c.relevant_pages),
-            ("targets", len(c.targets)),
+            ("targets", len(c.targets) if c.targets_known else None),
             ("targets_found", c.targets_found),
             ("precision", round(c.precision, 6)),
             ("recall", None if c.recall is None else round(c.recall, 6)),

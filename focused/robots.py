@@ -186,11 +186,15 @@ class FocusedRobotsTxtMiddleware(RobotsTxtMiddleware):
             self.delays.set_floor(request, float(delay))
 
     def _robots_error(self, exc: Exception, netloc: str) -> None:
-        if isinstance(exc, IgnoreRequest):
+        # a DNS or connection failure comes as focused.network.NetworkError (an
+        # IgnoreRequest, so Scrapy logs no traceback): its host is unreachable all the same
+        original = getattr(exc, "original", None)
+        if isinstance(exc, IgnoreRequest) and original is None:
             super()._robots_error(exc, netloc)  # Scrapy's "allow all"
             return
-        self._stats.inc_value(f"robotstxt/exception_count/{type(exc)}")
-        self._unreachable(netloc, type(exc).__name__)
+        cause = original if isinstance(original, Exception) else exc
+        self._stats.inc_value(f"robotstxt/exception_count/{type(cause)}")
+        self._unreachable(netloc, str(getattr(exc, "reason", "") or type(cause).__name__))
 
     def _unreachable(self, netloc: str, reason: str) -> None:
         self._stats.inc_value("focused/robotstxt/unreachable")

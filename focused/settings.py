@@ -59,6 +59,9 @@ DOWNLOADER_MIDDLEWARES = {
     # A body that is not what its Content-Encoding says is kept as sent, not lost.
     "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
     "focused.robustness.FocusedHttpCompressionMiddleware": 590,
+    # A host that does not resolve or answer: one WARNING line (focused/network.py).
+    "focused.network.QuietNetworkGiveUp": 560,
+    "focused.network.NetworkErrorMiddleware": 540,
 }
 # Resolves IPv4 and IPv6, refuses internal addresses after resolution (Scrapy 2.19's
 # name for DNS_RESOLVER, which it deprecates).

@@ -60,6 +60,9 @@ def test_unknown_topic(project_root: Path, venv_scrapy: list[str], out: Path) ->
 def test_no_topic(project_root: Path, venv_scrapy: list[str], out: Path) -> None:
     line = the_error(crawl(project_root, venv_scrapy, out), out)
     assert "topic=" in line
+    # like the unknown-topic error, it says which topics there are
+    assert "available topics:" in line
+    assert all(name in line for name in ("chemistry", "physics", "mathematics", "music"))
 
 
 def test_broken_topic_file(

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import csv
+import json
+import warnings
 from pathlib import Path
 
 import pytest
 
 from focused.output.metrics import HarvestCurve, read_labels, read_points_csv, targets_from_labels
 from focused.output.plot import plot_curves
+from focused.output.report import report
 
 BASE = "http://127.0.0.1:8000/wiki/Chemistry.html"
-WIKISPEEDIA = Path("/work/shared/data/wikispeedia-site/labels.tsv")
+# the corpus next to the checkout, as tests/test_bench_quality.py finds it
+WIKISPEEDIA = (
+    Path(__file__).resolve().parents[2] / "shared" / "data" / "wikispeedia-site" / "labels.tsv"
+)
 
 # (url, relevant, is_target) -- targets are A, B, C, D
 SEQUENCE = [
@@ -105,7 +111,7 @@ def test_read_labels_and_targets() -> None:
     assert countries == frozenset({"http://127.0.0.1:9/wiki/%C3%89ire.html"})
 
 
-@pytest.mark.skipif(not WIKISPEEDIA.is_file(), reason="wikispeedia corpus not present")
+@pytest.mark.skipif(not WIKISPEEDIA.is_file(), reason=f"wikispeedia labels not at {WIKISPEEDIA}")
 def test_wikispeedia_chemistry_has_191_targets() -> None:
     with WIKISPEEDIA.open(encoding="utf-8") as fh:
         labels = read_labels(fh)
@@ -143,3 +149,45 @@ def test_csv_round_trip_and_plot(tmp_path: Path) -> None:
     for png in (one, many):
         data = png.read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
+
+
+def test_no_test_is_tied_to_one_machine() -> None:
+    """Data next to the checkout is found relative to it, never by an absolute path."""
+    absolute = "/" + "work/"  # the folder of one machine (spelt so as not to match here)
+    for path in Path(__file__).parent.glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert f'"{absolute}' not in text and f"'{absolute}" not in text, path.name
+
+
+def test_make_test_shows_pytest_count_line() -> None:
+    """``make test`` adds no ``-q`` of its own (with PYTEST_ARGS=-q, two would hide the
+    "N passed" line)."""
+    makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text(encoding="utf-8")
+    recipe = makefile.split("\ntest:", 1)[1].split("\n\n", 1)[0]
+    assert "pytest" in recipe and "$(PYTEST_ARGS)" in recipe
+    assert " -q" not in recipe
+
+
+def test_an_empty_target_set_is_unknown_not_zero_of_zero(tmp_path: Path) -> None:
+    curve = HarvestCurve(frozenset())
+    curve.add("http://h/a", True)
+    summary = curve.summary()
+    assert summary["targets"] is None and summary["recall"] is None
+    assert curve.auc_recall(5) is None
+    assert HarvestCurve(TARGETS).summary()["targets"] == 4  # a known set keeps its size
+    (tmp_path / "summary.json").write_text(
+        json.dumps({"topic": "astronomy", "strategy": "bfs", **summary}), encoding="utf-8"
+    )
+    curve.to_csv(tmp_path / "metrics.csv")
+    text = report(tmp_path)
+    assert "recall n/a" in text and "not measured" in text
+    assert "0/0" not in text and "/None" not in text
+    assert text.splitlines()[3].split()[-1] == "n/a"
+
+
+def test_an_empty_crawl_plots_without_a_warning(tmp_path: Path) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for curves in ({"annealing": []}, [], {"annealing": [], "bfs": []}):
+            png = plot_curves(curves, tmp_path / "empty.png", "chemistry / annealing: 0 pages")
+            assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

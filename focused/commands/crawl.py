@@ -1,33 +1,123 @@
-"""``scrapy crawl`` with the focused spider's input checked first.
+"""``scrapy crawl`` with the focused spider's input checked first and its end explained.
 
-Same command as Scrapy's, except that for the ``focused`` spider a bad topic or a bad
-``FOCUSED_*`` setting prints one line (``focused: error: ...``) and exits with status 2
-before anything is fetched, instead of a traceback.
+Same command as Scrapy's, except that for the ``focused`` spider:
+
+- a bad topic, a bad ``FOCUSED_*`` setting, or a ``FOCUSED_OUTPUT_DIR`` that holds the
+  pages of a crawl of another topic or strategy (:mod:`focused.output.record`; allowed
+  with ``FOCUSED_CONTINUE``) prints one line (``focused: error: ...``) and exits with
+  status 2 before anything is fetched, instead of a traceback;
+- a crawl of the real web that fetched no page because no host could be reached (DNS
+  or connection failures, :mod:`focused.network`) prints one line and exits with
+  status 1;
+- a Ctrl-C (or SIGTERM) that stops Scrapy before the crawl is under way (while the
+  real web is probed, the sandbox generated, the spider opened: Scrapy then stops
+  without closing the spider) prints one line and
+  exits with status 130 (128 + SIGINT). A Ctrl-C later closes the crawl as Scrapy does
+  (the frontier is saved in ``JOBDIR``), with status 0 as before.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+from collections.abc import Callable
+from typing import Any
 
+from scrapy import signals
 from scrapy.commands.crawl import Command as ScrapyCrawl
+from scrapy.exceptions import UsageError
 
 from focused import config
 from focused.defaults import get
+from focused.output.record import mixing_error
 from focused.web.topics import TopicError, load_topic
+
+SIGINT_STATUS = 128 + signal.SIGINT  # 130, the shell's status for a Ctrl-C
+
+
+def fail(message: str) -> None:
+    print(f"focused: error: {message}", file=sys.stderr)
 
 
 class Command(ScrapyCrawl):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        if args and args[0] == "focused":
-            try:
-                settings = self.settings
-                topic = load_topic(
-                    opts.spargs.get("topic", ""), get(settings, "FOCUSED_TOPICS_DIR") or None
-                )
-                config.validate(settings, topic)
-            except (TopicError, config.ConfigError) as exc:
-                print(f"focused: error: {exc}", file=sys.stderr)
+        if not args or args[0] != "focused":
+            super().run(args, opts)
+            return
+        if len(args) > 1:
+            raise UsageError("running 'scrapy crawl' with more than one spider is not supported")
+        settings = self.settings
+        try:
+            topic = load_topic(
+                opts.spargs.get("topic", ""), get(settings, "FOCUSED_TOPICS_DIR") or None
+            )
+            config.validate(settings, topic)
+        except (TopicError, config.ConfigError) as exc:
+            fail(str(exc))
+            self.exitcode = 2
+            return
+        if not get(settings, "FOCUSED_CONTINUE"):
+            problem = mixing_error(
+                get(settings, "FOCUSED_OUTPUT_DIR"),
+                topic.name,
+                str(get(settings, "FOCUSED_STRATEGY")),
+            )
+            if problem:
+                fail(problem)
                 self.exitcode = 2
                 return
-        super().run(args, opts)
+        self._crawl_focused(opts)
+
+    def _crawl_focused(self, opts: argparse.Namespace) -> None:
+        process = self.crawler_process
+        assert process is not None
+        self._closed = False
+        self._signals: list[int] = []
+        for name in ("_signal_shutdown", "_signal_shutdown_reactorless"):
+            handler = getattr(process, name, None)
+            if callable(handler):  # Scrapy's Ctrl-C handlers (installed once it runs)
+                setattr(process, name, self._noting(handler))
+        crawler = self._create_crawler("focused")
+        crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+        try:
+            process.crawl(crawler, **opts.spargs)
+            process.start()
+        except KeyboardInterrupt:  # a Ctrl-C before Scrapy's handlers were installed
+            self._signals.append(signal.SIGINT)
+        if process.bootstrap_failed:
+            self.exitcode = 1
+        if not self._closed:  # Scrapy stopped before the crawl was under way
+            if self._signals:
+                print("focused: interrupted during start-up; nothing was fetched", file=sys.stderr)
+                self.exitcode = SIGINT_STATUS
+            return
+        self._check_real_web(crawler)
+
+    def _noting(self, handler: Callable[[int, Any], None]) -> Callable[[int, Any], None]:
+        def noted(signum: int, frame: Any) -> None:
+            self._signals.append(signum)
+            handler(signum, frame)
+
+        return noted
+
+    def _spider_closed(self, spider: Any) -> None:
+        self._closed = True
+
+    def _check_real_web(self, crawler: Any) -> None:
+        """A real-web crawl that stored nothing because no host answered: one line, 1."""
+        web = getattr(getattr(crawler.spider, "web", None), "kind", "")
+        stats = crawler.stats.get_stats() if crawler.stats is not None else {}
+        if web != "real" or stats.get("item_scraped_count"):
+            return
+        network = any(k.startswith("focused/errors/") for k in stats) or stats.get(
+            "focused/robotstxt/unreachable"
+        )
+        if not network or self._signals:
+            return
+        why = stats.get("focused/errors/first") or "no host answered"
+        fail(
+            f"no page could be fetched from the real web ({why}); check the network or"
+            " use FOCUSED_WEB=sandbox"
+        )
+        self.exitcode = 1

@@ -203,11 +203,12 @@ class HarvestCurve:
         return total / budget
 
     def summary(self) -> dict[str, object]:
-        """The final numbers as a JSON-ready dict."""
+        """The final numbers as a JSON-ready dict; ``targets`` and ``recall`` are None
+        when no target is known (recall not measured, not "0 of 0")."""
         return {
             "pages": self.pages,
             "relevant": self.relevant_pages,
-            "targets": len(self.targets),
+            "targets": len(self.targets) if self.targets_known else None,
             "targets_found": self.targets_found,
             "precision": self.precision,
             "recall": self.recall,

@@ -41,7 +41,8 @@ def plot_curves(
     ``curves``: a ``metrics.csv`` path, a list of :class:`~focused.output.metrics.Point` (or
     ``(pages, precision, recall, ...)`` tuples), or ``{label: one of those}`` for several
     strategies on one figure. A curve without targets (recall ``None``) has no recall
-    line; its precision is then the relevant-page harvest rate.
+    line; its precision is then the relevant-page harvest rate. An empty crawl gives
+    empty panels that say so (and no legend).
     """
     if isinstance(curves, Mapping):
         named = {str(label): _points(c) for label, c in curves.items()}
@@ -50,9 +51,11 @@ def plot_curves(
     fig, (ax_r, ax_p) = plt.subplots(2, 1, sharex=True, figsize=(8, 7), dpi=100)
     try:
         any_recall = False
+        labelled = False  # a labelled line was drawn: only then is there a legend
         for label, pts in named.items():
             if not pts:
                 continue
+            labelled = labelled or bool(label)
             pages = [p[0] for p in pts]
             (line,) = ax_p.plot(pages, [p[1] for p in pts], label=label or None, lw=1.5)
             recall = [(x, r) for x, _, r in pts if r is not None]
@@ -73,17 +76,27 @@ def plot_curves(
         ax_p.set_xlim(left=0)
         for ax in (ax_r, ax_p):
             ax.grid(True, alpha=0.3)
+        if not any(named.values()):
+            ax_p.text(
+                0.5,
+                0.5,
+                "no page crawled",
+                ha="center",
+                va="center",
+                transform=ax_p.transAxes,
+                color="gray",
+            )
         if not any_recall:
             ax_r.text(
                 0.5,
                 0.5,
-                "no targets known",
+                "no page crawled" if not any(named.values()) else "recall not measured",
                 ha="center",
                 va="center",
                 transform=ax_r.transAxes,
                 color="gray",
             )
-        if any(named):  # labelled curves
+        if labelled:
             ax_p.legend(loc="best", fontsize="small")
             if any_recall:
                 ax_r.legend(loc="lower right", fontsize="small")

@@ -14,14 +14,17 @@ def report(folder: Path) -> str:
     summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
     points = read_points_csv(folder / "metrics.csv")
     recall = summary.get("recall")
+    targets = summary.get("targets")
+    known = recall is not None and bool(targets)  # no target set: not measured, not 0 of 0
     lines = [
         f"topic {summary.get('topic')}, strategy {summary.get('strategy')}: "
         f"{summary['pages']} pages crawled, {summary['relevant']} relevant",
-        f"precision (harvest rate) {summary['precision']:.3f}, "
-        + (
-            f"recall {recall:.3f} ({summary['targets_found']}/{summary['targets']} targets)"
-            if recall is not None
-            else "recall unknown (no labelled targets)"
+        (
+            f"precision (harvest rate) {summary['precision']:.3f}, "
+            f"recall {recall:.3f} ({summary['targets_found']}/{targets} targets)"
+            if known
+            else f"precision (relevant pages / pages) {summary['precision']:.3f},"
+            " recall n/a (not measured: no known targets for this topic on this web)"
         ),
         "pages  precision  recall",
     ]
@@ -29,7 +32,7 @@ def report(folder: Path) -> str:
         index = max(0, len(points) * tenth // 10 - 1)
         if points:
             p = points[index]
-            r = "-" if p.recall is None else f"{p.recall:.3f}"
+            r = "n/a" if p.recall is None or not known else f"{p.recall:.3f}"
             lines.append(f"{p.pages:5d}  {p.precision:9.3f}  {r:>6}")
     lines.append(f"plot: {folder / 'curve.png'}; pages: {folder / 'pages.sqlite3'}")
     return "\n".join(lines)

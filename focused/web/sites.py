@@ -7,6 +7,7 @@ command works on a machine with internet and on one without.
 
 from __future__ import annotations
 
+import logging
 import socket
 import urllib.request
 from dataclasses import dataclass, field
@@ -18,6 +19,8 @@ from w3lib.url import canonicalize_url
 from focused.output.metrics import read_labels, targets_from_labels
 from focused.web.sandbox import SandboxServer, generate_site
 from focused.web.topics import Topic
+
+logger = logging.getLogger(__name__)
 
 
 class SandboxError(RuntimeError):
@@ -39,15 +42,38 @@ class Web:
             self.server = None
 
 
+def unreachable_reason(url: str, timeout: float = 3.0) -> str | None:
+    """Why the host of ``url`` does not accept a TCP connection within ``timeout``, in a
+    few words ("DNS lookup failed for example.org", "example.org does not answer"), or
+    None when it does.
+
+    A name under ``.invalid`` is refused at once, without asking any resolver (RFC 6761,
+    section 6.4: such names never resolve, and libraries should answer them negatively
+    themselves).
+    """
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    if not host or host.rstrip(".").lower().endswith(".invalid") or host == "invalid":
+        return f"DNS lookup failed for {host or url}"
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return f"DNS lookup failed for {host}"
+    for family, kind, proto, _, address in addresses:
+        try:
+            with socket.socket(family, kind, proto) as sock:
+                sock.settimeout(timeout)
+                sock.connect(address)
+                return None
+        except OSError:
+            continue
+    return f"{host} does not answer on port {port}"
+
+
 def reachable(url: str, timeout: float = 3.0) -> bool:
     """True when the host of ``url`` accepts a TCP connection within ``timeout``."""
-    parts = urlsplit(url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    try:
-        with socket.create_connection((parts.hostname or "", port), timeout=timeout):
-            return True
-    except OSError:
-        return False
+    return unreachable_reason(url, timeout) is None
 
 
 def load_labels(source: str) -> dict[str, list[str]]:
@@ -75,6 +101,11 @@ def open_web(
 ) -> Web:
     """Decide the web, start the sandbox if it is the one, and gather seeds and targets.
 
+    Each decision the user did not spell out is logged in one line: ``auto`` falling back
+    to the sandbox (and why the real web is unreachable), ``real`` with a first topic seed
+    that does not answer, and a web with no known target for the topic (recall is then
+    not measured, rather than measured against another topic's pages).
+
     ``seeds`` (``FOCUSED_SEEDS``) replace the topic's; ``labels`` (``FOCUSED_LABELS``) and
     ``category`` (``FOCUSED_TARGET_CATEGORY`` or the topic's) define the targets on a
     labelled web; the topic's own ``targets`` count on the real web. The sandbox listens
@@ -84,8 +115,23 @@ def open_web(
     category = category or topic.category
     if mode == "auto":
         first = (seeds or topic.seeds)[0]
-        mode = "real" if seeds or reachable(first) else "sandbox"
+        why = None if seeds else unreachable_reason(first)
+        mode = "real" if why is None else "sandbox"
+        if why is not None:
+            logger.warning(
+                "focused: the real web is unreachable (%s); crawling the sandbox web instead",
+                why,
+            )
+    elif mode == "real" and not seeds:  # FOCUSED_SEEDS (a benchmark's server): no probe
+        why = unreachable_reason(topic.seeds[0])
+        if why is not None:
+            logger.warning(
+                "focused: the real web looks unreachable (%s); crawling it anyway"
+                " (FOCUSED_WEB=real)",
+                why,
+            )
     if mode == "sandbox":
+        logger.info("focused: generating the sandbox web (%d pages)", sandbox_pages)
         site = generate_site(seed=sandbox_seed, pages=sandbox_pages, mode=sandbox_mode)
         if not sandbox_port and port_file is not None and port_file.is_file():
             sandbox_port = int(port_file.read_text().strip() or 0)
@@ -97,14 +143,38 @@ def open_web(
         if port_file is not None:
             port_file.parent.mkdir(parents=True, exist_ok=True)
             port_file.write_text(str(urlsplit(base).port))
-        prefix = category or "subject.Science.Chemistry"
-        targets = frozenset(canonicalize_url(base + p) for p in site.targets(prefix))
-        start = seeds or [base + p for p in site.seeds(prefix)]
+        # Only a category labels the sandbox's pages: without one (or with one the
+        # sandbox has no page for) there is no target, and recall is not measured.
+        paths = site.targets(category) if category else set()
+        targets = frozenset(canonicalize_url(base + p) for p in paths)
+        if not targets:
+            logger.warning(
+                "focused: the sandbox web has no pages labelled for topic %r (%s);"
+                " recall is not measured",
+                topic.name,
+                f"category {category}" if category else "no category",
+            )
+        start = seeds or [base + p for p in site.seeds(category or "-")]
         return Web("sandbox", start, targets, server)
     start = seeds or list(topic.seeds)
     if labels and category:  # a labelled web: its labels define the targets
         base = labels if urlsplit(labels).scheme in ("http", "https") else start[0]
         targets = targets_from_labels(load_labels(labels), category, urljoin(base, "/"))
+        if not targets:
+            logger.warning(
+                "focused: the labels %s have no page under category %s (topic %r);"
+                " recall is not measured",
+                labels,
+                category,
+                topic.name,
+            )
     else:
         targets = frozenset(canonicalize_url(u) for u in topic.targets)
+        if not targets:
+            logger.warning(
+                "focused: no targets are known for topic %r on the real web (%s, no"
+                " FOCUSED_LABELS, no targets in the topic file); recall is not measured",
+                topic.name,
+                f"category {category}" if category else "no category",
+            )
     return Web("real", start, targets)

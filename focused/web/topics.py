@@ -75,7 +75,11 @@ def available(directory: Path | Traversable) -> list[str]:
 def load_topic(name_or_path: str, directory: str | Path | None = None) -> Topic:
     """Load and validate a topic by name (``chemistry``) or by path to a ``.toml`` file."""
     if not name_or_path:
-        raise TopicError("no topic given: use -a topic=NAME or a path to a topic file")
+        names = ", ".join(available(topics_dir(directory))) or "none"
+        raise TopicError(
+            "no topic given: use -a topic=NAME or a path to a topic file;"
+            f" available topics: {names}"
+        )
     candidate = Path(name_or_path)
     path: Path | Traversable
     if name_or_path.endswith(".toml") or candidate.is_file():

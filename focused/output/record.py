@@ -1,0 +1,82 @@
+"""Which crawl an output folder holds: ``crawl.json`` (topic, strategy, web).
+
+:class:`~focused.pipelines.MetricsPipeline` writes the record when a crawl opens; the
+``crawl`` command reads it before anything is fetched and refuses to add a crawl of
+another topic or strategy to a folder whose page store holds pages (they would be
+mixed in one ``pages.sqlite3`` while ``summary.json`` and ``curve.png`` describe only
+the last one), unless ``FOCUSED_CONTINUE`` says so. A folder written before the record
+existed is recognised by its ``summary.json``.
+
+Pure module: no Scrapy import.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["RECORD", "mixing_error", "read_record", "stored_count", "write_record"]
+
+RECORD = "crawl.json"
+
+
+def write_record(folder: str | os.PathLike[str], **fields: Any) -> Path:
+    """Write ``folder/crawl.json`` (atomically) with ``fields`` and the start time."""
+    path = Path(folder) / RECORD
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = {**fields, "started_at": time.time()}
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def read_record(folder: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The topic and strategy of the crawl in ``folder``: its ``crawl.json``, else its
+    ``summary.json``; None when neither is there or readable."""
+    for name in (RECORD, "summary.json"):
+        path = Path(folder) / name
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and (data.get("topic") or data.get("strategy")):
+            return data
+    return None
+
+
+def stored_count(folder: str | os.PathLike[str]) -> int:
+    """Rows in ``folder/pages.sqlite3`` (0 when there is no store), read-only."""
+    path = Path(folder) / "pages.sqlite3"
+    if not path.is_file():
+        return 0
+    try:
+        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
+        try:
+            return int(con.execute("SELECT count(*) FROM pages").fetchone()[0])
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return 0
+
+
+def mixing_error(folder: str | os.PathLike[str], topic: str, strategy: str) -> str | None:
+    """One line when ``folder`` holds stored pages of a crawl of another topic or
+    strategy than ``topic`` / ``strategy``; None when a crawl of them may go there."""
+    record = read_record(folder)
+    if record is None:
+        return None
+    held_topic, held_strategy = str(record.get("topic", "")), str(record.get("strategy", ""))
+    if (held_topic, held_strategy.strip()) == (topic, strategy.strip()):
+        return None
+    if not stored_count(folder):
+        return None
+    return (
+        f"{folder} holds a crawl of topic {held_topic or '?'} with strategy"
+        f" {held_strategy or '?'}; use another FOCUSED_OUTPUT_DIR, or"
+        " -s FOCUSED_CONTINUE=True to add to it"
+    )

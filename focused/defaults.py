@@ -118,6 +118,17 @@ DEFAULTS: dict[str, Any] = {
     # cores it saved Scrapy's thread ~0.1 ms per page for ~0.4 ms more CPU (docs/speed.md)
     "FOCUSED_STORE_GZIP_LEVEL": 1,
     "FOCUSED_STORE_THREAD": False,
+    # full-text index of the stored pages (focused/output/fulltext.py, docs/search.md):
+    # on/off, and the characters of a page's main text that the spider hands on for it
+    "FOCUSED_INDEX": True,
+    "FOCUSED_INDEX_MAX_CHARS": 100000,
+    # progress line (focused/extensions.py): every N pages or T seconds, whichever comes
+    # first (0: never by that measure); with pages/s, harvest rate overall and over the
+    # pages since the last line, recall, queue sizes and the annealing temperature
+    "FOCUSED_PROGRESS_EVERY_PAGES": 500,
+    "FOCUSED_PROGRESS_EVERY_SECONDS": 30.0,
+    # write report.html (focused/output/html_report.py) at the end of every crawl
+    "FOCUSED_REPORT": True,
 }
 
 

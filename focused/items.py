@@ -18,10 +18,10 @@ class PageItem:
     title: str = ""
     title_relevance: float = 0.0  # B = cos(topic, title)
     body_relevance: float = 0.0  # C = cos(topic, body)
-    page_relevance: float = 0.0  # A = 4B + C (seed 002)
+    page_relevance: float = 0.0  # the page-relevance rule A = 4B + C
     relevant: bool = False  # A > FOCUSED_PAGE_THRESHOLD
     is_target: bool | None = None  # from labels / topic targets; None when unknown
-    m: float = 0.0  # message value of the request that fetched it (seed 000)
+    m: float = 0.0  # message value of the request that fetched it (Liu, Xia & Xu 2010)
     anchor_relevance: float = 0.0  # r of the link that led here
     link_value: float = 0.0  # the strategy's value of that link
     depth: int = 0

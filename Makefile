@@ -109,3 +109,9 @@ SPEED_ARGS ?=
 .PHONY: bench-speed
 bench-speed: install
 	$(PY) -m bench.speed --out $(BENCH_OUT) $(if $(DATA),--data $(DATA)) $(SPEED_ARGS)
+
+# Full-text search cost (docs/search.md): CPU per page the index adds to the store, and
+# query latency on synthetic 10k / 100k page stores; writes $(BENCH_OUT)/search.json (~2 min).
+.PHONY: bench-search
+bench-search: install
+	$(PY) -m bench.search --out $(BENCH_OUT)

@@ -135,6 +135,17 @@ DEFAULTS: dict[str, Any] = {
     "FOCUSED_MAX_CRAWL_DELAY": 30.0,
     # a 429/503 answer's Retry-After pauses its host, up to this many seconds
     "FOCUSED_MAX_RETRY_AFTER": 60.0,
+    # full-text index of the stored pages (focused/output/fulltext.py, docs/search.md):
+    # on/off, and the characters of a page's main text that the spider hands on for it
+    "FOCUSED_INDEX": True,
+    "FOCUSED_INDEX_MAX_CHARS": 100000,
+    # progress line (focused/extensions.py): every N pages or T seconds, whichever comes
+    # first (0: never by that measure); with pages/s, harvest rate overall and over the
+    # pages since the last line, recall, queue sizes and the annealing temperature
+    "FOCUSED_PROGRESS_EVERY_PAGES": 500,
+    "FOCUSED_PROGRESS_EVERY_SECONDS": 30.0,
+    # write report.html (focused/output/html_report.py) at the end of every crawl
+    "FOCUSED_REPORT": True,
 }
 
 

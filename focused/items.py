@@ -33,5 +33,8 @@ class PageItem:
     link_count: int = 0
     strategy: str = ""
     body: bytes = field(default=b"", repr=False)
+    # main text (body text without script/style), at most FOCUSED_INDEX_MAX_CHARS
+    # characters, for the store's full-text index; "" with FOCUSED_INDEX off
+    text: str = field(default="", repr=False)
     content_hash: str = ""
     file_path: str = ""

@@ -18,7 +18,7 @@ from twisted.python.failure import Failure
 
 from focused import signals as focused_signals
 from focused.defaults import get
-from focused.output.metrics import HarvestCurve
+from focused.output.metrics import QUEUES, HarvestCurve
 from focused.output.record import write_record
 from focused.output.store import COLUMNS, PageStore, content_hash, stored_pages
 
@@ -80,8 +80,12 @@ class PageStorePipeline:
         threaded: bool = False,
         stats: StatsCollector | None = None,
         signals: SignalManager | None = None,
+        index: bool = True,
+        index_max_chars: int = 100_000,
     ) -> None:
         self.output_dir = Path(output_dir)
+        self.index = index  # the store's full-text index (FOCUSED_INDEX*)
+        self.index_max_chars = index_max_chars
         self.commit_every = commit_every
         self.fsync = fsync
         self.gzip_level = gzip_level
@@ -108,6 +112,8 @@ class PageStorePipeline:
             threaded=get(s, "FOCUSED_STORE_THREAD"),
             stats=crawler.stats,
             signals=crawler.signals,
+            index=get(s, "FOCUSED_INDEX"),
+            index_max_chars=get(s, "FOCUSED_INDEX_MAX_CHARS"),
         )
 
     def open_spider(self) -> None:
@@ -118,6 +124,8 @@ class PageStorePipeline:
             before_commit=self._checkpoint,
             after_commit=self._committed,
             gzip_level=self.gzip_level,
+            index=self.index,
+            index_max_chars=self.index_max_chars,
         ).open()
         if self.threaded:
             self._writer = ThreadPoolExecutor(1, thread_name_prefix="focused-store")
@@ -164,6 +172,7 @@ class PageStorePipeline:
         if not url or self.store is None:
             return item
         record = {name: adapter.get(name) for name in _RECORD_FIELDS}
+        record["text"] = adapter.get("text") or ""  # for the full-text index
         body = adapter.get("body") or b""
         if isinstance(body, str):
             body = body.encode("utf-8")
@@ -362,11 +371,23 @@ class MetricsPipeline:
         url = adapter.get("url")
         if not url:
             return item
-        if self.curve.add(url, bool(adapter.get("relevant")), adapter.get("is_target")):
+        if self.curve.add(
+            url,
+            bool(adapter.get("relevant")),
+            adapter.get("is_target"),
+            elapsed_s=time.time() - self.started,
+            queues=self._queues(),
+        ):
             self._update_stats()
             if self.log_every and self.curve.pages % self.log_every == 0:
                 self._log()
         return item
+
+    def _queues(self) -> dict[str, int | None] | None:
+        """The scheduler's queue sizes (stats ``focused/queue/*``) for ``metrics.csv``."""
+        if self.stats is None:
+            return None
+        return {name: self.stats.get_value(f"focused/queue/{name}") for name in QUEUES}
 
     def _update_stats(self) -> None:
         if self.stats is None:

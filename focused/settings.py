@@ -72,6 +72,8 @@ ITEM_PIPELINES = {
     "focused.pipelines.PageStorePipeline": 300,
     "focused.pipelines.MetricsPipeline": 800,
 }
+# Progress lines while crawling; stats.json, settings.json and report.html at the end.
+EXTENSIONS = {"focused.extensions.CrawlOutputExtension": 500}
 
 # The m-value rule's parameters (Liu, Xia & Xu 2010), repeated here because they are the
 # ones users tune.

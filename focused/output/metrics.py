@@ -17,7 +17,7 @@ from __future__ import annotations
 import csv
 import os
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple
+from typing import Any, NamedTuple
 from urllib.parse import urljoin
 
 from w3lib.url import canonicalize_url
@@ -39,7 +39,16 @@ CSV_FIELDS = (
     "url",
     "relevant",
     "is_target",
+    # since the crawl started, and the four queues (Liu, Xia & Xu 2010) after the page:
+    # empty cells when unknown (older files have no such columns)
+    "elapsed_s",
+    "waiting",
+    "in_flight",
+    "done",
+    "error",
 )
+#: the queue columns, in :data:`CSV_FIELDS` order
+QUEUES = ("waiting", "in_flight", "done", "error")
 
 
 class Point(NamedTuple):
@@ -53,6 +62,11 @@ class Point(NamedTuple):
     url: str = ""
     relevant: bool = False
     is_target: bool | None = None
+    elapsed_s: float | None = None  # seconds since the crawl started
+    waiting: int | None = None  # queue sizes after the page (None: unknown)
+    in_flight: int | None = None
+    done: int | None = None
+    error: int | None = None
 
 
 def _canon(url: str) -> str:
@@ -142,8 +156,19 @@ class HarvestCurve:
             return None
         return min(1.0, self.targets_found / len(self.targets))
 
-    def add(self, url: str, relevant: bool, is_target: bool | None = None) -> bool:
-        """Count one crawled page; False (and nothing counted) for a URL seen before."""
+    def add(
+        self,
+        url: str,
+        relevant: bool,
+        is_target: bool | None = None,
+        *,
+        elapsed_s: float | None = None,
+        queues: Mapping[str, int | None] | None = None,
+    ) -> bool:
+        """Count one crawled page; False (and nothing counted) for a URL seen before.
+
+        ``elapsed_s`` (seconds since the crawl started) and ``queues`` (sizes of
+        :data:`QUEUES`) are only recorded with the page's point."""
         canon = _canon(url)
         if canon in self._seen:
             return False
@@ -165,6 +190,8 @@ class HarvestCurve:
                 url,
                 bool(relevant),
                 is_target,
+                elapsed_s,
+                *((queues or {}).get(name) for name in QUEUES),
             )
         )
         return True
@@ -231,6 +258,8 @@ class HarvestCurve:
                         p.url,
                         int(p.relevant),
                         "" if p.is_target is None else int(p.is_target),
+                        "" if p.elapsed_s is None else f"{p.elapsed_s:.3f}",
+                        *("" if n is None else int(n) for n in p[-len(QUEUES) :]),
                     ]
                 )
 
@@ -252,6 +281,13 @@ def read_points_csv(path: str | os.PathLike[str]) -> list[Point]:
                     row.get("url", ""),
                     row.get("relevant", "0") == "1",
                     None if is_target in ("", None) else is_target == "1",
+                    _number(row.get("elapsed_s"), float),
+                    *(_number(row.get(name), int) for name in QUEUES),
                 )
             )
     return points
+
+
+def _number(cell: str | None, kind: type[float] | type[int]) -> Any:
+    """A number cell of ``metrics.csv``; None when empty or absent (an older file)."""
+    return None if cell in ("", None) else kind(cell)  # type: ignore[arg-type]

@@ -13,6 +13,12 @@ its final folder, then ``os.replace``-d into place, and only then is the row ins
 without rows (removed by :meth:`PageStore.repair`, which :meth:`PageStore.open` runs) but
 never a row without its file.
 
+Full-text index (:mod:`focused.output.fulltext`): with ``index`` on (the default), the
+table ``pages_fts`` gets the page's title and main text (the record's ``text``, at most
+``index_max_chars`` characters) in the same transaction as its row, so the two commit
+together; :meth:`PageStore.open` indexes every row that has no index row yet (a store
+written with the index off, or a lost row), from the stored HTML.
+
 Several processes may share a store (a distributed crawl): each holds a shared lock while
 open; :meth:`PageStore.repair` runs only when the exclusive lock can be taken, i.e. when
 no other process has the store open and could own an uncommitted file.
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import logging
 import os
 import re
 import sqlite3
@@ -31,6 +38,8 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
+
+from focused.output import fulltext
 
 try:  # POSIX advisory locks; without them repair always runs at open
     import fcntl
@@ -71,6 +80,8 @@ COLUMNS: dict[str, str] = {
 _BOOL_COLUMNS = ("relevant", "is_target")
 _DATA_COLUMNS = tuple(c for c in COLUMNS if c not in ("content_hash", "file_path"))
 
+logger = logging.getLogger(__name__)
+
 
 def content_hash(body: bytes) -> str:
     """Hex SHA-256 of the raw bytes: the page's file name."""
@@ -94,6 +105,8 @@ class PageStore:
     ``after_commit``: called right after every commit with the URLs of the rows it made
     durable, in the order they were inserted (the crawler journals those pages as done).
     ``gzip_level``: compression level of the body files (1 = fastest, 9 = smallest).
+    ``index``: keep the full-text index ``pages_fts`` (title and the record's ``text``,
+    cut to ``index_max_chars`` characters) up to date, in each row's transaction.
 
     :meth:`add` does a page in one call. A writer that wants the file work (hashing,
     compression, the write) off its own thread splits it: :meth:`lookup` (already
@@ -111,6 +124,8 @@ class PageStore:
         before_commit: Callable[[], Any] | None = None,
         gzip_level: int = 1,
         after_commit: Callable[[list[str]], Any] | None = None,
+        index: bool = True,
+        index_max_chars: int = fulltext.DEFAULT_MAX_CHARS,
     ) -> None:
         if not 0 <= int(gzip_level) <= 9:
             raise ValueError(f"gzip_level must be 0-9, got {gzip_level!r}")
@@ -126,6 +141,10 @@ class PageStore:
         self.duplicates = 0
         self.stored = 0
         self.repaired: list[str] = []
+        self.index = bool(index)
+        self.index_max_chars = max(0, int(index_max_chars))
+        self.reindexed = 0  # page rows indexed at open (they had no index row)
+        self._last_rowid = 0
         self._pending = 0
         self._inserted: list[str] = []  # URLs of the rows in the open transaction
         self._lock_fh: Any = None
@@ -151,11 +170,46 @@ class PageStore:
         conn.execute(f"CREATE TABLE IF NOT EXISTS pages (id INTEGER PRIMARY KEY, {cols})")
         conn.execute("CREATE INDEX IF NOT EXISTS pages_hash ON pages(content_hash)")
         self.conn = conn
+        if self.index:
+            fulltext.create(conn)
+            self.reindexed = self.index_missing()
         exclusive = self._lock()
         if repair and exclusive:
             self.repair()
         self._share_lock()
         return self
+
+    def index_missing(self) -> int:
+        """Index, from their stored HTML, the page rows that have no index row; how many.
+
+        One transaction that holds SQLite's write lock, so two processes opening the store
+        at once do not index the same page twice.
+        """
+        db = self._db
+        self.flush()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            todo = fulltext.missing(db)
+            for rowid, title, rel, encoding in todo:
+                text = ""
+                try:
+                    body = gzip.decompress((self.output_dir / rel).read_bytes())
+                    page_title, text = fulltext.html_text(body, encoding)
+                    title = title or page_title
+                except (OSError, EOFError, ValueError, gzip.BadGzipFile):  # no/bad file
+                    pass  # the title alone is indexed; check() reports the file
+                fulltext.index_page(db, rowid, title, text, self.index_max_chars)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        if todo:
+            logger.warning(
+                "focused: indexed %d stored pages that had no full-text index row in %s",
+                len(todo),
+                self.db_path,
+            )
+        return len(todo)
 
     def _lock(self) -> bool:
         """Take the exclusive lock if free; True when taken (or locks unavailable)."""
@@ -215,7 +269,8 @@ class PageStore:
     def add(self, record: Mapping[str, Any], body: bytes) -> bool:
         """Store one page; False when its URL is already stored (nothing written).
 
-        ``record`` holds the :data:`COLUMNS` values (extra keys are ignored). When it is
+        ``record`` holds the :data:`COLUMNS` values and, for the full-text index, the
+        page's main ``text`` (other keys are ignored). When it is
         a mutable mapping, its ``content_hash`` and ``file_path`` are filled in (with the
         stored row's values for a duplicate URL).
         """
@@ -258,6 +313,14 @@ class PageStore:
             if existing is not None:
                 self._fill(record, *existing)
             return False
+        if self.index:  # same transaction as the row: they commit together
+            fulltext.index_page(
+                self._db,
+                self._last_rowid,
+                str(record.get("title") or ""),
+                str(record.get("text") or ""),
+                self.index_max_chars,
+            )
         self.stored += 1
         self._fill(record, digest, rel)
         if self._pending >= self.commit_every:
@@ -326,6 +389,7 @@ class PageStore:
         if cur.rowcount != 1:
             return False
         self._inserted.append(row["url"])
+        self._last_rowid = cur.lastrowid or 0
         return True
 
     # --- reading -----------------------------------------------------------------

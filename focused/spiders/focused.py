@@ -172,6 +172,9 @@ class FocusedSpider(scrapy.Spider):
             link_count=len(links),
             strategy=self.strategy_name,
             body=response.body,
+            text=body[: get(self.settings, "FOCUSED_INDEX_MAX_CHARS")]
+            if get(self.settings, "FOCUSED_INDEX")
+            else "",
         )
 
     def _contexts(self, response: TextResponse) -> dict[str, str]:

@@ -1,0 +1,122 @@
+"""The full-text index of the page store: an FTS5 table in ``pages.sqlite3``.
+
+``pages_fts(title, text)`` holds one row per page, its ``rowid`` the page's ``pages.id``.
+The page store (:mod:`focused.output.store`) inserts it in the same transaction as the
+page row, so both commit together and survive a ``kill -9`` together; at open the store
+indexes any page row that has no index row (:func:`missing`, :func:`index_missing`).
+
+Chinese has no spaces between words, and SQLite's own tokenizers (``unicode61``,
+``trigram``) do not segment it into words. There is no maintained jieba tokenizer for
+FTS5 that Python's standard ``sqlite3`` module can load (a tokenizer is a C extension,
+registered through ``fts5_api``, which ``sqlite3`` does not expose). So the text is
+*pre-segmented*: :func:`segment` cuts it into the same terms as the crawler's relevance
+(:func:`focused.ranking.relevance.tokenize`: jieba words for Chinese runs, lower-cased
+words for the rest, stop words dropped) and joins them with spaces; the standard
+``unicode61`` tokenizer then splits on those spaces, one token per term (it treats Chinese
+characters as word characters). Queries are segmented the same way, so a query term
+matches exactly the pages whose text holds that term. Everything stays in the standard
+library; the price is that the index stores the segmented text (snippets show it, terms
+separated by spaces) rather than the page's own.
+
+Pure module: no Scrapy import (parsel, as Scrapy's selectors use it, for :func:`html_text`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+
+from focused.ranking.relevance import tokenize
+
+__all__ = [
+    "FTS_TABLE",
+    "TITLE_XPATH",
+    "TEXT_XPATH",
+    "create",
+    "html_text",
+    "index_page",
+    "match_expression",
+    "missing",
+    "segment",
+]
+
+FTS_TABLE = "pages_fts"
+#: the spider's text queries (``focused/spiders/focused.py``): title, and body text
+#: without script and style
+TITLE_XPATH = "//title//text()"
+TEXT_XPATH = "//body//text()[not(ancestor::script) and not(ancestor::style)]"
+#: cap of the indexed text of a page when none is given (``FOCUSED_INDEX_MAX_CHARS``)
+DEFAULT_MAX_CHARS = 100_000
+
+
+def segment(text: str) -> str:
+    """``text``'s terms (:func:`~focused.ranking.relevance.tokenize`) joined by spaces."""
+    return " ".join(tokenize(text)) if text else ""
+
+
+def create(conn: sqlite3.Connection) -> None:
+    """Create the index table if it is not there."""
+    conn.execute(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} "
+        "USING fts5(title, text, tokenize='unicode61')"
+    )
+
+
+def exists(conn: sqlite3.Connection) -> bool:
+    return (
+        conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (FTS_TABLE,)
+        ).fetchone()
+        is not None
+    )
+
+
+def index_page(
+    conn: sqlite3.Connection,
+    rowid: int,
+    title: str,
+    text: str,
+    max_chars: int = DEFAULT_MAX_CHARS,
+) -> None:
+    """Index one page (in the caller's transaction): its title and first ``max_chars``
+    characters of text, segmented."""
+    conn.execute(
+        f"INSERT INTO {FTS_TABLE} (rowid, title, text) VALUES (?, ?, ?)",
+        (rowid, segment(title or ""), segment((text or "")[: max(0, max_chars)])),
+    )
+
+
+def missing(conn: sqlite3.Connection) -> list[tuple[int, str, str, str]]:
+    """``(id, title, file_path, encoding)`` of the page rows without an index row."""
+    return conn.execute(
+        f"SELECT id, title, file_path, encoding FROM pages "
+        f"WHERE id NOT IN (SELECT rowid FROM {FTS_TABLE}) ORDER BY id"
+    ).fetchall()
+
+
+def html_text(body: bytes, encoding: str = "") -> tuple[str, str]:
+    """``(title, text)`` of an HTML page the way the spider extracts them: the title's
+    text nodes, and the body's text nodes outside script and style, joined by spaces."""
+    from parsel import Selector
+
+    try:
+        decoded = body.decode(encoding or "utf-8", errors="replace")
+    except LookupError:  # an encoding Python does not know
+        decoded = body.decode("utf-8", errors="replace")
+    if not decoded.strip():
+        return "", ""
+    sel = Selector(text=decoded, type="html")
+    title = " ".join(sel.xpath(TITLE_XPATH).getall()).strip()
+    return title, " ".join(sel.xpath(TEXT_XPATH).getall())
+
+
+def match_expression(query: str, all_terms: bool = False) -> str:
+    """The FTS5 ``MATCH`` expression of a user's query: its terms (segmented like the
+    pages), each quoted, joined by ``OR`` (any term; BM25 ranks pages with more of them
+    first) or, with ``all_terms``, by ``AND``. Empty when the query has no term."""
+    terms = _unique(tokenize(query))
+    return f" {'AND' if all_terms else 'OR'} ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+def _unique(terms: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(terms))

@@ -1,0 +1,161 @@
+"""Search the pages a crawl stored: BM25-ranked full-text queries, Chinese and English.
+
+The index is :mod:`focused.output.fulltext`'s ``pages_fts`` table in the crawl's
+``pages.sqlite3`` (kept up to date by the page store). A query is segmented like the
+pages (jieba for Chinese, words for the rest), its terms are OR-ed (or AND-ed with
+``all_terms``), and hits are ranked by ``bm25(pages_fts, 4.0, 1.0)``: a term in the title
+weighs four times a term in the text, as the title weighs four times the body in the
+page-relevance rule A = 4B + C. Each hit has a snippet of the text around its terms
+(segmented text: terms are separated by spaces).
+
+``python -m focused.output.search DIR QUERY`` or ``scrapy search QUERY --dir DIR``.
+
+Pure module: no Scrapy import.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import sqlite3
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from focused.output import fulltext
+from focused.output.store import DB_NAME
+
+__all__ = ["Hit", "SearchError", "reindex", "search"]
+
+#: BM25 weights of the columns (title, text)
+TITLE_WEIGHT, TEXT_WEIGHT = 4.0, 1.0
+SNIPPET_TOKENS = 16
+
+
+class SearchError(Exception):
+    """No store, no index, or a query SQLite refuses; the message says which."""
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One page found: ``score`` is minus its BM25 (higher is better)."""
+
+    url: str
+    title: str
+    score: float
+    snippet: str
+    page_relevance: float
+    relevant: bool
+    depth: int
+    file_path: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _connect(folder: str | os.PathLike[str], write: bool = False) -> sqlite3.Connection:
+    db = Path(folder) / DB_NAME
+    if not db.is_file():
+        raise SearchError(f"no page store in {folder} ({DB_NAME} not found: did the crawl run?)")
+    if write:
+        return sqlite3.connect(db, isolation_level=None, timeout=30.0)
+    return sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
+
+
+def search(
+    folder: str | os.PathLike[str], query: str, limit: int = 20, all_terms: bool = False
+) -> list[Hit]:
+    """The best ``limit`` pages of the crawl in ``folder`` for ``query``, best first."""
+    expression = fulltext.match_expression(query, all_terms=all_terms)
+    if not expression:
+        return []
+    conn = _connect(folder)
+    try:
+        if not fulltext.exists(conn):
+            raise SearchError(
+                f"{folder} has no full-text index (crawled with FOCUSED_INDEX=False?): "
+                "build it with `scrapy search --reindex`"
+            )
+        rows = conn.execute(
+            f"SELECT p.url, p.title, bm25({fulltext.FTS_TABLE}, ?, ?) AS rank, "
+            f"snippet({fulltext.FTS_TABLE}, 1, '[', ']', ' … ', ?), "
+            "p.page_relevance, p.relevant, p.depth, p.file_path "
+            f"FROM {fulltext.FTS_TABLE} JOIN pages p ON p.id = {fulltext.FTS_TABLE}.rowid "
+            f"WHERE {fulltext.FTS_TABLE} MATCH ? ORDER BY rank, p.id LIMIT ?",
+            (TITLE_WEIGHT, TEXT_WEIGHT, SNIPPET_TOKENS, expression, max(0, int(limit))),
+        ).fetchall()
+    except sqlite3.OperationalError as exc:
+        raise SearchError(f"search failed: {exc}") from None
+    finally:
+        conn.close()
+    return [
+        Hit(url, title, -float(rank), snip, float(rel), bool(relevant), int(depth), path)
+        for url, title, rank, snip, rel, relevant, depth, path in rows
+    ]
+
+
+def reindex(folder: str | os.PathLike[str], max_chars: int = fulltext.DEFAULT_MAX_CHARS) -> int:
+    """Rebuild the index of ``folder`` from the stored HTML files (title and text
+    extracted as the spider does); the number of pages indexed. One transaction: a
+    reader sees the old index until it commits."""
+    conn = _connect(folder, write=True)
+    try:
+        conn.execute("PRAGMA busy_timeout=30000")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(f"DROP TABLE IF EXISTS {fulltext.FTS_TABLE}")
+            fulltext.create(conn)
+            rows = conn.execute("SELECT id, title, file_path, encoding FROM pages").fetchall()
+            for rowid, title, rel, encoding in rows:
+                text = ""
+                try:
+                    body = gzip.decompress((Path(folder) / rel).read_bytes())
+                    page_title, text = fulltext.html_text(body, encoding)
+                    title = title or page_title
+                except (OSError, EOFError, ValueError):  # a missing or corrupt file
+                    pass
+                fulltext.index_page(conn, rowid, title, text, max_chars)
+            table = fulltext.FTS_TABLE
+            conn.execute(f"INSERT INTO {table}({table}) VALUES('optimize')")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return len(rows)
+    finally:
+        conn.close()
+
+
+def format_hits(hits: list[Hit]) -> str:
+    """Hits as text, one block per hit: rank, score, title, URL, snippet."""
+    if not hits:
+        return "no pages found"
+    lines = []
+    for rank, hit in enumerate(hits, 1):
+        mark = "relevant" if hit.relevant else "not relevant"
+        lines.append(
+            f"{rank:3d}. {hit.title or '(no title)'}  "
+            f"[score {hit.score:.2f}; A = {hit.page_relevance:.2f}, {mark}]"
+        )
+        lines.append(f"     {hit.url}")
+        if hit.snippet:
+            lines.append(f"     {hit.snippet}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) < 2:
+        print("usage: python -m focused.output.search DIR QUERY", file=sys.stderr)
+        return 2
+    try:
+        print(format_hits(search(args[0], " ".join(args[1:]))))
+    except SearchError as exc:
+        print(f"focused: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

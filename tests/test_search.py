@@ -1,0 +1,176 @@
+"""The page store's full-text index and the search API, on real SQLite and real files."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from focused.output import fulltext
+from focused.output.metrics import CSV_FIELDS, HarvestCurve, read_points_csv
+from focused.output.progress import Progress, Snapshot
+from focused.output.search import SearchError, reindex, search
+from focused.output.store import PageStore
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def html(title: str, text: str) -> bytes:
+    return (
+        f"<html><head><title>{title}</title><script>var catalyst = 1;</script></head>"
+        f"<body><p>{text}</p><style>.catalyst{{}}</style></body></html>"
+    ).encode()
+
+
+PAGES = {
+    "http://h/acid": ("酸 Acid", "催化剂可以加快化学反应。A catalyst speeds up a reaction."),
+    "http://h/cat": ("Catalyst", "催化剂 and enzymes."),
+    "http://h/ball": ("足球 Football", "足球比赛。The match ended with a goal."),
+}
+
+
+def fill(store: PageStore, pages: dict[str, tuple[str, str]] = PAGES) -> None:
+    for url, (title, text) in pages.items():
+        assert store.add({"url": url, "title": title, "text": text}, html(title, text))
+
+
+def fts_rows(out: Path) -> int:
+    conn = sqlite3.connect(out / "pages.sqlite3")
+    try:
+        return conn.execute("SELECT COUNT(*) FROM pages_fts").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def test_chinese_and_english_queries_ranked_by_bm25_with_snippets(tmp_path: Path) -> None:
+    with PageStore(tmp_path) as store:
+        fill(store)
+    zh = search(tmp_path, "催化剂")
+    assert {h.url for h in zh} == {"http://h/acid", "http://h/cat"}
+    en = search(tmp_path, "catalyst")
+    # the term in the title counts four times: Catalyst's page first
+    assert [h.url for h in en] == ["http://h/cat", "http://h/acid"]
+    assert en[0].score > en[1].score
+    assert "[catalyst]" in en[1].snippet
+    assert [h.url for h in search(tmp_path, "FOOTBALL")] == ["http://h/ball"]  # case folded
+    # terms are OR-ed, pages with more of them first; --all wants every term
+    both = search(tmp_path, "催化剂 goal")
+    assert {h.url for h in both} == set(PAGES)
+    assert search(tmp_path, "催化剂 goal", all_terms=True) == []
+    assert [h.url for h in search(tmp_path, "catalyst 催化剂", all_terms=True)][0] == "http://h/cat"
+    assert search(tmp_path, "the of 的") == []  # stop words only: no term
+    assert search(tmp_path, 'x" OR "y') == []  # quotes cannot break out of a term
+    assert len(search(tmp_path, "catalyst", limit=1)) == 1
+
+
+def test_query_segmented_like_the_pages() -> None:
+    assert fulltext.segment("催化剂可以加快化学反应") == "催化剂 可以 加快 化学反应"
+    assert fulltext.match_expression("化学反应 Catalyst") == '"化学反应" OR "catalyst"'
+
+
+def test_html_text_is_the_spiders_text() -> None:
+    from focused.spiders.focused import BODY_TEXT, TITLE_TEXT
+
+    assert (fulltext.TITLE_XPATH, fulltext.TEXT_XPATH) == (TITLE_TEXT, BODY_TEXT)
+    title, text = fulltext.html_text(html("T", "body words"), "utf-8")
+    assert title == "T" and "body words" in text and "catalyst" not in text  # no script/style
+
+
+def test_index_row_is_repaired_at_open_from_the_stored_html(tmp_path: Path) -> None:
+    with PageStore(tmp_path) as store:
+        fill(store)
+    conn = sqlite3.connect(tmp_path / "pages.sqlite3")
+    conn.execute("DELETE FROM pages_fts WHERE rowid = (SELECT id FROM pages WHERE url = ?)",
+                 ("http://h/cat",))  # fmt: skip
+    conn.commit()
+    conn.close()
+    assert {h.url for h in search(tmp_path, "enzymes")} == set()
+    with PageStore(tmp_path) as store:
+        assert store.reindexed == 1
+    assert [h.url for h in search(tmp_path, "enzymes")] == ["http://h/cat"]
+    with PageStore(tmp_path) as store:
+        assert store.reindexed == 0  # nothing left to do
+
+
+def test_store_without_index_then_repaired_and_reindex(tmp_path: Path) -> None:
+    with PageStore(tmp_path, index=False) as store:
+        fill(store)
+    with pytest.raises(SearchError, match="no full-text index"):
+        search(tmp_path, "catalyst")
+    with PageStore(tmp_path) as store:  # index on: every page indexed from its HTML
+        assert store.reindexed == 3
+    assert {h.url for h in search(tmp_path, "催化剂")} == {"http://h/acid", "http://h/cat"}
+    before = [(h.url, round(h.score, 6)) for h in search(tmp_path, "catalyst goal")]
+    assert reindex(tmp_path) == 3
+    assert [(h.url, round(h.score, 6)) for h in search(tmp_path, "catalyst goal")] == before
+    assert fts_rows(tmp_path) == 3
+    with pytest.raises(SearchError, match="no page store"):
+        search(tmp_path / "nowhere", "x")
+
+
+def test_index_text_is_capped(tmp_path: Path) -> None:
+    with PageStore(tmp_path, index_max_chars=23) as store:
+        text = "alpha " * 3 + "omega"  # omega: characters 18-22
+        store.add({"url": "http://h/a", "title": "", "text": text + " zeta"}, b"<p>x</p>")
+    assert search(tmp_path, "alpha") and search(tmp_path, "omega")
+    assert search(tmp_path, "zeta") == []
+
+
+CRASH = textwrap.dedent(
+    """
+    import os, sys
+    from focused.output.store import PageStore
+    store = PageStore(sys.argv[1], commit_every=int(sys.argv[2])).open()
+    for i in range(7):
+        store.add({"url": f"http://h/{i}", "title": "t", "text": f"word{i} catalyst"},
+                  b"<title>t</title><p>catalyst</p>")
+    os._exit(3)  # kill -9: no close, no flush
+    """
+)
+
+
+@pytest.mark.parametrize("commit_every, kept", [(1, 7), (5, 5)])
+def test_index_survives_a_crash_with_its_rows(tmp_path: Path, commit_every: int, kept: int) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", CRASH, str(tmp_path), str(commit_every)],
+        cwd=ROOT,
+        capture_output=True,
+        timeout=60,
+    )
+    assert proc.returncode == 3, proc.stderr.decode()
+    assert fts_rows(tmp_path) == kept  # committed with the rows, lost with them
+    with PageStore(tmp_path) as store:
+        assert store.count() == kept and store.reindexed == 0
+    assert len(search(tmp_path, "catalyst", limit=100)) == kept
+    assert [h.url for h in search(tmp_path, "word4")] == ["http://h/4"]
+
+
+def test_metrics_csv_has_times_and_queues_and_old_files_stay_readable(tmp_path: Path) -> None:
+    curve = HarvestCurve(frozenset({"http://h/a"}))
+    curve.add("http://h/a", True, elapsed_s=0.5, queues={"waiting": 3, "in_flight": 2})
+    curve.add("http://h/b", False)
+    curve.to_csv(tmp_path / "m.csv")
+    points = read_points_csv(tmp_path / "m.csv")
+    assert points[0].elapsed_s == 0.5 and points[0].waiting == 3 and points[0].in_flight == 2
+    assert points[0].done is None and points[1].elapsed_s is None and points[1].waiting is None
+    old = tmp_path / "old.csv"  # the columns before times and queues were recorded
+    old.write_text(",".join(CSV_FIELDS[:8]) + "\n1,1.000000,1.000000,1,1,http://h/a,1,1\n")
+    (point,) = read_points_csv(old)
+    assert point.pages == 1 and point.recall == 1.0 and point.elapsed_s is None
+
+
+def test_progress_line_shows_the_window_and_flags_a_drift() -> None:
+    progress = Progress(every_pages=100, every_seconds=30, now=0.0)
+    assert not progress.due(99, 29.0) and progress.due(100, 29.0) and progress.due(5, 30.0)
+    line = progress.line(Snapshot(100, 80, 0.5, 10, 20, {"waiting": 7}, 0.01), now=10.0)
+    assert "100 pages, 10.0 pages/s" in line and "harvest rate 0.800" in line
+    assert "last 100 pages 0.800" in line and "recall 0.500 (10/20 targets)" in line
+    assert "queues waiting 7" in line and "temperature 0.01" in line
+    assert "drifting" not in line
+    line = progress.line(Snapshot(200, 85, None), now=20.0)  # 5 relevant of the last 100
+    assert "harvest rate 0.425, last 100 pages 0.050 (falling: drifting off-topic?)" in line
+    assert "recall" not in line and not progress.due(250, 21.0)

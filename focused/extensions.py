@@ -6,7 +6,7 @@
   ``FOCUSED_PROGRESS_EVERY_PAGES`` pages or ``FOCUSED_PROGRESS_EVERY_SECONDS`` seconds,
   from the stats ``focused/pages``, ``focused/relevant``, ``focused/recall`` (set by
   :class:`focused.pipelines.MetricsPipeline`), ``focused/queue/*`` and
-  ``focused/ranking/annealing/temperature`` (set by the scheduler);
+  ``focused/annealing/temperature`` (set by the scheduler);
 - on ``spider_closed`` (after the item pipelines have closed, so ``metrics.csv`` and
   ``summary.json`` are written) saves Scrapy's final stats as ``stats.json`` and the
   settings in force as ``settings.json`` in ``FOCUSED_OUTPUT_DIR``, then, with
@@ -94,7 +94,7 @@ class CrawlOutputExtension:
     def snapshot(self) -> Snapshot:
         pages = self._stat("focused/pages")
         relevant = self._stat("focused/relevant")
-        temperature = self._stat("focused/ranking/annealing/temperature")
+        temperature = self._stat("focused/annealing/temperature")
         return Snapshot(
             pages=self.pages if pages is None else int(pages),
             relevant=self.relevant if relevant is None else int(relevant),

@@ -52,7 +52,7 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
     re-order its waiting links (:data:`focused.signals.frontier_rescore`).
 
     Stats: ``focused/links/scored``, ``focused/links/dropped``,
-    ``focused/ranking/<strategy>/*`` (:meth:`~focused.strategies.base.Strategy.stats`).
+    ``focused/<strategy>/*`` (:meth:`~focused.strategies.base.Strategy.stats`).
     """
 
     def __init__(self, strategy: Strategy, stats: StatsCollector | None = None) -> None:
@@ -69,7 +69,7 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
         self._counted: dict[str, int] = {}
         self._learns = strategy.learns
         self._rescores = strategy.rescores
-        self._stats_prefix = f"focused/ranking/{strategy.name or type(strategy).__name__}/"
+        self._stats_prefix = f"focused/{strategy.name or type(strategy).__name__}/"
         # scored: the link text is not needed again (unless the strategy keeps it)
         self._drop_text = strategy.link_evidence and not strategy.keeps_link_text
         self._warned_no_rescore = False

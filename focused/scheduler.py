@@ -209,8 +209,8 @@ class FocusedScheduler(BaseScheduler):
     ``FOCUSED_SA_T_MIN``, ``FOCUSED_SA_K``, ``FOCUSED_SEED``, ``FOCUSED_FRONTIER``,
     ``FOCUSED_OUTPUT_DIR``, ``JOBDIR``. Stats: ``focused/queue/waiting``,
     ``focused/queue/in_flight``, ``focused/queue/done``, ``focused/queue/error``,
-    ``focused/frontier/memory/promoted``, ``focused/dupefilter/filtered``,
-    ``focused/ranking/annealing/accepted_worse``, ``focused/ranking/annealing/temperature``,
+    ``focused/frontier/promoted``, ``focused/dupefilter/filtered``,
+    ``focused/annealing/accepted_worse``, ``focused/annealing/temperature``,
     ``focused/scheduler/requeued`` (retries), ``scheduler/enqueued``, ``scheduler/dequeued``.
     """
 
@@ -537,8 +537,8 @@ class FocusedScheduler(BaseScheduler):
         moved = rescore(rescorer)
         self.rescoring.rescored(moved)
         if self.stats is not None:
-            self.stats.set_value("focused/frontier/memory/rescores", self.rescorings)
-            self.stats.set_value("focused/frontier/memory/rescore_moved", self.rescore_moved)
+            self.stats.set_value("focused/frontier/rescores", self.rescorings)
+            self.stats.set_value("focused/frontier/rescore_moved", self.rescore_moved)
         return moved
 
     @property
@@ -801,15 +801,13 @@ class FocusedScheduler(BaseScheduler):
         for name, n in self.queues().items():
             stats.set_value(f"focused/queue/{name}", n)
         if self.annealer is not None:
-            stats.set_value(
-                "focused/ranking/annealing/accepted_worse", self.annealer.accepted_worse
-            )
-            stats.set_value("focused/ranking/annealing/temperature", self.annealer.temperature)
+            stats.set_value("focused/annealing/accepted_worse", self.annealer.accepted_worse)
+            stats.set_value("focused/annealing/temperature", self.annealer.temperature)
         if self.requeued:
             stats.set_value("focused/scheduler/requeued", self.requeued)
         stats.set_value("scheduler/enqueued", self.enqueued)
         stats.set_value("scheduler/dequeued", self.dequeued)
-        stats.set_value("focused/frontier/memory/promoted", self.frontier.promoted)
+        stats.set_value("focused/frontier/promoted", self.frontier.promoted)
         stats.set_value("focused/dupefilter/filtered", self.filtered)
 
 

@@ -48,10 +48,10 @@ def test_learning_crawl_learns_from_every_page(crawls):
     pages = len(crawl.rows())
     assert pages >= BUDGET
     # every stored page was heard by the strategy, from its own relevance
-    assert _stat(crawl.log, "focused/ranking/learning/pages") >= pages
-    assert 0.0 < _stat(crawl.log, "focused/ranking/learning/mean_label") < 1.0
+    assert _stat(crawl.log, "focused/learning/pages") >= pages
+    assert 0.0 < _stat(crawl.log, "focused/learning/mean_label") < 1.0
     # relevance feedback added terms, within the bound
-    assert 0 < _stat(crawl.log, "focused/ranking/learning/expanded_terms") <= 30
+    assert 0 < _stat(crawl.log, "focused/learning/expanded_terms") <= 30
     assert {r["strategy"] for r in crawl.rows()} == {"learning"}
     values = [r["link_value"] for r in crawl.rows()[1:]]
     assert all(0.0 <= v <= 1.0 for v in values) and len(set(values)) > 10
@@ -81,9 +81,9 @@ def test_rescoring_reorders_the_waiting_links_from_the_first_rescore_on(crawls):
     another order after it (the sandbox's frontier is small: the budget never delays it)."""
     rescored, fixed = crawls["learning"], crawls["learning, no rescoring"]
     pages = len(rescored.rows())
-    assert _stat(rescored.log, "focused/frontier/memory/rescores") >= pages // 16 - 1
-    assert _stat(rescored.log, "focused/frontier/memory/rescore_moved") > 0
-    assert "focused/frontier/memory/rescores" not in fixed.log
+    assert _stat(rescored.log, "focused/frontier/rescores") >= pages // 16 - 1
+    assert _stat(rescored.log, "focused/frontier/rescore_moved") > 0
+    assert "focused/frontier/rescores" not in fixed.log
     paths = [crawl.paths_in_order() for crawl in (rescored, fixed)]
     assert paths[0][:16] == paths[1][:16]
     assert paths[0] != paths[1]

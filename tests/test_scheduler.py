@@ -188,9 +188,7 @@ def test_four_queues_in_stats_from_signals_errback_retry_and_redirect():
     assert stats.get_value("focused/queue/done") == 2
     assert stats.get_value("focused/queue/error") == 2
     assert stats.get_value("focused/scheduler/requeued") == 1
-    assert stats.get_value("focused/ranking/annealing/temperature") == pytest.approx(
-        0.05 * 0.995**5
-    )
+    assert stats.get_value("focused/annealing/temperature") == pytest.approx(0.05 * 0.995**5)
     assert stats.get_value("focused/dupefilter/filtered") == 0
     assert not sched.enqueue_request(_req(0))
     # Enqueues are counted, and written to the stats at the next dequeue (or close).

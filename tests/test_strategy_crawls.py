@@ -89,10 +89,10 @@ def test_a_strategy_named_by_dotted_path_crawls_with_the_known_targets(tmp_path,
         "CONCURRENT_REQUESTS=1",
         "CLOSESPIDER_PAGECOUNT=80",
     )
-    found = re.search(r"'focused/ranking/targets_first/targets': (\d+)", crawl.log)
+    found = re.search(r"'focused/targets_first/targets': (\d+)", crawl.log)
     known = re.search(r"(\d+) known targets", crawl.log)
     assert found and known and int(found.group(1)) == int(known.group(1)) > 0
-    assert "'focused/ranking/targets_first/pages'" in crawl.log  # observe() heard the pages
+    assert "'focused/targets_first/pages'" in crawl.log  # observe() heard the pages
 
     # knowing the targets, it fetches more of them early than breadth-first does
     def targets(c):

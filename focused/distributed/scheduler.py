@@ -516,4 +516,4 @@ class RedisScheduler(FocusedScheduler):
         stats.set_value("focused/redis/ignored", self.ignored)
         stats.set_value("focused/redis/in_flight_here", len(self.in_flight))
         stats.set_value("focused/redis/released", self.released)
-        stats.set_value("focused/frontier/memory/promoted", red.promoted)
+        stats.set_value("focused/frontier/promoted", red.promoted)

@@ -200,7 +200,7 @@ class Strategy:
         return [], []
 
     def stats(self) -> dict[str, float]:
-        """Numbers for the crawl's stats (``focused/ranking/<name>/<key>``)."""
+        """Numbers for the crawl's stats (``focused/<name>/<key>``)."""
         return {}
 
 

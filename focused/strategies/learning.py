@@ -325,7 +325,7 @@ class LearningStrategy(Strategy):
                     self.expanded = len(expanded) - len(self.keywords)
 
     def stats(self) -> dict[str, float]:
-        """Numbers for the crawl's stats (``focused/ranking/learning/...``)."""
+        """Numbers for the crawl's stats (``focused/learning/...``)."""
         out = {
             "pages": float(self.pages),
             "mean_label": round(self.terms.mean, 4),

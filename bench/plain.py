@@ -30,6 +30,9 @@ class PlainSpider(scrapy.Spider):
         "SPIDER_MIDDLEWARES": {"focused.middlewares.FocusedPriorityMiddleware": None},
         "DOWNLOADER_MIDDLEWARES": {"focused.robustness.RobustnessMiddleware": None},
         "ITEM_PIPELINES": {},
+        # plain Scrapy: none of the project's extensions (its resolver is a process
+        # setting, given on the command line by bench.speed)
+        "EXTENSIONS": {},
     }
 
     def __init__(self, seeds: str = "", *args: Any, **kwargs: Any) -> None:

@@ -262,6 +262,9 @@ def crawl_command(
     cmd += ["-a", f"seeds={','.join(seeds)}"]
     feed = {str(out_dir / "items.jsonl"): {"format": "jsonlines"}}
     settings["FEEDS"] = json.dumps(feed)
+    # Scrapy's own resolver: the project's refuses loopback unless its address filter
+    # middleware (not in a plain crawl) has seen loopback seeds
+    settings["TWISTED_DNS_RESOLVER"] = "scrapy.resolver.CachingThreadedResolver"
     settings.update(extra or {})
     for name, value in settings.items():
         cmd += ["-s", f"{name}={command.setting_value(value)}"]

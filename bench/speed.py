@@ -47,7 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -1111,78 +1111,93 @@ def _md_profile(prof: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+def _md_section(
+    title: str, intro: Sequence[str], header: Sequence[str], rows: Iterable[str]
+) -> list[str]:
+    """A report section: its heading, its intro paragraphs, then a table of ``rows``."""
+    lines = ["", f"## {title}", ""]
+    for paragraph in intro:
+        lines += [paragraph, ""]
+    return [*lines, "| " + " | ".join(header) + " |", "|" + "---|" * len(header), *rows]
+
+
 def _md_ablation(ab: dict[str, Any] | None) -> list[str]:
     """The ablation section: what taking each part out saves."""
     if not ab:
         return []
-    lines = [
-        "",
-        "## What each part costs (ablation, no profiler)",
-        "",
+    intro = (
         f"Focused `{ab['strategy']}` crawls of {ab['site']} with one part taken out,"
         f" in turn with the full crawl and plain Scrapy, {ab['reps']} rounds; median CPU"
         " ms per page (first item to last) and what taking the part out saves; Scrapy's"
         " thread = the CPU time of Scrapy's own thread only (the page store's writer"
-        " thread works beside it).",
-        "",
-        "| crawl | median pages/s | CPU ms/page | of which system | Scrapy's thread"
-        " ms/page | CPU ms/page saved |",
-        "|---|---|---|---|---|---|",
-    ]
-    for name, row in ab["rows"].items():
-        lines.append(
-            f"| {name} | {_fmt(row['median_pages_s'], 1)} |"
-            f" {_fmt(row['median_cpu_ms_per_page'])} |"
-            f" {_fmt(row.get('median_sys_ms_per_page'))} |"
-            f" {_fmt(row.get('median_thread_cpu_ms_per_page'))} | {_fmt(row['cpu_ms_saved'])} |"
-        )
-    return lines
+        " thread works beside it)."
+    )
+    header = (
+        "crawl",
+        "median pages/s",
+        "CPU ms/page",
+        "of which system",
+        "Scrapy's thread ms/page",
+        "CPU ms/page saved",
+    )
+    rows = (
+        f"| {name} | {_fmt(row['median_pages_s'], 1)} |"
+        f" {_fmt(row['median_cpu_ms_per_page'])} |"
+        f" {_fmt(row.get('median_sys_ms_per_page'))} |"
+        f" {_fmt(row.get('median_thread_cpu_ms_per_page'))} | {_fmt(row['cpu_ms_saved'])} |"
+        for name, row in ab["rows"].items()
+    )
+    return _md_section("What each part costs (ablation, no profiler)", [intro], header, rows)
 
 
 def _md_frontier(fr: dict[str, Any] | None) -> list[str]:
     """The frontier section: push and pick cost and memory per URL."""
     if not (fr and fr.get("sizes")):
         return []
-    lines = [
-        "",
-        "## Frontier (`focused.frontier.memory.MemoryFrontier`)",
-        "",
+    intro = (
         "N pushes of distinct entries (m-value scores, 2,000 hosts, 40 links per parent),"
-        " then N annealing picks (K = 8, T0 = 0.05).",
-        "",
-        "| N | µs/push | µs/pick | bytes/URL (tracemalloc) | bytes/URL (RSS) | URL chars |",
-        "|---|---|---|---|---|---|",
-    ]
-    for n, row in fr["sizes"].items():
-        lines.append(
-            f"| {int(n):,} | {_fmt(row.get('push_us'))} | {_fmt(row.get('pick_us'))} |"
-            f" {_fmt(row.get('bytes_per_url_tracemalloc'), 1)} |"
-            f" {_fmt(row.get('bytes_per_url_rss'), 1)} | {_fmt(row.get('url_chars_mean'), 1)} |"
-        )
-    return lines
+        " then N annealing picks (K = 8, T0 = 0.05)."
+    )
+    header = (
+        "N",
+        "µs/push",
+        "µs/pick",
+        "bytes/URL (tracemalloc)",
+        "bytes/URL (RSS)",
+        "URL chars",
+    )
+    rows = (
+        f"| {int(n):,} | {_fmt(row.get('push_us'))} | {_fmt(row.get('pick_us'))} |"
+        f" {_fmt(row.get('bytes_per_url_tracemalloc'), 1)} |"
+        f" {_fmt(row.get('bytes_per_url_rss'), 1)} | {_fmt(row.get('url_chars_mean'), 1)} |"
+        for n, row in fr["sizes"].items()
+    )
+    return _md_section("Frontier (`focused.frontier.memory.MemoryFrontier`)", [intro], header, rows)
 
 
 def _md_dedup(dd: dict[str, Any] | None) -> list[str]:
     """The seen-URL section: SeenSet against Scrapy's RFPDupeFilter."""
     if not (dd and dd.get("sizes")):
         return []
-    lines = [
-        "",
-        "## Seen-URL test",
-        "",
-        "| set | N | bytes/URL (tracemalloc) | bytes/URL (RSS) | µs/add | µs/test | false drops |",
-        "|---|---|---|---|---|---|---|",
+    header = (
+        "set",
+        "N",
+        "bytes/URL (tracemalloc)",
+        "bytes/URL (RSS)",
+        "µs/add",
+        "µs/test",
+        "false drops",
+    )
+    rows = [
+        f"| `SeenSet` (exact, 64-bit) | {int(n):,} |"
+        f" {_fmt(row.get('bytes_per_url_tracemalloc'), 1)} |"
+        f" {_fmt(row.get('bytes_per_url_rss'), 1)} | {_fmt(row.get('add_us'))} |"
+        f" {_fmt(row.get('test_us'))} | {_fmt(row.get('false_drops'))} |"
+        for n, row in dd["sizes"].items()
     ]
-    for n, row in dd["sizes"].items():
-        lines.append(
-            f"| `SeenSet` (exact, 64-bit) | {int(n):,} |"
-            f" {_fmt(row.get('bytes_per_url_tracemalloc'), 1)} |"
-            f" {_fmt(row.get('bytes_per_url_rss'), 1)} | {_fmt(row.get('add_us'))} |"
-            f" {_fmt(row.get('test_us'))} | {_fmt(row.get('false_drops'))} |"
-        )
     sc = dd.get("scrapy")
     if sc:
-        lines.append(
+        rows.append(
             f"| Scrapy `RFPDupeFilter` | {int(dd['scrapy_at']):,} |"
             f" {_fmt(sc.get('bytes_per_url_objects'), 1)} (objects) |"
             f" {_fmt(sc.get('bytes_per_url_rss'), 1)} | – |"
@@ -1191,11 +1206,11 @@ def _md_dedup(dd: dict[str, Any] | None) -> list[str]:
         )
     top = dd["sizes"].get(str(dd.get("at")), {})
     if top.get("fingerprint_us") is not None:
-        lines.append(
+        rows.append(
             f"\nThe project's URL fingerprint (canonical URL, SHA-1, first 8 bytes) costs"
             f" {_fmt(top['fingerprint_us'])} µs on a new URL (an LRU cache answers repeats)."
         )
-    return lines
+    return _md_section("Seen-URL test", [], header, rows)
 
 
 def write_markdown(data: dict[str, Any], path: Path) -> None:

@@ -1045,15 +1045,42 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def plan(args: argparse.Namespace, site: Site) -> list[Group]:
-    """The (topic, seed set) groups that ``args`` describe."""
+def _planned_topics(args: argparse.Namespace) -> list[tuple[str, bool]]:
+    """(topic argument, held out?) for every topic ``args`` name, held-out ones last."""
     topics = _split(args.topic) or list(DEFAULT_TOPICS)
     if args.held_out is None:
         held = [] if args.topic else list(DEFAULT_HELD_OUT)
     else:
         held = _split(args.held_out)
+    return [(t, False) for t in topics] + [(t, True) for t in held]
+
+
+def _group_category(categories: list[str], i: int, topic: Topic) -> str:
+    """The label prefix of the ``i``-th topic: its ``--category`` (one for all or one per
+    topic), else the topic's own."""
+    category = (categories[i] if len(categories) > 1 else categories[0]) if categories else ""
+    category = category or topic.category
+    if not category:
+        raise BenchError(f"topic {topic.name}: no category; give one with --category")
+    return category
+
+
+def _topic_seed_sets(
+    seed_sets: list[tuple[str, ...]], topic: Topic, site: Site, all_targets: frozenset[str]
+) -> list[tuple[str, ...]]:
+    """The seed sets a topic is crawled from: the given ones, else its defaults, else
+    sets picked from the link graph."""
+    if seed_sets:
+        return seed_sets
+    if topic.name in DEFAULT_SEED_SETS:
+        return [tuple(s.split(",")) for s in DEFAULT_SEED_SETS[topic.name]]
+    return list(site.auto_seed_sets(all_targets))
+
+
+def plan(args: argparse.Namespace, site: Site) -> list[Group]:
+    """The (topic, seed set) groups that ``args`` describe."""
+    everything = _planned_topics(args)
     categories = _split(args.category)
-    everything = [(t, False) for t in topics] + [(t, True) for t in held]
     if categories and len(categories) not in (1, len(everything)):
         raise BenchError(
             f"--category: give one prefix or one per topic ({len(everything)}), "
@@ -1068,28 +1095,17 @@ def plan(args: argparse.Namespace, site: Site) -> list[Group]:
             topic = load_topic(arg)
         except TopicError as exc:
             raise BenchError(str(exc)) from None
-        category = (categories[i] if len(categories) > 1 else categories[0]) if categories else ""
-        category = category or topic.category
-        if not category:
-            raise BenchError(f"topic {topic.name}: no category; give one with --category")
+        category = _group_category(categories, i, topic)
         all_targets = site.targets(category)
         if not all_targets:
             raise BenchError(f"no page of {site.root} is labelled under {category!r}")
-        if seed_sets:
-            sets = seed_sets
-        elif topic.name in DEFAULT_SEED_SETS:
-            sets = [tuple(s.split(",")) for s in DEFAULT_SEED_SETS[topic.name]]
-        else:
-            sets = list(site.auto_seed_sets(all_targets))
-        for pages in sets:
+        topic_arg = str(Path(arg).resolve()) if Path(arg).is_file() else topic.name
+        for pages in _topic_seed_sets(seed_sets, topic, site, all_targets):
             seeds = tuple(dict.fromkeys(site.resolve(p) for p in pages))
             reachable = all_targets & site.reachable(seeds)
             if not reachable:
                 raise BenchError(f"{topic.name}: no {category} page is reachable from {seeds}")
             budget = max(1, round(args.budget * len(reachable)))
-            topic_arg = arg if Path(arg).is_file() else topic.name
-            if Path(arg).is_file():
-                topic_arg = str(Path(arg).resolve())
             groups.append(
                 Group(
                     topic,
@@ -1118,6 +1134,63 @@ def strategies_of(args: argparse.Namespace) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def _extra_settings(items: Sequence[str]) -> dict[str, str]:
+    """``--set NAME=VALUE`` arguments as a settings dict."""
+    extra: dict[str, str] = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip():
+            raise BenchError(f"--set takes NAME=VALUE, got {item!r}")
+        extra[name.strip()] = value
+    return extra
+
+
+def _concurrency_label(concurrency: int | None) -> str:
+    """How the report names the concurrency the main crawls ran at."""
+    if concurrency:
+        return f"CONCURRENT_REQUESTS={concurrency} (per domain {concurrency})"
+    requests, per_domain = project_concurrency()
+    return (
+        f"project default (CONCURRENT_REQUESTS={requests}, per domain {per_domain}: "
+        f"{min(requests, per_domain)} in flight on the one host)"
+    )
+
+
+def _settings_lines(
+    args: argparse.Namespace,
+    site: Site,
+    *,
+    scheduler: str | None,
+    compare: bool,
+    repeat: int,
+    extra: dict[str, str],
+) -> list[str]:
+    """The report's "settings" list: data, scheduler, budget, files and any extras."""
+    lines = [
+        f"data: {site.root.resolve()} (labels.tsv, {len(site.graph)} pages)",
+        f"scheduler: {scheduler or 'project default (focused.scheduler.FocusedScheduler)'}",
+        f"budget: {args.budget:g} x reachable targets; FOCUSED_SEED={args.seed}, "
+        f"PYTHONHASHSEED={args.seed}, AUTOTHROTTLE_ENABLED=False, {args.jobs} crawls at a time",
+        "CSV: quality.csv"
+        + (" (and quality-c1.csv at CONCURRENT_REQUESTS=1)" if compare else "")
+        + "; each crawl's folder, log and timing: runs/, runs.csv",
+    ]
+    if repeat > 1:
+        lines.append(
+            f"every crawl repeated {repeat} times (the oracle too; each crawl divided by the "
+            "oracle of its repetition): the tables give the median of each number and, after "
+            "recall / oracle, its min-max; plots and page counts are the median crawl's"
+        )
+    if extra:
+        lines.append("settings: " + ", ".join(f"{k}={v}" for k, v in extra.items()))
+    if scheduler:
+        lines.append(
+            "annealing runs without its simulated-annealing pick (it lives in "
+            "focused.scheduler.FocusedScheduler): its link scores only (genetic + tunneling)"
+        )
+    return lines
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     started = time.monotonic()
@@ -1132,20 +1205,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = (args.out if args.out is not None else ROOT / DEFAULT_OUT).resolve()
     out.mkdir(parents=True, exist_ok=True)
     scheduler = args.scheduler if args.scheduler is not None else default_scheduler()
-    extra: dict[str, str] = {}
-    for item in args.settings:
-        name, eq, value = item.partition("=")
-        if not eq or not name.strip():
-            raise BenchError(f"--set takes NAME=VALUE, got {item!r}")
-        extra[name.strip()] = value
-    requests, per_domain = project_concurrency()
-    if args.concurrency:
-        label = f"CONCURRENT_REQUESTS={args.concurrency} (per domain {args.concurrency})"
-    else:
-        label = (
-            f"project default (CONCURRENT_REQUESTS={requests}, per domain {per_domain}: "
-            f"{min(requests, per_domain)} in flight on the one host)"
-        )
+    extra = _extra_settings(args.settings)
+    label = _concurrency_label(args.concurrency)
     levels: list[int | None] = [args.concurrency]
     if args.compare_concurrency and args.concurrency != 1:
         levels.append(1)
@@ -1182,28 +1243,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         plots += plot_groups(c1, out, suffix="c1")
         compare = ("CONCURRENT_REQUESTS=1", c1_rows)
     elapsed = time.monotonic() - started
-    settings_lines = [
-        f"data: {site.root.resolve()} (labels.tsv, {len(site.graph)} pages)",
-        f"scheduler: {scheduler or 'project default (focused.scheduler.FocusedScheduler)'}",
-        f"budget: {args.budget:g} x reachable targets; FOCUSED_SEED={args.seed}, "
-        f"PYTHONHASHSEED={args.seed}, AUTOTHROTTLE_ENABLED=False, {args.jobs} crawls at a time",
-        "CSV: quality.csv"
-        + (" (and quality-c1.csv at CONCURRENT_REQUESTS=1)" if compare else "")
-        + "; each crawl's folder, log and timing: runs/, runs.csv",
-    ]
-    if repeat > 1:
-        settings_lines.append(
-            f"every crawl repeated {repeat} times (the oracle too; each crawl divided by the "
-            "oracle of its repetition): the tables give the median of each number and, after "
-            "recall / oracle, its min-max; plots and page counts are the median crawl's"
-        )
-    if extra:
-        settings_lines.append("settings: " + ", ".join(f"{k}={v}" for k, v in extra.items()))
-    if scheduler:
-        settings_lines.append(
-            "annealing runs without its simulated-annealing pick (it lives in "
-            "focused.scheduler.FocusedScheduler): its link scores only (genetic + tunneling)"
-        )
+    settings_lines = _settings_lines(
+        args, site, scheduler=scheduler, compare=compare is not None, repeat=repeat, extra=extra
+    )
     write_runs(results, out / "runs.csv")
     write_markdown(
         out / "quality.md",

@@ -47,7 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -646,11 +646,39 @@ def profile(
 
 
 # --- frontier ------------------------------------------------------------------------------
-_WORDS = (
-    "chemistry acid atom bond carbon element energy gas ion metal molecule oxygen reaction "
-    "salt water physics force light mass football cup match recipe bread rice empire war "
-    "river mountain city island"
-).split()
+_WORDS = [
+    "chemistry",
+    "acid",
+    "atom",
+    "bond",
+    "carbon",
+    "element",
+    "energy",
+    "gas",
+    "ion",
+    "metal",
+    "molecule",
+    "oxygen",
+    "reaction",
+    "salt",
+    "water",
+    "physics",
+    "force",
+    "light",
+    "mass",
+    "football",
+    "cup",
+    "match",
+    "recipe",
+    "bread",
+    "rice",
+    "empire",
+    "war",
+    "river",
+    "mountain",
+    "city",
+    "island",
+]
 
 
 def frontier_entries(n: int, seed: int = 1) -> Iterator[Any]:
@@ -1008,6 +1036,186 @@ def _fmt(v: Any, digits: int = 2) -> str:
     return str(v)
 
 
+def _md_throughput(tp: dict[str, Any] | None) -> list[str]:
+    """The throughput section: focused against plain Scrapy, per site."""
+    if not tp:
+        return []
+    lines = [
+        "",
+        "## Throughput: focused against plain Scrapy",
+        "",
+        f"{tp['pages_per_run']} pages per crawl (`CLOSESPIDER_ITEMCOUNT`),"
+        f" `CONCURRENT_REQUESTS` = {tp['concurrency']} (also per domain), AutoThrottle off,"
+        f" {tp['pairs']} pairs per strategy, {tp['order']}. pages/s from the first item"
+        " to the last (start-up excluded); ratio = median of the per-pair ratios"
+        " focused/plain; CPU ratio = plain CPU ms per page / focused CPU ms per page"
+        " (what the ratio would be if the crawl were CPU-bound); links/page = requests"
+        " handed to the scheduler per page (the crawlers visit different pages: more"
+        " links per page is more work per page for both).",
+    ]
+    for site, s_out in tp["sites"].items():
+        p = s_out["plain"]
+        lines += [
+            "",
+            f"### {site}",
+            "",
+            "| crawler | median pages/s | CPU ms/page | KB/page | links/page | ratio |"
+            " CPU ratio | pair ratios |",
+            "|---|---|---|---|---|---|---|---|",
+            f"| plain Scrapy | {_fmt(p['median_pages_s'], 1)} |"
+            f" {_fmt(p['median_cpu_ms_per_page'])} | {_fmt(p.get('median_kb_per_page'), 1)} |"
+            f" {_fmt(p.get('median_links_per_page'), 1)} | 1 | 1 | |",
+        ]
+        for s, row in s_out["strategies"].items():
+            lines.append(
+                f"| focused `{s}` | {_fmt(row['median_pages_s'], 1)} |"
+                f" {_fmt(row['median_cpu_ms_per_page'])} |"
+                f" {_fmt(row.get('median_kb_per_page'), 1)} |"
+                f" {_fmt(row.get('median_links_per_page'), 1)} | {_fmt(row['ratio'], 3)} |"
+                f" {_fmt(row['cpu_ratio'], 3)} |"
+                f" {', '.join(f'{x:.2f}' for x in row['pair_ratios'])} |"
+            )
+    lines += ["", f"Worst: `{tp.get('ratio_min_at')}` at {_fmt(tp.get('ratio_min'), 3)}."]
+    return lines
+
+
+def _md_profile(prof: dict[str, Any] | None) -> list[str]:
+    """The profile section: cProfile cost categories, plain against focused."""
+    if not (prof and "focused" in prof):
+        return []
+    lines = [
+        "",
+        "## Where the time goes",
+        "",
+        f"cProfile of one crawl of {prof['pages_per_run']} pages of {prof['site']}"
+        f" (focused: `{prof['strategy']}`) from its first item to its last (start-up"
+        " and shutdown left out), ms per page *under the profiler* (which inflates"
+        " Python-heavy code ~2x: compare rows and columns, not with the throughput)."
+        " cProfile sees one thread, so the profiled crawl writes its page files on"
+        " Scrapy's thread (`FOCUSED_STORE_THREAD=False`): the same work, in one place.",
+        "",
+        "| cost | plain ms/page | focused ms/page | focused calls/page |",
+        "|---|---|---|---|",
+    ]
+    plain_rows = {r["category"]: r for r in prof.get("plain", {}).get("categories", [])}
+    focused_rows = {r["category"]: r for r in prof["focused"]["categories"]}
+    for name in dict.fromkeys(c[0] for c in CATEGORIES):
+        a, b = plain_rows.get(name), focused_rows.get(name)
+        if a is None and b is None:
+            continue
+        lines.append(
+            f"| {name} | {_fmt(a and a['ms_per_page'])} | {_fmt(b and b['ms_per_page'])} |"
+            f" {_fmt(b and b['calls_per_page'], 1)} |"
+        )
+    lines.append(
+        f"| **everything profiled** | {_fmt(prof.get('plain', {}).get('profiled_ms_per_page'))}"
+        f" | {_fmt(prof['focused']['profiled_ms_per_page'])} | |"
+    )
+    return lines
+
+
+def _md_section(
+    title: str, intro: Sequence[str], header: Sequence[str], rows: Iterable[str]
+) -> list[str]:
+    """A report section: its heading, its intro paragraphs, then a table of ``rows``."""
+    lines = ["", f"## {title}", ""]
+    for paragraph in intro:
+        lines += [paragraph, ""]
+    return [*lines, "| " + " | ".join(header) + " |", "|" + "---|" * len(header), *rows]
+
+
+def _md_ablation(ab: dict[str, Any] | None) -> list[str]:
+    """The ablation section: what taking each part out saves."""
+    if not ab:
+        return []
+    intro = (
+        f"Focused `{ab['strategy']}` crawls of {ab['site']} with one part taken out,"
+        f" in turn with the full crawl and plain Scrapy, {ab['reps']} rounds; median CPU"
+        " ms per page (first item to last) and what taking the part out saves; Scrapy's"
+        " thread = the CPU time of Scrapy's own thread only (the page store's writer"
+        " thread works beside it)."
+    )
+    header = (
+        "crawl",
+        "median pages/s",
+        "CPU ms/page",
+        "of which system",
+        "Scrapy's thread ms/page",
+        "CPU ms/page saved",
+    )
+    rows = (
+        f"| {name} | {_fmt(row['median_pages_s'], 1)} |"
+        f" {_fmt(row['median_cpu_ms_per_page'])} |"
+        f" {_fmt(row.get('median_sys_ms_per_page'))} |"
+        f" {_fmt(row.get('median_thread_cpu_ms_per_page'))} | {_fmt(row['cpu_ms_saved'])} |"
+        for name, row in ab["rows"].items()
+    )
+    return _md_section("What each part costs (ablation, no profiler)", [intro], header, rows)
+
+
+def _md_frontier(fr: dict[str, Any] | None) -> list[str]:
+    """The frontier section: push and pick cost and memory per URL."""
+    if not (fr and fr.get("sizes")):
+        return []
+    intro = (
+        "N pushes of distinct entries (m-value scores, 2,000 hosts, 40 links per parent),"
+        " then N annealing picks (K = 8, T0 = 0.05)."
+    )
+    header = (
+        "N",
+        "µs/push",
+        "µs/pick",
+        "bytes/URL (tracemalloc)",
+        "bytes/URL (RSS)",
+        "URL chars",
+    )
+    rows = (
+        f"| {int(n):,} | {_fmt(row.get('push_us'))} | {_fmt(row.get('pick_us'))} |"
+        f" {_fmt(row.get('bytes_per_url_tracemalloc'), 1)} |"
+        f" {_fmt(row.get('bytes_per_url_rss'), 1)} | {_fmt(row.get('url_chars_mean'), 1)} |"
+        for n, row in fr["sizes"].items()
+    )
+    return _md_section("Frontier (`focused.frontier.memory.MemoryFrontier`)", [intro], header, rows)
+
+
+def _md_dedup(dd: dict[str, Any] | None) -> list[str]:
+    """The seen-URL section: SeenSet against Scrapy's RFPDupeFilter."""
+    if not (dd and dd.get("sizes")):
+        return []
+    header = (
+        "set",
+        "N",
+        "bytes/URL (tracemalloc)",
+        "bytes/URL (RSS)",
+        "µs/add",
+        "µs/test",
+        "false drops",
+    )
+    rows = [
+        f"| `SeenSet` (exact, 64-bit) | {int(n):,} |"
+        f" {_fmt(row.get('bytes_per_url_tracemalloc'), 1)} |"
+        f" {_fmt(row.get('bytes_per_url_rss'), 1)} | {_fmt(row.get('add_us'))} |"
+        f" {_fmt(row.get('test_us'))} | {_fmt(row.get('false_drops'))} |"
+        for n, row in dd["sizes"].items()
+    ]
+    sc = dd.get("scrapy")
+    if sc:
+        rows.append(
+            f"| Scrapy `RFPDupeFilter` | {int(dd['scrapy_at']):,} |"
+            f" {_fmt(sc.get('bytes_per_url_objects'), 1)} (objects) |"
+            f" {_fmt(sc.get('bytes_per_url_rss'), 1)} | – |"
+            f" {_fmt(sc.get('test_us'))} (with its fingerprint) |"
+            f" {_fmt(sc.get('false_drops'))} |"
+        )
+    top = dd["sizes"].get(str(dd.get("at")), {})
+    if top.get("fingerprint_us") is not None:
+        rows.append(
+            f"\nThe project's URL fingerprint (canonical URL, SHA-1, first 8 bytes) costs"
+            f" {_fmt(top['fingerprint_us'])} µs on a new URL (an LRU cache answers repeats)."
+        )
+    return _md_section("Seen-URL test", [], header, rows)
+
+
 def write_markdown(data: dict[str, Any], path: Path) -> None:
     m = data["machine"]
     lines = [
@@ -1027,147 +1235,11 @@ def write_markdown(data: dict[str, Any], path: Path) -> None:
         met = {True: "yes", False: "**no**", None: "not measured"}[t["met"]]
         aim = {True: "yes", False: "no", None: "–"}[t.get("aim_met")]
         lines.append(f"| `{key}` | {_fmt(t['value'], 3)} | {t['target']} | {met} | {aim} |")
-    tp = data.get("throughput")
-    if tp:
-        lines += [
-            "",
-            "## Throughput: focused against plain Scrapy",
-            "",
-            f"{tp['pages_per_run']} pages per crawl (`CLOSESPIDER_ITEMCOUNT`),"
-            f" `CONCURRENT_REQUESTS` = {tp['concurrency']} (also per domain), AutoThrottle off,"
-            f" {tp['pairs']} pairs per strategy, {tp['order']}. pages/s from the first item"
-            " to the last (start-up excluded); ratio = median of the per-pair ratios"
-            " focused/plain; CPU ratio = plain CPU ms per page / focused CPU ms per page"
-            " (what the ratio would be if the crawl were CPU-bound); links/page = requests"
-            " handed to the scheduler per page (the crawlers visit different pages: more"
-            " links per page is more work per page for both).",
-        ]
-        for site, s_out in tp["sites"].items():
-            p = s_out["plain"]
-            lines += [
-                "",
-                f"### {site}",
-                "",
-                "| crawler | median pages/s | CPU ms/page | KB/page | links/page | ratio |"
-                " CPU ratio | pair ratios |",
-                "|---|---|---|---|---|---|---|---|",
-                f"| plain Scrapy | {_fmt(p['median_pages_s'], 1)} |"
-                f" {_fmt(p['median_cpu_ms_per_page'])} | {_fmt(p.get('median_kb_per_page'), 1)} |"
-                f" {_fmt(p.get('median_links_per_page'), 1)} | 1 | 1 | |",
-            ]
-            for s, row in s_out["strategies"].items():
-                lines.append(
-                    f"| focused `{s}` | {_fmt(row['median_pages_s'], 1)} |"
-                    f" {_fmt(row['median_cpu_ms_per_page'])} |"
-                    f" {_fmt(row.get('median_kb_per_page'), 1)} |"
-                    f" {_fmt(row.get('median_links_per_page'), 1)} | {_fmt(row['ratio'], 3)} |"
-                    f" {_fmt(row['cpu_ratio'], 3)} |"
-                    f" {', '.join(f'{x:.2f}' for x in row['pair_ratios'])} |"
-                )
-        lines += ["", f"Worst: `{tp.get('ratio_min_at')}` at {_fmt(tp.get('ratio_min'), 3)}."]
-    prof = data.get("profile")
-    if prof and "focused" in prof:
-        lines += [
-            "",
-            "## Where the time goes",
-            "",
-            f"cProfile of one crawl of {prof['pages_per_run']} pages of {prof['site']}"
-            f" (focused: `{prof['strategy']}`) from its first item to its last (start-up"
-            " and shutdown left out), ms per page *under the profiler* (which inflates"
-            " Python-heavy code ~2x: compare rows and columns, not with the throughput)."
-            " cProfile sees one thread, so the profiled crawl writes its page files on"
-            " Scrapy's thread (`FOCUSED_STORE_THREAD=False`): the same work, in one place.",
-            "",
-            "| cost | plain ms/page | focused ms/page | focused calls/page |",
-            "|---|---|---|---|",
-        ]
-        plain_rows = {r["category"]: r for r in prof.get("plain", {}).get("categories", [])}
-        focused_rows = {r["category"]: r for r in prof["focused"]["categories"]}
-        for name in dict.fromkeys(c[0] for c in CATEGORIES):
-            a, b = plain_rows.get(name), focused_rows.get(name)
-            if a is None and b is None:
-                continue
-            lines.append(
-                f"| {name} | {_fmt(a and a['ms_per_page'])} | {_fmt(b and b['ms_per_page'])} |"
-                f" {_fmt(b and b['calls_per_page'], 1)} |"
-            )
-        lines.append(
-            f"| **everything profiled** | {_fmt(prof.get('plain', {}).get('profiled_ms_per_page'))}"
-            f" | {_fmt(prof['focused']['profiled_ms_per_page'])} | |"
-        )
-    ab = data.get("ablation")
-    if ab:
-        lines += [
-            "",
-            "## What each part costs (ablation, no profiler)",
-            "",
-            f"Focused `{ab['strategy']}` crawls of {ab['site']} with one part taken out,"
-            f" in turn with the full crawl and plain Scrapy, {ab['reps']} rounds; median CPU"
-            " ms per page (first item to last) and what taking the part out saves; Scrapy's"
-            " thread = the CPU time of Scrapy's own thread only (the page store's writer"
-            " thread works beside it).",
-            "",
-            "| crawl | median pages/s | CPU ms/page | of which system | Scrapy's thread"
-            " ms/page | CPU ms/page saved |",
-            "|---|---|---|---|---|---|",
-        ]
-        for name, row in ab["rows"].items():
-            lines.append(
-                f"| {name} | {_fmt(row['median_pages_s'], 1)} |"
-                f" {_fmt(row['median_cpu_ms_per_page'])} |"
-                f" {_fmt(row.get('median_sys_ms_per_page'))} |"
-                f" {_fmt(row.get('median_thread_cpu_ms_per_page'))} | {_fmt(row['cpu_ms_saved'])} |"
-            )
-    fr = data.get("frontier")
-    if fr and fr.get("sizes"):
-        lines += [
-            "",
-            "## Frontier (`focused.frontier.memory.MemoryFrontier`)",
-            "",
-            "N pushes of distinct entries (m-value scores, 2,000 hosts, 40 links per parent),"
-            " then N annealing picks (K = 8, T0 = 0.05).",
-            "",
-            "| N | µs/push | µs/pick | bytes/URL (tracemalloc) | bytes/URL (RSS) | URL chars |",
-            "|---|---|---|---|---|---|",
-        ]
-        for n, row in fr["sizes"].items():
-            lines.append(
-                f"| {int(n):,} | {_fmt(row.get('push_us'))} | {_fmt(row.get('pick_us'))} |"
-                f" {_fmt(row.get('bytes_per_url_tracemalloc'), 1)} |"
-                f" {_fmt(row.get('bytes_per_url_rss'), 1)} | {_fmt(row.get('url_chars_mean'), 1)} |"
-            )
-    dd = data.get("dedup")
-    if dd and dd.get("sizes"):
-        lines += [
-            "",
-            "## Seen-URL test",
-            "",
-            "| set | N | bytes/URL (tracemalloc) | bytes/URL (RSS) | µs/add | µs/test |"
-            " false drops |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for n, row in dd["sizes"].items():
-            lines.append(
-                f"| `SeenSet` (exact, 64-bit) | {int(n):,} |"
-                f" {_fmt(row.get('bytes_per_url_tracemalloc'), 1)} |"
-                f" {_fmt(row.get('bytes_per_url_rss'), 1)} | {_fmt(row.get('add_us'))} |"
-                f" {_fmt(row.get('test_us'))} | {_fmt(row.get('false_drops'))} |"
-            )
-        sc = dd.get("scrapy")
-        if sc:
-            lines.append(
-                f"| Scrapy `RFPDupeFilter` | {int(dd['scrapy_at']):,} |"
-                f" {_fmt(sc.get('bytes_per_url_objects'), 1)} (objects) |"
-                f" {_fmt(sc.get('bytes_per_url_rss'), 1)} | – |"
-                f" {_fmt(sc.get('test_us'))} (with its fingerprint) |"
-                f" {_fmt(sc.get('false_drops'))} |"
-            )
-        top = dd["sizes"].get(str(dd.get("at")), {})
-        if top.get("fingerprint_us") is not None:
-            lines.append(
-                f"\nThe project's URL fingerprint (canonical URL, SHA-1, first 8 bytes) costs"
-                f" {_fmt(top['fingerprint_us'])} µs on a new URL (an LRU cache answers repeats)."
-            )
+    lines += _md_throughput(data.get("throughput"))
+    lines += _md_profile(data.get("profile"))
+    lines += _md_ablation(data.get("ablation"))
+    lines += _md_frontier(data.get("frontier"))
+    lines += _md_dedup(data.get("dedup"))
     notes = data.get("notes")
     if notes:
         lines += ["", "## Notes", "", *notes]
@@ -1245,6 +1317,138 @@ def _interrupt(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
+Sites = dict[str, tuple[list[str], str]]  # site -> (seed URLs, labels.tsv location)
+
+
+def _serve_sites(
+    wanted: list[str],
+    *,
+    sandbox_pages: int,
+    data_dir: Path,
+    servers: list[ServerProcess],
+    log: Callable[[str], None],
+) -> Sites:
+    """Start one server process per wanted site (appended to ``servers`` as it starts, so
+    the caller stops every one even if a later one fails)."""
+    sites: Sites = {}
+    for site in wanted:
+        if site == "sandbox":
+            server = sandbox_server(sandbox_pages)
+            base = server.start()
+            servers.append(server)
+            seeds = sandbox_seeds(base, sandbox_pages)
+            sites[site] = (seeds, f"{base}/labels.tsv")
+        elif site == "wikispeedia":
+            if not data_dir.is_dir():
+                log(f"no wikispeedia site at {data_dir}: skipped")
+                continue
+            server = static_server(data_dir)
+            base = server.start()
+            servers.append(server)
+            sites[site] = ([base + WIKI_SEED], str(data_dir / "labels.tsv"))
+        else:
+            raise SystemExit(f"unknown site {site!r}: sandbox or wikispeedia")
+        log(f"{site} served by its own process at {base}")
+    return sites
+
+
+def _profiled_site(args: argparse.Namespace, sites: Sites) -> tuple[str, list[str], str]:
+    """(site, seeds, labels) of the profiled and ablation crawls."""
+    site = args.profile_site if args.profile_site in sites else next(iter(sites))
+    seeds, labels = sites[site]
+    return site, seeds, labels
+
+
+def _profiled_strategy(strategies: list[str]) -> str:
+    return "annealing" if "annealing" in strategies else strategies[0]
+
+
+def _profile_part(
+    args: argparse.Namespace, sites: Sites, strategies: list[str], *, work: Path, out_dir: Path
+) -> dict[str, Any]:
+    """Profile one plain and one focused crawl; keep their profiles in ``out_dir``."""
+    site, seeds, labels = _profiled_site(args, sites)
+    result = profile(
+        site,
+        seeds,
+        labels,
+        strategy=_profiled_strategy(strategies),
+        pages=args.profile_pages,
+        concurrency=args.concurrency,
+        work=work,
+        timeout=args.timeout,
+    )
+    prof_out = out_dir / "speed-profiles"
+    prof_out.mkdir(exist_ok=True)
+    for kind in ("plain", "focused"):
+        entry = result.get(kind, {})
+        if "profile_file" in entry:
+            target = prof_out / f"{kind}.prof"
+            shutil.copy(entry["profile_file"], target)
+            entry["profile_file"] = _shown(target)
+    return result
+
+
+def _crawl_parts(
+    args: argparse.Namespace,
+    data: dict[str, Any],
+    *,
+    skip: set[str],
+    strategies: list[str],
+    out_dir: Path,
+    data_dir: Path,
+    log: Callable[[str], None],
+) -> None:
+    """The parts that crawl (throughput, profile, ablation), against server processes
+    that stop when they are done."""
+    servers: list[ServerProcess] = []
+    work = Path(tempfile.mkdtemp(prefix="focused-speed-"))
+    try:
+        sites: Sites = {}
+        if not {"throughput", "profile"} <= skip or args.ablation:
+            wanted = [s.strip() for s in args.sites.split(",") if s.strip()]
+            sites = _serve_sites(
+                wanted,
+                sandbox_pages=args.sandbox_pages,
+                data_dir=data_dir,
+                servers=servers,
+                log=log,
+            )
+        if "throughput" not in skip and sites:
+            data["throughput"] = throughput(
+                sites,
+                strategies,
+                pairs=args.pairs,
+                pages=args.pages,
+                concurrency=args.concurrency,
+                work=work,
+                timeout=args.timeout,
+                log=log,
+            )
+        if "profile" not in skip and sites:
+            data["profile"] = _profile_part(args, sites, strategies, work=work, out_dir=out_dir)
+            log("profile done")
+        if args.ablation and sites:
+            site, seeds, labels = _profiled_site(args, sites)
+            data["ablation"] = ablation(
+                site,
+                seeds,
+                labels,
+                strategy=_profiled_strategy(strategies),
+                reps=args.ablation,
+                trees=[t.resolve() for t in args.ablation_tree],
+                pages=args.pages,
+                concurrency=args.concurrency,
+                work=work,
+                timeout=args.timeout,
+                log=log,
+            )
+    finally:
+        for server in servers:
+            server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.worker:
@@ -1256,7 +1460,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     data_dir = args.data if args.data.is_absolute() else (ROOT / args.data).resolve()
     strategies = [s for s in args.strategies.split(",") if s] or default_strategies()
-    sites_wanted = [s.strip() for s in args.sites.split(",") if s.strip()]
 
     def log(msg: str) -> None:
         print(f"[speed {time.monotonic() - started:6.1f}s] {msg}", file=sys.stderr, flush=True)
@@ -1271,82 +1474,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             "scrapy": scrapy.__version__,
         },
     }
-    servers: list[ServerProcess] = []
-    work = Path(tempfile.mkdtemp(prefix="focused-speed-"))
-    try:
-        sites: dict[str, tuple[list[str], str]] = {}
-        if not {"throughput", "profile"} <= skip or args.ablation:
-            for site in sites_wanted:
-                if site == "sandbox":
-                    server = sandbox_server(args.sandbox_pages)
-                    base = server.start()
-                    servers.append(server)
-                    seeds = sandbox_seeds(base, args.sandbox_pages)
-                    sites[site] = (seeds, f"{base}/labels.tsv")
-                elif site == "wikispeedia":
-                    if not data_dir.is_dir():
-                        log(f"no wikispeedia site at {data_dir}: skipped")
-                        continue
-                    server = static_server(data_dir)
-                    base = server.start()
-                    servers.append(server)
-                    sites[site] = ([base + WIKI_SEED], str(data_dir / "labels.tsv"))
-                else:
-                    raise SystemExit(f"unknown site {site!r}: sandbox or wikispeedia")
-                log(f"{site} served by its own process at {base}")
-        if "throughput" not in skip and sites:
-            data["throughput"] = throughput(
-                sites,
-                strategies,
-                pairs=args.pairs,
-                pages=args.pages,
-                concurrency=args.concurrency,
-                work=work,
-                timeout=args.timeout,
-                log=log,
-            )
-        if "profile" not in skip and sites:
-            site = args.profile_site if args.profile_site in sites else next(iter(sites))
-            seeds, labels = sites[site]
-            data["profile"] = profile(
-                site,
-                seeds,
-                labels,
-                strategy="annealing" if "annealing" in strategies else strategies[0],
-                pages=args.profile_pages,
-                concurrency=args.concurrency,
-                work=work,
-                timeout=args.timeout,
-            )
-            prof_out = out_dir / "speed-profiles"
-            prof_out.mkdir(exist_ok=True)
-            for kind in ("plain", "focused"):
-                entry = data["profile"].get(kind, {})
-                if "profile_file" in entry:
-                    target = prof_out / f"{kind}.prof"
-                    shutil.copy(entry["profile_file"], target)
-                    entry["profile_file"] = _shown(target)
-            log("profile done")
-        if args.ablation and sites:
-            site = args.profile_site if args.profile_site in sites else next(iter(sites))
-            seeds, labels = sites[site]
-            data["ablation"] = ablation(
-                site,
-                seeds,
-                labels,
-                strategy="annealing" if "annealing" in strategies else strategies[0],
-                reps=args.ablation,
-                trees=[t.resolve() for t in args.ablation_tree],
-                pages=args.pages,
-                concurrency=args.concurrency,
-                work=work,
-                timeout=args.timeout,
-                log=log,
-            )
-    finally:
-        for server in servers:
-            server.stop()
-        shutil.rmtree(work, ignore_errors=True)
+    _crawl_parts(
+        args,
+        data,
+        skip=skip,
+        strategies=strategies,
+        out_dir=out_dir,
+        data_dir=data_dir,
+        log=log,
+    )
     if "frontier" not in skip:
         data["frontier"] = frontier_bench(args.frontier_sizes, args.timeout, log)
     if "dedup" not in skip:

@@ -151,5 +151,4 @@ class SlotDelays:
         floor = self.floors.get(key, 0.0)
         if key in self.pauses:
             floor = max(floor, self.pauses[key][1])
-        if slot.delay < floor:
-            slot.delay = floor
+        slot.delay = max(slot.delay, floor)

@@ -256,7 +256,7 @@ def test_link_classifier_learns_from_link_evidence_and_is_repeatable():
     one, two = _train(7).predict(probe), _train(7).predict(probe)
     np.testing.assert_array_equal(one, two)
     assert one[0] > one[1] + 0.05
-    assert ((0.0 <= one) & (one <= 1.0)).all()
+    assert ((one >= 0.0) & (one <= 1.0)).all()
 
 
 # --- the strategy ----------------------------------------------------------------------

@@ -96,8 +96,8 @@ THRESHOLD = st.floats(min_value=0.0, max_value=0.99)
 
 
 @SETTINGS
-@given(M0, RATIO, THRESHOLD, UNIT, UNIT, UNIT, UNIT)
-def test_child_m_is_bounded_and_monotone(m0, ratio, f, share1, share2, r1, r2):
+@given(m0=M0, ratio=RATIO, f=THRESHOLD, share1=UNIT, share2=UNIT, r1=UNIT, r2=UNIT)
+def test_child_m_is_bounded_and_monotone(*, m0, ratio, f, share1, share2, r1, r2):
     p1, p2 = sorted((m0 * max(share1, 1e-6), m0 * max(share2, 1e-6)))
     r1, r2 = sorted((r1, r2))
 

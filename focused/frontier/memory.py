@@ -479,6 +479,27 @@ class MemoryFrontier:
         O(n log n) for n waiting entries (records are copied once, the value field
         rewritten in place); stale and dead records are dropped on the way.
         """
+        keys, fps, recs, evidence, scored = self._copy_live_records()
+        if not evidence:
+            return 0
+        prios, values = rescorer(evidence)
+        changed = 0
+        pack_value = _VALUE.pack_into
+        for i, prio, value in zip(scored, prios, values, strict=True):
+            prio = _clamp(int(prio), _MIN, _MAX)
+            old, seq = keys[i]
+            if prio != old:
+                changed += 1
+                keys[i] = (prio, seq)
+            pack_value(recs[i], _VALUE_AT, float(value))
+        self._rebuild(keys, fps, recs)
+        return changed
+
+    def _copy_live_records(
+        self,
+    ) -> tuple[list[tuple[int, int]], list[int], list[bytearray], list[bytes], list[int]]:
+        """Copies of every live record with its (priority, seq) key and fingerprint, plus
+        the evidence of the records that have some and those records' indexes."""
         head = _PEEK.unpack_from  # size, seq, fp, value
         ev_len = struct.Struct("<H").unpack_from
         ev_off = _REC.size - 2  # the evidence length ends the header
@@ -506,19 +527,11 @@ class MemoryFrontier:
                     keys.append((prio, seq))
                     fps.append(fp)
                 at = nxt
-        if not evidence:
-            return 0
-        prios, values = rescorer(evidence)
-        changed = 0
-        pack_value = _VALUE.pack_into
-        for i, prio, value in zip(scored, prios, values, strict=True):
-            prio = _clamp(int(prio), _MIN, _MAX)
-            old, seq = keys[i]
-            if prio != old:
-                changed += 1
-                keys[i] = (prio, seq)
-            pack_value(recs[i], _VALUE_AT, float(value))
-        # rebuild: one bucket per priority, records in seq order, the table pointing at them
+        return keys, fps, recs, evidence, scored
+
+    def _rebuild(self, keys: list[tuple[int, int]], fps: list[int], recs: list[bytearray]) -> None:
+        """Replace the frontier by ``recs``: one bucket per priority, records in seq
+        order, the table pointing at them."""
         self._buckets.clear()
         self._by_id.clear()
         self._free_ids.clear()
@@ -541,4 +554,3 @@ class MemoryFrontier:
             for j in group:
                 table_set(fps[j], tag | keys[j][1])
             start = stop
-        return changed

@@ -105,6 +105,19 @@ def classify(address: IPAddress) -> str | None:
     """The kind of a non-public ``address`` (one of :data:`KINDS`), or None when public."""
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         address = address.ipv4_mapped
+    special = _special_kind(address)
+    if special is not None:
+        return special
+    if any(address in net for net in _PRIVATE if net.version == address.version):
+        return "private"
+    if address.is_reserved or address.is_private or not address.is_global:
+        return "reserved"
+    return None
+
+
+def _special_kind(address: IPAddress) -> str | None:
+    """The kind of an address that no network may route to the crawler's peers: the
+    unspecified, loopback, link-local and multicast addresses; None for the rest."""
     if address.is_unspecified:
         return "unspecified"
     if address.is_loopback:
@@ -113,10 +126,6 @@ def classify(address: IPAddress) -> str | None:
         return "link_local"
     if address.is_multicast:
         return "multicast"
-    if any(address in net for net in _PRIVATE if net.version == address.version):
-        return "private"
-    if address.is_reserved or address.is_private or not address.is_global:
-        return "reserved"
     return None
 
 

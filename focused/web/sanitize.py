@@ -171,6 +171,12 @@ def scheme_problem(url: str) -> str | None:
             return None
         if len(port) <= 9:
             return None if int(port) <= 65535 else "bad_url"
+    return _parsed_problem(url)
+
+
+def _parsed_problem(url: str) -> str | None:
+    """:func:`scheme_problem` the long way, for URLs the plain-host pattern does not
+    settle: the scheme, then ``urlsplit``'s port and host."""
     match = _SCHEME.match(url.strip())
     if match is None:
         return "bad_url"

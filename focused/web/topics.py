@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -101,6 +102,9 @@ def load_topic(name_or_path: str, directory: str | Path | None = None) -> Topic:
     return parse_topic(data, path)
 
 
+_Fail = Callable[[str], TopicError]  # a problem -> the error naming the topic file
+
+
 def parse_topic(data: dict, path: Path | Traversable | str) -> Topic:
     """Validate the parsed TOML of a topic file."""
 
@@ -111,18 +115,7 @@ def parse_topic(data: dict, path: Path | Traversable | str) -> Topic:
     unknown = sorted(set(data) - known)
     if unknown:
         raise fail(f"unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-    keywords = data.get("keywords")
-    if not isinstance(keywords, dict) or not keywords:
-        raise fail("no [keywords] table (term = weight) or it is empty")
-    weights: dict[str, float] = {}
-    for term, weight in keywords.items():
-        if isinstance(weight, bool) or not isinstance(weight, int | float):
-            raise fail(f"keyword {term!r} has a weight that is not a number: {weight!r}")
-        if not math.isfinite(weight) or weight <= 0:
-            raise fail(f"keyword {term!r} has weight {weight}; weights must be > 0")
-        if not term.strip():
-            raise fail("an empty keyword")
-        weights[term.strip()] = float(weight)
+    weights = _keyword_weights(data.get("keywords"), fail)
     seeds = data.get("seeds")
     if not isinstance(seeds, list) or not seeds:
         raise fail('no seeds: give seeds = ["https://...", ...]')
@@ -130,16 +123,7 @@ def parse_topic(data: dict, path: Path | Traversable | str) -> Topic:
         for url in data.get(key, []):
             check_url(url, f"{path}: {key}")
     thresholds = data.get("thresholds", {})
-    if not isinstance(thresholds, dict):
-        raise fail("[thresholds] must be a table")
-    for key, value in thresholds.items():
-        if key not in THRESHOLD_RANGES:
-            raise fail(f"unknown threshold {key!r}; known: {', '.join(THRESHOLD_RANGES)}")
-        low, high = THRESHOLD_RANGES[key]
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise fail(f"threshold {key} is not a number: {value!r}")
-        if not low <= value < high:
-            raise fail(f"threshold {key} = {value} is outside [{low}, {high})")
+    _check_thresholds(thresholds, fail)
     name = data.get("name") or Path(str(path)).stem
     return Topic(
         name=str(name),
@@ -151,6 +135,36 @@ def parse_topic(data: dict, path: Path | Traversable | str) -> Topic:
         thresholds={k: float(v) for k, v in thresholds.items()},
         source=str(path),
     )
+
+
+def _keyword_weights(keywords: object, fail: _Fail) -> dict[str, float]:
+    """The ``[keywords]`` table as term -> weight: non-empty, every weight a number > 0."""
+    if not isinstance(keywords, dict) or not keywords:
+        raise fail("no [keywords] table (term = weight) or it is empty")
+    weights: dict[str, float] = {}
+    for term, weight in keywords.items():
+        if isinstance(weight, bool) or not isinstance(weight, int | float):
+            raise fail(f"keyword {term!r} has a weight that is not a number: {weight!r}")
+        if not math.isfinite(weight) or weight <= 0:
+            raise fail(f"keyword {term!r} has weight {weight}; weights must be > 0")
+        if not term.strip():
+            raise fail("an empty keyword")
+        weights[term.strip()] = float(weight)
+    return weights
+
+
+def _check_thresholds(thresholds: object, fail: _Fail) -> None:
+    """The ``[thresholds]`` table: known keys only, each a number inside its range."""
+    if not isinstance(thresholds, dict):
+        raise fail("[thresholds] must be a table")
+    for key, value in thresholds.items():
+        if key not in THRESHOLD_RANGES:
+            raise fail(f"unknown threshold {key!r}; known: {', '.join(THRESHOLD_RANGES)}")
+        low, high = THRESHOLD_RANGES[key]
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise fail(f"threshold {key} is not a number: {value!r}")
+        if not low <= value < high:
+            raise fail(f"threshold {key} = {value} is outside [{low}, {high})")
 
 
 def check_url(url: object, where: str) -> str:

@@ -227,94 +227,137 @@ def generate_site(seed: int = 7, pages: int = 600, mode: str = "normal") -> Site
     if pages < MIN_PAGES:
         raise ValueError(f"a sandbox needs at least {MIN_PAGES} pages, got {pages}")
     # the hostile site is the normal one plus its hostile corner: same random stream
-    rng = random.Random(f"focused-sandbox/{seed}/{pages}/normal")
-    writer = _Writer(rng)
-
+    builder = _Builder(random.Random(f"focused-sandbox/{seed}/{pages}/normal"))
     # budget: home + private + hubs + content pages
     n_hubs = len(SUBJECTS) + int(pages * (1 - CLUSTER_SHARE - TUNNEL_SHARE) / HUB_SIZE)
     counts = _split(pages - 2 - n_hubs)
-
-    out: dict[str, _Page] = {}
-    main: dict[str, list[str]] = {}  # slug -> pages listed on hubs and linked freely
-    spare: dict[str, list[str]] = {}  # slug -> dedicated tunnel pages
-    clusters: list[tuple[Subject, list[str]]] = []
+    # the steps draw from one random stream: their order is part of the site
     for s in SUBJECTS:
-        n = counts[s.slug]
+        builder.content_pages(s, counts[s.slug])
+    builder.tunnels()
+    builder.ordinary_links()
+    home, hubs = builder.hub_pages()
+    builder.private_page(home, hubs)
+    if mode == "hostile":
+        home.links.append((hostile.INDEX, hostile.INDEX_ANCHOR))
+
+    site = _build(seed, mode, builder.out, hubs)
+    if mode == "hostile":
+        hostile.install(site)
+    return site
+
+
+class _Builder:
+    """The pages of one sandbox and their links, drawn from one seeded generator."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.writer = _Writer(rng)
+        self.out: dict[str, _Page] = {}
+        self.main: dict[str, list[str]] = {}  # slug -> pages listed on hubs and linked freely
+        self.spare: dict[str, list[str]] = {}  # slug -> dedicated tunnel pages
+        self.clusters: list[tuple[Subject, list[str]]] = []
+        self.hops: list[str] = []  # tunnel pages, in the order the tunnels pass them
+
+    def link(self, src: str, dst: str, anchor: str | None = None) -> None:
+        text = anchor if anchor is not None else self.writer.anchor(self.out[dst].title)
+        self.out[src].links.append((dst, text))
+
+    def content_pages(self, s: Subject, n: int) -> None:
+        """``n`` pages of subject ``s``, shuffled into clusters, tunnel pages and main
+        pages."""
+        rng, writer = self.rng, self.writer
         width = max(4, len(str(n)))
         paths = [f"/{s.slug}/p{i:0{width}d}.html" for i in range(1, n + 1)]
         for p in paths:
-            out[p] = _Page(p, writer.title(s), s.category, s, writer.paragraphs(s))
+            self.out[p] = _Page(p, writer.title(s), s.category, s, writer.paragraphs(s))
         order = paths[:]
         rng.shuffle(order)  # roles do not show in the URL
         k = max(CLUSTER_SIZE[0], int(n * CLUSTER_SHARE))
         t = math.ceil(n * TUNNEL_SHARE)
-        pool, spare[s.slug], main[s.slug] = order[:k], order[k : k + t], order[k + t :]
+        pool, self.spare[s.slug], self.main[s.slug] = order[:k], order[k : k + t], order[k + t :]
         while pool:  # cut the reserved pages into clusters
             size = rng.randint(*CLUSTER_SIZE)
             if len(pool) - size < CLUSTER_SIZE[0]:
                 size = len(pool)
-            clusters.append((s, pool[:size]))
+            self.clusters.append((s, pool[:size]))
             del pool[:size]
 
-    def link(src: str, dst: str, anchor: str | None = None) -> None:
-        text = anchor if anchor is not None else writer.anchor(out[dst].title)
-        out[src].links.append((dst, text))
+    def tunnels(self) -> None:
+        """Tunnels: subject page -> 1..3 dedicated off-topic pages -> cluster."""
+        for s, members in self.clusters:
+            self._tunnel_into(s, members)
+            self._cluster_links(members)
+        for s in SUBJECTS:  # unused tunnel pages become ordinary pages
+            self.main[s.slug] = sorted(self.main[s.slug] + self.spare[s.slug])
 
-    # tunnels: subject page -> 1..3 dedicated off-topic pages -> cluster
-    hops: list[str] = []
-    for s, members in clusters:
+    def _tunnel_into(self, s: Subject, members: list[str]) -> None:
+        rng, out, main, spare = self.rng, self.out, self.main, self.spare
         chain = [rng.choice(main[s.slug])]
         for _ in range(rng.randint(*TUNNEL_HOPS)):
             other = rng.choice([o for o in SUBJECTS if o is not s])
             # a dedicated page if one is left, else an ordinary off-topic page
             hop = spare[other.slug].pop() if spare[other.slug] else rng.choice(main[other.slug])
             chain.append(hop)
-            hops.append(hop)
+            self.hops.append(hop)
         for a, b in itertools.pairwise(chain):
-            link(a, b, out[b].title)  # the off-topic title: an irrelevant anchor
+            self.link(a, b, out[b].title)  # the off-topic title: an irrelevant anchor
         head = members[0]
         into = rng.choice(UNINFORMATIVE) if rng.random() < 0.25 else out[head].title
-        link(chain[-1], head, into)
-        # inside the cluster: a ring plus random chords, and one link back out
+        self.link(chain[-1], head, into)
+
+    def _cluster_links(self, members: list[str]) -> None:
+        """Inside a cluster: a ring plus random chords, and one link back out."""
+        rng = self.rng
         for i, p in enumerate(members):
-            link(p, members[(i + 1) % len(members)])
+            self.link(p, members[(i + 1) % len(members)])
             for q in rng.sample(members, min(2, len(members))):
                 if q != p:
-                    link(p, q)
-            link(p, rng.choice(main[rng.choice(SUBJECTS).slug]))
-    for s in SUBJECTS:  # unused tunnel pages become ordinary pages
-        main[s.slug] = sorted(main[s.slug] + spare[s.slug])
+                    self.link(p, q)
+            self.link(p, rng.choice(self.main[rng.choice(SUBJECTS).slug]))
 
-    # ordinary links between main pages; tunnel pages link on into their subject too
-    all_main = [p for s in SUBJECTS for p in main[s.slug]]
-    for p in dict.fromkeys(hops):
-        own = main[out[p].subject.slug]  # type: ignore[union-attr]
-        for q in rng.sample(own, min(2, len(own))):
-            link(p, q)
-    for s in SUBJECTS:
-        own = main[s.slug]
+    def ordinary_links(self) -> None:
+        """Ordinary links between main pages; tunnel pages link on into their subject too."""
+        rng = self.rng
+        all_main = [p for s in SUBJECTS for p in self.main[s.slug]]
+        for p in dict.fromkeys(self.hops):
+            own = self.main[self.out[p].subject.slug]  # type: ignore[union-attr]
+            for q in rng.sample(own, min(2, len(own))):
+                self.link(p, q)
+        for s in SUBJECTS:
+            self._main_links(s, all_main)
+
+    def _main_links(self, s: Subject, all_main: list[str]) -> None:
+        rng, out = self.rng, self.out
+        own = self.main[s.slug]
         for i, p in enumerate(own):
             for q in rng.sample(own, min(len(own), rng.randint(3, 6))):
                 if q != p:
-                    link(p, q)
+                    self.link(p, q)
             for q in rng.sample(all_main, rng.randint(1, 3)):
                 if out[q].subject is not s:
-                    link(p, q)
+                    self.link(p, q)
             if i + 1 < len(own):
                 nxt = own[i + 1].rsplit("/", 1)[1]  # a relative href
                 out[p].links.append((nxt, rng.choice(["下一页", "next page", "更多", "next"])))
 
-    # hubs: paginated lists of each subject's main pages
-    hubs: dict[str, list[str]] = {}
-    home = _Page("/", "Sandbox web 沙盒网站 — home 首页", HUB_CATEGORY)
-    home.paragraphs = ["欢迎访问沙盒网站。Welcome to the sandbox web: a small labelled site."]
-    for s in SUBJECTS:
-        own = main[s.slug]
+    def hub_pages(self) -> tuple[_Page, dict[str, list[str]]]:
+        """The home page and the hubs: paginated lists of each subject's main pages."""
+        hubs: dict[str, list[str]] = {}
+        home = _Page("/", "Sandbox web 沙盒网站 — home 首页", HUB_CATEGORY)
+        home.paragraphs = ["欢迎访问沙盒网站。Welcome to the sandbox web: a small labelled site."]
+        for s in SUBJECTS:
+            hubs[s.slug] = self._subject_hubs(s, home)
+        return home, hubs
+
+    def _subject_hubs(self, s: Subject, home: _Page) -> list[str]:
+        """Subject ``s``'s hub pages (their paths, in order), linked from ``home``."""
+        rng, out = self.rng, self.out
+        own = self.main[s.slug]
         chunks = [own[i : i + HUB_SIZE] for i in range(0, len(own), HUB_SIZE)] or [[]]
         names = [f"/hub/{s.slug}.html"] + [
             f"/hub/{s.slug}-{k}.html" for k in range(2, len(chunks) + 1)
         ]
-        hubs[s.slug] = names
         for k, (name, chunk) in enumerate(zip(names, chunks, strict=True)):
             hub = _Page(name, f"{s.name_zh} {s.name_en} 目录 index {k + 1}", HUB_CATEGORY)
             hub.paragraphs = [f"{s.name_zh}页面目录。Index of {s.name_en} pages."]
@@ -327,21 +370,20 @@ def generate_site(seed: int = 7, pages: int = 600, mode: str = "normal") -> Site
         for q in rng.sample(own, min(3, len(own))):
             home.links.append((q, out[q].title))
         for q in own[:: max(1, len(own) // 3)][:3]:
-            link(q, names[0], rng.choice(["返回目录", "back to index", "目录"]))
-    home.links.append((PRIVATE_PATH, "内部资料 private notes"))
-    out["/"] = home
-    private = _Page(PRIVATE_PATH, "化学 chemistry 实验室 lab notes", PRIVATE_CATEGORY)
-    private.paragraphs = ["内部资料,请勿抓取。Private: robots.txt disallows this page."]
-    private.links = [("/", "首页 home")]
-    out[PRIVATE_PATH] = private
-    out[hubs["chemistry"][0]].links.insert(0, (PRIVATE_PATH, "实验室 lab notes"))
-    if mode == "hostile":
-        home.links.append((hostile.INDEX, hostile.INDEX_ANCHOR))
+            self.link(q, names[0], rng.choice(["返回目录", "back to index", "目录"]))
+        return names
 
-    site = _build(seed, mode, out, hubs)
-    if mode == "hostile":
-        hostile.install(site)
-    return site
+    def private_page(self, home: _Page, hubs: dict[str, list[str]]) -> None:
+        """The page robots.txt disallows, linked from home and the first chemistry hub;
+        files the home page too."""
+        out = self.out
+        home.links.append((PRIVATE_PATH, "内部资料 private notes"))
+        out["/"] = home
+        private = _Page(PRIVATE_PATH, "化学 chemistry 实验室 lab notes", PRIVATE_CATEGORY)
+        private.paragraphs = ["内部资料,请勿抓取。Private: robots.txt disallows this page."]
+        private.links = [("/", "首页 home")]
+        out[PRIVATE_PATH] = private
+        out[hubs["chemistry"][0]].links.insert(0, (PRIVATE_PATH, "实验室 lab notes"))
 
 
 def _build(seed: int, mode: str, out: dict[str, _Page], hubs: dict[str, list[str]]) -> Site:

@@ -26,6 +26,7 @@ that the crawl went on past it. Pure Python, no Scrapy.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import re
 import socket
@@ -310,18 +311,7 @@ class Responder:
         if handler is not None:
             handler(h, with_body)
             return True
-        for pattern, route in _PATTERNS:
-            match = pattern.match(path)
-            if match:
-                route(h, with_body, match)
-                return True
-        if path.startswith("/hostile/deep/"):
-            _deep(h, with_body, path)
-            return True
-        if path.startswith(("/hostile/session/cart.html", "/hostile/session/shop.html")):
-            _session(h, with_body, path)
-            return True
-        return False
+        return _answer_generated(h, with_body, path)
 
     def _limited(self, h: BaseHTTPRequestHandler, with_body: bool) -> None:
         """429 with ``Retry-After: 1`` the first time, then a page."""
@@ -333,11 +323,29 @@ class Responder:
             _send(h, 200, _plain("limited", [("/hostile/after-limited.html", "after")]), with_body)
 
 
+def _answer_generated(h: BaseHTTPRequestHandler, with_body: bool, path: str) -> bool:
+    """Answer the pages whose path carries their content (a status code, a redirect
+    step, a month, a depth, a session id); False when ``path`` is none of them."""
+    for pattern, route in _PATTERNS:
+        match = pattern.match(path)
+        if match:
+            route(h, with_body, match)
+            return True
+    if path.startswith("/hostile/deep/"):
+        _deep(h, with_body, path)
+        return True
+    if path.startswith(("/hostile/session/cart.html", "/hostile/session/shop.html")):
+        _session(h, with_body, path)
+        return True
+    return False
+
+
 def _send(
     h: BaseHTTPRequestHandler,
     status: int,
     body: bytes,
     with_body: bool,
+    *,
     ctype: str = "text/html; charset=utf-8",
     headers: Iterable[tuple[str, str]] = (),
 ) -> None:
@@ -468,10 +476,8 @@ def _reset(h: BaseHTTPRequestHandler, with_body: bool) -> None:
     sock: socket.socket = h.connection  # type: ignore[attr-defined]
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     h.close_connection = True
-    try:
+    with contextlib.suppress(OSError):
         sock.close()
-    except OSError:
-        pass
 
 
 def _status(h: BaseHTTPRequestHandler, with_body: bool, match: re.Match[str]) -> None:

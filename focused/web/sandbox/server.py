@@ -7,6 +7,7 @@ URL on one line, then serves until killed (benchmarks start it as a separate pro
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -128,10 +129,8 @@ def serve(host: str, port: int, seed: int, pages: int, mode: str) -> None:
     """Generate a site, print its base URL on one line, serve until killed."""
     server = SandboxServer(generate_site(seed=seed, pages=pages, mode=mode), host, port)
     print(server.base_url, flush=True)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever()
-    except KeyboardInterrupt:
-        pass
 
 
 def main(argv: list[str] | None = None) -> int:

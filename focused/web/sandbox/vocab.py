@@ -34,6 +34,7 @@ def _subject(
     category: str,
     name_en: str,
     name_zh: str,
+    *,
     title_en: str,
     title_zh: str,
     body_en: str = "",
@@ -56,14 +57,21 @@ CHEMISTRY = _subject(
     "subject.Science.Chemistry",
     "Chemistry",
     "化学",
-    "chemistry, chemical, molecule, reaction, compound, element, atom, acid, periodic table, ion,"
-    "oxidation, catalyst, organic chemistry, inorganic chemistry, chemical bond, polymer,"
-    "isotope, solution, base, oxide",
-    "化学,化学反应,化合物,分子,元素,原子,酸,元素周期表,离子,氧化,催化剂,有机化学,无机化学,化学键,碱,"
-    "聚合物,同位素,溶液,氧化物",
-    "molecular, reduction, covalent, electrolysis, valence, titration, reagent, solvent, ester,"
-    "alkane, stoichiometry, reaction kinetics, electron, energy, laboratory, experiment, salt",
-    "还原,共价键,电解,化合价,滴定,试剂,溶剂,分子式,电子,能量,实验室,实验,盐",
+    title_en=(
+        "chemistry, chemical, molecule, reaction, compound, element, atom, acid, periodic table,"
+        " ion,"
+        "oxidation, catalyst, organic chemistry, inorganic chemistry, chemical bond, polymer,"
+        "isotope, solution, base, oxide"
+    ),
+    title_zh=(
+        "化学,化学反应,化合物,分子,元素,原子,酸,元素周期表,离子,氧化,催化剂,有机化学,无机化学,化学键,碱,"
+        "聚合物,同位素,溶液,氧化物"
+    ),
+    body_en=(
+        "molecular, reduction, covalent, electrolysis, valence, titration, reagent, solvent, ester,"
+        "alkane, stoichiometry, reaction kinetics, electron, energy, laboratory, experiment, salt"
+    ),
+    body_zh="还原,共价键,电解,化合价,滴定,试剂,溶剂,分子式,电子,能量,实验室,实验,盐",
 )
 
 PHYSICS = _subject(
@@ -71,12 +79,14 @@ PHYSICS = _subject(
     "subject.Science.Physics",
     "Physics",
     "物理",
-    "physics, force, gravity, velocity, acceleration, momentum, quantum, relativity, optics,"
-    "mechanics, magnetism, wave, photon, particle, friction, inertia, laser, thermodynamics",
-    "物理,力学,引力,速度,加速度,动量,量子,相对论,光学,热力学,磁场,波动,光子,粒子,摩擦力,惯性,激光",
+    title_en=(
+        "physics, force, gravity, velocity, acceleration, momentum, quantum, relativity, optics,"
+        "mechanics, magnetism, wave, photon, particle, friction, inertia, laser, thermodynamics"
+    ),
+    title_zh="物理,力学,引力,速度,加速度,动量,量子,相对论,光学,热力学,磁场,波动,光子,粒子,摩擦力,惯性,激光",
     # near-misses: words a chemistry topic also uses
-    "atom, energy, electron, nucleus, laboratory, experiment",
-    "原子,能量,电子,原子核,实验室,实验",
+    body_en="atom, energy, electron, nucleus, laboratory, experiment",
+    body_zh="原子,能量,电子,原子核,实验室,实验",
 )
 
 SPORTS = _subject(
@@ -84,11 +94,13 @@ SPORTS = _subject(
     "subject.Sports",
     "Sports",
     "体育",
-    "sports, football, basketball, tennis, olympics, athlete, coach, match, tournament,"
-    "stadium, marathon, swimming, goal, team, league, championship, referee",
-    "体育,足球,篮球,网球,奥运会,运动员,教练,比赛,锦标赛,体育场,马拉松,游泳,进球,球队,联赛,冠军,裁判",
-    "energy, training",
-    "能量,训练",
+    title_en=(
+        "sports, football, basketball, tennis, olympics, athlete, coach, match, tournament,"
+        "stadium, marathon, swimming, goal, team, league, championship, referee"
+    ),
+    title_zh="体育,足球,篮球,网球,奥运会,运动员,教练,比赛,锦标赛,体育场,马拉松,游泳,进球,球队,联赛,冠军,裁判",
+    body_en="energy, training",
+    body_zh="能量,训练",
 )
 
 FOOD = _subject(
@@ -96,11 +108,13 @@ FOOD = _subject(
     "subject.Food_and_drink",
     "Food and drink",
     "美食",
-    "cooking, recipe, noodles, dumplings, rice, soup, kitchen, chef, flavor, spicy, tea,"
-    "dessert, bread, vegetables, baking, sauce, food",
-    "美食,烹饪,菜谱,面条,饺子,米饭,汤,厨房,厨师,味道,辣,茶,甜点,面包,蔬菜,烘焙,酱汁",
-    "salt, vinegar, sugar",
-    "盐,醋,糖",
+    title_en=(
+        "cooking, recipe, noodles, dumplings, rice, soup, kitchen, chef, flavor, spicy, tea,"
+        "dessert, bread, vegetables, baking, sauce, food"
+    ),
+    title_zh="美食,烹饪,菜谱,面条,饺子,米饭,汤,厨房,厨师,味道,辣,茶,甜点,面包,蔬菜,烘焙,酱汁",
+    body_en="salt, vinegar, sugar",
+    body_zh="盐,醋,糖",
 )
 
 HISTORY = _subject(
@@ -108,11 +122,13 @@ HISTORY = _subject(
     "subject.History",
     "History",
     "历史",
-    "history, dynasty, emperor, empire, war, revolution, ancient, medieval, archaeology,"
-    "kingdom, treaty, battle, civilization, chronicle",
-    "历史,朝代,皇帝,帝国,战争,革命,古代,中世纪,考古,王国,条约,战役,文明,史书",
-    "alchemy, gunpowder",
-    "炼金术,火药",
+    title_en=(
+        "history, dynasty, emperor, empire, war, revolution, ancient, medieval, archaeology,"
+        "kingdom, treaty, battle, civilization, chronicle"
+    ),
+    title_zh="历史,朝代,皇帝,帝国,战争,革命,古代,中世纪,考古,王国,条约,战役,文明,史书",
+    body_en="alchemy, gunpowder",
+    body_zh="炼金术,火药",
 )
 
 GEOGRAPHY = _subject(
@@ -120,11 +136,13 @@ GEOGRAPHY = _subject(
     "subject.Geography",
     "Geography and travel",
     "地理",
-    "geography, mountain, river, continent, climate, desert, island, ocean, valley, capital,"
-    "travel, map, population, tourism, coast",
-    "地理,山脉,河流,大陆,气候,沙漠,岛屿,海洋,山谷,首都,旅行,地图,人口,旅游,海岸",
-    "minerals, salt lake",
-    "矿物,盐湖",
+    title_en=(
+        "geography, mountain, river, continent, climate, desert, island, ocean, valley, capital,"
+        "travel, map, population, tourism, coast"
+    ),
+    title_zh="地理,山脉,河流,大陆,气候,沙漠,岛屿,海洋,山谷,首都,旅行,地图,人口,旅游,海岸",
+    body_en="minerals, salt lake",
+    body_zh="矿物,盐湖",
 )
 
 SUBJECTS: tuple[Subject, ...] = (CHEMISTRY, PHYSICS, SPORTS, FOOD, HISTORY, GEOGRAPHY)

@@ -49,6 +49,7 @@ def learn(
     page_relevance: float,
     relevant: bool,
     text: str = "",
+    *,
     link: dict | None = None,
 ) -> None:
     s.observe(url, facts(page_relevance, relevant, text), link or {})
@@ -352,7 +353,7 @@ def test_the_learning_strategy_is_repeatable():
                 (i % 4) * 0.5,
                 i % 4 == 3,
                 f"word{i % 7} acid goal {i}",
-                {
+                link={
                     meta.ANCHOR_TEXT: f"word{i % 5}",
                     meta.LINK_CONTEXT: "acid",
                     meta.PARENT_RELEVANCE: 0.2,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -33,10 +34,8 @@ _RECORD_FIELDS = tuple(c for c in COLUMNS if c not in ("content_hash", "file_pat
 
 
 def _set(adapter: ItemAdapter, key: str, value: Any) -> None:
-    try:
+    with contextlib.suppress(KeyError):  # a scrapy.Item without that field: leave it out
         adapter[key] = value
-    except KeyError:  # a scrapy.Item without that field: leave it out
-        pass
 
 
 class PageStorePipeline:

@@ -41,8 +41,54 @@ _WORD = re.compile(r"[^\W_]+")  # = _TOKEN on a text without Chinese (a little f
 
 #: Function words that carry no topic (kept small on purpose).
 STOP_WORDS = frozenset(
-    "a an and are as at be by for from has have in is it its of on or that the this to "
-    "was were with 的 了 和 是 在 与 及 或 也 就 都 而 之 其 这 那 有 为 把 被".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "for",
+        "from",
+        "has",
+        "have",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "this",
+        "to",
+        "was",
+        "were",
+        "with",
+        "的",
+        "了",
+        "和",
+        "是",
+        "在",
+        "与",
+        "及",
+        "或",
+        "也",
+        "就",
+        "都",
+        "而",
+        "之",
+        "其",
+        "这",
+        "那",
+        "有",
+        "为",
+        "把",
+        "被",
+    ]
 )
 
 N_FEATURES = 2**20

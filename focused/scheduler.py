@@ -8,7 +8,7 @@ import hashlib
 import logging
 import pickle
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from scrapy import Request, signals
 from scrapy.core.scheduler import BaseScheduler
@@ -96,6 +96,84 @@ def _without_transient(request: Request) -> dict[str, Any]:
         for k, v in request.meta.items()
         if k != "download_latency" and (k != "download_slot" or not drop_slot)
     }
+
+
+class _Packed(NamedTuple):
+    """The packed meta values of a compact entry, and the :data:`_ABSENT` bits of the keys
+    not packed (missing, or a value that would not come back exactly: 0 / ``""`` here)."""
+
+    depth: int
+    hops: int
+    value: Any  # the float link value, or what was given in its place (``_NO_VALUE`` set)
+    m: float
+    anchor: float
+    parent: str
+    evidence: bytes | None  # None: not packed (missing, empty, too long or not bytes)
+    absent: int
+
+
+def _pack_meta(meta: dict[str, Any]) -> _Packed:
+    """The values of ``meta`` packed only where they come back exactly."""
+    absent = 0
+    depth, hops = meta.get(DEPTH), meta.get(HOPS)
+    value, m, anchor = meta.get(LINK_VALUE), meta.get(M), meta.get(ANCHOR_RELEVANCE)
+    parent, evidence = meta.get(PARENT_URL), meta.get(META_EVIDENCE)
+    if type(depth) is not int or not 0 <= depth <= _U16:
+        absent |= _NO_DEPTH
+        depth = 0
+    if type(hops) is not int or not 0 <= hops <= _U16:
+        absent |= _NO_HOPS
+        hops = 0
+    if not isinstance(value, float):
+        absent |= _NO_VALUE
+    if not isinstance(m, float):
+        absent |= _NO_M
+        m = 0.0
+    if not isinstance(anchor, float):
+        absent |= _NO_ANCHOR
+        anchor = 0.0
+    if type(parent) is not str:
+        absent |= _NO_PARENT
+        parent = ""
+    if type(evidence) is not bytes or not 0 < len(evidence) <= MAX_EVIDENCE:
+        evidence = None
+    return _Packed(depth, hops, value, m, anchor, parent, evidence, absent)
+
+
+def _unpacked_meta(request: Request, packed: _Packed) -> dict[str, Any]:
+    """The meta of ``request`` a compact entry keeps in ``extra`` as given: every key not
+    packed, a packed key whose value was not, and no slot or latency its download left."""
+    meta = request.meta
+    rest = {
+        k: v
+        for k, v in meta.items()
+        if k not in PACKED_META
+        and k not in TRANSIENT_META
+        or k == "download_slot"
+        and not _slot_left_behind(request)
+    }
+    for key, bit in _ABSENT:
+        if packed.absent & bit and key in meta:
+            rest[key] = meta[key]
+    if META_EVIDENCE in meta and packed.evidence is None:
+        rest[META_EVIDENCE] = meta[META_EVIDENCE]
+    return rest
+
+
+def _whole_entry(request: Request, fp: int, flags: int) -> Entry:
+    """An entry that keeps ``request`` whole (one a compact entry would not rebuild
+    exactly), less what its download left behind."""
+    meta = request.meta
+    if "download_latency" in meta or "download_slot" in meta:
+        request = request.replace(meta=_without_transient(request))
+    return Entry(
+        url=request.url,
+        fp=fp,
+        priority=request.priority,
+        value=_as_float(meta.get(LINK_VALUE)),
+        flags=flags | _ALL_ABSENT,
+        extra={"request": request},
+    )
 
 
 def _as_float(value: Any) -> float:
@@ -337,7 +415,38 @@ class FocusedScheduler(BaseScheduler):
         self._update_stats()
 
     def has_pending_requests(self) -> bool:
+        if self.in_flight and not len(self.frontier):
+            self._settle()  # the crawl may be over: no URL stays "in flight" for ever
         return len(self.frontier) > 0
+
+    def _engine(self) -> Any:
+        """The crawler's engine, ``None`` before it exists (reading ``crawler.engine``
+        then raises ``RuntimeError`` in Scrapy 2.19)."""
+        try:
+            return getattr(self.crawler, "engine", None)
+        except RuntimeError:
+            return None
+
+    def _engine_idle(self) -> bool:
+        """Whether the engine downloads and scrapes nothing: then every request that
+        :meth:`next_request` handed out has ended (the engine starts its download at
+        once, and the downloader holds it, robots.txt waits included, until it ends)."""
+        engine = self._engine()
+        if engine is None:
+            return False
+        try:
+            return not engine.downloader.active and engine.scraper.slot.is_idle()
+        except AttributeError:
+            return False
+
+    def _settle(self) -> None:
+        """With the engine idle, a URL still in flight failed without a word to this
+        scheduler: a downloader middleware's ``process_response`` dropped it (a
+        decompression bomb, a redirect loop), which neither ``response_received`` nor
+        :class:`DownloadFailureMiddleware` sees. It is an error (journaled as one)."""
+        if self.in_flight and self._engine_idle():
+            for fp in list(self.in_flight):
+                self._finish(fp, ERROR)
 
     def __len__(self) -> int:
         return len(self.frontier)
@@ -584,77 +693,34 @@ class FocusedScheduler(BaseScheduler):
         return not headers or (len(headers) == 1 and b"Referer" in headers)
 
     def _to_entry(self, request: Request, fp: int) -> Entry:
-        meta = request.meta
         flags = DONT_FILTER if request.dont_filter else 0
-        extra: dict[str, Any] | None = None
         if not self._is_plain(request):
-            if "download_latency" in meta or "download_slot" in meta:
-                request = request.replace(meta=_without_transient(request))
-            return Entry(
-                url=request.url,
-                fp=fp,
-                priority=request.priority,
-                value=_as_float(meta.get(LINK_VALUE)),
-                flags=flags | _ALL_ABSENT,
-                extra={"request": request},
-            )
-        # packed only when the value comes back exactly; else kept in extra as given
-        depth, hops = meta.get(DEPTH), meta.get(HOPS)
-        value, m, anchor = meta.get(LINK_VALUE), meta.get(M), meta.get(ANCHOR_RELEVANCE)
-        parent, evidence = meta.get(PARENT_URL), meta.get(META_EVIDENCE)
-        if type(depth) is not int or not 0 <= depth <= _U16:
-            flags |= _NO_DEPTH
-            depth = 0
-        if type(hops) is not int or not 0 <= hops <= _U16:
-            flags |= _NO_HOPS
-            hops = 0
-        if not isinstance(value, float):
-            flags |= _NO_VALUE
-        if not isinstance(m, float):
-            flags |= _NO_M
-            m = 0.0
-        if not isinstance(anchor, float):
-            flags |= _NO_ANCHOR
-            anchor = 0.0
-        if type(parent) is not str:
-            flags |= _NO_PARENT
-            parent = ""
-        if type(evidence) is not bytes or not 0 < len(evidence) <= MAX_EVIDENCE:
-            evidence = None
+            return _whole_entry(request, fp, flags)
+        packed = _pack_meta(request.meta)
+        flags |= packed.absent
+        extra: dict[str, Any] | None = None
         referer = request.headers.get(b"Referer")
         if referer is not None:
-            if referer == parent.encode("utf-8") and not flags & _NO_PARENT:
+            if referer == packed.parent.encode("utf-8") and not flags & _NO_PARENT:
                 flags |= REFERER
             else:
                 extra = {"headers": {"Referer": referer}}
-        rest = {
-            k: v
-            for k, v in meta.items()
-            if k not in PACKED_META
-            and k not in TRANSIENT_META
-            or k == "download_slot"
-            and not _slot_left_behind(request)
-        }
-        for key, bit in _ABSENT:
-            if flags & bit and key in meta:
-                rest[key] = meta[key]
-        if META_EVIDENCE in meta and evidence is None:
-            rest[META_EVIDENCE] = meta[META_EVIDENCE]
+        rest = _unpacked_meta(request, packed)
         if rest:
             extra = {**(extra or {}), "meta": rest}
         return Entry(
             url=request.url,
             fp=fp,
             priority=request.priority,
-            value=_as_float(value),
-            depth=depth,
-            m=m,
-            hops=hops,
-            anchor_relevance=anchor,
-            parent_url=parent,
+            value=_as_float(packed.value),
+            depth=packed.depth,
+            m=packed.m,
+            hops=packed.hops,
+            anchor_relevance=packed.anchor,
+            parent_url=packed.parent,
             flags=flags,
             extra=extra,
-            evidence=evidence or b"",
+            evidence=packed.evidence or b"",
         )
 
     def _to_request(self, entry: Entry) -> Request:

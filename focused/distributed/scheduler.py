@@ -393,14 +393,6 @@ class RedisScheduler(FocusedScheduler):
         self._update_stats()
         return step
 
-    def _engine(self) -> Any:
-        """The crawler's engine, ``None`` before it exists (reading ``crawler.engine``
-        then raises ``RuntimeError`` in Scrapy 2.19)."""
-        try:
-            return getattr(self.crawler, "engine", None)
-        except RuntimeError:
-            return None
-
     def _stop(self, reason: str) -> None:
         self._closing = True
         logger.info("focused: closing the spider (%s)", reason)
@@ -451,17 +443,9 @@ class RedisScheduler(FocusedScheduler):
         saw — a request with an errback or a callback of its own, a download middleware
         that dropped it — (error; released, it would be fetched and fail again forever).
         """
-        engine = self._engine()
-        if engine is None or not self.in_flight:
-            return
-        try:
-            busy = bool(engine.downloader.active) or not engine.scraper.slot.is_idle()
-        except AttributeError:
-            return
-        if busy:
-            return
-        for fp in list(self.in_flight):
-            self._finish(fp, DONE if fp in self._responded else ERROR)
+        if self.in_flight and self._engine_idle():
+            for fp in list(self.in_flight):
+                self._finish(fp, DONE if fp in self._responded else ERROR)
 
     # --- bookkeeping ----------------------------------------------------------------
     def _finish(self, fp: int, state: int, journal: bool = True) -> None:

@@ -113,6 +113,25 @@ def open_web(
     resumed crawl serves the sandbox on the port of the first run, so its URLs match.
     """
     category = category or topic.category
+    mode = _decide_mode(topic, mode, seeds)
+    if mode == "sandbox":
+        return _open_sandbox(
+            topic,
+            category=category,
+            seeds=seeds,
+            sandbox_seed=sandbox_seed,
+            sandbox_pages=sandbox_pages,
+            sandbox_mode=sandbox_mode,
+            sandbox_port=sandbox_port,
+            port_file=port_file,
+        )
+    return _open_real(topic, category=category, seeds=seeds, labels=labels)
+
+
+def _decide_mode(topic: Topic, mode: str, seeds: list[str]) -> str:
+    """The web ``mode`` names, with ``auto`` decided by probing the first seed (unless the
+    user gave seeds); a fallback to the sandbox, or a real web that looks unreachable, is
+    logged with the reason."""
     if mode == "auto":
         first = (seeds or topic.seeds)[0]
         why = None if seeds else unreachable_reason(first)
@@ -130,32 +149,52 @@ def open_web(
                 " (FOCUSED_WEB=real)",
                 why,
             )
-    if mode == "sandbox":
-        logger.info("focused: generating the sandbox web (%d pages)", sandbox_pages)
-        site = generate_site(seed=sandbox_seed, pages=sandbox_pages, mode=sandbox_mode)
-        if not sandbox_port and port_file is not None and port_file.is_file():
-            sandbox_port = int(port_file.read_text().strip() or 0)
-        try:
-            server = SandboxServer(site, port=sandbox_port)
-        except OSError as exc:
-            raise SandboxError(f"cannot serve the sandbox on port {sandbox_port}: {exc}") from None
-        base = server.start()
-        if port_file is not None:
-            port_file.parent.mkdir(parents=True, exist_ok=True)
-            port_file.write_text(str(urlsplit(base).port))
-        # Only a category labels the sandbox's pages: without one (or with one the
-        # sandbox has no page for) there is no target, and recall is not measured.
-        paths = site.targets(category) if category else set()
-        targets = frozenset(canonicalize_url(base + p) for p in paths)
-        if not targets:
-            logger.warning(
-                "focused: the sandbox web has no pages labelled for topic %r (%s);"
-                " recall is not measured",
-                topic.name,
-                f"category {category}" if category else "no category",
-            )
-        start = seeds or [base + p for p in site.seeds(category or "-")]
-        return Web("sandbox", start, targets, server)
+    return mode
+
+
+def _open_sandbox(
+    topic: Topic,
+    *,
+    category: str,
+    seeds: list[str],
+    sandbox_seed: int,
+    sandbox_pages: int,
+    sandbox_mode: str,
+    sandbox_port: int,
+    port_file: Path | None,
+) -> Web:
+    """Generate the sandbox web, serve it (on the port of the first run when ``port_file``
+    names one) and take its pages labelled ``category`` as the targets."""
+    logger.info("focused: generating the sandbox web (%d pages)", sandbox_pages)
+    site = generate_site(seed=sandbox_seed, pages=sandbox_pages, mode=sandbox_mode)
+    if not sandbox_port and port_file is not None and port_file.is_file():
+        sandbox_port = int(port_file.read_text().strip() or 0)
+    try:
+        server = SandboxServer(site, port=sandbox_port)
+    except OSError as exc:
+        raise SandboxError(f"cannot serve the sandbox on port {sandbox_port}: {exc}") from None
+    base = server.start()
+    if port_file is not None:
+        port_file.parent.mkdir(parents=True, exist_ok=True)
+        port_file.write_text(str(urlsplit(base).port))
+    # Only a category labels the sandbox's pages: without one (or with one the
+    # sandbox has no page for) there is no target, and recall is not measured.
+    paths = site.targets(category) if category else set()
+    targets = frozenset(canonicalize_url(base + p) for p in paths)
+    if not targets:
+        logger.warning(
+            "focused: the sandbox web has no pages labelled for topic %r (%s);"
+            " recall is not measured",
+            topic.name,
+            f"category {category}" if category else "no category",
+        )
+    start = seeds or [base + p for p in site.seeds(category or "-")]
+    return Web("sandbox", start, targets, server)
+
+
+def _open_real(topic: Topic, *, category: str, seeds: list[str], labels: str) -> Web:
+    """The real (or a labelled) web: the user's seeds or the topic's, and the targets its
+    ``labels`` give for ``category``, else the topic's own."""
     start = seeds or list(topic.seeds)
     if labels and category:  # a labelled web: its labels define the targets
         base = labels if urlsplit(labels).scheme in ("http", "https") else start[0]

@@ -293,89 +293,14 @@ def build_report(folder: str | os.PathLike[str]) -> str:
     pages = summary.get("pages", len(points))
     title = f"focused crawl: {topic or 'unknown topic'} / {strategy or 'unknown strategy'}"
 
-    body: list[str] = [f"<h1>{_e(title)}</h1>"]
-    finished = summary.get("finished_at")
-    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(finished)) if finished else "–"
-    body.append(
-        f'<p class="muted">output folder {_e(root.resolve())}; finished {_e(when)}; '
-        f"reason {_e(stats.get('finish_reason', '–'))}</p>"
-    )
-    elapsed = summary.get("elapsed_s")
-    cards = [
-        ("pages crawled", pages),
-        ("relevant", summary.get("relevant", "–")),
-        ("harvest rate", _fmt(summary.get("harvest_rate_relevant"))),
-        ("precision", _fmt(summary.get("precision"))),
-        ("recall", _fmt(summary.get("recall"))),
-        ("targets", f"{summary.get('targets_found', '–')} / {summary.get('targets', '–')}"),
-        ("seconds", _fmt(elapsed, 1) if elapsed is not None else "–"),
-        ("pages / s", _fmt(pages / elapsed, 1) if elapsed and pages else "–"),
-    ]
-    body.append(
-        '<div class="cards">'
-        + "".join(f'<div class="card"><b>{_e(v)}</b>{_e(k)}</div>' for k, v in cards)
-        + "</div>"
-    )
-
-    body.append("<h2>Harvest rate and recall</h2>")
-    if points:
-        body.append(
-            f'<img class="plot" id="harvest" alt="harvest rate and recall" '
-            f'src="{harvest_plot(points)}">'
-        )
-    else:
-        body.append('<p class="muted">no metrics.csv in this folder</p>')
-
-    body.append("<h2>Queues and speed</h2>")
-    queues = queue_plot(points) if points else None
-    if queues:
-        body.append(f'<img class="plot" id="queues" alt="queues over time" src="{queues}">')
-    else:
-        body.append('<p class="muted">metrics.csv has no times and queue sizes</p>')
-
-    conn = _pages_db(root)
-    if conn is None:
-        body.append(f'<h2>Pages</h2><p class="muted">no {DB_NAME} in this folder</p>')
-    else:
-        try:
-            body.extend(_page_sections(conn))
-        finally:
-            conn.close()
-
-    body.append("<h2>Errors by kind</h2>")
-    errors = error_counts(stats)
-    if not stats:
-        body.append(f'<p class="muted">no {STATS_NAME} in this folder</p>')
-    elif errors:
-        body.append(_table(("kind", "stats key", "count"), errors, numeric=(2,)))
-    else:
-        body.append("<p>none</p>")
-
+    body: list[str] = [f"<h1>{_e(title)}</h1>", _header_line(root, summary, stats)]
+    body.append(_cards(summary, pages))
+    body.extend(_plot_sections(points))
+    body.extend(_pages_db_sections(root))
+    body.extend(_error_section(stats))
     body.append("<h2>Strategy and settings</h2>")
     body.append(f"<p>strategy <b>{_e(strategy or '–')}</b>, topic <b>{_e(topic or '–')}</b></p>")
-    if focused_settings:
-        body.append(
-            _table(
-                ("setting", "value"),
-                (
-                    (k, json.dumps(v, ensure_ascii=False))
-                    for k, v in sorted(focused_settings.items())
-                ),
-            )
-        )
-        scrapy_settings = config.get("scrapy", {}) or {}
-        if scrapy_settings:
-            body.append(
-                _table(
-                    ("Scrapy setting", "value"),
-                    (
-                        (k, json.dumps(v, ensure_ascii=False))
-                        for k, v in sorted(scrapy_settings.items())
-                    ),
-                )
-            )
-    else:
-        body.append(f'<p class="muted">no {SETTINGS_NAME} in this folder</p>')
+    body.extend(_settings_tables(focused_settings, config.get("scrapy", {}) or {}))
     if stats:
         body.append(
             "<details><summary>all Scrapy stats</summary>"
@@ -387,6 +312,96 @@ def build_report(folder: str | os.PathLike[str]) -> str:
         f"<title>{_e(title)}</title><style>{_CSS}</style></head>\n<body>\n"
         + "\n".join(body)
         + "\n</body></html>\n"
+    )
+
+
+def _header_line(root: Path, summary: dict[str, Any], stats: dict[str, Any]) -> str:
+    """The line under the title: the output folder, when the crawl finished and why."""
+    finished = summary.get("finished_at")
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(finished)) if finished else "–"
+    return (
+        f'<p class="muted">output folder {_e(root.resolve())}; finished {_e(when)}; '
+        f"reason {_e(stats.get('finish_reason', '–'))}</p>"
+    )
+
+
+def _cards(summary: dict[str, Any], pages: Any) -> str:
+    """The headline numbers of the crawl, one card each."""
+    elapsed = summary.get("elapsed_s")
+    cards = [
+        ("pages crawled", pages),
+        ("relevant", summary.get("relevant", "–")),
+        ("harvest rate", _fmt(summary.get("harvest_rate_relevant"))),
+        ("precision", _fmt(summary.get("precision"))),
+        ("recall", _fmt(summary.get("recall"))),
+        ("targets", f"{summary.get('targets_found', '–')} / {summary.get('targets', '–')}"),
+        ("seconds", _fmt(elapsed, 1) if elapsed is not None else "–"),
+        ("pages / s", _fmt(pages / elapsed, 1) if elapsed and pages else "–"),
+    ]
+    return (
+        '<div class="cards">'
+        + "".join(f'<div class="card"><b>{_e(v)}</b>{_e(k)}</div>' for k, v in cards)
+        + "</div>"
+    )
+
+
+def _plot_sections(points: list[Point]) -> list[str]:
+    """The harvest-rate-and-recall plot and the queues-and-speed plot (or why not)."""
+    out = ["<h2>Harvest rate and recall</h2>"]
+    if points:
+        out.append(
+            f'<img class="plot" id="harvest" alt="harvest rate and recall" '
+            f'src="{harvest_plot(points)}">'
+        )
+    else:
+        out.append('<p class="muted">no metrics.csv in this folder</p>')
+    out.append("<h2>Queues and speed</h2>")
+    queues = queue_plot(points) if points else None
+    if queues:
+        out.append(f'<img class="plot" id="queues" alt="queues over time" src="{queues}">')
+    else:
+        out.append('<p class="muted">metrics.csv has no times and queue sizes</p>')
+    return out
+
+
+def _pages_db_sections(root: Path) -> list[str]:
+    """The sections read from the page store in ``root`` (or a note that it has none)."""
+    conn = _pages_db(root)
+    if conn is None:
+        return [f'<h2>Pages</h2><p class="muted">no {DB_NAME} in this folder</p>']
+    try:
+        return _page_sections(conn)
+    finally:
+        conn.close()
+
+
+def _error_section(stats: dict[str, Any]) -> list[str]:
+    """The errors of the crawl by kind, from its Scrapy stats."""
+    out = ["<h2>Errors by kind</h2>"]
+    errors = error_counts(stats)
+    if not stats:
+        out.append(f'<p class="muted">no {STATS_NAME} in this folder</p>')
+    elif errors:
+        out.append(_table(("kind", "stats key", "count"), errors, numeric=(2,)))
+    else:
+        out.append("<p>none</p>")
+    return out
+
+
+def _settings_tables(focused: dict[str, Any], scrapy: dict[str, Any]) -> list[str]:
+    """The crawl's FOCUSED_* settings and, with them, its Scrapy settings, as tables."""
+    if not focused:
+        return [f'<p class="muted">no {SETTINGS_NAME} in this folder</p>']
+    out = [_settings_table("setting", focused)]
+    if scrapy:
+        out.append(_settings_table("Scrapy setting", scrapy))
+    return out
+
+
+def _settings_table(heading: str, settings: dict[str, Any]) -> str:
+    return _table(
+        (heading, "value"),
+        ((k, json.dumps(v, ensure_ascii=False)) for k, v in sorted(settings.items())),
     )
 
 

@@ -118,6 +118,9 @@ DEFAULTS: dict[str, Any] = {
     # cores it saved Scrapy's thread ~0.1 ms per page for ~0.4 ms more CPU (docs/speed.md)
     "FOCUSED_STORE_GZIP_LEVEL": 1,
     "FOCUSED_STORE_THREAD": False,
+    # seconds the page store waits for another program's write lock on pages.sqlite3
+    # (pages wait in memory, retried from the reactor) before the crawl stops cleanly
+    "FOCUSED_STORE_LOCK_TIMEOUT": 60.0,
 }
 
 

@@ -605,7 +605,7 @@ class MetricsPipeline:
             self.curve.to_csv(self.output_dir / "metrics.csv")
             _write_json(self.output_dir / "summary.json", self.summary())
         except OSError as exc:
-            logger.error("focused: error: cannot write the metrics in %s: %s", self.output_dir, exc)
+            logger.warning("focused: could not write the metrics in %s: %s", self.output_dir, exc)
             return
         title = " / ".join(x for x in (self.topic, self.strategy) if x)
         try:

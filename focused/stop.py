@@ -79,3 +79,27 @@ def then_for(exc: BaseException) -> str:
     if "locked" in text or "busy" in text:
         return "once the other program has released the database"
     return "once the problem is fixed"
+
+
+try:  # the Scrapy extension below; this module's functions work without Scrapy too
+    from scrapy.extensions.spiderstate import SpiderState as _ScrapySpiderState
+except ImportError:  # pragma: no cover
+    _ScrapySpiderState = object  # type: ignore[assignment,misc]
+
+
+class SpiderState(_ScrapySpiderState):  # type: ignore[misc,valid-type]
+    """Scrapy's ``SpiderState`` extension (``JOBDIR/spider.state``), written atomically:
+    on a full disk the old file stays (Scrapy's own truncates it, and the next resume then
+    fails to load it) and one warning is logged instead of a traceback."""
+
+    def spider_closed(self, spider: Any) -> None:
+        if not self.jobdir:
+            return
+        import pickle
+
+        from focused.output.atomic import write_bytes
+
+        try:
+            write_bytes(self.statefn, pickle.dumps(getattr(spider, "state", {}), protocol=4))
+        except OSError as exc:
+            logger.warning("focused: could not save %s: %s", self.statefn, exc)

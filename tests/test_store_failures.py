@@ -54,7 +54,7 @@ def reference(tmp_path_factory) -> set[str]:
 
 
 def _error_lines(log: str) -> list[str]:
-    return [line for line in log.splitlines() if "focused: error:" in line]
+    return [line for line in log.splitlines() if "] ERROR: focused: error:" in line]
 
 
 # --- a full disk, for real --------------------------------------------------------
@@ -62,7 +62,7 @@ def _error_lines(log: str) -> list[str]:
 def test_a_full_disk_stops_the_crawl_and_a_resume_stores_every_page(disk, reference):
     out = disk.path / "out"
     job = disk.path / "job"
-    disk.fill(leave_kb=150)
+    disk.fill(leave_kb=400)
     first = run_crawl(out, *CRAWL, f"JOBDIR={job}", check=False)
     assert first.returncode == 1, first.log[-3000:]
     (line,) = _error_lines(first.log)

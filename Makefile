@@ -109,3 +109,12 @@ SPEED_ARGS ?=
 .PHONY: bench-speed
 bench-speed: install
 	$(PY) -m bench.speed --out $(BENCH_OUT) $(if $(DATA),--data $(DATA)) $(SPEED_ARGS)
+
+# Crash-and-fault soak test (not in `make test`; needs root for a tmpfs): kill -9 at
+# random moments, a full disk, pages.sqlite3 held locked, then resume, >= 50 faults
+# (seeded). Writes $(BENCH_OUT)/soak.json (faults by kind, pages stored, lost,
+# duplicates, union equal). SOAK_ARGS="--faults 20 --pages 100 --seed 1" etc.
+SOAK_ARGS ?=
+.PHONY: soak
+soak: install
+	$(PY) -m bench.soak --out $(BENCH_OUT) $(SOAK_ARGS)

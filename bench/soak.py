@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -201,6 +202,10 @@ def finished(job: Path) -> bool:
 def run(args: argparse.Namespace) -> dict[str, object]:
     rng = random.Random(args.seed)
     work = Path(args.work)
+    if os.path.ismount(work / "disk"):  # left by a run that was killed
+        subprocess.run(["umount", "-l", str(work / "disk")], check=False)
+    if work.exists():
+        shutil.rmtree(work)
     work.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     # the uninterrupted crawl
@@ -211,6 +216,8 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     reference = stored_urls(ref_out)
 
     disk = SmallDisk(work / "disk", size="64m")
+    # SIGTERM (a timeout) unmounts too
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     faults: Counter[str] = Counter()
     outcomes: Counter[str] = Counter()
     lost = duplicates = without_file = runs = 0
@@ -270,7 +277,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
                 duplicates += duplicate_rows(out)
                 without_file += rows_without_files(out)
                 before |= now
-                if finished(job) and kind == "none":
+                if finished(job):  # the crawl is complete: a new round
                     break
                 if runs > 20 * args.faults:
                     raise RuntimeError("the soak does not converge")

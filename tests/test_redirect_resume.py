@@ -4,21 +4,27 @@ A loopback server: ``/`` links 60 URLs ``/r/N.html`` that each answer ``301`` to
 ``/t/N.html``, 20 plain pages ``/p/N.html``, and 5 pages ``/f/N.html`` that answer ``503``
 once and then ``200`` (retried). The uninterrupted crawl stores the 86 pages; the same
 crawl paused again and again (``CLOSESPIDER_PAGECOUNT=25``, ``CONCURRENT_REQUESTS=4``,
-``JOBDIR``) and resumed until it finishes stores exactly the same set and every resume
-says "0 lost".
+``JOBDIR``), or killed with ``kill -9`` at random moments, and resumed until it finishes
+stores exactly the same set and every resume says "0 lost".
 """
 
 from __future__ import annotations
 
+import os
+import random
 import re
+import signal
+import subprocess
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from crawling import run_crawl
 
-from bench.soak import journal_states, stored_urls
+from bench.command import crawl_command
+from bench.soak import PROJECT, journal_states, stored_urls
 
 pytestmark = pytest.mark.integration
 
@@ -110,3 +116,40 @@ def test_redirects_and_retries_survive_a_pause(site, tmp_path):
     assert stored_urls(out) == expected
     states = journal_states(out / "job")
     assert not [u for u, s in states.items() if s in (0, 1)]  # nothing waiting, in flight
+
+
+def test_redirects_and_retries_survive_kill_9(site, tmp_path):
+    reference = _crawl(site, tmp_path / "reference")
+    expected = stored_urls(reference.out)
+    Site.failed_once = set()
+    out = tmp_path / "killed"
+    rng = random.Random(81)
+    settings = {
+        "FOCUSED_WEB": "real",
+        "FOCUSED_SEEDS": f"{site}/",
+        "FOCUSED_STRATEGY": "bfs",
+        "CONCURRENT_REQUESTS": 4,
+        "DOWNLOAD_DELAY": 0.05,
+        "AUTOTHROTTLE_ENABLED": False,
+        "JOBDIR": str(out / "job"),
+    }
+    cmd = crawl_command("chemistry", output_dir=out, settings=settings)
+    before: set[str] = set()
+    for i in range(5):
+        log = tmp_path / f"run{i}.log"
+        with open(log, "wb") as fh:
+            proc = subprocess.Popen(cmd, cwd=PROJECT, stdout=fh, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while b"Spider opened" not in log.read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(rng.uniform(0.2, 1.5))
+        os.kill(proc.pid, signal.SIGKILL)  # the crawl this test started, by its pid
+        proc.wait()
+        now = stored_urls(out)
+        assert before <= now  # nothing stored was lost
+        before = now
+        if i:
+            assert ", 0 lost" in log.read_text(), log.read_text()[-2000:]
+    final = _crawl(site, out)
+    assert ", 0 lost" in final.log
+    assert stored_urls(out) == expected

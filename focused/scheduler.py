@@ -208,7 +208,10 @@ class FocusedScheduler(BaseScheduler):
     ``frontier_checkpoint`` before that commit). Without one: once its item went through
     the pipelines. A page the spider skips (:data:`focused.signals.page_skipped`) is done
     at once. Until then its row says "in flight", which a resume checks against the page
-    store.
+    store; with a page store that is so even after a clean close (a page it failed to
+    store, or dropped once it stopped: :mod:`focused.stop`). A journal that cannot be
+    written (a full disk) stops the crawl with one line, and the ``frontier_checkpoint``
+    handler then returns the error so that the store commits nothing more.
 
     ``FOCUSED_FRONTIER = "redis"`` builds :class:`focused.redis_frontier.RedisScheduler`
     instead (the same scheduler on a frontier shared in Redis).

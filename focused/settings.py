@@ -68,6 +68,12 @@ DOWNLOADER_MIDDLEWARES = {
 TWISTED_DNS_RESOLVER = "focused.addressfilter.FocusedResolver"
 # Only http(s) is crawled: a page linking file:///etc/passwd must not get it read.
 DOWNLOAD_HANDLERS = {"file": None, "ftp": None, "s3": None, "data": None}
+# Scrapy's JOBDIR spider.state, written atomically (a full disk leaves the old file, not a
+# truncated one that the next resume cannot load): focused.stop.SpiderState
+EXTENSIONS = {
+    "scrapy.extensions.spiderstate.SpiderState": None,
+    "focused.stop.SpiderState": 0,
+}
 ITEM_PIPELINES = {
     "focused.pipelines.PageStorePipeline": 300,
     "focused.pipelines.MetricsPipeline": 800,

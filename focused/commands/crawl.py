@@ -14,6 +14,8 @@ Same command as Scrapy's, except that for the ``focused`` spider:
   without closing the spider) prints one line and
   exits with status 130 (128 + SIGINT). A Ctrl-C later closes the crawl as Scrapy does
   (the frontier is saved in ``JOBDIR``), with status 0 as before.
+- a crawl stopped because it could not store its pages (finish reason
+  ``store_failed``, :mod:`focused.stop`) exits with status 1.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from scrapy.exceptions import UsageError
 from focused import config
 from focused.defaults import get
 from focused.output.record import mixing_error
+from focused.stop import STORE_FAILED, stopped
 from focused.web.topics import TopicError, load_topic
 
 SIGINT_STATUS = 128 + signal.SIGINT  # 130, the shell's status for a Ctrl-C
@@ -121,3 +124,13 @@ class Command(ScrapyCrawl):
             " use FOCUSED_WEB=sandbox"
         )
         self.exitcode = 1
+
+    def _create_crawler(self, spidercls: Any) -> Any:
+        crawler = super()._create_crawler(spidercls)
+
+        def closed(reason: str) -> None:  # the page store or the journal failed
+            if reason == STORE_FAILED or stopped(crawler):
+                self.exitcode = 1
+
+        crawler.signals.connect(closed, signal=signals.spider_closed, weak=False)
+        return crawler

@@ -38,6 +38,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -199,117 +200,216 @@ def finished(job: Path) -> bool:
     return bool(states) and not [s for s in states.values() if s in (0, 1)]
 
 
-def run(args: argparse.Namespace) -> dict[str, object]:
-    rng = random.Random(args.seed)
-    work = Path(args.work)
-    if os.path.ismount(work / "disk"):  # left by a run that was killed
+@dataclass
+class _Tally:
+    """What the soak counted so far, over every round."""
+
+    faults: Counter[str] = field(default_factory=Counter)
+    outcomes: Counter[str] = field(default_factory=Counter)
+    lost: int = 0
+    duplicates: int = 0
+    without_file: int = 0
+    runs: int = 0
+    rounds: list[dict[str, object]] = field(default_factory=list)
+
+    @property
+    def total_faults(self) -> int:
+        return sum(self.faults.values())
+
+
+@dataclass
+class _Soak:
+    """What every run of the soak shares: the options, the seeded fault sequence, the
+    work folder, the tmpfs and the tally."""
+
+    args: argparse.Namespace
+    rng: random.Random
+    work: Path
+    disk: SmallDisk
+    tally: _Tally = field(default_factory=_Tally)
+
+
+@dataclass
+class _Round:
+    """One round: a fresh folder crawled, run after run, until its crawl finishes."""
+
+    number: int
+    out: Path
+    job: Path
+    before: set[str] = field(default_factory=set)
+    faults: int = 0
+
+
+def _fresh_work(work: Path) -> None:
+    """Empty ``work`` (unmounting a tmpfs left by a soak that was killed)."""
+    if os.path.ismount(work / "disk"):
         subprocess.run(["umount", "-l", str(work / "disk")], check=False)
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
-    # the uninterrupted crawl
+
+
+def _reference_crawl(work: Path, pages: int) -> set[str]:
+    """The uninterrupted crawl's stored set."""
     ref_out = work / "reference"
-    proc = _start(ref_out, work / "reference.log", _settings(args.pages, ref_out / "job"))
+    proc = _start(ref_out, work / "reference.log", _settings(pages, ref_out / "job"))
     if proc.wait() != 0:
         raise RuntimeError(f"the reference crawl failed: see {work / 'reference.log'}")
-    reference = stored_urls(ref_out)
+    return stored_urls(ref_out)
 
-    disk = SmallDisk(work / "disk", size="64m")
-    # SIGTERM (a timeout) unmounts too
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    faults: Counter[str] = Counter()
-    outcomes: Counter[str] = Counter()
-    lost = duplicates = without_file = runs = 0
-    rounds: list[dict[str, object]] = []
-    try:
-        rnd = 0
-        while sum(faults.values()) < args.faults:
-            rnd += 1
-            out, job = disk.path / f"round{rnd}", disk.path / f"round{rnd}" / "job"
-            before: set[str] = set()
-            round_faults = 0
-            while True:
-                runs += 1
-                log = work / f"round{rnd}-run{runs}.log"
-                log.write_bytes(b"")
-                kind = "none"
-                if sum(faults.values()) < args.faults and round_faults < args.max_per_round:
-                    kind = rng.choice(("kill", "disk", "lock"))
-                settings = _settings(args.pages, job)
-                if kind == "disk":
-                    disk.fill(leave_kb=rng.randint(120, 400))
-                if kind == "lock":
-                    settings["FOCUSED_STORE_LOCK_TIMEOUT"] = 2
-                    settings["CLOSESPIDER_PAGECOUNT"] = rng.randint(15, 40)
-                if kind == "kill":
-                    settings["DOWNLOAD_DELAY"] = 0.03  # outlives the kill
-                proc = _start(out, log, settings)
-                if kind == "kill":
-                    if _wait_opened(log, proc):
-                        time.sleep(rng.uniform(0.0, 2.5))
-                    if proc.poll() is None:
-                        os.kill(proc.pid, signal.SIGKILL)  # our own child, by its pid
-                elif kind == "lock":
-                    db = out / "pages.sqlite3"
-                    if _wait_opened(log, proc) and db.exists():
-                        holding = threading.Event()
-                        holder = threading.Thread(
-                            target=_hold_lock,
-                            args=(db, rng.uniform(0.5, 4.0), holding),
-                            daemon=True,
-                        )
-                        holder.start()
-                        holder.join()
-                code = proc.wait()
-                if kind == "disk":
-                    disk.remove_filler()
-                if kind != "none":
-                    faults[kind] += 1
-                    round_faults += 1
-                outcomes[f"{kind}:{'killed' if code < 0 else code}"] += 1
-                if code not in (0, 1, -signal.SIGKILL):
-                    raise RuntimeError(f"run {runs} exited with {code}: see {log}")
-                if code == 1 and b"focused: error:" not in log.read_bytes():
-                    raise RuntimeError(f"run {runs} failed without its one line: see {log}")
-                now = stored_urls(out)
-                lost += len(before - now)
-                duplicates += duplicate_rows(out)
-                without_file += rows_without_files(out)
-                before |= now
-                if finished(job):  # the crawl is complete: a new round
-                    break
-                if runs > 20 * args.faults:
-                    raise RuntimeError("the soak does not converge")
-            rounds.append(
-                {
-                    "round": rnd,
-                    "faults": round_faults,
-                    "pages_stored": len(before),
-                    "union_equal": before == reference,
-                    "missing": sorted(reference - before)[:10],
-                    "extra": sorted(before - reference)[:10],
-                }
-            )
-            print(json.dumps(rounds[-1]), flush=True)
-    finally:
-        disk.unmount()
+
+def _pick_fault(rng: random.Random, args: argparse.Namespace, tally: _Tally, rnd: _Round) -> str:
+    """The next run's fault, or ``none`` once enough were made (overall or this round)."""
+    if tally.total_faults < args.faults and rnd.faults < args.max_per_round:
+        return rng.choice(("kill", "disk", "lock"))
+    return "none"
+
+
+def _prepare_fault(
+    kind: str, rng: random.Random, disk: SmallDisk, settings: dict[str, object]
+) -> None:
+    """Set up ``kind`` before the run starts: fill the disk or adjust the settings."""
+    if kind == "disk":
+        disk.fill(leave_kb=rng.randint(120, 400))
+    elif kind == "lock":
+        settings["FOCUSED_STORE_LOCK_TIMEOUT"] = 2
+        settings["CLOSESPIDER_PAGECOUNT"] = rng.randint(15, 40)
+    elif kind == "kill":
+        settings["DOWNLOAD_DELAY"] = 0.03  # outlives the kill
+
+
+def _kill_fault(rng: random.Random, log: Path, proc: subprocess.Popen[bytes]) -> None:
+    """``kill -9`` the crawl at a random moment after its spider opened."""
+    if _wait_opened(log, proc):
+        time.sleep(rng.uniform(0.0, 2.5))
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGKILL)  # our own child, by its pid
+
+
+def _lock_fault(rng: random.Random, out: Path, log: Path, proc: subprocess.Popen[bytes]) -> None:
+    """Hold the page store's write lock for a random 0.5-4 s once the spider opened."""
+    db = out / "pages.sqlite3"
+    if _wait_opened(log, proc) and db.exists():
+        holding = threading.Event()
+        holder = threading.Thread(
+            target=_hold_lock,
+            args=(db, rng.uniform(0.5, 4.0), holding),
+            daemon=True,
+        )
+        holder.start()
+        holder.join()
+
+
+def _check_exit(code: int, run_no: int, log: Path) -> None:
+    """A run ends by success, by its one-line error (exit 1) or by our ``kill -9``."""
+    if code not in (0, 1, -signal.SIGKILL):
+        raise RuntimeError(f"run {run_no} exited with {code}: see {log}")
+    if code == 1 and b"focused: error:" not in log.read_bytes():
+        raise RuntimeError(f"run {run_no} failed without its one line: see {log}")
+
+
+def _check_store(rnd: _Round, tally: _Tally) -> None:
+    """Count pages lost since the previous run, duplicate rows and rows without files."""
+    now = stored_urls(rnd.out)
+    tally.lost += len(rnd.before - now)
+    tally.duplicates += duplicate_rows(rnd.out)
+    tally.without_file += rows_without_files(rnd.out)
+    rnd.before |= now
+
+
+def _one_run(soak: _Soak, rnd: _Round) -> None:
+    """One crawl of the round's folder with at most one fault, then the checks."""
+    args, rng, disk, tally = soak.args, soak.rng, soak.disk, soak.tally
+    tally.runs += 1
+    log = soak.work / f"round{rnd.number}-run{tally.runs}.log"
+    log.write_bytes(b"")
+    kind = _pick_fault(rng, args, tally, rnd)
+    settings = _settings(args.pages, rnd.job)
+    _prepare_fault(kind, rng, disk, settings)
+    proc = _start(rnd.out, log, settings)
+    if kind == "kill":
+        _kill_fault(rng, log, proc)
+    elif kind == "lock":
+        _lock_fault(rng, rnd.out, log, proc)
+    code = proc.wait()
+    if kind == "disk":
+        disk.remove_filler()
+    if kind != "none":
+        tally.faults[kind] += 1
+        rnd.faults += 1
+    tally.outcomes[f"{kind}:{'killed' if code < 0 else code}"] += 1
+    _check_exit(code, tally.runs, log)
+    _check_store(rnd, tally)
+
+
+def _round_report(rnd: _Round, reference: set[str]) -> dict[str, object]:
+    return {
+        "round": rnd.number,
+        "faults": rnd.faults,
+        "pages_stored": len(rnd.before),
+        "union_equal": rnd.before == reference,
+        "missing": sorted(reference - rnd.before)[:10],
+        "extra": sorted(rnd.before - reference)[:10],
+    }
+
+
+def _soak_round(soak: _Soak, number: int) -> _Round:
+    """Crawl a fresh folder run after run (at most one fault each) until it finishes."""
+    out = soak.disk.path / f"round{number}"
+    rnd = _Round(number=number, out=out, job=out / "job")
+    while True:
+        _one_run(soak, rnd)
+        if finished(rnd.job):  # the crawl is complete: a new round
+            return rnd
+        if soak.tally.runs > 20 * soak.args.faults:
+            raise RuntimeError("the soak does not converge")
+
+
+def _report(
+    args: argparse.Namespace, reference: set[str], tally: _Tally, started: float
+) -> dict[str, object]:
+    """The contents of ``soak.json``."""
+    rounds = tally.rounds
     return {
         "seed": args.seed,
         "sandbox_pages": args.pages,
         "reference_pages": len(reference),
-        "faults": sum(faults.values()),
-        "faults_by_kind": dict(sorted(faults.items())),
-        "run_outcomes": dict(sorted(outcomes.items())),
-        "runs": runs,
+        "faults": tally.total_faults,
+        "faults_by_kind": dict(sorted(tally.faults.items())),
+        "run_outcomes": dict(sorted(tally.outcomes.items())),
+        "runs": tally.runs,
         "rounds": rounds,
         "pages_stored": sum(int(r["pages_stored"]) for r in rounds),  # type: ignore[call-overload]
-        "lost": lost,
-        "duplicates": duplicates,
-        "rows_without_file": without_file,
+        "lost": tally.lost,
+        "duplicates": tally.duplicates,
+        "rows_without_file": tally.without_file,
         "union_equal": all(r["union_equal"] for r in rounds),
         "elapsed_s": round(time.monotonic() - started, 1),
     }
+
+
+def run(args: argparse.Namespace) -> dict[str, object]:
+    """The reference crawl, then rounds of faulted runs until ``args.faults`` were made."""
+    rng = random.Random(args.seed)
+    work = Path(args.work)
+    _fresh_work(work)
+    started = time.monotonic()
+    reference = _reference_crawl(work, args.pages)
+    disk = SmallDisk(work / "disk", size="64m")
+    # SIGTERM (a timeout) unmounts too
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    soak = _Soak(args=args, rng=rng, work=work, disk=disk)
+    tally = soak.tally
+    try:
+        number = 0
+        while tally.total_faults < args.faults:
+            number += 1
+            rnd = _soak_round(soak, number)
+            tally.rounds.append(_round_report(rnd, reference))
+            print(json.dumps(tally.rounds[-1]), flush=True)
+    finally:
+        disk.unmount()
+    return _report(args, reference, tally, started)
 
 
 def main(argv: list[str] | None = None) -> int:

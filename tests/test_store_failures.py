@@ -202,16 +202,29 @@ def test_a_failed_commit_journals_nothing_done_and_the_resume_fetches_it(tmp_pat
 # --- a database another program has locked ----------------------------------------
 class Holder(threading.Thread):
     """Another program's connection to ``pages.sqlite3`` holding a read transaction or the
-    write lock (``BEGIN IMMEDIATE``) for ``seconds``."""
+    write lock (``BEGIN IMMEDIATE``) for ``seconds``.
+
+    The write lock is taken once the crawl has stored its first page (so the crawl is
+    under way and meets the lock on a page, whatever its start-up time)."""
 
     def __init__(self, db: Path, kind: str, seconds: float) -> None:
         super().__init__(daemon=True)
         self.db, self.kind, self.seconds = db, kind, seconds
         self.holding = threading.Event()
+        self.ready = threading.Event()  # the holder runs (for a writer: waits for a row)
+
+    def _first_row(self, conn: sqlite3.Connection, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if conn.execute("SELECT COUNT(*) FROM pages").fetchone()[0]:
+                return
+            time.sleep(0.02)
 
     def run(self) -> None:
         conn = sqlite3.connect(self.db, isolation_level=None)
+        self.ready.set()
         if self.kind == "write":
+            self._first_row(conn)
             conn.execute("BEGIN IMMEDIATE")
         else:
             conn.execute("BEGIN")
@@ -226,7 +239,7 @@ def _locked_crawl(out: Path, kind: str, seconds: float, *settings: str):
     PageStore(out).open().close()  # the store exists: the other program opened it
     holder = Holder(out / "pages.sqlite3", kind, seconds)
     holder.start()
-    assert holder.holding.wait(5)
+    assert (holder.holding if kind == "read" else holder.ready).wait(5)
     started = time.monotonic()
     crawl = run_crawl(out, *CRAWL, f"JOBDIR={out}/job", *settings, check=False)
     holder.join()

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from bench.command import crawl_command
+from bench.scale import free_port
 from tests.crawling import PROJECT, SANDBOX_PAGES, SANDBOX_SEED, Crawl, run_crawl
 
 PAGES = 30  # CLOSESPIDER_PAGECOUNT: a few in flight at the close come on top
@@ -122,3 +123,57 @@ def test_dash_o_writes_the_feed_and_exits_0(tmp_path: Path) -> None:
     assert proc.returncode == 0, crawl.log[-3000:]
     assert "ERROR" not in crawl.log, crawl.log[-3000:]
     assert_feed_matches_store(read_jsonlines(feed), crawl)
+
+
+# --- the exit status when items or feeds fail ----------------------------------------
+FAILURE_LINE = "focused: error: every item failed in the pipelines/exporters ("
+
+
+def crawl_with(tmp_path: Path, *extra_args: str, **settings: object) -> Crawl:
+    cmd = crawl_command(
+        "chemistry",
+        output_dir=tmp_path / "out",
+        settings={**sandbox_settings(), "CLOSESPIDER_PAGECOUNT": 10, **settings},
+        extra_args=extra_args,
+    )
+    proc = subprocess.run(cmd, cwd=PROJECT, capture_output=True, text=True, timeout=240)
+    return Crawl(tmp_path / "out", proc.returncode, proc.stderr + proc.stdout)
+
+
+def error_lines(crawl: Crawl) -> list[str]:
+    return [line for line in crawl.log.splitlines() if line.startswith("focused: error:")]
+
+
+def test_a_pipeline_that_fails_on_every_item_fails_the_crawl(tmp_path: Path) -> None:
+    pipelines = {
+        "focused.pipelines.PageStorePipeline": 300,
+        "focused.pipelines.MetricsPipeline": 800,
+        "tests.failing_pipeline.FailingPipeline": 900,
+    }
+    crawl = crawl_with(tmp_path, ITEM_PIPELINES=pipelines)
+    assert crawl.returncode == 1, crawl.log[-3000:]
+    assert "this pipeline fails on every item" in crawl.log
+    [line] = error_lines(crawl)
+    assert line.startswith(FAILURE_LINE) and line.endswith(" errors); see the log")
+    errors = int(line[len(FAILURE_LINE) :].split()[0])
+    assert errors >= 10 and errors == len(crawl.rows())  # one per page, each stored first
+
+
+def test_an_unwritable_feed_fails_the_crawl(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    crawl = crawl_with(tmp_path, "-O", str(blocker / "items.jsonl"))
+    assert crawl.returncode == 1, crawl.log[-3000:]
+    [line] = error_lines(crawl)
+    assert line.startswith(FAILURE_LINE), line
+    assert len(crawl.rows()) >= 10  # the pages themselves are stored
+
+
+def test_a_feed_that_cannot_be_stored_fails_the_crawl(tmp_path: Path) -> None:
+    """The items are exported (to a temporary file) but storing the feed fails at the
+    close: an FTP server that is not there (``feedexport/failed_count/FTPFeedStorage``)."""
+    crawl = crawl_with(tmp_path, "-o", f"ftp://u:p@127.0.0.1:{free_port()}/items.jsonl")
+    assert crawl.returncode == 1, crawl.log[-3000:]
+    assert "feedexport/failed_count/FTPFeedStorage" in crawl.log
+    [line] = error_lines(crawl)
+    assert line == "focused: error: a feed could not be written or stored (1 failures); see the log"

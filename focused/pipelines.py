@@ -22,6 +22,7 @@ from twisted.python.failure import Failure
 
 from focused import signals as focused_signals
 from focused.defaults import get
+from focused.items import PageItem
 from focused.output.atomic import write_text
 from focused.output.metrics import QUEUES, HarvestCurve
 from focused.output.record import write_record
@@ -63,14 +64,27 @@ class CheckpointFailed(Exception):
         self.cause = cause
 
 
+def _take_body(item: Any, adapter: ItemAdapter) -> bytes:
+    """The page's raw bytes, taken from the item so that no exporter sees them: a
+    :class:`~focused.items.PageItem` keeps them out of its fields (``item.body``, then
+    ``b""``); another item's ``body`` field (a str is UTF-8 encoded) is removed."""
+    if isinstance(item, PageItem):
+        body, item.body = item.body, b""
+    else:
+        body = adapter.pop("body", None) or b""
+    return body.encode("utf-8") if isinstance(body, str) else body
+
+
 class PageStorePipeline:
     """Store each page (an item with ``url``) in a :class:`~focused.output.store.PageStore`.
 
     Writes the raw ``body`` gzipped under ``html/`` and one SQLite row per URL in
-    ``FOCUSED_OUTPUT_DIR``, fills the item's ``content_hash`` and ``file_path`` and
-    empties its ``body`` (feed exports stay small). A URL stored before (a resumed crawl)
-    is not stored again and counted in ``focused/duplicates``; stored pages count in
-    ``focused/stored``.
+    ``FOCUSED_OUTPUT_DIR`` and fills the item's ``content_hash`` and ``file_path``. It
+    takes the body from the item (a :class:`~focused.items.PageItem`'s ``body`` is
+    ``b""`` afterwards; another item's ``body`` field is removed), so that the feed
+    exporters, which see the item after every pipeline, get no bytes. A URL stored
+    before (a resumed crawl) is not stored again and counted in ``focused/duplicates``;
+    stored pages count in ``focused/stored``.
 
     It tells the scheduler what is durable (:mod:`focused.signals`; a user's own store
     pipeline can send the same signals): :data:`~focused.signals.page_store_opened` when
@@ -245,11 +259,7 @@ class PageStorePipeline:
         assert store is not None
         record = {name: adapter.get(name) for name in _RECORD_FIELDS}
         record["text"] = adapter.get("text") or ""  # for the full-text index
-        body = adapter.get("body") or b""
-        if isinstance(body, str):
-            body = body.encode("utf-8")
-        if "body" in adapter:
-            adapter["body"] = b""
+        body = _take_body(item, adapter)
         if self._writer is None:
             added = self._attempt(lambda: store.add(record, body))
             if not isinstance(added, Deferred):

@@ -146,6 +146,13 @@ DEFAULTS: dict[str, Any] = {
     "FOCUSED_PROGRESS_EVERY_SECONDS": 30.0,
     # write report.html (focused/output/html_report.py) at the end of every crawl
     "FOCUSED_REPORT": True,
+    # --- politeness that keeps the order (focused/frontier/hostaware.py) --------------
+    # the scheduler hands out the best waiting URL among the hosts whose download slot
+    # can take a request now (DOWNLOAD_DELAY, Crawl-delay, Retry-After, concurrency), so
+    # one busy host does not hold the others back; False: the strict global order
+    "FOCUSED_HOST_AWARE": True,
+    # at most this many waiting URLs are looked at per pick for a free host
+    "FOCUSED_HOST_SCAN": 1024,
 }
 
 

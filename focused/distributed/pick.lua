@@ -6,6 +6,10 @@
 --       then 4 arguments per operation: op, fingerprint (8 bytes), priority, payload.
 --   op 'p' push, 'P' push of a dont_filter request, 'd' done, 'e' error,
 --      'r' release (back to the queue, old place), 'l' renew the lease.
+--   After the operations (optional): scan, the number of busy hosts, the host names.
+--   With busy hosts, the pick takes the best entry (or the top K for annealing) whose
+--   URL's host is not busy, looking at no more than `scan` queued entries: the best
+--   waiting URL among the hosts the worker may fetch now (focused/frontier/hostaware.py).
 -- 1. apply the operations in order (a code each), 2. hand expired leases back to the
 -- queue, 3. optionally pick: the best entry, or the simulated-annealing choice between
 -- the best and one drawn from the top K (He, Cheng & Cai 2009), T shared by all workers.
@@ -29,6 +33,15 @@ local function enqueue(fp, prio, payload)
   local member = string.format('%015d', seq) .. fp
   redis.call('ZADD', queue, -prio, member)
   redis.call('HSET', data, fp, member .. payload)
+end
+local function host_of(d)
+  -- the host name of the entry's URL (lower case, no port, no brackets)
+  local nu = struct.unpack('>I', d, 67)
+  local url = string.sub(d, 75, 74 + nu)
+  local auth = string.match(url, '^[%a][%w+.-]*://([^/?#]*)') or ''
+  auth = string.match(auth, '([^@]*)$') or ''
+  local host = string.match(auth, '^%[([^%]]*)%]') or string.match(auth, '^([^:]*)') or ''
+  return string.lower(host)
 end
 local function requeue(d)
   redis.call('ZADD', queue, -prio_of(d), string.sub(d, 1, 23))
@@ -87,6 +100,10 @@ for n = 1, nops do
   end
   codes[n] = code
 end
+local scan = tonumber(ARGV[i] or '0') or 0
+local nbusy = tonumber(ARGV[i + 1] or '0') or 0
+local busy = {}
+for n = 1, nbusy do busy[ARGV[i + 1 + n]] = true end
 
 -- leases of dead workers: back to the queue, with their old place
 local expired = redis.call('ZRANGEBYSCORE', inflight, '-inf', now, 'LIMIT', 0, 256)
@@ -104,11 +121,28 @@ local temp = 0
 local worse = 0
 local picks = -1
 if mode > 0 then
+  local want = 1
+  if mode == 2 then want = k end
   local top
-  if mode == 2 then
-    top = redis.call('ZRANGE', queue, 0, k - 1)
+  if nbusy == 0 then
+    top = redis.call('ZRANGE', queue, 0, want - 1)
   else
-    top = redis.call('ZRANGE', queue, 0, 0)
+    -- skip the entries of busy hosts, in chunks, at most `scan` entries
+    top = {}
+    local start = 0
+    while #top < want and start < scan do
+      local stop = math.min(start + 64, scan) - 1
+      local members = redis.call('ZRANGE', queue, start, stop)
+      if #members == 0 then break end
+      for _, member in ipairs(members) do
+        local d = redis.call('HGET', data, string.sub(member, 16))
+        if d and not busy[host_of(d)] then
+          top[#top + 1] = member
+          if #top >= want then break end
+        end
+      end
+      start = stop + 1
+    end
   end
   if #top > 0 then
     local chosen = 1

@@ -445,11 +445,15 @@ class FocusedScheduler(BaseScheduler):
 
     Settings: ``FOCUSED_STRATEGY``, ``FOCUSED_SA_T0``, ``FOCUSED_SA_ALPHA``,
     ``FOCUSED_SA_T_MIN``, ``FOCUSED_SA_K``, ``FOCUSED_SEED``, ``FOCUSED_FRONTIER``,
-    ``FOCUSED_OUTPUT_DIR``, ``JOBDIR``. Stats: ``focused/queue/waiting``,
+    ``FOCUSED_OUTPUT_DIR``, ``FOCUSED_HOST_AWARE``, ``FOCUSED_HOST_SCAN``, ``JOBDIR``.
+    With ``FOCUSED_HOST_AWARE`` the pick is the best (or the annealing choice) among the
+    hosts whose download slot can take a request now (:class:`HostGate`).
+    Stats: ``focused/queue/waiting``,
     ``focused/queue/in_flight``, ``focused/queue/done``, ``focused/queue/error``,
     ``focused/frontier/promoted``, ``focused/dupefilter/filtered``,
     ``focused/annealing/accepted_worse``, ``focused/annealing/temperature``,
-    ``focused/scheduler/requeued`` (retries), ``scheduler/enqueued``, ``scheduler/dequeued``.
+    ``focused/scheduler/requeued`` (retries), ``focused/scheduler/hosts_busy`` (picks that
+    found no free host), ``scheduler/enqueued``, ``scheduler/dequeued``.
     """
 
     def __init__(

@@ -100,7 +100,12 @@ class Entry:
 
 
 class Frontier(Protocol):
-    """What the scheduler needs from a frontier."""
+    """What the scheduler needs from a frontier.
+
+    A frontier that can pick among the hosts that may be fetched now also has
+    ``pop_available(available, annealer, scan)`` (:meth:`MemoryFrontier.pop_available`);
+    the scheduler uses it when it has one (the Redis frontier's is ``pop_free``).
+    """
 
     promoted: int
 
@@ -117,14 +122,6 @@ class Frontier(Protocol):
 
     def pop_annealed(self, annealer: Annealer) -> Entry | None:
         """Remove and return the entry the annealer picks among the top K."""
-        ...
-
-    def pop_available(
-        self, available: HostCheck, annealer: Annealer | None = None, scan: int = DEFAULT_SCAN
-    ) -> Entry | None:
-        """Remove and return the best entry whose host is ``available`` (or the annealer's
-        pick among the top K available ones), looking at no more than ``scan`` entries;
-        ``None`` when none of those is available. Skipped entries keep their place."""
         ...
 
     def get(self, fp: int) -> Entry | None:

@@ -269,7 +269,8 @@ class HostGate:
 
     def wait(self, d: Downloader, key: str, n: int, now: float) -> float | None:
         """Seconds until the slot ``key`` (with ``n`` requests in the downloader) can take
-        one more (0: now); ``None`` when it is full (a finished download frees it)."""
+        one more (0: now) when its delay holds it back; ``None`` when it is full (all its
+        ``concurrency`` taken, no delay in the way: a finished download frees it)."""
         slot = d.slots.get(key)
         if slot is None:
             per_slot = d.per_slot_settings.get(key, {})
@@ -279,38 +280,42 @@ class HostGate:
         else:
             conc, delay = slot.concurrency, slot.delay
             lastseen, transferring = slot.lastseen, len(slot.transferring)
+        if delay > 0:
+            pending = max(0, n - transferring)  # each starts one delay after the previous
+            start = max(lastseen + delay, now) + pending * delay
+            if start - now > self.LEAD:
+                return start - now - self.LEAD
         if conc > 0 and n >= conc:
             return None
-        if delay <= 0:
-            return 0.0
-        pending = max(0, n - transferring)  # each starts one delay after the previous one
-        start = max(lastseen + delay, now) + pending * delay
-        return max(0.0, start - now - self.LEAD)
+        return 0.0
 
-    def blocked(self) -> set[str]:
-        """The slot keys that cannot take a request now (and :attr:`free_at`)."""
+    def blocked(self) -> tuple[set[str], set[str]]:
+        """``(busy, delayed)``: the slot keys that cannot take a request now, and those of
+        them that their delay holds back (the others are full); sets :attr:`free_at`."""
         self.free_at = float("inf")
         d = self.downloader()
         if d is None or not (self.recent or d.active):
-            return set()
+            return set(), set()
         counts: dict[str, int] = {}
         for request in d.active:
             key = d.get_slot_key(request)
             counts[key] = counts.get(key, 0) + 1
         now = monotonic()
-        out: set[str] = set()
+        busy: set[str] = set()
+        delayed: set[str] = set()
         for key in self.recent.union(counts):
             n = counts.get(key, 0)
             wait = self.wait(d, key, n, now)
             if wait is None:
-                out.add(key)
+                busy.add(key)
             elif wait > 0:
-                out.add(key)
+                busy.add(key)
+                delayed.add(key)
                 if not n:
                     self.free_at = min(self.free_at, now + wait)
             elif not n:
                 self.recent.discard(key)  # free, nothing in the downloader: forget it
-        return out
+        return busy, delayed
 
     def check(self, blocked: set[str]) -> HostCheck:
         """The frontier's predicate: the entry's slot key is not in ``blocked``."""
@@ -724,18 +729,32 @@ class FocusedScheduler(BaseScheduler):
         return request
 
     def _pick(self) -> Entry | None:
-        """Take the next entry off the frontier (see :meth:`next_request`)."""
+        """Take the next entry off the frontier (see :meth:`next_request`).
+
+        Host-aware: the best entry of a free host; when there is none, the best entry of
+        a host that is only full (no delay holds it: its request waits in the slot for a
+        transfer to end, as without host-awareness, so a crawl of one host keeps its
+        order); when every waiting entry's host is held back by its delay, none.
+        """
         gate = self.gate
-        if gate is not None:
-            blocked = gate.blocked()
-            pick_available = getattr(self.frontier, "pop_available", None)
-            if blocked and pick_available is not None:
-                entry = pick_available(gate.check(blocked), self.annealer, self.host_scan)
+        pick_available = getattr(self.frontier, "pop_available", None)
+        if gate is not None and pick_available is not None:
+            busy, delayed = gate.blocked()
+            if busy:
+                entry = pick_available(gate.check(busy), self.annealer, self.host_scan)
+                if entry is None and len(busy) > len(delayed):
+                    if not delayed:
+                        return self._strict_pick()
+                    entry = pick_available(gate.check(delayed), self.annealer, self.host_scan)
                 if entry is None and len(self.frontier):
                     gate.wake_later()
                     if self.stats is not None:
                         self.stats.set_value("focused/scheduler/hosts_busy", gate.waits)
                 return entry
+        return self._strict_pick()
+
+    def _strict_pick(self) -> Entry | None:
+        """The best entry, or the annealing choice among the top K (the global order)."""
         if self.annealer is not None:
             return self.frontier.pop_annealed(self.annealer)
         return self.frontier.pop()

@@ -264,13 +264,16 @@ class RedisFrontier:
         annealer: Annealer | None = None,
         busy_hosts: Collection[str] = (),
         scan: int = DEFAULT_SCAN,
+        delayed_hosts: Collection[str] = (),
     ) -> Step:
         """Send the staged operations and (``BEST`` / ``ANNEAL``) pick the next URL.
 
         ``busy_hosts``: host names (lower case) the worker cannot fetch now; the pick then
         takes the best entry (or draws among the top K) of the other hosts, looking at no
-        more than ``scan`` waiting entries (:mod:`focused.frontier.hostaware`), and picks
-        nothing when none of those is free. An entry's host is its URL's, whatever
+        more than ``scan`` waiting entries (:mod:`focused.frontier.hostaware`). When none
+        of those is free, it takes the best of a busy host not in ``delayed_hosts`` (one
+        only full, whose request waits in its slot for a transfer, not for a delay), and
+        nothing when there is none. An entry's host is its URL's, whatever
         ``download_slot`` its meta names.
 
         One round trip (a pipeline of Lua calls when more than ``batch`` operations are
@@ -290,7 +293,9 @@ class RedisFrontier:
             u1, u2 = annealer.rng.random(), annealer.rng.random()
         tail: list[Any] = []
         if mode != NO_PICK and busy_hosts:
-            tail = [max(1, int(scan)), len(busy_hosts), *busy_hosts]
+            delayed = [h for h in delayed_hosts if h in busy_hosts]
+            full = [h for h in busy_hosts if h not in delayed_hosts]
+            tail = [max(1, int(scan)), len(full), *full, len(delayed), *delayed]
         params = (k, t0, alpha, t_min, u1, u2)
         try:
             replies = self._execute(chunks, mode, *params, tail=tail)
@@ -355,11 +360,14 @@ class RedisFrontier:
         busy_hosts: Collection[str],
         annealer: Annealer | None = None,
         scan: int = DEFAULT_SCAN,
+        delayed_hosts: Collection[str] | None = None,
     ) -> Entry | None:
         """The best entry (the annealing pick with ``annealer``) whose URL's host is not
-        in ``busy_hosts``; ``None`` when none within ``scan`` entries is free."""
+        in ``busy_hosts``; else the best one not in ``delayed_hosts`` (default: all the
+        busy ones); ``None`` when there is none within ``scan`` entries."""
         mode = ANNEAL if annealer is not None else BEST
-        return self.sync(mode, annealer, busy_hosts, scan).entry
+        delayed = busy_hosts if delayed_hosts is None else delayed_hosts
+        return self.sync(mode, annealer, busy_hosts, scan, delayed).entry
 
     def get(self, fp: int) -> Entry | None:
         key = _FP.pack(fp)

@@ -343,8 +343,8 @@ class RedisScheduler(FocusedScheduler):
         busy: the engine asks again when a download ends or a delay runs out)."""
         mode = ANNEAL if self.annealer is not None else BEST
         while True:
-            busy = self.gate.blocked() if self.gate is not None else set()
-            step = self._sync(mode, busy_hosts=busy)
+            busy, delayed = self.gate.blocked() if self.gate is not None else (set(), set())
+            step = self._sync(mode, busy_hosts=busy, delayed_hosts=delayed)
             if step is None:
                 return None
             entry = step.entry
@@ -371,16 +371,21 @@ class RedisScheduler(FocusedScheduler):
         return request
 
     def _sync(
-        self, mode: int = NO_PICK, final: bool = False, busy_hosts: set[str] | None = None
+        self,
+        mode: int = NO_PICK,
+        final: bool = False,
+        busy_hosts: set[str] | None = None,
+        delayed_hosts: set[str] | None = None,
     ) -> Step | None:
         """One round trip; ``None`` (and the staged changes kept) when Redis is down.
-        ``busy_hosts``: the pick skips the URLs of these hosts."""
+        ``busy_hosts``: the pick prefers the URLs of other hosts, and never takes one of
+        ``delayed_hosts`` (see :meth:`RedisFrontier.sync`)."""
         red = self.redis
         if red is None:
             return None
         try:
             annealer = self.annealer if mode == ANNEAL else None
-            step = red.sync(mode, annealer, busy_hosts or (), self.host_scan)
+            step = red.sync(mode, annealer, busy_hosts or (), self.host_scan, delayed_hosts or ())
         except REDIS_DOWN as exc:
             now = time.monotonic()
             if self._down_since is None:

@@ -98,3 +98,17 @@ def test_the_annealing_pick_draws_among_the_top_k_free(frontier: RedisFrontier) 
         picked.append(got.fp)
     assert picked != sorted(picked)  # a worse one was taken sometimes
     assert hot.picks == 8
+
+
+def test_with_no_free_host_a_full_one_is_served_never_a_delayed_one(
+    frontier: RedisFrontier,
+) -> None:
+    _fill(frontier, [_e(1, "http://a.test/1", 9), _e(2, "http://b.test/2", 5)])
+    _fill(frontier, [_e(3, "http://a.test/3", 9), _e(4, "http://b.test/4", 5)])
+    # a is delayed, b only full: b's best waits in b's slot for a transfer
+    assert frontier.pop_free({"a.test", "b.test"}, delayed_hosts={"a.test"}).fp == 1002
+    # a free host goes first, even below a full one
+    assert frontier.pop_free({"a.test"}, delayed_hosts=set()).fp == 1004
+    # both delayed: nothing
+    assert frontier.pop_free({"a.test", "b.test"}) is None
+    assert frontier.counts.waiting == 2

@@ -69,7 +69,16 @@ print(json.dumps({k: v for k, v in crawler.stats.get_stats().items()
 class Host:
     """A loopback HTTP server that appends ``(name, path)`` of each request to ``log``."""
 
-    def __init__(self, address: str, name: str, log: list[tuple[str, str]], robots: str) -> None:
+    def __init__(
+        self,
+        address: str,
+        name: str,
+        log: list[tuple[str, str]],
+        robots: str,
+        once: dict[str, tuple[int, dict[str, str]]] | None = None,
+    ) -> None:
+        once = dict(once or {})  # path -> (status, headers) of its first answer
+
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
@@ -81,7 +90,10 @@ class Host:
                     log.append((name, self.path))
                     body = b"<html><body>page</body></html>"
                     ctype = "text/html; charset=utf-8"
-                self.send_response(200)
+                status, headers = once.pop(self.path, (200, {}))
+                self.send_response(status)
+                for header, value in headers.items():
+                    self.send_header(header, value)
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
@@ -173,4 +185,30 @@ def test_a_crawl_delay_is_seen_by_the_pick(hosts) -> None:
     assert [p for p in order if p.startswith("a")] == ["a0", "a1", "a2", "a3"]
     assert stats["focused/politeness/crawl_delay"] == 1
     assert stats["focused/queue/done"] == 8
+    assert stats["focused/scheduler/hosts_busy"] < 50, stats
+
+
+def test_a_retry_after_pause_is_seen_by_the_pick() -> None:
+    """A's first page answers 429 with Retry-After: 2 (:mod:`focused.politeness` pauses
+    A's slot): B's pages are fetched during the pause, not behind A's requests (more of
+    them than CONCURRENT_REQUESTS) that wait for it."""
+    log: list[tuple[str, str]] = []
+    a = Host("127.0.0.2", "a", log, "", once={"/a1": (429, {"Retry-After": "2"})})
+    b = Host("127.0.0.3", "b", log, "")
+    try:
+        stats = crawl(
+            a,
+            b,
+            {"CONCURRENT_REQUESTS": 4, "RETRY_TIMES": 1, "FOCUSED_HOST_AWARE": True},
+            n_a=12,
+        )
+    finally:
+        a.close()
+        b.close()
+    order = _order(log)
+    first, again = order.index("a1"), len(order) - 1 - order[::-1].index("a1")
+    assert first < again, order  # asked twice: the 429, then the retry
+    assert all(first < order.index(f"b{i}") < again for i in range(1, 5)), order
+    assert len(order) == 13 + 1 + 4, order  # a0..a12, the retry of a1, b1..b4
+    assert stats["focused/politeness/retry_after"] == 1
     assert stats["focused/scheduler/hosts_busy"] < 50, stats

@@ -230,7 +230,10 @@ class HostGate:
     host can take one now when it has fewer than ``concurrency`` requests in the
     downloader and, with a delay, the new request would start within :attr:`LEAD`
     seconds (the slot starts one request per delay, from its last start). A slot that
-    does not exist yet has the settings' concurrency and delay.
+    does not exist yet has the settings' concurrency and delay. :meth:`blocked` tells a
+    *full* host (all its concurrency taken, no delay in the way: a request handed to it
+    waits only for a transfer to end, the scheduler still gives it one when no host is
+    free) from a *delayed* one (never given one until its delay runs out).
 
     Only hosts this scheduler handed a request to recently (or with requests in the
     downloader) can be busy, so :meth:`blocked` looks at those only (a handful: the

@@ -149,6 +149,13 @@ DEFAULTS: dict[str, Any] = {
     # seconds the page store waits for another program's write lock on pages.sqlite3
     # (pages wait in memory, retried from the reactor) before the crawl stops cleanly
     "FOCUSED_STORE_LOCK_TIMEOUT": 60.0,
+    # --- politeness that keeps the order (focused/frontier/hostaware.py) --------------
+    # the scheduler hands out the best waiting URL among the hosts whose download slot
+    # can take a request now (DOWNLOAD_DELAY, Crawl-delay, Retry-After, concurrency), so
+    # one busy host does not hold the others back; False: the strict global order
+    "FOCUSED_HOST_AWARE": True,
+    # at most this many waiting URLs are looked at per pick for a free host
+    "FOCUSED_HOST_SCAN": 1024,
 }
 
 

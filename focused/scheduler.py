@@ -8,10 +8,14 @@ import hashlib
 import logging
 import pickle
 from pathlib import Path
+from time import monotonic
 from typing import TYPE_CHECKING, Any, NamedTuple
+from urllib.parse import urlsplit
 
 from scrapy import Request, signals
 from scrapy.core.scheduler import BaseScheduler
+from scrapy.resolver import dnscache
+from scrapy.utils.asyncio import call_later
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.job import job_dir
 from scrapy.utils.request import fingerprint as request_fingerprint
@@ -19,6 +23,7 @@ from scrapy.utils.request import request_from_dict
 
 from focused import signals as focused_signals
 from focused.defaults import get
+from focused.frontier.hostaware import DEFAULT_SCAN, HostCheck
 from focused.frontier.journal import (
     DONE,
     ERROR,
@@ -48,6 +53,7 @@ from focused.strategies import strategy_class
 if TYPE_CHECKING:
     from typing import Self
 
+    from scrapy.core.downloader import Downloader
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from scrapy.spiders import Spider
@@ -222,6 +228,168 @@ class DownloadFailureMiddleware:
         )
 
 
+class HostGate:
+    """Which download slots (hosts) can take a request now: the Scrapy side of the
+    host-aware pick (:mod:`focused.frontier.hostaware`).
+
+    Read from the downloader (``crawler.engine.downloader``): a slot's ``concurrency``,
+    ``delay`` (``DOWNLOAD_DELAY``, AutoThrottle's, a robots.txt ``Crawl-delay`` or a
+    ``Retry-After`` pause that :mod:`focused.politeness` set), ``lastseen`` (the start of
+    its last download) and ``transferring``, and ``downloader.active`` (every request in
+    the downloader, before its slot too: in the middlewares, waiting for robots.txt). A
+    host can take one now when it has fewer than ``concurrency`` requests in the
+    downloader and, with a delay, the new request would start within :attr:`LEAD`
+    seconds (the slot starts one request per delay, from its last start). A slot that
+    does not exist yet has the settings' concurrency and delay. :meth:`blocked` tells a
+    *full* host (all its concurrency taken, no delay in the way: a request handed to it
+    waits only for a transfer to end, the scheduler still gives it one when no host is
+    free) from a *delayed* one (never given one until its delay runs out).
+
+    Only hosts this scheduler handed a request to recently (or with requests in the
+    downloader) can be busy, so :meth:`blocked` looks at those only (a handful: the
+    requests in flight plus the hosts fetched within their delay). When a pick finds no
+    free host, :meth:`wake_later` makes the engine ask again when the first host whose
+    delay holds it back is free (a finished download wakes the engine anyway), so a
+    crawl that waits does not spin.
+    """
+
+    #: a request may be handed out this many seconds before its slot can start it
+    LEAD = 0.05
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.recent: set[str] = set()
+        self._hostnames: dict[str, str] = {}
+        self._timer: Any = None
+        self._wake_at = float("inf")
+        #: earliest time a host blocked by its delay alone is free (from :meth:`blocked`)
+        self.free_at = float("inf")
+        #: picks that found no free host while URLs waited
+        self.waits = 0
+
+    def downloader(self) -> Downloader | None:
+        try:
+            engine = getattr(self.crawler, "engine", None)
+        except RuntimeError:  # Scrapy 2.19: no engine yet
+            return None
+        return getattr(engine, "downloader", None)
+
+    def handed_out(self, request: Request) -> None:
+        """``request`` goes to the downloader: its host may be busy from now on."""
+        d = self.downloader()
+        if d is not None:
+            self.recent.add(d.get_slot_key(request))
+
+    def wait(self, d: Downloader, key: str, n: int, now: float) -> float | None:
+        """Seconds until the slot ``key`` (with ``n`` requests in the downloader) can take
+        one more (0: now) when its delay holds it back; ``None`` when it is full (all its
+        ``concurrency`` taken, no delay in the way: a finished download frees it)."""
+        slot = d.slots.get(key)
+        if slot is None:
+            per_slot = d.per_slot_settings.get(key, {})
+            conc = int(per_slot.get("concurrency", d.ip_concurrency or d.domain_concurrency))
+            delay = float(per_slot.get("delay", getattr(d, "_delay", 0.0)))
+            lastseen, transferring = 0.0, 0
+        else:
+            conc, delay = slot.concurrency, slot.delay
+            lastseen, transferring = slot.lastseen, len(slot.transferring)
+        if delay > 0:
+            pending = max(0, n - transferring)  # each starts one delay after the previous
+            start = max(lastseen + delay, now) + pending * delay
+            if start - now > self.LEAD:
+                return start - now - self.LEAD
+        if conc > 0 and n >= conc:
+            return None
+        return 0.0
+
+    def blocked(self) -> tuple[set[str], set[str]]:
+        """``(busy, delayed)``: the slot keys that cannot take a request now, and those of
+        them that their delay holds back (the others are full); sets :attr:`free_at`."""
+        self.free_at = float("inf")
+        d = self.downloader()
+        if d is None or not (self.recent or d.active):
+            return set(), set()
+        counts: dict[str, int] = {}
+        for request in d.active:
+            key = d.get_slot_key(request)
+            counts[key] = counts.get(key, 0) + 1
+        now = monotonic()
+        busy: set[str] = set()
+        delayed: set[str] = set()
+        for key in self.recent.union(counts):
+            n = counts.get(key, 0)
+            wait = self.wait(d, key, n, now)
+            if wait is None:
+                busy.add(key)
+            elif wait > 0:
+                busy.add(key)
+                delayed.add(key)
+                if not n:
+                    self.free_at = min(self.free_at, now + wait)
+            elif not n:
+                self.recent.discard(key)  # free, nothing in the downloader: forget it
+        return busy, delayed
+
+    def check(self, blocked: set[str]) -> HostCheck:
+        """The frontier's predicate: the entry's slot key is not in ``blocked``."""
+        d = self.downloader()
+        hostnames = self._hostnames
+        by_ip = bool(d is not None and d.ip_concurrency)
+
+        def available(prefix: str, extra: Any) -> bool:
+            if extra:
+                key = _own_slot_key(d, extra)
+                if key is not None:
+                    return key not in blocked
+            host = hostnames.get(prefix)
+            if host is None:
+                host = hostnames[prefix] = (urlsplit(prefix).hostname or "") if prefix else ""
+            if by_ip:
+                host = dnscache.get(host, host)
+            return host not in blocked
+
+        return available
+
+    def wake_later(self) -> None:
+        """No free host: make the engine ask again once the first delay runs out."""
+        self.waits += 1
+        at = self.free_at
+        if at == float("inf") or at >= self._wake_at:
+            return  # a finished download (or the timer set already) wakes the engine
+        if self._timer is not None:
+            self._timer.cancel()
+        self._wake_at = at
+        self._timer = call_later(max(0.0, at - monotonic()), self._wake)
+
+    def _wake(self) -> None:
+        self._timer = None
+        self._wake_at = float("inf")
+        try:
+            engine = getattr(self.crawler, "engine", None)
+        except RuntimeError:
+            return
+        nextcall = getattr(getattr(engine, "_slot", None), "nextcall", None)
+        if nextcall is not None:
+            nextcall.schedule()
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+
+def _own_slot_key(d: Downloader | None, extra: Any) -> str | None:
+    """The download slot an entry's kept request or meta names (``None``: its host's)."""
+    if not isinstance(extra, dict):
+        return None
+    whole = extra.get("request")
+    if whole is not None:
+        return d.get_slot_key(whole) if d is not None else None
+    meta = extra.get("meta")
+    slot = meta.get("download_slot") if isinstance(meta, dict) else None
+    return slot if isinstance(slot, str) else None
+
+
 class FocusedScheduler(BaseScheduler):
     """Frontier, seen-URL set and the waiting / in-flight / done / error queues of the
     crawler of Liu, Xia & Xu (2010).
@@ -298,11 +466,15 @@ class FocusedScheduler(BaseScheduler):
 
     Settings: ``FOCUSED_STRATEGY``, ``FOCUSED_SA_T0``, ``FOCUSED_SA_ALPHA``,
     ``FOCUSED_SA_T_MIN``, ``FOCUSED_SA_K``, ``FOCUSED_SEED``, ``FOCUSED_FRONTIER``,
-    ``FOCUSED_OUTPUT_DIR``, ``JOBDIR``. Stats: ``focused/queue/waiting``,
+    ``FOCUSED_OUTPUT_DIR``, ``FOCUSED_HOST_AWARE``, ``FOCUSED_HOST_SCAN``, ``JOBDIR``.
+    With ``FOCUSED_HOST_AWARE`` the pick is the best (or the annealing choice) among the
+    hosts whose download slot can take a request now (:class:`HostGate`).
+    Stats: ``focused/queue/waiting``,
     ``focused/queue/in_flight``, ``focused/queue/done``, ``focused/queue/error``,
     ``focused/frontier/promoted``, ``focused/dupefilter/filtered``,
     ``focused/annealing/accepted_worse``, ``focused/annealing/temperature``,
-    ``focused/scheduler/requeued`` (retries), ``scheduler/enqueued``, ``scheduler/dequeued``.
+    ``focused/scheduler/requeued`` (retries), ``focused/scheduler/hosts_busy`` (picks that
+    found no free host), ``scheduler/enqueued``, ``scheduler/dequeued``.
     """
 
     def __init__(
@@ -322,6 +494,8 @@ class FocusedScheduler(BaseScheduler):
         seen: SeenSet | None = None,
         rescore_every: int = 0,
         rescore_budget: int = 0,
+        host_aware: bool = False,
+        host_scan: int = DEFAULT_SCAN,
     ) -> None:
         self.jobdir = jobdir
         self.anneal = anneal
@@ -349,6 +523,9 @@ class FocusedScheduler(BaseScheduler):
         self._saved_picks = -1
         self._warned_unserializable = False
         self.rescoring = RescoreSchedule(rescore_every, rescore_budget)
+        #: the hosts that can take a request now (``FOCUSED_HOST_AWARE``; needs a crawler)
+        self.gate: HostGate | None = HostGate(crawler) if host_aware and crawler else None
+        self.host_scan = max(1, int(host_scan))
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -375,6 +552,8 @@ class FocusedScheduler(BaseScheduler):
             crawler=crawler,
             rescore_every=get(s, "FOCUSED_RESCORE_EVERY"),
             rescore_budget=get(s, "FOCUSED_RESCORE_BUDGET"),
+            host_aware=get(s, "FOCUSED_HOST_AWARE"),
+            host_scan=get(s, "FOCUSED_HOST_SCAN"),
         )
 
     # --- life cycle -----------------------------------------------------------------
@@ -406,6 +585,8 @@ class FocusedScheduler(BaseScheduler):
             )
 
     def close(self, reason: str) -> None:
+        if self.gate is not None:
+            self.gate.close()
         if self.crawler is not None:
             for handler, signal in self._signals():
                 self.crawler.signals.disconnect(handler, signal=signal)
@@ -548,14 +729,17 @@ class FocusedScheduler(BaseScheduler):
 
     # --- out ------------------------------------------------------------------------
     def next_request(self) -> Request | None:
-        if self.annealer is not None:
-            entry = self.frontier.pop_annealed(self.annealer)
-        else:
-            entry = self.frontier.pop()
+        """The best waiting request (by the strategy's order, or the annealing pick);
+        with ``FOCUSED_HOST_AWARE``, the best among the hosts that can take one now
+        (:class:`HostGate`): ``None`` while every waiting URL's host is busy (the engine
+        asks again when a download ends or a delay runs out; the crawl goes on)."""
+        entry = self._pick()
         if entry is None:
             self._commit()
             return None
         request = self._to_request(entry)
+        if self.gate is not None:
+            self.gate.handed_out(request)
         self.in_flight.add(entry.fp)
         if self._whole_waiting:
             self._whole_waiting.discard(entry.fp)
@@ -565,6 +749,37 @@ class FocusedScheduler(BaseScheduler):
         self.dequeued += 1
         self._update_stats()
         return request
+
+    def _pick(self) -> Entry | None:
+        """Take the next entry off the frontier (see :meth:`next_request`).
+
+        Host-aware: the best entry of a free host; when there is none, the best entry of
+        a host that is only full (no delay holds it: its request waits in the slot for a
+        transfer to end, as without host-awareness, so a crawl of one host keeps its
+        order); when every waiting entry's host is held back by its delay, none.
+        """
+        gate = self.gate
+        pick_available = getattr(self.frontier, "pop_available", None)
+        if gate is not None and pick_available is not None:
+            busy, delayed = gate.blocked()
+            if busy:
+                entry = pick_available(gate.check(busy), self.annealer, self.host_scan)
+                if entry is None and len(busy) > len(delayed):
+                    if not delayed:
+                        return self._strict_pick()
+                    entry = pick_available(gate.check(delayed), self.annealer, self.host_scan)
+                if entry is None and len(self.frontier):
+                    gate.wake_later()
+                    if self.stats is not None:
+                        self.stats.set_value("focused/scheduler/hosts_busy", gate.waits)
+                return entry
+        return self._strict_pick()
+
+    def _strict_pick(self) -> Entry | None:
+        """The best entry, or the annealing choice among the top K (the global order)."""
+        if self.annealer is not None:
+            return self.frontier.pop_annealed(self.annealer)
+        return self.frontier.pop()
 
     def _signals(self) -> list[tuple[Any, object]]:
         return [

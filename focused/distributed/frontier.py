@@ -35,7 +35,7 @@ from __future__ import annotations
 import os
 import pickle
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
@@ -45,6 +45,7 @@ import redis
 
 from focused.distributed.connection import REDIS_DOWN, unreachable_message
 from focused.errors import RedisUnavailable
+from focused.frontier.hostaware import DEFAULT_SCAN
 from focused.frontier.memory import Entry
 from focused.ranking.annealing import Annealer
 
@@ -283,8 +284,23 @@ class RedisFrontier:
         return len(self.outbox)
 
     # --- the round trip -------------------------------------------------------------
-    def sync(self, mode: int = NO_PICK, annealer: Annealer | None = None) -> Step:
+    def sync(
+        self,
+        mode: int = NO_PICK,
+        annealer: Annealer | None = None,
+        busy_hosts: Collection[str] = (),
+        scan: int = DEFAULT_SCAN,
+        delayed_hosts: Collection[str] = (),
+    ) -> Step:
         """Send the staged operations and (``BEST`` / ``ANNEAL``) pick the next URL.
+
+        ``busy_hosts``: host names (lower case) the worker cannot fetch now; the pick then
+        takes the best entry (or draws among the top K) of the other hosts, looking at no
+        more than ``scan`` waiting entries (:mod:`focused.frontier.hostaware`). When none
+        of those is free, it takes the best of a busy host not in ``delayed_hosts`` (one
+        only full, whose request waits in its slot for a transfer, not for a delay), and
+        nothing when there is none. An entry's host is its URL's, whatever
+        ``download_slot`` its meta names.
 
         One round trip (a pipeline of Lua calls when more than ``batch`` operations are
         staged). On a connection error the staged operations are kept for the next call
@@ -301,11 +317,17 @@ class RedisFrontier:
                 raise ValueError("mode ANNEAL needs an annealer")
             k, t0, alpha, t_min = annealer.k, annealer.t0, annealer.alpha, annealer.t_min
             u1, u2 = annealer.rng.random(), annealer.rng.random()
+        tail: list[Any] = []
+        if mode != NO_PICK and busy_hosts:
+            delayed = [h for h in delayed_hosts if h in busy_hosts]
+            full = [h for h in busy_hosts if h not in delayed_hosts]
+            tail = [max(1, int(scan)), len(full), *full, len(delayed), *delayed]
+        params = (k, t0, alpha, t_min, u1, u2)
         try:
-            replies = self._execute(chunks, mode, k, t0, alpha, t_min, u1, u2)
+            replies = self._execute(chunks, mode, *params, tail=tail)
         except redis.exceptions.NoScriptError:  # the server restarted: load it again
             self._sha = self.server.script_load(STEP_LUA)
-            replies = self._execute(chunks, mode, k, t0, alpha, t_min, u1, u2)
+            replies = self._execute(chunks, mode, *params, tail=tail)
         self.outbox = []
         self.round_trips += 1
         step = Step()
@@ -328,7 +350,9 @@ class RedisFrontier:
             annealer.accepted_worse += int(step.accepted_worse)
         return step
 
-    def _execute(self, chunks: list[list], mode: int, *params: float) -> list[Any]:
+    def _execute(
+        self, chunks: list[list], mode: int, *params: float, tail: list[Any] | None = None
+    ) -> list[Any]:
         pipe = self.server.pipeline(transaction=False)
         last = len(chunks) - 1
         for i, chunk in enumerate(chunks):
@@ -340,6 +364,8 @@ class RedisFrontier:
             ]
             for op in chunk:
                 args.extend(op)
+            if i == last and tail:
+                args.extend(tail)  # the busy hosts of the pick
             pipe.evalsha(self._sha, len(self.keys), *self.keys, *args)
         return pipe.execute()
 
@@ -354,6 +380,20 @@ class RedisFrontier:
 
     def pop_annealed(self, annealer: Annealer) -> Entry | None:
         return self.sync(ANNEAL, annealer).entry
+
+    def pop_free(
+        self,
+        busy_hosts: Collection[str],
+        annealer: Annealer | None = None,
+        scan: int = DEFAULT_SCAN,
+        delayed_hosts: Collection[str] | None = None,
+    ) -> Entry | None:
+        """The best entry (the annealing pick with ``annealer``) whose URL's host is not
+        in ``busy_hosts``; else the best one not in ``delayed_hosts`` (default: all the
+        busy ones); ``None`` when there is none within ``scan`` entries."""
+        mode = ANNEAL if annealer is not None else BEST
+        delayed = busy_hosts if delayed_hosts is None else delayed_hosts
+        return self.sync(mode, annealer, busy_hosts, scan, delayed).entry
 
     def get(self, fp: int) -> Entry | None:
         key = _FP.pack(fp)

@@ -8,6 +8,12 @@
 --      request that is not a retry (a copy of its own when the URL waits or is in
 --      flight), 'd' done, 'e' error, 'r' release (back to the queue, old place),
 --      'l' renew the lease.
+--   After the operations (optional): scan, the number of full hosts, their names, the
+--   number of delayed hosts, their names. With busy (full or delayed) hosts, the pick
+--   takes the best entry (or the top K for annealing) whose URL's host is neither,
+--   looking at no more than `scan` queued entries: the best waiting URL among the hosts
+--   the worker may fetch now (focused/frontier/hostaware.py); when there is none, the
+--   best of a full host (it waits in its slot for a transfer, not for a delay).
 -- 1. apply the operations in order (a code each), 2. hand expired leases back to the
 -- queue, 3. optionally pick: the best entry, or the simulated-annealing choice between
 -- the best and one drawn from the top K (He, Cheng & Cai 2009), T shared by all workers.
@@ -31,6 +37,15 @@ local function enqueue(fp, prio, payload)
   local member = string.format('%015d', seq) .. fp
   redis.call('ZADD', queue, -prio, member)
   redis.call('HSET', data, fp, member .. payload)
+end
+local function host_of(d)
+  -- the host name of the entry's URL (lower case, no port, no brackets)
+  local nu = struct.unpack('>I', d, 67)
+  local url = string.sub(d, 75, 74 + nu)
+  local auth = string.match(url, '^[%a][%w+.-]*://([^/?#]*)') or ''
+  auth = string.match(auth, '([^@]*)$') or ''
+  local host = string.match(auth, '^%[([^%]]*)%]') or string.match(auth, '^([^:]*)') or ''
+  return string.lower(host)
 end
 local function requeue(d)
   redis.call('ZADD', queue, -prio_of(d), string.sub(d, 1, 23))
@@ -119,6 +134,14 @@ for n = 1, nops do
   end
   codes[n] = code
 end
+local scan = tonumber(ARGV[i] or '0') or 0
+local nfull = tonumber(ARGV[i + 1] or '0') or 0
+local full, delayed = {}, {}
+for n = 1, nfull do full[ARGV[i + 1 + n]] = true end
+local at = i + 2 + nfull
+local ndelayed = tonumber(ARGV[at] or '0') or 0
+for n = 1, ndelayed do delayed[ARGV[at + n]] = true end
+local nbusy = nfull + ndelayed
 
 -- leases of dead workers: back to the queue, with their old place
 local expired = redis.call('ZRANGEBYSCORE', inflight, '-inf', now, 'LIMIT', 0, 256)
@@ -136,11 +159,38 @@ local temp = 0
 local worse = 0
 local picks = -1
 if mode > 0 then
+  local want = 1
+  if mode == 2 then want = k end
   local top
-  if mode == 2 then
-    top = redis.call('ZRANGE', queue, 0, k - 1)
+  if nbusy == 0 then
+    top = redis.call('ZRANGE', queue, 0, want - 1)
   else
-    top = redis.call('ZRANGE', queue, 0, 0)
+    -- skip the entries of busy hosts, in chunks, at most `scan` entries; `spare`: the
+    -- first ones of full (not delayed) hosts, taken when no host is free
+    top = {}
+    local spare = {}
+    local start = 0
+    while #top < want and start < scan do
+      local stop = math.min(start + 64, scan) - 1
+      local members = redis.call('ZRANGE', queue, start, stop)
+      if #members == 0 then break end
+      for _, member in ipairs(members) do
+        local d = redis.call('HGET', data, string.sub(member, 16))
+        if d then
+          local host = host_of(d)
+          if not delayed[host] then
+            if not full[host] then
+              top[#top + 1] = member
+              if #top >= want then break end
+            elseif #spare < want then
+              spare[#spare + 1] = member
+            end
+          end
+        end
+      end
+      start = stop + 1
+    end
+    if #top == 0 then top = spare end
   end
   if #top > 0 then
     local chosen = 1

@@ -169,6 +169,8 @@ class RedisScheduler(FocusedScheduler):
             seed=get(s, "FOCUSED_SEED"),
             stats=crawler.stats,
             crawler=crawler,
+            host_aware=get(s, "FOCUSED_HOST_AWARE"),
+            host_scan=get(s, "FOCUSED_HOST_SCAN"),
         )
 
     def key_for(self, spider: Spider) -> str:
@@ -247,6 +249,8 @@ class RedisScheduler(FocusedScheduler):
 
     def close(self, reason: str) -> None:
         self._closing = True
+        if self.gate is not None:
+            self.gate.close()
         if self._renewer is not None and self._renewer.running:
             self._renewer.stop()
         if self._poke is not None and self._poke.active():
@@ -353,13 +357,22 @@ class RedisScheduler(FocusedScheduler):
 
     # --- out ------------------------------------------------------------------------
     def next_request(self) -> Request | None:
+        """The shared pick; with ``FOCUSED_HOST_AWARE`` the worker sends the hosts its
+        downloader cannot take a request for now (:class:`~focused.scheduler.HostGate`)
+        and gets the best URL of the others (``None`` while every waiting URL's host is
+        busy: the engine asks again when a download ends or a delay runs out)."""
         mode = ANNEAL if self.annealer is not None else BEST
         while True:
-            step = self._sync(mode)
+            busy, delayed = self.gate.blocked() if self.gate is not None else (set(), set())
+            step = self._sync(mode, busy_hosts=busy, delayed_hosts=delayed)
             if step is None:
                 return None
             entry = step.entry
             if entry is None:
+                if busy and step.counts.waiting > 0 and self.gate is not None:
+                    self.gate.wake_later()  # URLs wait for a busy host here
+                    if self.stats is not None:
+                        self.stats.set_value("focused/scheduler/hosts_busy", self.gate.waits)
                 if step.counts.in_flight > len(self.in_flight):
                     self._poke_later()  # others still fetch: ask again soon
                 return None
@@ -368,6 +381,8 @@ class RedisScheduler(FocusedScheduler):
                 continue
             break
         request = self._picked(entry)
+        if self.gate is not None:
+            self.gate.handed_out(request)
         self._idle_delay = self.idle_poll
         self.in_flight.add(entry.fp)
         self._known.set(entry.fp, _GONE)
@@ -387,13 +402,22 @@ class RedisScheduler(FocusedScheduler):
             request.meta[COPY_META] = (entry.fp, request.url)
         return request
 
-    def _sync(self, mode: int = NO_PICK, final: bool = False) -> Step | None:
-        """One round trip; ``None`` (and the staged changes kept) when Redis is down."""
+    def _sync(
+        self,
+        mode: int = NO_PICK,
+        final: bool = False,
+        busy_hosts: set[str] | None = None,
+        delayed_hosts: set[str] | None = None,
+    ) -> Step | None:
+        """One round trip; ``None`` (and the staged changes kept) when Redis is down.
+        ``busy_hosts``: the pick prefers the URLs of other hosts, and never takes one of
+        ``delayed_hosts`` (see :meth:`RedisFrontier.sync`)."""
         red = self.redis
         if red is None:
             return None
         try:
-            step = red.sync(mode, self.annealer if mode == ANNEAL else None)
+            annealer = self.annealer if mode == ANNEAL else None
+            step = red.sync(mode, annealer, busy_hosts or (), self.host_scan, delayed_hosts or ())
         except REDIS_DOWN as exc:
             now = time.monotonic()
             if self._down_since is None:

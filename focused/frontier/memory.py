@@ -19,7 +19,9 @@ then the rest of the URL in UTF-8. A :class:`~focused.frontier.seen.FingerprintT
 waiting fingerprint to ``(bucket id, seq)`` of its live record in 16 bytes per slot.
 Popping the best entry deletes from the front of the best bucket (O(1): CPython's
 ``bytearray`` moves its start); an annealing pick reads the top K records in place and
-removes the chosen one, nothing else moves.
+removes the chosen one, nothing else moves. A host-aware pick (:meth:`MemoryFrontier.pop_available`,
+:mod:`focused.frontier.hostaware`) walks the records the same way and takes the best one
+whose host may be fetched now, reading the host id in place.
 
 A strategy that learns during the crawl (``learning``) also gives each entry a few
 bytes of ``evidence`` (its link's hashed terms and parent label), packed in the record
@@ -47,6 +49,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from focused.frontier.hostaware import DEFAULT_SCAN, HostCheck, HostMemo, choose, wanted
 from focused.frontier.seen import FingerprintTable
 from focused.meta import EVIDENCE
 from focused.ranking.annealing import Annealer
@@ -66,6 +69,8 @@ MAX_EVIDENCE = 0xFFFF
 META_EVIDENCE = EVIDENCE
 _PEEK = struct.Struct("<IQqd")  # size, seq, fp, value: what a scan of a bucket reads
 _SIZE = struct.Struct("<I")
+_HOST = struct.Struct("<I")  # the interned ``scheme://host`` id of a record
+_HOST_AT = struct.calcsize("<IQqdddHHHI")  # offset of the host id in a record
 _DEAD = 1 << 31  # size bit: the record was taken from the middle of its bucket
 _SIZE_MASK = _DEAD - 1
 # the table's value for a live record: bucket id << _SEQ_BITS | seq
@@ -95,7 +100,12 @@ class Entry:
 
 
 class Frontier(Protocol):
-    """What the scheduler needs from a frontier."""
+    """What the scheduler needs from a frontier.
+
+    A frontier that can pick among the hosts that may be fetched now also has
+    ``pop_available(available, annealer, scan)`` (:meth:`MemoryFrontier.pop_available`);
+    the scheduler uses it when it has one (the Redis frontier's is ``pop_free``).
+    """
 
     promoted: int
 
@@ -415,6 +425,76 @@ class MemoryFrontier:
         i = annealer.choose([c[4] for c in cands])
         b, at, size, fp, _value = cands[i]
         return self._take(b, at, size, fp)
+
+    def pop_available(
+        self, available: HostCheck, annealer: Annealer | None = None, scan: int = DEFAULT_SCAN
+    ) -> Entry | None:
+        """The pick of :mod:`focused.frontier.hostaware`: the best entry (or the annealing
+        choice among the top K, He, Cheng & Cai 2009) among the entries whose host
+        ``available(scheme://host, extra)`` says may be fetched now.
+
+        Walks the buckets best first and each bucket first found first, at most ``scan``
+        live records; asks each host once (an entry with ``extra`` each time). Only the
+        chosen record is removed. With every host available it takes what :meth:`pop`
+        (no annealer) or :meth:`pop_annealed` would, and draws the same random numbers.
+        """
+        want = wanted(annealer)
+        memo = HostMemo(available)
+        hosts, extras = self._host_list, self._extra
+        prios, buckets = self._prios, self._buckets
+        taken: list[int] = []
+        cands: list[tuple[_Bucket, int, int, int, float]] = []
+        looked = 0
+        while len(cands) < want and looked < scan and prios:
+            p = heapq.heappop(prios)
+            b = buckets.get(-p)
+            if b is None or p in taken:
+                continue
+            taken.append(p)
+            data = b.data
+            for at, size, fp, value in self._scan(b):
+                looked += 1
+                host = _HOST.unpack_from(data, at + _HOST_AT)[0]
+                extra = extras.get(fp) if extras else None
+                if memo(host, lambda h=host: hosts[h], extra):
+                    cands.append((b, at, size, fp, value))
+                    if len(cands) >= want:
+                        break
+                if looked >= scan:
+                    break
+        for p in taken:
+            heapq.heappush(prios, p)
+        if not cands:
+            return None
+        i = choose([c[4] for c in cands], annealer)
+        b, at, size, fp, _value = cands[i]
+        return self._take(b, at, size, fp)
+
+    def _scan(self, b: _Bucket) -> Iterator[tuple[int, int, int, float]]:
+        """``(offset, size, fp, value)`` of the live records of ``b`` in order, lazily:
+        :meth:`_live_records` without a limit (garbage at the front is deleted before
+        the first record is yielded, so the offsets yielded stay valid)."""
+        data = b.data
+        at = 0
+        seen_live = False
+        while at < len(data):
+            size, seq, fp, value = _PEEK.unpack_from(data, at)
+            if size & _DEAD:
+                size &= _SIZE_MASK
+            elif not b.stale or self._is_live(b, seq, fp):
+                seen_live = True
+                yield at, size, fp, value
+                at += size
+                continue
+            else:
+                b.stale -= 1
+                self._stale -= 1
+            if at == 0 and not seen_live:  # garbage at the front: drop it
+                del data[:size]
+            else:
+                if not size & _DEAD:  # a stale record behind live ones: mark it dead
+                    _SIZE.pack_into(data, at, size | _DEAD)
+                at += size
 
     def get(self, fp: int) -> Entry | None:
         found = self._find(fp)

@@ -164,6 +164,8 @@ def validate(settings: Any, topic: Topic | None = None) -> None:
     strategy_params(settings, topic)  # the strategy's class checks its own settings
     if topic is not None:
         check_keywords(topic)
+        for url in topic.seeds:  # the topic file checked the scheme, not the port
+            check_seed(url, f"topic {topic.name!r} seeds")
     if str(get(settings, "FOCUSED_FRONTIER")) == "redis":
         from focused.distributed.connection import check  # redis-py only when it is used
 

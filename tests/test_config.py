@@ -367,3 +367,9 @@ def test_a_topic_whose_keywords_leave_no_term(tmp_path: Path) -> None:
     message = refused(make_settings(tmp_path), topic)
     assert "'bang'" in message and "'!!!'" in message and "tokenised" in message
     config.validate(make_settings(tmp_path), Topic(name="zh", keywords={"化学": 1}, seeds=[]))
+
+
+def test_a_topic_seed_with_a_port_out_of_range(tmp_path: Path) -> None:
+    topic = Topic(name="t", keywords={"acid": 1.0}, seeds=["http://127.0.0.1:99999/"])
+    message = refused(make_settings(tmp_path), topic)
+    assert message.startswith("topic 't' seeds: 'http://127.0.0.1:99999/' is not a valid URL")

@@ -21,7 +21,7 @@ from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddlewa
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Response, TextResponse, XmlResponse
 from scrapy.link import Link
-from scrapy.linkextractors import LinkExtractor
+from scrapy.linkextractors import IGNORED_EXTENSIONS, LinkExtractor
 from scrapy.responsetypes import responsetypes
 from scrapy.utils.httpobj import urlparse_cached
 from w3lib.url import safe_url_string
@@ -162,6 +162,10 @@ class FocusedHttpCompressionMiddleware(HttpCompressionMiddleware):
             return response.replace(cls=cls, headers=headers)
 
 
+#: Scrapy's ignored extensions, except ``.rss``: a feed's items are followed (:func:`read_feed`)
+FOLLOWED_EXTENSIONS = tuple(e for e in IGNORED_EXTENSIONS if e != "rss")
+
+
 class FocusedLinkExtractor(LinkExtractor):
     """Scrapy's link extractor, restricted to http(s) links, and at most ``max_links``
     link elements read per page.
@@ -169,7 +173,8 @@ class FocusedLinkExtractor(LinkExtractor):
     Scrapy's own keeps ``file:`` and ``ftp:`` links (a hostile page could make the
     crawler read ``file:///etc/passwd``) and drops ``mailto:``, ``javascript:``,
     ``data:`` and malformed URLs silently. Here all of them are dropped and counted in
-    ``focused/links/ignored/<scheme>`` (``bad_url`` for malformed ones).
+    ``focused/links/ignored/<scheme>`` (``bad_url`` for malformed ones). Links to
+    ``.rss`` files, which Scrapy's ignores, are kept: they are feeds.
 
     ``max_links`` (``FOCUSED_MAX_LINKS_PER_PAGE``; 0: no cap): only the first this many
     link elements (``<a>``/``<area>`` with ``href``, in document order) are read; the
@@ -184,6 +189,7 @@ class FocusedLinkExtractor(LinkExtractor):
     ) -> None:
         """``count(stat_key)`` is called for each dropped link and ``count(stat_key, n)``
         for the ``n`` link elements past the cap (e.g. ``stats.inc_value``)."""
+        kwargs.setdefault("deny_extensions", FOLLOWED_EXTENSIONS)
         super().__init__(**kwargs)
         self.count = count
         self.max_links = max(0, int(max_links))

@@ -3,7 +3,8 @@
 Crawls the hostile sandbox (``python -m focused.web.sandbox --mode hostile``, served by
 its own process so that its threads do not compete with the crawl for the GIL) with
 ``python -m scrapy crawl focused``, once with the default caps (``FOCUSED_MAX_TEXT_CHARS``,
-``FOCUSED_MAX_LINKS_PER_PAGE``) and, with ``--uncapped``, once with both set to 0. The
+``FOCUSED_MAX_LINKS_PER_PAGE``) and, with ``--uncapped``, once with both set to 0 and
+once with tighter text caps (:data:`VARIANTS`). The
 crawl process runs the :class:`ReactorHold` extension (enabled only here, through
 ``-s EXTENSIONS=...``): a Twisted ``LoopingCall`` every 50 ms that records the largest
 gaps between its calls (the time something held the reactor) and the responses received
@@ -112,9 +113,16 @@ class ReactorHold:
         self.path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
 
 
-def run(base: str, out: Path, *, capped: bool) -> dict[str, Any]:
+#: the crawls: the defaults, both caps off, and tighter text caps (scored and indexed)
+VARIANTS: dict[str, dict[str, object]] = {
+    "capped": {},
+    "uncapped": {"FOCUSED_MAX_TEXT_CHARS": 0, "FOCUSED_MAX_LINKS_PER_PAGE": 0},
+    "tight": {"FOCUSED_MAX_TEXT_CHARS": 40000, "FOCUSED_INDEX_MAX_CHARS": 40000},
+}
+
+
+def run(base: str, out: Path, name: str) -> dict[str, Any]:
     """One crawl of the hostile sandbox at ``base``; the :class:`ReactorHold` result."""
-    name = "capped" if capped else "uncapped"
     folder = out / f"hostile-{name}"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
@@ -126,9 +134,8 @@ def run(base: str, out: Path, *, capped: bool) -> dict[str, Any]:
             {"focused.extensions.CrawlOutputExtension": 500, "bench.hostile.ReactorHold": 100}
         ),
         "BENCH_HOSTILE_OUT": str(result_file),
+        **VARIANTS[name],
     }
-    if not capped:
-        settings |= {"FOCUSED_MAX_TEXT_CHARS": 0, "FOCUSED_MAX_LINKS_PER_PAGE": 0}
     cmd = crawl_command("chemistry", output_dir=folder / "crawl", settings=settings)
     started = time.perf_counter()
     with (folder / "crawl.log").open("w") as log:
@@ -148,7 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="out/bench")
     parser.add_argument("--pages", type=int, default=60, help="sandbox size (about)")
     parser.add_argument(
-        "--uncapped", action="store_true", help="also crawl with both caps off (slow)"
+        "--uncapped",
+        action="store_true",
+        help="also crawl with both caps off (slow) and with tighter text caps",
     )
     args = parser.parse_args(argv)
     out = Path(args.out).resolve()
@@ -159,8 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     with URLServer(server_cmd, "hostile sandbox") as server:
         time.sleep(3)  # the server builds its big pages in a thread: not during the crawl
-        for capped in (True, False) if args.uncapped else (True,):
-            runs.append(run(server.base, out, capped=capped))
+        for name in VARIANTS if args.uncapped else ("capped",):
+            runs.append(run(server.base, out, name))
             r = runs[-1]
             print(
                 f"{r['run']}: longest hold {r['max_hold_s']} s ({r['holds'][0]['responses']}),"

@@ -162,6 +162,9 @@ class FocusedHttpCompressionMiddleware(HttpCompressionMiddleware):
             return response.replace(cls=cls, headers=headers)
 
 
+#: The link elements of a page, as Scrapy's extractor scans them (tags a and area, href)
+_LINK_COUNT = "count(//*[local-name() = 'a' or local-name() = 'area'][@href])"
+
 #: Scrapy's ignored extensions, except ``.rss``: a feed's items are followed (:func:`read_feed`)
 FOLLOWED_EXTENSIONS = tuple(e for e in IGNORED_EXTENSIONS if e != "rss")
 
@@ -203,9 +206,11 @@ class FocusedLinkExtractor(LinkExtractor):
         def capped(document: Any) -> Iterator[tuple[Any, str, str]]:
             found = iter_links(document)
             yield from islice(found, self.max_links)
-            unread = sum(1 for _ in found)
-            if unread and self.count is not None:
-                self.count("focused/links/capped", unread)
+            if next(found, None) is None or self.count is None:
+                return
+            # the rest counted by lxml (iterating them here cost 0.5 s for 200,000)
+            total = int(document.xpath(_LINK_COUNT)) if hasattr(document, "xpath") else 0
+            self.count("focused/links/capped", max(1, total - self.max_links))
 
         return capped
 

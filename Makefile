@@ -124,3 +124,11 @@ SOAK_ARGS ?=
 .PHONY: soak
 soak: install
 	$(PY) -m bench.soak --out $(BENCH_OUT) $(SOAK_ARGS)
+
+# Hostile-page benchmark (docs/robustness.md): the longest time one page of the hostile
+# sandbox held the crawl's reactor, and the crawl's peak RSS; writes
+# $(BENCH_OUT)/hostile.json (~1 min; HOSTILE_ARGS=--uncapped also crawls without the caps).
+HOSTILE_ARGS ?=
+.PHONY: bench-hostile
+bench-hostile: install
+	$(PY) -m bench.hostile --out $(BENCH_OUT) $(HOSTILE_ARGS)

@@ -6,21 +6,26 @@ command prints it and exits non-zero before anything is fetched.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sqlite3
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+from urllib.parse import urlsplit
 
 from focused import strategies
-from focused.defaults import get
+from focused.defaults import CHECKS, DEFAULTS, Check, get
 from focused.errors import ConfigError  # defined there; focused.config.ConfigError works too
+from focused.ranking.relevance import tokenize
 from focused.strategies.base import Strategy, StrategyParams
+from focused.web.addresses import parse_host, parse_networks
 from focused.web.topics import Topic, TopicError, check_url
 
-WEBS = ("auto", "sandbox", "real")
-FRONTIERS = ("memory", "redis")
+WEBS = CHECKS["FOCUSED_WEB"].choices
+FRONTIERS = CHECKS["FOCUSED_FRONTIER"].choices
 
 
 def _number(settings: Any, name: str) -> float:
@@ -143,47 +148,187 @@ def strategy(
 
 
 def validate(settings: Any, topic: Topic | None = None) -> None:
-    """Check every ``FOCUSED_*`` setting; raise :class:`ConfigError` on the first bad one."""
-    strategy_params(settings, topic)
-    if _number(settings, "FOCUSED_M_INITIAL") <= 0:
-        raise ConfigError("FOCUSED_M_INITIAL must be > 0")
-    _in_range(settings, "FOCUSED_GENETIC_RATIO", 0.0, 1.0)
-    _in_range(settings, "FOCUSED_ANCHOR_THRESHOLD", 0.0, 1.0, open_low=False)
-    title_weight = _in_range(settings, "FOCUSED_TITLE_WEIGHT", 0.0, 1e6, open_low=False)
-    _in_range(settings, "FOCUSED_PAGE_THRESHOLD", 0.0, title_weight + 1.0, open_low=False)
-    _in_range(settings, "FOCUSED_TUNNEL_WIDENING", 0.0, 1.0, open_high=False)
-    _in_range(settings, "FOCUSED_MAX_TUNNEL_HOPS", 0, 1000, open_low=False)
-    _in_range(settings, "FOCUSED_BSBS_DEPTH", 0, 1000, open_low=False)
-    _in_range(settings, "FOCUSED_SA_T0", 0.0, 1e6, open_low=False)
-    _in_range(settings, "FOCUSED_SA_ALPHA", 0.0, 1.0, open_high=False)
-    _in_range(settings, "FOCUSED_SA_T_MIN", 0.0, 1e6, open_low=False)
-    _in_range(settings, "FOCUSED_SA_K", 1, 1e6, open_low=False)
-    _in_range(settings, "FOCUSED_SANDBOX_PAGES", 10, 10_000_000, open_low=False)
-    _in_range(settings, "FOCUSED_SANDBOX_PORT", 0, 65535, open_low=False, open_high=False)
-    _number(settings, "FOCUSED_SEED")
-    web = str(get(settings, "FOCUSED_WEB"))
-    if web not in WEBS:
-        raise ConfigError(f"FOCUSED_WEB must be one of {', '.join(WEBS)}, got {web!r}")
-    frontier = str(get(settings, "FOCUSED_FRONTIER"))
-    if frontier not in FRONTIERS:
-        raise ConfigError(
-            f"FOCUSED_FRONTIER must be one of {', '.join(FRONTIERS)}, got {frontier!r}"
-        )
-    if frontier == "redis":
+    """Check every ``FOCUSED_*`` setting; raise :class:`ConfigError` on the first bad one.
+
+    Each setting is checked as :data:`focused.defaults.CHECKS` declares (its type, range
+    or choices, and a further check of this module for seeds, domains, networks, host
+    addresses and the page threshold); then the strategy's class checks its own settings,
+    the topic's keywords must leave a term once tokenised, a Redis frontier must answer,
+    and last the output folder is created and its databases checked.
+    """
+    for name, default in DEFAULTS.items():
+        check = CHECKS.get(name) or Check(_KINDS[type(default)])  # a type check at least
+        value = _checked(settings, name, check)
+        if check.special:
+            _SPECIAL[check.special](settings, name, value)
+    strategy_params(settings, topic)  # the strategy's class checks its own settings
+    if topic is not None:
+        check_keywords(topic)
+        for url in topic.seeds:  # the topic file checked the scheme, not the port
+            check_seed(url, f"topic {topic.name!r} seeds")
+    if str(get(settings, "FOCUSED_FRONTIER")) == "redis":
         from focused.distributed.connection import check  # redis-py only when it is used
 
         check(settings)  # RedisUnavailable is a ConfigError: one line, exit 2
-    for url in seeds_setting(settings):
-        try:
-            check_url(url, "FOCUSED_SEEDS")
-        except TopicError as exc:
-            raise ConfigError(str(exc)) from None
-    _in_range(settings, "FOCUSED_MAX_PAGES_PER_HOST", 0, 1e12, open_low=False)
-    _in_range(settings, "FOCUSED_STORE_GZIP_LEVEL", 0, 9, open_low=False, open_high=False)
     output = check_output_dir(str(get(settings, "FOCUSED_OUTPUT_DIR")))
     check_database(output / "pages.sqlite3", "FOCUSED_OUTPUT_DIR")
     if settings.get("JOBDIR"):
         check_database(Path(settings.get("JOBDIR")) / "frontier.sqlite3", "JOBDIR")
+
+
+_KINDS: dict[type, str] = {
+    bool: "bool",
+    int: "int",
+    float: "float",
+    str: "str",
+    list: "list",
+    dict: "dict",
+}
+
+
+def _checked(settings: Any, name: str, check: Check) -> Any:
+    """The value of ``name`` as the code reads it, checked as ``check`` says."""
+    raw = settings.get(name, DEFAULTS[name])
+    if check.kind == "bool":
+        try:
+            return bool(get(settings, name))
+        except (TypeError, ValueError):
+            raise ConfigError(f"{name} must be true or false, got {raw!r}") from None
+    if check.kind in ("int", "float"):
+        return _checked_number(settings, name, check, raw)
+    if check.kind == "str":
+        if not isinstance(raw, str | os.PathLike):
+            raise ConfigError(f"{name} must be a string, got {raw!r}")
+        value = str(raw)
+        if check.choices and value not in check.choices:
+            raise ConfigError(f"{name} must be one of {', '.join(check.choices)}, got {value!r}")
+        return value
+    if check.kind == "list":
+        try:
+            values = list(get(settings, name))
+        except (TypeError, ValueError):
+            values = None
+        if values is None or not all(isinstance(v, str) for v in values):
+            raise ConfigError(f"{name} must be a list or a comma-separated string, got {raw!r}")
+        return values
+    return _checked_mapping(name, raw)
+
+
+def _checked_number(settings: Any, name: str, check: Check, raw: Any) -> float:
+    integer = check.kind == "int"
+    what = "an integer" if integer else "a number"
+    if isinstance(raw, bool) or (integer and isinstance(raw, float) and not raw.is_integer()):
+        raise ConfigError(f"{name} must be {what}, got {raw!r}")
+    try:
+        value = get(settings, name)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be {what}, got {raw!r}") from None
+    if not math.isfinite(value):
+        raise ConfigError(f"{name} must be finite, got {value}")
+    above = value > check.low if check.open_low else value >= check.low
+    below = value < check.high if check.open_high else value <= check.high
+    if above and below:
+        return value
+    low, high = (_bound(b, integer) for b in (check.low, check.high))
+    if math.isinf(check.high):
+        raise ConfigError(f"{name} must be {'>' if check.open_low else '>='} {low}, got {value}")
+    left, right = "(" if check.open_low else "[", ")" if check.open_high else "]"
+    raise ConfigError(f"{name} must be in {left}{low}, {high}{right}, got {value}")
+
+
+def _bound(bound: float, integer: bool) -> str:
+    return str(int(bound)) if integer and math.isfinite(bound) else str(bound)
+
+
+def _checked_mapping(name: str, raw: Any) -> dict[Any, Any]:
+    """A mapping, or a JSON object (``-s NAME='{"a": "b"}'``); empty text is ``{}``."""
+    value = raw
+    if isinstance(raw, str):
+        try:
+            value = json.loads(raw) if raw.strip() else {}
+        except ValueError:
+            value = None
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{name} must be a mapping or a JSON object, got {raw!r}")
+    return dict(value)
+
+
+def _check_seeds(settings: Any, name: str, value: Any) -> None:
+    for url in seeds_setting(settings):
+        check_seed(url, name)
+
+
+def check_seed(url: str, where: str = "FOCUSED_SEEDS") -> None:
+    """A :class:`ConfigError` unless ``url`` is an http(s) URL with a host and a valid port
+    (Scrapy's ``Request`` refuses a port out of range, with a traceback)."""
+    try:
+        check_url(url, where)
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - a ValueError when out of range or not a number
+    except TopicError as exc:
+        raise ConfigError(str(exc)) from None
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {url!r} is not a valid URL ({exc})") from None
+    if not parts.hostname:
+        raise ConfigError(f"{where}: {url!r} has no host")
+
+
+def _check_domains(settings: Any, name: str, value: list[str]) -> None:
+    """Host names only: Scrapy's offsite filter ignores an entry with a port or a URL, and
+    then filters every seed."""
+    for entry in (v.strip() for v in value):
+        if not entry:
+            continue
+        host = urlsplit(entry if "://" in entry else f"//{entry}").hostname or ""
+        if "://" in entry or "/" in entry or ":" in entry or host != entry.lower():
+            hint = f" (say {host!r})" if host else ""
+            raise ConfigError(
+                f"{name} must be host names without a scheme, port or path, got {entry!r}{hint}"
+            )
+
+
+def _check_networks(settings: Any, name: str, value: list[str]) -> None:
+    for entry in value:
+        try:
+            parse_networks([entry])
+        except ValueError:
+            raise ConfigError(
+                f"{name} must be networks (CIDR, e.g. 10.0.0.0/8) or addresses, got {entry!r}"
+            ) from None
+
+
+def _check_hosts(settings: Any, name: str, value: dict[Any, Any]) -> None:
+    for host, address in value.items():
+        if not str(host).strip() or not isinstance(address, str) or parse_host(address) is None:
+            raise ConfigError(
+                f"{name} must map host names to IP addresses, got {host!r}: {address!r}"
+            )
+
+
+def _check_page_threshold(settings: Any, name: str, value: float) -> None:
+    """Below the largest page relevance A = 4B + C: the title weight + 1."""
+    title_weight = _number(settings, "FOCUSED_TITLE_WEIGHT")
+    _in_range(settings, name, 0.0, title_weight + 1.0, open_low=False)
+
+
+_SPECIAL: dict[str, Callable[[Any, str, Any], None]] = {
+    "urls": _check_seeds,
+    "domains": _check_domains,
+    "networks": _check_networks,
+    "hosts": _check_hosts,
+    "page_threshold": _check_page_threshold,
+}
+
+
+def check_keywords(topic: Topic) -> None:
+    """A :class:`ConfigError` when no keyword of ``topic`` leaves a term once tokenised
+    (punctuation only, stop words only): every page would score 0."""
+    if not any(tokenize(term) for term in topic.keywords):
+        words = ", ".join(repr(term) for term in topic.keywords)
+        raise ConfigError(
+            f"topic {topic.name!r}: no keyword leaves a term once tokenised ({words});"
+            " give words (punctuation and stop words are dropped)"
+        )
 
 
 def seeds_setting(settings: Any) -> list[str]:

@@ -4,10 +4,17 @@ Scrapy settings are read through :func:`get` so that a value set in ``settings.p
 with ``-s NAME=VALUE`` or in a scrapyd job overrides the default here. The README's
 settings table documents each one; ``tests/test_settings_doc.py`` checks that the two
 agree.
+
+:data:`CHECKS` declares each setting's type and constraint (a :class:`Check`);
+:func:`focused.config.validate` walks it, so a bad value of any setting is one line and
+exit status 2 before anything is fetched. ``tests/test_config.py`` checks that every key
+of :data:`DEFAULTS` has a check of its default's type.
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import Any
 
 DEFAULTS: dict[str, Any] = {
@@ -91,6 +98,13 @@ DEFAULTS: dict[str, Any] = {
     # at most this many downloads per host name (0: no cap); bounds an endless URL
     # space (a calendar, a session id in every link) on one host
     "FOCUSED_MAX_PAGES_PER_HOST": 0,
+    # oversized pages: only the first this many characters of a page's body text (and of
+    # its title) are tokenised and scored (0: all; the page and its indexed text are kept
+    # whole), and at most this many link elements (<a>/<area> href) of a page are read,
+    # in document order (0: all); counted in focused/pages/text_capped and
+    # focused/links/capped (the link elements left unread)
+    "FOCUSED_MAX_TEXT_CHARS": 120000,
+    "FOCUSED_MAX_LINKS_PER_PAGE": 1000,
     # hosts the crawl may leave the seeds for (Scrapy's allowed_domains: a domain also
     # allows its subdomains); empty: any host
     "FOCUSED_ALLOWED_DOMAINS": [],
@@ -171,3 +185,115 @@ def get(settings: Any, name: str) -> Any:
     if isinstance(default, list):
         return settings.getlist(name, default)
     return settings.get(name, default)
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """A setting's type and constraint, as :func:`focused.config.validate` checks them.
+
+    ``kind``: ``"bool"``, ``"int"``, ``"float"``, ``"str"``, ``"list"`` (a list or a
+    comma-separated string) or ``"dict"`` (a mapping or a JSON object); the kind of the
+    default. A number lies between ``low`` and ``high`` (each bound open or closed, and
+    finite); a string is one of ``choices`` when they are given. ``special`` names a
+    further check of :mod:`focused.config` on the value (``"urls"``, ``"domains"``,
+    ``"networks"``, ``"hosts"``, ``"page_threshold"``).
+    """
+
+    kind: str
+    low: float = -math.inf
+    high: float = math.inf
+    open_low: bool = False
+    open_high: bool = False
+    choices: tuple[str, ...] = ()
+    special: str = ""
+
+
+def _flag() -> Check:
+    return Check("bool")
+
+
+def _int(low: float = -math.inf, high: float = math.inf, *, open_high: bool = True) -> Check:
+    """An integer in [low, high) (or [low, high] with ``open_high=False``)."""
+    return Check("int", low, high, open_high=open_high)
+
+
+def _float(
+    low: float = -math.inf,
+    high: float = math.inf,
+    *,
+    open_low: bool = False,
+    open_high: bool = True,
+    special: str = "",
+) -> Check:
+    return Check("float", low, high, open_low=open_low, open_high=open_high, special=special)
+
+
+def _text(*choices: str) -> Check:
+    return Check("str", choices=choices)
+
+
+#: The type and constraint of every :data:`DEFAULTS` key (same order).
+CHECKS: dict[str, Check] = {
+    "FOCUSED_WEB": _text("auto", "sandbox", "real"),
+    "FOCUSED_SEEDS": Check("list", special="urls"),
+    "FOCUSED_LABELS": _text(),
+    "FOCUSED_TARGET_CATEGORY": _text(),
+    "FOCUSED_TOPICS_DIR": _text(),
+    "FOCUSED_SANDBOX_SEED": _int(),
+    "FOCUSED_SANDBOX_PAGES": _int(10, 10_000_000),
+    "FOCUSED_SANDBOX_MODE": _text("normal", "hostile"),  # focused.web.sandbox MODES
+    "FOCUSED_SANDBOX_PORT": _int(0, 65535, open_high=False),
+    "FOCUSED_TITLE_WEIGHT": _float(0.0, 1e6),
+    # below the largest page relevance, FOCUSED_TITLE_WEIGHT + 1
+    "FOCUSED_PAGE_THRESHOLD": _float(0.0, special="page_threshold"),
+    "FOCUSED_ANCHOR_THRESHOLD": _float(0.0, 1.0),
+    "FOCUSED_STRATEGY": _text(),  # a registered name or a dotted path: the registry's check
+    "FOCUSED_M_INITIAL": _float(0.0, open_low=True),
+    "FOCUSED_GENETIC_RATIO": _float(0.0, 1.0, open_low=True),
+    "FOCUSED_MAX_TUNNEL_HOPS": _int(0, 1000),
+    "FOCUSED_SA_T0": _float(0.0, 1e6),
+    "FOCUSED_SA_ALPHA": _float(0.0, 1.0, open_low=True, open_high=False),
+    "FOCUSED_SA_T_MIN": _float(0.0, 1e6),
+    "FOCUSED_SA_K": _int(1, 1e6),
+    "FOCUSED_TUNNEL_WIDENING": _float(0.0, 1.0, open_low=True, open_high=False),
+    "FOCUSED_BSBS_DEPTH": _int(0, 1000),
+    "FOCUSED_SEED": _int(),
+    # the learning strategy's (the same ranges as LearningStrategy.params_from_settings)
+    "FOCUSED_LEARNING_SHRINKAGE": _float(0.0, 1e6, open_low=True),
+    "FOCUSED_LEARNING_CONTEXT_SHARE": _float(0.0, 1.0, open_high=False),
+    "FOCUSED_LEARNING_LABEL_FLOOR": _float(0.0, 1.0, open_low=True),
+    "FOCUSED_LEARNING_PARENT_SHARE": _float(0.0, 1.0, open_high=False),
+    "FOCUSED_LEARNING_KEYWORD_PAGES": _float(0.0, 1e6),
+    "FOCUSED_LEARNING_EXPAND_TERMS": _int(0, 10_000),
+    "FOCUSED_LEARNING_EXPAND_CAP": _float(0.0, 1e6),
+    "FOCUSED_LEARNING_CLASSIFIER": _flag(),
+    "FOCUSED_LEARNING_CLASSIFIER_PRIOR": _float(0.0, 1e9),
+    "FOCUSED_LEARNING_HUB_PRIOR": _float(0.0, 1e6),
+    "FOCUSED_RESCORE_EVERY": _int(0, 1e12),
+    "FOCUSED_RESCORE_BUDGET": _int(0, 1e12),
+    "FOCUSED_FRONTIER": _text("memory", "redis"),
+    "FOCUSED_REDIS_KEY": _text(),
+    "FOCUSED_REDIS_LEASE": _float(0.0, open_low=True),
+    "FOCUSED_MAX_PAGES_PER_HOST": _int(0),
+    "FOCUSED_MAX_TEXT_CHARS": _int(0),
+    "FOCUSED_MAX_LINKS_PER_PAGE": _int(0),
+    "FOCUSED_ALLOWED_DOMAINS": Check("list", special="domains"),
+    "FOCUSED_SESSION_PARAMS": Check("list"),
+    "FOCUSED_OUTPUT_DIR": _text(),  # created (or refused) last: focused.config.validate
+    "FOCUSED_CONTINUE": _flag(),
+    "FOCUSED_METRICS_LOG_EVERY": _int(0),  # 0: no metrics line
+    "FOCUSED_STORE_COMMIT_EVERY": _int(1),
+    "FOCUSED_STORE_FSYNC": _flag(),
+    "FOCUSED_STORE_GZIP_LEVEL": _int(0, 9, open_high=False),
+    "FOCUSED_STORE_THREAD": _flag(),
+    "FOCUSED_ALLOWED_NETWORKS": Check("list", special="networks"),
+    "FOCUSED_HOSTS": Check("dict", special="hosts"),
+    "FOCUSED_ROBOTS_MAX_BYTES": _int(0),
+    "FOCUSED_MAX_CRAWL_DELAY": _float(0.0),
+    "FOCUSED_MAX_RETRY_AFTER": _float(0.0),
+    "FOCUSED_INDEX": _flag(),
+    "FOCUSED_INDEX_MAX_CHARS": _int(0),
+    "FOCUSED_PROGRESS_EVERY_PAGES": _int(0),
+    "FOCUSED_PROGRESS_EVERY_SECONDS": _float(0.0),
+    "FOCUSED_REPORT": _flag(),
+}

@@ -11,15 +11,20 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from itertools import islice
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin
 
 from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddleware
 from scrapy.exceptions import IgnoreRequest
-from scrapy.http import HtmlResponse, Response, TextResponse
-from scrapy.linkextractors import LinkExtractor
+from scrapy.http import HtmlResponse, Response, TextResponse, XmlResponse
+from scrapy.link import Link
+from scrapy.linkextractors import IGNORED_EXTENSIONS, LinkExtractor
 from scrapy.responsetypes import responsetypes
 from scrapy.utils.httpobj import urlparse_cached
+from w3lib.url import safe_url_string
 
 from focused.defaults import get
 from focused.web import sanitize
@@ -27,7 +32,6 @@ from focused.web import sanitize
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
-    from scrapy.link import Link
     from scrapy.statscollectors import StatsCollector
 
 logger = logging.getLogger(__name__)
@@ -158,19 +162,57 @@ class FocusedHttpCompressionMiddleware(HttpCompressionMiddleware):
             return response.replace(cls=cls, headers=headers)
 
 
+#: The link elements of a page, as Scrapy's extractor scans them (tags a and area, href)
+_LINK_COUNT = "count(//*[local-name() = 'a' or local-name() = 'area'][@href])"
+
+#: Scrapy's ignored extensions, except ``.rss``: a feed's items are followed (:func:`read_feed`)
+FOLLOWED_EXTENSIONS = tuple(e for e in IGNORED_EXTENSIONS if e != "rss")
+
+
 class FocusedLinkExtractor(LinkExtractor):
-    """Scrapy's link extractor, restricted to http(s) links.
+    """Scrapy's link extractor, restricted to http(s) links, and at most ``max_links``
+    link elements read per page.
 
     Scrapy's own keeps ``file:`` and ``ftp:`` links (a hostile page could make the
     crawler read ``file:///etc/passwd``) and drops ``mailto:``, ``javascript:``,
     ``data:`` and malformed URLs silently. Here all of them are dropped and counted in
-    ``focused/links/ignored/<scheme>`` (``bad_url`` for malformed ones).
+    ``focused/links/ignored/<scheme>`` (``bad_url`` for malformed ones). Links to
+    ``.rss`` files, which Scrapy's ignores, are kept: they are feeds.
+
+    ``max_links`` (``FOCUSED_MAX_LINKS_PER_PAGE``; 0: no cap): only the first this many
+    link elements (``<a>``/``<area>`` with ``href``, in document order) are read; the
+    links among them are extracted as Scrapy does (joined, filtered, deduplicated), and
+    the elements left unread are counted in ``focused/links/capped``. Each element read
+    costs ~80 us (``urljoin``, ``safe_url_string``, Scrapy's filters): a page of 200,000
+    links held the reactor for 16 s.
     """
 
-    def __init__(self, count: Callable[[str], Any] | None = None, **kwargs: Any) -> None:
-        """``count(stat_key)`` is called for each dropped link (e.g. ``stats.inc_value``)."""
+    def __init__(
+        self, count: Callable[..., Any] | None = None, max_links: int = 0, **kwargs: Any
+    ) -> None:
+        """``count(stat_key)`` is called for each dropped link and ``count(stat_key, n)``
+        for the ``n`` link elements past the cap (e.g. ``stats.inc_value``)."""
+        kwargs.setdefault("deny_extensions", FOLLOWED_EXTENSIONS)
         super().__init__(**kwargs)
         self.count = count
+        self.max_links = max(0, int(max_links))
+        if self.max_links:
+            parser = self.link_extractor  # a page's link elements come from its _iter_links
+            parser._iter_links = self._capped(parser._iter_links)  # type: ignore[method-assign]
+
+    def _capped(
+        self, iter_links: Callable[[Any], Iterator[tuple[Any, str, str]]]
+    ) -> Callable[[Any], Iterator[tuple[Any, str, str]]]:
+        def capped(document: Any) -> Iterator[tuple[Any, str, str]]:
+            found = iter_links(document)
+            yield from islice(found, self.max_links)
+            if next(found, None) is None or self.count is None:
+                return
+            # the rest counted by lxml (iterating them here cost 0.5 s for 200,000)
+            total = int(document.xpath(_LINK_COUNT)) if hasattr(document, "xpath") else 0
+            self.count("focused/links/capped", max(1, total - self.max_links))
+
+        return capped
 
     def _link_allowed(self, link: Link) -> bool:
         problem = sanitize.scheme_problem(link.url)
@@ -179,3 +221,99 @@ class FocusedLinkExtractor(LinkExtractor):
                 self.count(f"focused/links/ignored/{problem}")
             return False
         return super()._link_allowed(link)
+
+
+#: Content types of a feed; any other XML type is a feed when its root is rss or feed.
+FEED_TYPES = frozenset({"application/rss+xml", "application/atom+xml"})
+
+
+@dataclass(frozen=True, slots=True)
+class Feed:
+    """An RSS 2.0 or Atom feed: its title, the text of its items (titles and summaries)
+    and its items' links, each with the item's title as its text."""
+
+    title: str
+    text: str
+    links: list[Link]
+
+
+def _local(tag: object) -> str:
+    return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
+
+
+def _child_text(element: Any, *names: str) -> str:
+    for child in element:
+        if _local(child.tag) in names:
+            return " ".join("".join(child.itertext()).split())
+    return ""
+
+
+def _atom_href(entry: Any) -> str:
+    """The entry's ``rel="alternate"`` link (the default rel), else none."""
+    for child in entry:
+        if _local(child.tag) == "link" and child.get("rel", "alternate") == "alternate":
+            return child.get("href") or ""
+    return ""
+
+
+def read_feed(
+    response: TextResponse,
+    max_links: int = 0,
+    count: Callable[..., Any] | None = None,
+) -> Feed | None:
+    """The feed ``response`` holds, or None when it is not one (HTML is never a feed).
+
+    A feed is an XML response (Scrapy's :class:`~scrapy.http.XmlResponse`: an XML content
+    type) of type ``application/rss+xml`` or ``application/atom+xml``, or whose root is
+    ``<rss>`` or ``<feed>``. Its links are the ``<item><link>`` (RSS) or the
+    ``<entry><link rel="alternate" href>`` (Atom), joined to the feed's URL, the http(s)
+    ones only (the others counted in ``focused/links/ignored/<scheme>``), each once, at
+    most ``max_links`` of them (0: all; the rest counted in ``focused/links/capped``).
+    """
+    if not isinstance(response, XmlResponse):
+        return None
+    raw_type = response.headers.get(b"Content-Type") or b""
+    content_type = raw_type.decode("latin-1").split(";")[0].strip().lower()
+    try:
+        root = response.selector.root
+    except Exception:  # noqa: BLE001 - an XML body lxml cannot parse is no feed
+        return None
+    kind = _local(getattr(root, "tag", None))
+    if kind not in ("rss", "feed") and content_type not in FEED_TYPES:
+        return None
+    atom = kind == "feed"
+    channel = root if atom else next((c for c in root if _local(c.tag) == "channel"), root)
+    links: list[Link] = []
+    seen: set[str] = set()
+    texts: list[str] = []
+    unread = 0
+    for entry in root.iter():
+        if _local(entry.tag) != ("entry" if atom else "item"):
+            continue
+        title = _child_text(entry, "title")
+        texts += [title, _child_text(entry, "summary", "content", "description")]
+        href = (_atom_href(entry) if atom else _child_text(entry, "link")).strip()
+        if not href:
+            continue
+        if max_links and len(links) >= max_links:
+            unread += 1
+            continue
+        url = _feed_url(response, href)
+        problem = "bad_url" if url is None else sanitize.scheme_problem(url)
+        if problem is not None:
+            if count is not None:
+                count(f"focused/links/ignored/{problem}")
+        elif url not in seen:
+            seen.add(url)
+            links.append(Link(url, title))
+    if unread and count is not None:
+        count("focused/links/capped", unread)
+    text = " ".join(t for t in texts if t)
+    return Feed(_child_text(channel, "title"), text, links)
+
+
+def _feed_url(response: TextResponse, href: str) -> str | None:
+    try:
+        return safe_url_string(urljoin(response.url, href), response.encoding)
+    except ValueError:
+        return None

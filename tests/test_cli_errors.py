@@ -124,3 +124,48 @@ def test_non_http_seed_in_topic_file(
     path = tmp_topic('seeds = ["javascript:alert(1)"]\n[keywords]\nacid = 1\n', name="js")
     line = the_error(crawl(project_root, venv_scrapy, out, "-a", f"topic={path}"), out)
     assert "javascript:alert(1)" in line
+
+
+@pytest.mark.parametrize(
+    ("setting", "says"),
+    [
+        ("FOCUSED_STORE_COMMIT_EVERY=abc", "must be an integer, got 'abc'"),
+        ("FOCUSED_METRICS_LOG_EVERY=ten", "must be an integer, got 'ten'"),
+        ("FOCUSED_STORE_FSYNC=maybe", "must be true or false, got 'maybe'"),
+        ("FOCUSED_STORE_THREAD=yes", "must be true or false, got 'yes'"),
+        ("FOCUSED_SANDBOX_SEED=abc", "must be an integer, got 'abc'"),
+        ("FOCUSED_SANDBOX_MODE=evil", "must be one of normal, hostile, got 'evil'"),
+        ("FOCUSED_SEEDS=http://[::1", "'http://[::1' is not a valid URL"),
+        ("FOCUSED_SEEDS=http://127.0.0.1:99999/", "Port out of range"),
+        ("FOCUSED_ALLOWED_DOMAINS=127.0.0.1:8000", "(say '127.0.0.1')"),
+    ],
+)
+def test_bad_setting_of_a_sandbox_crawl(
+    project_root: Path, venv_scrapy: list[str], out: Path, setting: str, says: str
+) -> None:
+    """Each gave a traceback (or, for a seed's port, two tracebacks and exit status 0;
+    for a port in a domain, a crawl that filtered every seed)."""
+    result = crawl(
+        project_root,
+        venv_scrapy,
+        out,
+        "-a",
+        "topic=chemistry",
+        "-s",
+        "FOCUSED_WEB=sandbox",
+        "-s",
+        setting,
+    )
+    line = the_error(result, out)
+    assert setting.split("=")[0] in line and says in line, line
+
+
+def test_topic_of_punctuation_only(
+    project_root: Path, venv_scrapy: list[str], out: Path, tmp_topic: MakeTopic
+) -> None:
+    path = tmp_topic('seeds = ["http://127.0.0.1:1/"]\n[keywords]\n"!!!" = 1\n', name="bang")
+    result = crawl(
+        project_root, venv_scrapy, out, "-a", f"topic={path}", "-s", "FOCUSED_WEB=sandbox"
+    )
+    line = the_error(result, out)
+    assert "'!!!'" in line and "tokenised" in line

@@ -10,6 +10,9 @@ from scrapy.settings import Settings
 
 from focused import config
 from focused.config import ConfigError
+from focused.defaults import CHECKS, DEFAULTS
+from focused.strategies import strategy_class
+from focused.web.sandbox.generator import MODES
 from focused.web.topics import Topic
 
 
@@ -212,3 +215,161 @@ def test_store_gzip_level_must_be_0_to_9(tmp_path: Path, level: object) -> None:
     assert "FOCUSED_STORE_GZIP_LEVEL" in message
     for ok in (0, "9"):
         config.validate(make_settings(tmp_path, FOCUSED_STORE_GZIP_LEVEL=ok))
+
+
+# --- the table of checks (focused.defaults.CHECKS) ---------------------------------------
+KIND_OF = {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "dict"}
+
+
+def test_every_default_has_a_check_of_its_type() -> None:
+    assert list(CHECKS) == list(DEFAULTS)  # same keys, same order
+    for name, default in DEFAULTS.items():
+        assert CHECKS[name].kind == KIND_OF[type(default)], name
+
+
+def test_every_default_passes_its_own_check(tmp_path: Path) -> None:
+    config.validate(make_settings(tmp_path))  # settings.py's values
+    for name, check in CHECKS.items():
+        default = DEFAULTS[name]
+        if check.choices:
+            assert default in check.choices, name
+        if check.kind in ("int", "float"):
+            assert check.low <= default <= check.high, name
+
+
+def test_every_special_check_exists() -> None:
+    specials = {check.special for check in CHECKS.values() if check.special}
+    assert specials == set(config._SPECIAL)
+
+
+def test_sandbox_modes_are_the_generators() -> None:
+    assert CHECKS["FOCUSED_SANDBOX_MODE"].choices == MODES
+
+
+class _Recorder:
+    """A SettingsReader that notes the range each setting is read with."""
+
+    def __init__(self) -> None:
+        self.ranges: dict[str, tuple[float, float, bool, bool]] = {}
+        self.flags: list[str] = []
+
+    def number(self, name: str) -> float:
+        return float(DEFAULTS[name])
+
+    def in_range(
+        self, name: str, low: float, high: float, *, open_low: bool = True, open_high: bool = True
+    ) -> float:
+        self.ranges[name] = (low, high, open_low, open_high)
+        return float(DEFAULTS[name])
+
+    def flag(self, name: str) -> bool:
+        self.flags.append(name)
+        return bool(DEFAULTS[name])
+
+    def text(self, name: str) -> str:
+        return str(DEFAULTS[name])
+
+
+@pytest.mark.parametrize("name", ["learning", "annealing", "genetic", "gao", "bsbs", "bfs"])
+def test_the_table_has_the_strategy_classes_ranges(name: str) -> None:
+    """A strategy's class checks its own settings; the table checks them the same way."""
+    read = _Recorder()
+    strategy_class(name).params_from_settings(read)
+    for setting, (low, high, open_low, open_high) in read.ranges.items():
+        check = CHECKS[setting]
+        assert (check.low, check.high, check.open_low, check.open_high) == (
+            low,
+            high,
+            open_low,
+            open_high,
+        ), setting
+    assert all(CHECKS[setting].kind == "bool" for setting in read.flags)
+
+
+def wrong_value(name: str) -> object:
+    """A value of the wrong type for ``name`` (as ``-s`` gives it, where it can)."""
+    check = CHECKS[name]
+    return {
+        "bool": "maybe",
+        "int": "abc",
+        "float": "abc",
+        "str": "no-such-choice" if check.choices else ["a", "list"],
+        "list": 5,
+        "dict": "{not json",
+    }[check.kind]
+
+
+@pytest.mark.parametrize("name", list(DEFAULTS))
+def test_every_setting_refuses_a_wrong_type_in_one_line(tmp_path: Path, name: str) -> None:
+    value = wrong_value(name)
+    message = refused(make_settings(tmp_path, **{name: value}))
+    assert message.startswith(f"{name} must be "), message
+    assert repr(value) in message
+    assert not (tmp_path / "out").exists()  # refused before the output folder is made
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "says"),
+    [
+        ("FOCUSED_STORE_COMMIT_EVERY", "abc", "must be an integer, got 'abc'"),
+        ("FOCUSED_STORE_COMMIT_EVERY", 0, "must be >= 1, got 0"),
+        ("FOCUSED_METRICS_LOG_EVERY", "ten", "must be an integer, got 'ten'"),
+        ("FOCUSED_METRICS_LOG_EVERY", 2.5, "must be an integer, got 2.5"),
+        ("FOCUSED_STORE_FSYNC", "maybe", "must be true or false, got 'maybe'"),
+        # Scrapy's getbool takes 1/0, True/False, true/false only; so do we
+        ("FOCUSED_STORE_THREAD", "yes", "must be true or false, got 'yes'"),
+        ("FOCUSED_SANDBOX_SEED", "abc", "must be an integer, got 'abc'"),
+        ("FOCUSED_SANDBOX_MODE", "evil", "must be one of normal, hostile, got 'evil'"),
+        ("FOCUSED_SANDBOX_PORT", 70000, "must be in [0, 65535], got 70000"),
+        ("FOCUSED_MAX_CRAWL_DELAY", -1, "must be >= 0.0, got -1.0"),
+        ("FOCUSED_REDIS_LEASE", 0, "must be > 0.0, got 0.0"),
+        ("FOCUSED_MAX_LINKS_PER_PAGE", -5, "must be >= 0, got -5"),
+        ("FOCUSED_MAX_TEXT_CHARS", "lots", "must be an integer, got 'lots'"),
+        ("FOCUSED_SEEDS", "http://[::1", "'http://[::1' is not a valid URL (Invalid IPv6 URL)"),
+        ("FOCUSED_SEEDS", "http://127.0.0.1:99999/", "is not a valid URL (Port out of range"),
+        ("FOCUSED_SEEDS", "http://:80/", "has no host"),
+        ("FOCUSED_ALLOWED_DOMAINS", "127.0.0.1:8000", "got '127.0.0.1:8000' (say '127.0.0.1')"),
+        ("FOCUSED_ALLOWED_DOMAINS", "https://example.org/", "(say 'example.org')"),
+        ("FOCUSED_ALLOWED_NETWORKS", "10.0.0.0/33", "or addresses, got '10.0.0.0/33'"),
+        ("FOCUSED_HOSTS", '{"a.example": "not-an-ip"}', "got 'a.example': 'not-an-ip'"),
+        ("FOCUSED_HOSTS", "[1, 2]", "must be a mapping or a JSON object"),
+    ],
+)
+def test_bad_values_are_named_in_one_line(
+    tmp_path: Path, name: str, value: object, says: str
+) -> None:
+    message = refused(make_settings(tmp_path, **{name: value}))
+    assert message.startswith(name) and says in message, message
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("FOCUSED_STORE_THREAD", "1"),
+        ("FOCUSED_STORE_THREAD", "true"),
+        ("FOCUSED_STORE_FSYNC", "False"),
+        ("FOCUSED_SANDBOX_SEED", "-3"),
+        ("FOCUSED_METRICS_LOG_EVERY", "0"),
+        ("FOCUSED_ALLOWED_DOMAINS", "127.0.0.1, example.org,.example.net"),
+        ("FOCUSED_ALLOWED_NETWORKS", "10.0.0.0/8,fd00::/8, 192.168.1.7"),
+        ("FOCUSED_HOSTS", '{"a.example": "127.0.0.1", "b.example": "::1"}'),
+        ("FOCUSED_HOSTS", {"a.example": "10.1.2.3"}),
+        ("FOCUSED_SEEDS", "http://[::1]:8080/, https://example.org:443/x"),
+        ("FOCUSED_LABELS", Path("labels.tsv")),
+    ],
+)
+def test_good_values_are_accepted(tmp_path: Path, name: str, value: object) -> None:
+    config.validate(make_settings(tmp_path, **{name: value}))
+
+
+def test_a_topic_whose_keywords_leave_no_term(tmp_path: Path) -> None:
+    topic = Topic(name="bang", keywords={"!!!": 1.0, "the": 2.0}, seeds=["http://h/"])
+    message = refused(make_settings(tmp_path), topic)
+    assert "'bang'" in message and "'!!!'" in message and "tokenised" in message
+    config.validate(make_settings(tmp_path), Topic(name="zh", keywords={"化学": 1}, seeds=[]))
+
+
+def test_a_topic_seed_with_a_port_out_of_range(tmp_path: Path) -> None:
+    topic = Topic(name="t", keywords={"acid": 1.0}, seeds=["http://127.0.0.1:99999/"])
+    message = refused(make_settings(tmp_path), topic)
+    assert message.startswith("topic 't' seeds: 'http://127.0.0.1:99999/' is not a valid URL")

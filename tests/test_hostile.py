@@ -503,3 +503,27 @@ def test_new_hostile_cases_are_kept_counted_or_refused(hostile_crawl):
     assert "focused/refused/loopback" not in s
     # the fake gzip page was lost with a traceback ("Error downloading ...fake-gzip.html")
     assert not re.search(r"[Ee]rror.*fake-gzip", hostile_crawl.log)
+
+
+# --- oversized pages and feeds -------------------------------------------------------------
+@pytest.mark.integration
+def test_oversized_pages_are_capped_and_feeds_followed(hostile_crawl):
+    s = stats(hostile_crawl)
+    got = paths(hostile_crawl)
+    # the 7.5 MB Chinese page is stored, its text scored up to FOCUSED_MAX_TEXT_CHARS
+    assert {"/hostile/huge-zh.html", "/hostile/after-huge-zh.html"} <= got
+    assert s["focused/pages/text_capped"] >= 1
+    # 200,000 links: 1000 link elements read (the first one leads on), the rest counted
+    assert {"/hostile/many-links.html", "/hostile/after-many-links.html"} <= got
+    assert s["focused/links/capped"] == hostile.MANY_LINKS + 1 - 1000
+    # feeds: not stored, their items followed with the item title as the anchor
+    feeds = set(hostile.FEED_ITEMS)
+    assert not feeds & got
+    items = {p for entries in hostile.FEED_ITEMS.values() for p, _ in entries}
+    assert items <= got
+    assert s["focused/feeds/fetched"] == len(feeds)
+    assert s["focused/feeds/links"] == len(items)
+    rows = {urlsplit(r["url"]).path: r for r in hostile_crawl.rows()}
+    assert rows["/hostile/feed/rss-1.html"]["anchor_relevance"] > 0.1  # "Acid and base ..."
+    assert rows["/hostile/feed/atom-2.html"]["anchor_relevance"] == 0.0  # sports
+    assert rows["/hostile/feed/rss-1.html"]["parent_url"].endswith("/hostile/feed.rss")

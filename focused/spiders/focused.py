@@ -60,7 +60,10 @@ class FocusedSpider(scrapy.Spider):
     ``FOCUSED_TITLE_WEIGHT``, ``FOCUSED_PAGE_THRESHOLD``, ``FOCUSED_STRATEGY`` and its
     parameters; on a hostile web
     ``FOCUSED_ALLOWED_DOMAINS`` (its ``allowed_domains``), ``FOCUSED_SESSION_PARAMS``
-    (stripped from links) and :class:`~focused.robustness.RobustnessMiddleware`.
+    (stripped from links) and :class:`~focused.robustness.RobustnessMiddleware`;
+    ``FOCUSED_MAX_TEXT_CHARS`` and ``FOCUSED_MAX_LINKS_PER_PAGE`` (what one page may
+    cost). An RSS or Atom feed is not stored: its items' links are followed
+    (:meth:`_parse_feed`).
     """
 
     name = "focused"
@@ -105,7 +108,11 @@ class FocusedSpider(scrapy.Spider):
         self.learns = self.strategy.learns
         self.allowed_domains = [d.strip() for d in get(settings, "FOCUSED_ALLOWED_DOMAINS")]
         self.session_params = [p for p in get(settings, "FOCUSED_SESSION_PARAMS") if p]
-        self.link_extractor = robustness.FocusedLinkExtractor(count=self._count)
+        self.link_extractor = robustness.FocusedLinkExtractor(
+            count=self._count, max_links=get(settings, "FOCUSED_MAX_LINKS_PER_PAGE")
+        )
+        #: only the first this many characters of a page's text are scored (None: all)
+        self.max_text_chars: int | None = get(settings, "FOCUSED_MAX_TEXT_CHARS") or None
         self.logger.info(
             "focused: topic %s on the %s web, %d seeds, %d known targets, strategy %s",
             self.topic.name,
@@ -127,9 +134,16 @@ class FocusedSpider(scrapy.Spider):
             self.crawler.stats.inc_value("focused/skipped/not_text")
             self.crawler.signals.send_catch_log(page_skipped, response=response)
             return
-        title = " ".join(texts(response, TITLE_TEXT)).strip()
+        feed = robustness.read_feed(response, self.link_extractor.max_links, self._count)
+        if feed is not None:  # an RSS/Atom feed: its items are followed, it is not stored
+            yield from self._parse_feed(response, feed)
+            return
+        cap = self.max_text_chars  # FOCUSED_MAX_TEXT_CHARS: what is tokenised and scored
+        title = " ".join(texts(response, TITLE_TEXT)).strip()[:cap]
         body = " ".join(texts(response, BODY_TEXT))
-        body_terms = term_counts(body)  # counted once: a learning strategy learns them
+        if cap is not None and len(body) > cap:
+            self._count("focused/pages/text_capped")
+        body_terms = term_counts(body[:cap])  # counted once: a learning strategy learns them
         title_cos = self.vector.cosine(title)
         body_cos = self.vector.cosine_of_counts(body_terms)
         relevance = page_relevance(title_cos, body_cos, self.title_weight)
@@ -178,6 +192,34 @@ class FocusedSpider(scrapy.Spider):
             else "",
         )
 
+    def _parse_feed(self, response: TextResponse, feed: robustness.Feed) -> Iterator[Any]:
+        """An RSS or Atom feed is a list of links, not a page: each item's link is
+        followed with the item's title as its anchor text (scored as any link, from the
+        feed's relevance as a parent: its title, and its items' titles and summaries as
+        the body), and the feed is not stored (``focused/feeds/fetched``,
+        ``focused/feeds/links``)."""
+        cap = self.max_text_chars
+        title_cos = self.vector.cosine(feed.title[:cap])
+        body_cos = self.vector.cosine(feed.text[:cap])
+        relevance = page_relevance(title_cos, body_cos, self.title_weight)
+        response.meta[meta.PAGE] = PageFacts(
+            page_relevance=relevance,
+            relevant=relevance > self.page_threshold,
+            body_relevance=float(body_cos),
+            link_count=len(feed.links),
+        )
+        self._count("focused/feeds/fetched")
+        anchors = self.vector.cosines([link.text for link in feed.links])
+        for link, r in zip(feed.links, anchors, strict=True):
+            request = self._request(link.url, float(r), response.url)
+            if request is not None:
+                self._count("focused/feeds/links")
+                if self.link_evidence:
+                    request.meta[meta.ANCHOR_TEXT] = link.text[:MAX_ANCHOR_CHARS]
+                    request.meta[meta.LINK_CONTEXT] = ""
+                yield request
+        self.crawler.signals.send_catch_log(page_skipped, response=response)
+
     def _contexts(self, response: TextResponse) -> dict[str, str]:
         """For a strategy that asks for link evidence: the text around each link, by the
         link extractor's URL."""
@@ -203,5 +245,5 @@ class FocusedSpider(scrapy.Spider):
             self._count("focused/links/ignored/bad_url")
             return None
 
-    def _count(self, key: str) -> None:
-        self.crawler.stats.inc_value(key)
+    def _count(self, key: str, n: int = 1) -> None:
+        self.crawler.stats.inc_value(key, n)

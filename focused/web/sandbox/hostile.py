@@ -18,7 +18,13 @@ served:
   link), and an ever deeper path;
 - a page linking ``mailto:``, ``javascript:``, ``file:``, ``data:``, ``ftp:``, ``tel:``,
   malformed URLs, another host (``localhost`` instead of ``127.0.0.1``, same server) and
-  a folder robots.txt disallows.
+  a folder robots.txt disallows;
+- oversized pages within ``DOWNLOAD_MAXSIZE``: 7.5 MB of varied Chinese text
+  (``/hostile/huge-zh.html``) and 200,000 links into the folder robots.txt disallows
+  (``/hostile/many-links.html``);
+- an RSS 2.0 feed, an Atom feed and an RSS feed served as ``text/xml``
+  (``/hostile/feed.rss``, ``feed.atom``, ``feed.xml``), whose items link to
+  ``/hostile/feed/*.html``.
 
 Each page that still works links on to a plain page (``after-*.html``), so a test can see
 that the crawl went on past it. Pure Python, no Scrapy.
@@ -28,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import html
+import random
 import re
 import socket
 import struct
@@ -38,6 +45,8 @@ from http.server import BaseHTTPRequestHandler
 from itertools import count
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
+
+from focused.web.sandbox import vocab
 
 if TYPE_CHECKING:
     from focused.web.sandbox.generator import Site
@@ -50,6 +59,8 @@ ROBOTS_EXTRA = b"Disallow: /hostile/forbidden/\n"
 OTHER_HOST = "localhost"  # the same server under another host name
 
 HUGE_BYTES = 50 * 1024 * 1024
+HUGE_ZH_BYTES = 7_500_000  # below the project's DOWNLOAD_MAXSIZE (8 MiB)
+MANY_LINKS = 200_000
 BOMB_BYTES = 100 * 1024 * 1024
 HANG_SECONDS = 30.0
 DATALOSS_CLAIMED = 5000
@@ -164,7 +175,7 @@ def _static_pages() -> dict[str, tuple[bytes, str]]:
         b'after</a><a href="/hostile/tru',
         utf8,
     )  # ... and inside a tag
-    for name in ("internal", "nul", "utf16", "gzip", "limited", "nested"):
+    for name in ("internal", "nul", "utf16", "gzip", "limited", "nested", "huge-zh", "many-links"):
         path = f"/hostile/after-{name}.html"
         pages.setdefault(path, (_plain(f"after {name}", []), utf8))
     nul = _page("NUL bytes 化学 chemistry", ["acid\x00 base", ENGLISH_TEXT], [])
@@ -188,6 +199,7 @@ def _static_pages() -> dict[str, tuple[bytes, str]]:
         + b"</body></html>",
         utf8,
     )
+    pages.update(_feed_pages())
     rng = _Bytes(7)
     binary = b"\x89PNG\r\n\x1a\n" + rng.take(20_000)
     pages["/hostile/binary.html"] = (binary, "text/html; charset=utf-8")
@@ -210,6 +222,109 @@ class _Bytes:
             self.state = zlib.crc32(struct.pack(">Q", self.state)) * 2654435761 % 2**64
             out += struct.pack(">Q", self.state)
         return bytes(out[:n])
+
+
+#: (path, anchor/item title) of the items of each feed; every path is a plain page
+FEED_ITEMS: dict[str, tuple[tuple[str, str], ...]] = {
+    "/hostile/feed.rss": (
+        ("/hostile/feed/rss-1.html", "Acid and base reactions in chemistry"),
+        ("/hostile/feed/rss-2.html", "The periodic table of the chemical elements"),
+    ),
+    "/hostile/feed.atom": (
+        ("/hostile/feed/atom-1.html", "Catalyst and oxidation: a chemical reaction"),
+        ("/hostile/feed/atom-2.html", "Weekend sports results"),
+    ),
+    "/hostile/feed.xml": (("/hostile/feed/xml-1.html", "化学反应 chemistry molecule"),),
+}
+FEED_TYPES = {
+    "/hostile/feed.rss": "application/rss+xml; charset=utf-8",
+    "/hostile/feed.atom": "application/atom+xml; charset=utf-8",
+    "/hostile/feed.xml": "text/xml; charset=utf-8",
+}
+
+
+def _rss(items: Iterable[tuple[str, str]]) -> bytes:
+    esc = html.escape
+    entries = "".join(
+        f"<item><title>{esc(title)}</title><link>{esc(path)}</link>"
+        f"<description>{esc(title)}.</description></item>\n"
+        for path, title in items
+    )
+    return (
+        '<?xml version="1.0" encoding="utf-8"?>\n<rss version="2.0"><channel>'
+        "<title>Chemistry news 化学</title><link>/hostile/</link>"
+        "<description>What happens in chemistry.</description>\n"
+        f"{entries}<item><title>write to us</title><link>mailto:news@example.org</link>"
+        "</item>\n</channel></rss>\n"
+    ).encode()
+
+
+def _atom(items: Iterable[tuple[str, str]]) -> bytes:
+    esc = html.escape
+    entries = "".join(
+        f'<entry><title>{esc(title)}</title><link rel="alternate" href="{esc(path)}"/>'
+        f'<link rel="enclosure" href="/hostile/nope.mp3"/><id>{esc(path)}</id>'
+        f"<summary>{esc(title)}.</summary></entry>\n"
+        for path, title in items
+    )
+    return (
+        '<?xml version="1.0" encoding="utf-8"?>\n<feed xmlns="http://www.w3.org/2005/Atom">'
+        "<title>Chemistry journal</title><id>urn:hostile:atom</id>\n"
+        f"{entries}</feed>\n"
+    ).encode()
+
+
+def _feed_pages() -> dict[str, tuple[bytes, str]]:
+    pages: dict[str, tuple[bytes, str]] = {}
+    for feed, items in FEED_ITEMS.items():
+        body = _atom(items) if feed.endswith(".atom") else _rss(items)
+        pages[feed] = (body, FEED_TYPES[feed])
+        for path, title in items:
+            pages[path] = (_plain(title, []), "text/html; charset=utf-8")
+    return pages
+
+
+_big_lock = threading.Lock()
+_big: dict[str, bytes] = {}
+
+
+def huge_chinese_page() -> bytes:
+    """:data:`HUGE_ZH_BYTES` of varied Chinese text (words of the sandbox's subjects and
+    single characters, seeded): few of its phrases repeat, so jieba's cache does not help."""
+    with _big_lock:
+        if "zh" not in _big:
+            words = list(vocab.FILLER_ZH)
+            for subject in vocab.SUBJECTS:
+                words += list(subject.title_zh) + list(subject.body_zh)
+            chars = sorted({c for w in words for c in w})
+            tokens = words + chars + ["，", "。", "、", "</p>\n<p>"]
+            weights = [4] * len(words) + [3] * len(chars) + [60, 30, 10, 3]
+            rng = random.Random(20100)  # its own generator: no state shared with the site
+            head = '<!DOCTYPE html><html><head><meta charset="utf-8"><title>化学 巨大的页面</title>'
+            parts = [head, "</head><body><p>"]
+            size = len(head.encode())
+            while size < HUGE_ZH_BYTES - 200:
+                chunk = "".join(rng.choices(tokens, weights, k=20_000))
+                parts.append(chunk)
+                size += len(chunk.encode())
+            tail = '</p><p><a href="/hostile/after-huge-zh.html">after</a></p></body></html>'
+            body = "".join(parts).encode()[: HUGE_ZH_BYTES - len(tail)]
+            _big["zh"] = body.decode("utf-8", "ignore").encode() + tail.encode()
+        return _big["zh"]
+
+
+def many_links_page() -> bytes:
+    """A page of :data:`MANY_LINKS` links into the folder robots.txt disallows (none is
+    fetched), after one link to a plain page."""
+    with _big_lock:
+        if "links" not in _big:
+            links = "".join(f"<a href=forbidden/{i}>{i}</a>\n" for i in range(MANY_LINKS))
+            _big["links"] = (
+                "<!DOCTYPE html><html><head><title>many links</title></head><body>"
+                '<a href="/hostile/after-many-links.html">after</a>\n'
+                f"{links}</body></html>"
+            ).encode()
+        return _big["links"]
 
 
 def _index() -> bytes:
@@ -244,6 +359,11 @@ def _index() -> bytes:
         ("/hostile/fake-gzip.html", "fake gzip"),
         ("/hostile/limited.html", "rate limited"),
         ("/hostile/nested.html", "nested"),
+        ("/hostile/huge-zh.html", "7.5 MB of Chinese text"),
+        ("/hostile/many-links.html", "200,000 links"),
+        ("/hostile/feed.rss", "RSS feed"),
+        ("/hostile/feed.atom", "Atom feed"),
+        ("/hostile/feed.xml", "RSS feed as text/xml"),
     ]
     return _page("hostile corner", ["Every page here misbehaves."], links).encode()
 
@@ -264,6 +384,12 @@ def gzip_bomb() -> bytes:
             parts.append(z.flush())
             _bomb = b"".join(parts)
         return _bomb
+
+
+def _build_big_pages() -> None:
+    gzip_bomb()
+    huge_chinese_page()
+    many_links_page()
 
 
 _session_ids = count(1)
@@ -287,7 +413,7 @@ class Responder:
         self.limited = 1  # 429 answers /hostile/limited.html still gives
         self._lock = threading.Lock()
         # build the bomb now, not while a client waits with a short DOWNLOAD_TIMEOUT
-        threading.Thread(target=gzip_bomb, name="gzip-bomb", daemon=True).start()
+        threading.Thread(target=_build_big_pages, name="gzip-bomb", daemon=True).start()
 
     def __call__(self, h: BaseHTTPRequestHandler, with_body: bool) -> bool:
         """Answer ``h``'s request if it is a dynamic hostile case; False otherwise."""
@@ -537,6 +663,8 @@ _ROUTES = {
     "/hostile/internal.html": _internal,
     "/hostile/redirect-metadata.html": _loop(METADATA_URL),
     "/hostile/fake-gzip.html": _fake_gzip,
+    "/hostile/huge-zh.html": lambda h, b: _send(h, 200, huge_chinese_page(), b),
+    "/hostile/many-links.html": lambda h, b: _send(h, 200, many_links_page(), b),
 }
 _PATTERNS = [(_STATUS, _status), (_REDIRECT, _redirect_chain), (_CALENDAR, _calendar)]
 
@@ -560,6 +688,7 @@ def expected_text(enc: str) -> tuple[str, str]:
 
 __all__ = [
     "ENCODINGS",
+    "FEED_ITEMS",
     "ENC_VARIANTS",
     "INDEX",
     "INTERNAL_LOOPBACK",
@@ -569,6 +698,8 @@ __all__ = [
     "enc_path",
     "expected_text",
     "gzip_bomb",
+    "huge_chinese_page",
     "install",
+    "many_links_page",
     "twin_path",
 ]

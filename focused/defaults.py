@@ -296,4 +296,7 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_PROGRESS_EVERY_PAGES": _int(0),
     "FOCUSED_PROGRESS_EVERY_SECONDS": _float(0.0),
     "FOCUSED_REPORT": _flag(),
+    "FOCUSED_STORE_LOCK_TIMEOUT": _float(0.0),
+    "FOCUSED_HOST_AWARE": _flag(),
+    "FOCUSED_HOST_SCAN": _int(1),
 }

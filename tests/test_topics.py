@@ -160,6 +160,17 @@ def test_non_http_seed(tmp_topic: MakeTopic, url: str) -> None:
     assert url in message and "http" in message
 
 
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [("http://[::1", "not a valid URL"), ("http://127.0.0.1:99999/", "not a valid URL")],
+)
+def test_malformed_seed_is_one_error(tmp_topic: MakeTopic, url: str, said: str) -> None:
+    """An unclosed IPv6 address or a port out of range: a TopicError, not a traceback."""
+    path = tmp_topic(HEAD + f'seeds = ["{url}"]\n' + KEYWORDS)
+    message = error_of(path)
+    assert url in message and said in message
+
+
 def test_non_string_seed(tmp_topic: MakeTopic) -> None:
     path = tmp_topic(HEAD + "seeds = [42]\n" + KEYWORDS)
     assert "42" in error_of(path)

@@ -171,7 +171,13 @@ def check_url(url: object, where: str) -> str:
     """``url`` when it is an absolute http(s) URL, else a :class:`TopicError`."""
     if not isinstance(url, str):
         raise TopicError(f"{where}: {url!r} is not a string")
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # raises for a port out of range
+    except ValueError as exc:  # e.g. "http://[::1" (an unclosed IPv6 address)
+        raise TopicError(f"{where}: {url!r} is not a valid URL ({exc})") from None
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise TopicError(f"{where}: {url!r} is not an http(s) URL")
+    if port == 0:
+        raise TopicError(f"{where}: {url!r} has port 0")
     return url

@@ -225,13 +225,16 @@ class _Walk:
         self.current = 0
         self.stack: list[tuple[etree._Element, int]] = [(body, -1)]  # open containers
         self.skipping = 0  # depth inside script/style
-        walk = etree.iterwalk(body, events=("start", "end"))
+        walk = etree.iterwalk(body, events=("start", "end", "comment", "pi"))
         next(walk)  # the body's own start
         if body.text:
             self.parts.append((0, body.text))
         for event, el in walk:
             if event == "start":
                 self._start(el)
+            elif event != "end":  # a comment or a processing instruction: its tail
+                if el.tail and not self.skipping:
+                    self.parts.append((self.current, el.tail))
             elif self._end(el):
                 break
         blocks = self.blocks
@@ -257,8 +260,6 @@ class _Walk:
                 self.blocks[self.current].hrefs.append(href)
         elif tag in SKIPPED:
             self.skipping = 1
-            return
-        elif type(tag) is not str:  # a comment or a processing instruction
             return
         text = el.text
         if text:

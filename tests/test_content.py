@@ -112,6 +112,17 @@ def test_relevance_of_a_heavily_dressed_page_is_that_of_its_article() -> None:
     assert vector.cosine(dressed) < 0.7 * vector.cosine(clean)  # the chrome did matter
 
 
+def test_deep_nesting_is_cheap() -> None:
+    for depth in (200, 5000):  # libxml2 keeps 255 levels: the deeper link is lost
+        body = b"<html><body>" + b"<div>" * depth + b'<a href="/x">x</a>' + b"</div>" * depth
+        r = parsed(body + b"</body></html>")
+        page = split_page(r.selector.root)
+        assert len(page.blocks) <= 100  # one block per level down to MAX_DEPTH
+        assert page.content_text() == " ".join(texts(r, BODY_TEXT))
+        if depth == 200:
+            assert page.content_text() == "x" and page.blocks[-1].hrefs == ["/x"]
+
+
 def test_simhash_near_and_far() -> None:
     a = {f"paragraph {i} of the article": 30 for i in range(20)}
     b = {**a, "Printable version": 17}

@@ -12,7 +12,8 @@ and no model:
 - a block is the text and links whose nearest container element (:data:`CONTAINERS`:
   ``div``, ``p``, ``ul``, ``table``, ``nav``, ...) is the same; a list item or a table
   cell belongs to its list or table, so a navigation list is one block and a page's own
-  list of links is another. A block's key is a 64-bit hash of its container path (tags,
+  list of links is another (below :data:`MAX_DEPTH` containers, deeper ones belong to
+  their ancestor's block). A block's key is a 64-bit hash of its container path (tags,
   ids and classes from ``body`` down) and its own text (its hrefs when it has no text).
 - a block is *chrome* when its container, or one above it, says so (``nav``, ``footer``,
   ``aside``; ``role="navigation"``, ``"contentinfo"``, ``"complementary"``,
@@ -113,6 +114,9 @@ MIN_TEMPLATE_WORDS = 5
 MIN_TEMPLATE_LINKS = 2
 #: Pages of a host a block must have been seen on (before this one) to be template.
 MIN_PAGES = 3
+#: Containers nested deeper than this open no block of their own (a hostile page nests
+#: thousands of ``div`` s).
+MAX_DEPTH = 64
 #: Distinct block keys remembered per host, and hosts remembered (least recent dropped).
 MAX_KEYS_PER_HOST = 20_000
 MAX_HOSTS = 2_000
@@ -124,8 +128,9 @@ _TOKEN_SPLIT = re.compile(r"[\s_\-]+")
 class Block:
     """The text and links of one container element of a page (not its sub-containers)."""
 
-    path: str
+    path: int  # hash of the container path: tags, ids and classes from the body down
     hinted: bool  # chrome by its markup (its container or one above)
+    depth: int = 0
     texts: list[str] = field(default_factory=list)
     hrefs: list[str] = field(default_factory=list)
     chrome: bool = False
@@ -147,7 +152,7 @@ class Block:
         words = " ".join(self.texts).split()
         own = " ".join(words) if words else "\x01" + "\x00".join(self.hrefs)
         self._words = len(words)
-        self._key = mmh3.hash64(f"{self.path}\x00{own}", signed=False)[0]
+        self._key = mmh3.hash64(f"{self.path:x}\x00{own}", signed=False)[0]
 
 
 @dataclass(slots=True)
@@ -204,6 +209,10 @@ def _describe(el: etree._Element, tag: str) -> tuple[str, bool]:
     return step, hinted
 
 
+def _step_hash(parent: int, step: str) -> int:
+    return mmh3.hash64(f"{parent:x}/{step}", signed=False)[0]
+
+
 def split_page(root: etree._Element) -> Page:
     """Split the ``body`` of an lxml HTML tree into :class:`Block` s, in one walk."""
     body = root if root.tag == "body" else root.find("body")
@@ -220,7 +229,7 @@ class _Walk:
 
     def __init__(self, body: etree._Element) -> None:
         step, hinted = _describe(body, "body")
-        self.blocks = [Block(step, hinted)]
+        self.blocks = [Block(_step_hash(0, step), hinted)]
         self.parts: list[tuple[int, str]] = []
         self.current = 0
         self.stack: list[tuple[etree._Element, int]] = [(body, -1)]  # open containers
@@ -248,10 +257,11 @@ class _Walk:
             if tag in SKIPPED:
                 self.skipping += 1
             return
-        if tag in CONTAINERS:
+        if tag in CONTAINERS and self.blocks[self.current].depth < MAX_DEPTH:
             step, hinted = _describe(el, tag)
             parent = self.blocks[self.current]
-            self.blocks.append(Block(f"{parent.path}/{step}", hinted or parent.hinted))
+            path = _step_hash(parent.path, step)
+            self.blocks.append(Block(path, hinted or parent.hinted, parent.depth + 1))
             self.stack.append((el, self.current))
             self.current = len(self.blocks) - 1
         elif tag == "a":

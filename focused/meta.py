@@ -15,7 +15,8 @@ Set by the spider on each link request:
   chrome (navigation, footer, sidebar, a host's repeated blocks:
   :mod:`focused.web.template`). The spider sets its priority (:data:`CHROME_PRIORITY`
   minus its depth) and a value of 0 itself, so no strategy scores it: it waits at the
-  bottom of the frontier, fetched when no content link is left.
+  bottom of the frontier, fetched when no content link is left; the chrome links of a
+  page reached by a chrome link are dropped (one hop of chrome, no endless chain).
 - ``focused_anchor_text`` and ``focused_link_context`` (:data:`ANCHOR_TEXT`,
   :data:`LINK_CONTEXT`): the anchor text and the words around the link, only for a
   strategy that asks for them (:attr:`focused.strategies.base.Strategy.link_evidence`).

@@ -228,10 +228,16 @@ class FocusedSpider(scrapy.Spider):
     def _chrome_requests(self, response: TextResponse, links: list[Any]) -> Iterator[Any]:
         """Requests of chrome links, scored here (value 0, the bottom of the frontier):
         kept, as they may be the only way into parts of a site, but fetched only when
-        no content link is waiting (breadth-first among them)."""
+        no content link is waiting (breadth-first among them). One hop only: no strategy
+        sees them, so none can drop them, and the chrome links of a page reached by a
+        chrome link are dropped (a calendar's "next month" would be an endless chain)."""
         if not links:
             return
         got = response.meta
+        if got.get(meta.CHROME):
+            for _ in links:
+                self._count("focused/links/chrome_dropped")
+            return
         depth = got.get(meta.DEPTH, 0) + 1
         hops = got.get(meta.HOPS, 0) + 1
         for link in links:

@@ -115,3 +115,12 @@ bench-speed: install
 .PHONY: bench-search
 bench-search: install
 	$(PY) -m bench.search --out $(BENCH_OUT)
+
+# Crash-and-fault soak test (not in `make test`; needs root for a tmpfs): kill -9 at
+# random moments, a full disk, pages.sqlite3 held locked, then resume, >= 50 faults
+# (seeded). Writes $(BENCH_OUT)/soak.json (faults by kind, pages stored, lost,
+# duplicates, union equal). SOAK_ARGS="--faults 20 --pages 100 --seed 1" etc.
+SOAK_ARGS ?=
+.PHONY: soak
+soak: install
+	$(PY) -m bench.soak --out $(BENCH_OUT) $(SOAK_ARGS)

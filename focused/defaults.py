@@ -146,6 +146,9 @@ DEFAULTS: dict[str, Any] = {
     "FOCUSED_PROGRESS_EVERY_SECONDS": 30.0,
     # write report.html (focused/output/html_report.py) at the end of every crawl
     "FOCUSED_REPORT": True,
+    # seconds the page store waits for another program's write lock on pages.sqlite3
+    # (pages wait in memory, retried from the reactor) before the crawl stops cleanly
+    "FOCUSED_STORE_LOCK_TIMEOUT": 60.0,
 }
 
 

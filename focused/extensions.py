@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +26,7 @@ from scrapy import signals
 from twisted.internet import task
 
 from focused.defaults import DEFAULTS, get
+from focused.output.atomic import write_text
 from focused.output.metrics import QUEUES
 from focused.output.progress import Progress, Snapshot
 
@@ -133,8 +133,8 @@ class CrawlOutputExtension:
             stats.setdefault("finish_reason", reason)
             _write_json(self.output_dir / "stats.json", stats)
             _write_json(self.output_dir / "settings.json", self.settings_in_force(spider))
-        except OSError:
-            logger.exception("focused: could not save the stats in %s", self.output_dir)
+        except OSError as exc:  # a full disk: one line, the crawl's data is what matters
+            logger.warning("focused: could not save the stats in %s: %s", self.output_dir, exc)
             return
         if self.write_report:
             try:
@@ -142,6 +142,10 @@ class CrawlOutputExtension:
 
                 path = write_report(self.output_dir)
                 logger.info("focused: crawl report in %s", path)
+            except OSError as exc:
+                logger.warning(
+                    "focused: could not write the report in %s: %s", self.output_dir, exc
+                )
             except Exception:  # a report must never hide the crawl's data
                 logger.exception("focused: could not write the report in %s", self.output_dir)
 
@@ -157,7 +161,5 @@ class CrawlOutputExtension:
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
     text = json.dumps(data, indent=2, sort_keys=True, default=str, ensure_ascii=False)
-    tmp.write_text(text + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_text(path, text + "\n")

@@ -2,16 +2,47 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
+
+#: Characters of the page's main text in :attr:`PageItem.excerpt`.
+EXCERPT_CHARS = 300
+
+
+class _RawBody:
+    """Where a :class:`PageItem` keeps the raw response bytes: a slot, not a field."""
+
+    __slots__ = ("_raw_body",)
+
+    @property
+    def body(self) -> bytes:
+        """The raw response bytes, until the store pipeline takes them (then ``b""``)."""
+        return getattr(self, "_raw_body", b"")
+
+    @body.setter
+    def body(self, value: bytes) -> None:
+        self._raw_body = value
 
 
 @dataclass(slots=True)
-class PageItem:
+class PageItem(_RawBody):
     """One fetched page with its relevance scores (handled through itemadapter).
 
-    ``body`` carries the raw response bytes to the store pipeline, which writes them
-    compressed to disk, fills ``content_hash`` and ``file_path`` and drops ``body``
-    (sets it to ``b""``) so that feed exports stay small.
+    Its fields are what a feed export (``-O items.jsonl``, ``.json``, ``.csv``,
+    ``.xml``, ``FEEDS``) and scrapyd's ``items_dir`` write: the page's URL, title and
+    scores (the page-relevance rule A = 4B + C; the m-value rule's ``m``, Liu, Xia & Xu
+    2010), where the page store put it (``file_path``, relative to
+    ``FOCUSED_OUTPUT_DIR``, and the SHA-256 ``content_hash`` of the raw body; both
+    filled by :class:`~focused.pipelines.PageStorePipeline`), an ``excerpt`` and the
+    main ``text``. Every field is a str, number, bool or None, which every exporter
+    Scrapy ships can write.
+
+    The raw response bytes are *not* a field: ``PageItem(..., body=response.body)``
+    (an init-only argument) keeps them in a slot, read and written as ``item.body``,
+    which :class:`~itemadapter.ItemAdapter`, and so every exporter, does not see.
+    The store pipeline takes them (``item.body`` is ``b""`` afterwards), so no copy of
+    the page outlives it. (Scrapy hands a pipeline the item alone, and calls the feed
+    exporter on ``item_scraped``, after every pipeline: bytes in a field would reach
+    it.)
     """
 
     url: str
@@ -32,9 +63,30 @@ class PageItem:
     encoding: str = ""
     link_count: int = 0
     strategy: str = ""
-    body: bytes = field(default=b"", repr=False)
+    #: the first EXCERPT_CHARS characters of the main text, whitespace collapsed
+    excerpt: str = ""
     # main text (body text without script/style), at most FOCUSED_INDEX_MAX_CHARS
     # characters, for the store's full-text index; "" with FOCUSED_INDEX off
     text: str = field(default="", repr=False)
     content_hash: str = ""
     file_path: str = ""
+    body: InitVar[bytes] = b""  # the raw bytes: kept in a slot, see above
+
+    def __post_init__(self, body: bytes) -> None:
+        self._raw_body = body
+
+
+# The dataclass left the init-only argument's default (b"") as a class attribute, which
+# would hide the slot's property: drop it (``__init__`` keeps its own copy of it).
+del PageItem.body
+
+
+def excerpt(text: str, chars: int = EXCERPT_CHARS) -> str:
+    """The first ``chars`` characters of ``text`` with its whitespace collapsed (only the
+    start of a long text is split)."""
+    window = chars * 4
+    while True:
+        words = " ".join(text[:window].split())
+        if len(words) >= chars or window >= len(text):
+            return words[:chars].rstrip()
+        window *= 4

@@ -6,22 +6,28 @@ import contextlib
 import json
 import logging
 import os
+import sqlite3
 import time
+from collections import deque
 from collections.abc import Callable, Coroutine, Generator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
+from scrapy.exceptions import DropItem
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
 from focused import signals as focused_signals
 from focused.defaults import get
+from focused.items import PageItem
+from focused.output.atomic import write_text
 from focused.output.metrics import QUEUES, HarvestCurve
 from focused.output.record import write_record
-from focused.output.store import COLUMNS, PageStore, content_hash, stored_pages
+from focused.output.store import COLUMNS, DB_NAME, PageStore, StoreBusy, content_hash, stored_pages
+from focused.stop import stop_crawl, then_for
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -38,14 +44,47 @@ def _set(adapter: ItemAdapter, key: str, value: Any) -> None:
         adapter[key] = value
 
 
+#: what a failed write of the page store raises (a full disk: ``OSError`` errno 28 from a
+#: file, ``sqlite3.OperationalError`` "database or disk is full" from SQLite)
+STORE_ERRORS: tuple[type[BaseException], ...] = (OSError, sqlite3.Error)
+#: seconds a write waits for another program's write lock before it is tried again later
+#: (the reactor is blocked for that long at most)
+BUSY_TIMEOUT = 0.05
+#: seconds between two tries while another program holds the lock
+RETRY_EVERY = 0.25
+
+
+class CheckpointFailed(Exception):
+    """The frontier journal could not be committed before a commit of the page store (a
+    handler of :data:`focused.signals.frontier_checkpoint` returned or raised an error):
+    the pages must not be committed either."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+def _take_body(item: Any, adapter: ItemAdapter) -> bytes:
+    """The page's raw bytes, taken from the item so that no exporter sees them: a
+    :class:`~focused.items.PageItem` keeps them out of its fields (``item.body``, then
+    ``b""``); another item's ``body`` field (a str is UTF-8 encoded) is removed."""
+    if isinstance(item, PageItem):
+        body, item.body = item.body, b""
+    else:
+        body = adapter.pop("body", None) or b""
+    return body.encode("utf-8") if isinstance(body, str) else body
+
+
 class PageStorePipeline:
     """Store each page (an item with ``url``) in a :class:`~focused.output.store.PageStore`.
 
     Writes the raw ``body`` gzipped under ``html/`` and one SQLite row per URL in
-    ``FOCUSED_OUTPUT_DIR``, fills the item's ``content_hash`` and ``file_path`` and
-    empties its ``body`` (feed exports stay small). A URL stored before (a resumed crawl)
-    is not stored again and counted in ``focused/duplicates``; stored pages count in
-    ``focused/stored``.
+    ``FOCUSED_OUTPUT_DIR`` and fills the item's ``content_hash`` and ``file_path``. It
+    takes the body from the item (a :class:`~focused.items.PageItem`'s ``body`` is
+    ``b""`` afterwards; another item's ``body`` field is removed), so that the feed
+    exporters, which see the item after every pipeline, get no bytes. A URL stored
+    before (a resumed crawl) is not stored again and counted in ``focused/duplicates``;
+    stored pages count in ``focused/stored``.
 
     It tells the scheduler what is durable (:mod:`focused.signals`; a user's own store
     pipeline can send the same signals): :data:`~focused.signals.page_store_opened` when
@@ -53,7 +92,21 @@ class PageStorePipeline:
     scheduler commits its frontier journal (the page's links) first; and
     :data:`~focused.signals.pages_stored` right after each commit, with the URLs of the
     pages it made durable (and of the pages found already stored), which the scheduler
-    then journals as done.
+    then journals as done. A page it does not store is never named there.
+
+    Failures (a full disk, a journal that cannot be committed, an unusable database): the
+    first failed write rolls back the open transaction, removes its temporary file, logs
+    one line (:func:`focused.stop.stop_crawl`) and stops the crawl (finish reason
+    ``store_failed``, the ``crawl`` command exits with status 1). That page and every
+    later one are dropped quietly (``DropItem``, DEBUG), none of them journaled as done:
+    a resume with the same command fetches them again.
+
+    Another program holding the database's write lock (``BEGIN IMMEDIATE``): a write waits
+    at most :data:`BUSY_TIMEOUT` for it, then the page waits in memory (and the pages after
+    it, in order: Scrapy does not hand over more items than its scraper slot holds) and the
+    write is tried again every :data:`RETRY_EVERY` seconds from the reactor; after
+    ``FOCUSED_STORE_LOCK_TIMEOUT`` seconds of that the crawl stops as above. A reader never
+    blocks a write (WAL).
 
     With ``threaded`` (``FOCUSED_STORE_THREAD``, off by default: measured, it does not pay
     on 2 cores, see ``docs/speed.md``) the page's file is compressed and written in one
@@ -66,8 +119,11 @@ class PageStorePipeline:
 
     Settings: ``FOCUSED_OUTPUT_DIR``, ``FOCUSED_STORE_COMMIT_EVERY`` (rows per
     transaction), ``FOCUSED_STORE_FSYNC``, ``FOCUSED_STORE_GZIP_LEVEL``,
-    ``FOCUSED_STORE_THREAD``.
+    ``FOCUSED_STORE_THREAD``, ``FOCUSED_STORE_LOCK_TIMEOUT``.
     """
+
+    #: the store's class (a test may give one that fails on purpose)
+    store_class: type[PageStore] = PageStore
 
     def __init__(
         self,
@@ -77,10 +133,12 @@ class PageStorePipeline:
         fsync: bool = False,
         gzip_level: int = 1,
         threaded: bool = False,
+        lock_timeout: float = 60.0,
         stats: StatsCollector | None = None,
         signals: SignalManager | None = None,
         index: bool = True,
         index_max_chars: int = 100_000,
+        crawler: Crawler | None = None,
     ) -> None:
         self.output_dir = Path(output_dir)
         self.index = index  # the store's full-text index (FOCUSED_INDEX*)
@@ -89,16 +147,26 @@ class PageStorePipeline:
         self.fsync = fsync
         self.gzip_level = gzip_level
         self.threaded = threaded
+        self.lock_timeout = max(0.0, float(lock_timeout))
         self.stats = stats
         self.signals = signals
+        self.crawler = crawler
         self.store: PageStore | None = None
+        #: the first failed write (the store stopped: nothing more is stored)
+        self.failed: BaseException | None = None
         self._writer: ThreadPoolExecutor | None = None
         self._writing: set[str] = set()  # URLs whose file is being written
         self._in_flight = 0  # pages handed to the writer thread, not stored yet
         self._drained: Deferred[None] | None = None  # fires when none is left (closing)
         self._found: list[str] = []  # stored already, told with the next commit
+        #: pages waiting for another program's write lock, in item order
+        self._waiting: deque[tuple[Callable[[], bool], Deferred[bool]]] = deque()
+        self._busy_since: float | None = None
+        self._retry: Any = None  # the pending delayed call of _drain
         #: how the writer thread hands a result back (default: the reactor's callFromThread)
         self.call_from_thread: Callable[..., Any] | None = None
+        #: how a retry is scheduled (default: the reactor's callLater)
+        self.call_later: Callable[..., Any] | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PageStorePipeline:
@@ -109,23 +177,38 @@ class PageStorePipeline:
             fsync=get(s, "FOCUSED_STORE_FSYNC"),
             gzip_level=get(s, "FOCUSED_STORE_GZIP_LEVEL"),
             threaded=get(s, "FOCUSED_STORE_THREAD"),
+            lock_timeout=get(s, "FOCUSED_STORE_LOCK_TIMEOUT"),
             stats=crawler.stats,
             signals=crawler.signals,
             index=get(s, "FOCUSED_INDEX"),
             index_max_chars=get(s, "FOCUSED_INDEX_MAX_CHARS"),
+            crawler=crawler,
         )
 
     def open_spider(self) -> None:
-        self.store = PageStore(
-            self.output_dir,
-            commit_every=self.commit_every,
-            fsync=self.fsync,
-            before_commit=self._checkpoint,
-            after_commit=self._committed,
-            gzip_level=self.gzip_level,
-            index=self.index,
-            index_max_chars=self.index_max_chars,
-        ).open()
+        try:
+            self.store = self.store_class(
+                self.output_dir,
+                commit_every=self.commit_every,
+                fsync=self.fsync,
+                before_commit=self._checkpoint,
+                after_commit=self._committed,
+                gzip_level=self.gzip_level,
+                busy_timeout=BUSY_TIMEOUT,
+                index=self.index,
+                index_max_chars=self.index_max_chars,
+                open_timeout=self.lock_timeout,
+            ).open()
+        except STORE_ERRORS as exc:
+            self.store = None
+            self._fail(exc)
+        if self.stats is not None:
+            self.stats.set_value("focused/stored", 0)
+            self.stats.set_value("focused/duplicates", 0)
+        if self.signals is not None:  # also when it failed: no page is done without a row
+            self.signals.send_catch_log(signal=focused_signals.page_store_opened)
+        if self.store is None:
+            return
         if self.threaded:
             self._writer = ThreadPoolExecutor(1, thread_name_prefix="focused-store")
             if self.call_from_thread is None:
@@ -144,15 +227,14 @@ class PageStorePipeline:
                 self.output_dir,
                 held,
             )
-        if self.stats is not None:
-            self.stats.set_value("focused/stored", 0)
-            self.stats.set_value("focused/duplicates", 0)
-        if self.signals is not None:
-            self.signals.send_catch_log(signal=focused_signals.page_store_opened)
 
     def _checkpoint(self) -> None:
-        if self.signals is not None:
-            self.signals.send_catch_log(signal=focused_signals.frontier_checkpoint)
+        if self.signals is None:
+            return
+        for _, result in self.signals.send_catch_log(signal=focused_signals.frontier_checkpoint):
+            error = result.value if isinstance(result, Failure) else result
+            if isinstance(error, BaseException):
+                raise CheckpointFailed(getattr(error, "cause", error))
 
     def _committed(self, urls: list[str]) -> None:
         """The store committed the rows of ``urls``: they are durable now."""
@@ -165,30 +247,128 @@ class PageStorePipeline:
             self.signals.send_catch_log(signal=focused_signals.pages_stored, urls=urls)
 
     def process_item(self, item: Any) -> Any:
-        """Store the page; the item, or with ``threaded`` an awaitable of it."""
+        """Store the page; the item, or an awaitable of it (``threaded``, or the page
+        waits for another program's write lock). ``DropItem`` once the store failed."""
         adapter = ItemAdapter(item)
         url = adapter.get("url")
-        if not url or self.store is None:
+        if not url or (self.store is None and self.failed is None):
             return item
+        if self.failed is not None:
+            raise _not_stored()
+        store = self.store
+        assert store is not None
         record = {name: adapter.get(name) for name in _RECORD_FIELDS}
         record["text"] = adapter.get("text") or ""  # for the full-text index
-        body = adapter.get("body") or b""
-        if isinstance(body, str):
-            body = body.encode("utf-8")
-        if "body" in adapter:
-            adapter["body"] = b""
+        body = _take_body(item, adapter)
         if self._writer is None:
-            return self._stored(self.store.add(record, body), adapter, record, item)
+            added = self._attempt(lambda: store.add(record, body))
+            if not isinstance(added, Deferred):
+                return self._stored(added, adapter, record, item)
+            added.addCallback(self._stored, adapter, record, item)
+            return Pending(added)
         d = self._add_threaded(record, body)
         self._in_flight += 1
         d.addBoth(_pass_on, self._one_done)
         d.addCallback(self._stored, adapter, record, item)
         return Pending(d)
 
+    # --- failures and a locked database -------------------------------------------
+    def _attempt(self, add: Callable[[], bool]) -> bool | Deferred[bool]:
+        """``add()`` now, or, while another program holds the write lock (or pages wait
+        for it already), a Deferred that fires once it is done. Raises ``DropItem`` when
+        the store failed."""
+        if self.failed is not None:
+            raise _not_stored()
+        if not self._waiting:
+            try:
+                return add()
+            except StoreBusy:
+                pass
+            except (*STORE_ERRORS, CheckpointFailed) as exc:
+                self._fail(exc)
+                raise _not_stored() from None
+        d: Deferred[bool] = Deferred()
+        self._waiting.append((add, d))
+        self._wait()
+        return d
+
+    def _wait(self) -> None:
+        if self._busy_since is None:
+            self._busy_since = time.monotonic()
+            logger.warning(
+                "focused: another program holds the write lock of %s: the pages wait in"
+                " memory (up to %g s)",
+                self.output_dir / DB_NAME,
+                self.lock_timeout,
+            )
+        if self._retry is None:
+            if self.call_later is None:
+                from twisted.internet import reactor
+
+                self.call_later = reactor.callLater  # type: ignore[attr-defined]
+            self._retry = self.call_later(RETRY_EVERY, self._drain)
+
+    def _drain(self) -> None:
+        """Try the waiting pages again, in order."""
+        self._retry = None
+        while self._waiting and self.failed is None:
+            add, d = self._waiting[0]
+            try:
+                added = add()
+            except StoreBusy as exc:
+                assert self._busy_since is not None
+                if time.monotonic() - self._busy_since >= self.lock_timeout:
+                    held = f"{exc} (another program held its write lock {self.lock_timeout:g} s)"
+                    self._fail(StoreBusy(held))
+                else:
+                    self._wait()
+                return
+            except (*STORE_ERRORS, CheckpointFailed) as exc:
+                self._fail(exc)
+                return
+            except Exception:  # noqa: BLE001 - not the store's: that page fails, not the rest
+                self._waiting.popleft()
+                d.errback(Failure())
+                continue
+            self._waiting.popleft()
+            if self._busy_since is not None:
+                logger.info(
+                    "focused: the write lock of %s is free again after %.1f s",
+                    self.output_dir / DB_NAME,
+                    time.monotonic() - self._busy_since,
+                )
+                self._busy_since = None
+            d.callback(added)
+        self._maybe_drained()
+
+    def _fail(self, exc: BaseException) -> None:
+        """The first failed write: nothing more is stored, the crawl stops (one line)."""
+        cause = exc.cause if isinstance(exc, CheckpointFailed) else exc
+        first = self.failed is None
+        if first:
+            self.failed = cause
+        if self.store is not None:
+            self.store.abort()  # the rows of the open transaction are not stored
+            self._found.clear()
+        if first:
+            stop_crawl(self.crawler, "store pages", self.output_dir, cause, then_for(cause))
+        if self._retry is not None:
+            if self._retry.active():
+                self._retry.cancel()
+            self._retry = None
+        waiting, self._waiting = self._waiting, deque()
+        for _, d in waiting:
+            d.errback(Failure(_not_stored()))
+        self._maybe_drained()
+
+    def _maybe_drained(self) -> None:
+        if not self._in_flight and not self._waiting and self._drained is not None:
+            drained, self._drained = self._drained, None
+            drained.callback(None)
+
     def _one_done(self) -> None:
         self._in_flight -= 1
-        if not self._in_flight and self._drained is not None:
-            self._drained.callback(None)
+        self._maybe_drained()
 
     def _stored(self, added: bool, adapter: ItemAdapter, record: dict[str, Any], item: Any) -> Any:
         if not added and self.store is not None:
@@ -211,19 +391,29 @@ class PageStorePipeline:
         if url in self._writing or store.lookup(url) is not None:
             # stored already, or being written: a duplicate once the pages before it are in
             d = _in_thread(self._writer, self.call_from_thread, _nothing)
-            d.addCallback(lambda _: store.add(record, body))
+            d.addCallback(lambda _: self._attempt(lambda: store.add(record, body)))
             return d
         # hashed here (cheap): one GIL hand-over less in the writer thread
         d = _in_thread(
             self._writer, self.call_from_thread, store.write_body, body, content_hash(body)
         )
-        d.addCallback(lambda written: store.add_written(record, *written))
+        d.addCallbacks(
+            lambda written: self._attempt(lambda: store.add_written(record, *written)),
+            self._write_failed,
+        )
         self._writing.add(url)
         d.addBoth(_pass_on, lambda: self._writing.discard(url))
         return d
 
+    def _write_failed(self, failure: Failure) -> Failure:
+        """The writer thread could not write a page's file (a full disk)."""
+        if failure.check(*STORE_ERRORS):
+            self._fail(failure.value)
+            return Failure(_not_stored())
+        return failure
+
     def close_spider(self) -> Coroutine[Any, Any, None] | None:
-        if self._in_flight:  # Scrapy waits for its items first: this is only a safety net
+        if self._in_flight or self._waiting:  # Scrapy waits for its items first: a safety net
             self._drained = Deferred()
             return self._close_later(self._drained)
         self._close()
@@ -239,13 +429,23 @@ class PageStorePipeline:
             self._writer = None
         if self.store is None:
             return
-        self.store.close()
+        try:
+            self.store.close()  # commits the last rows (commit_every > 1)
+        except (*STORE_ERRORS, CheckpointFailed) as exc:
+            self._fail(exc)
+            self.store.close()
         logger.info(
             "focused: stored %d pages (%d already stored) in %s",
             self.store.stored,
             self.store.duplicates,
             self.output_dir,
         )
+
+
+def _not_stored() -> DropItem:
+    """What an item the failed store does not store is dropped with (quietly: the one
+    line is :func:`focused.stop.stop_crawl`'s)."""
+    return DropItem("not stored: the page store stopped (fetched again on resume)", "DEBUG")
 
 
 def _in_thread(
@@ -438,8 +638,12 @@ class MetricsPipeline:
         self.output_dir.mkdir(parents=True, exist_ok=True)
         if self.curve.pages:
             self._log()
-        self.curve.to_csv(self.output_dir / "metrics.csv")
-        _write_json(self.output_dir / "summary.json", self.summary())
+        try:  # atomic writes: a full disk leaves the old files (or none), never a part
+            self.curve.to_csv(self.output_dir / "metrics.csv")
+            _write_json(self.output_dir / "summary.json", self.summary())
+        except OSError as exc:
+            logger.warning("focused: could not write the metrics in %s: %s", self.output_dir, exc)
+            return
         title = " / ".join(x for x in (self.topic, self.strategy) if x)
         try:
             from focused.output.plot import plot_curves  # matplotlib only when needed
@@ -454,6 +658,4 @@ class MetricsPipeline:
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")

@@ -19,7 +19,16 @@ from scrapy.utils.request import request_from_dict
 
 from focused import signals as focused_signals
 from focused.defaults import get
-from focused.frontier.journal import DONE, ERROR, IN_FLIGHT, WAITING, Journal, Row, stored_urls
+from focused.frontier.journal import (
+    DONE,
+    ERROR,
+    IN_FLIGHT,
+    WAITING,
+    Journal,
+    JournalError,
+    Row,
+    stored_urls,
+)
 from focused.frontier.memory import (
     MAX_EVIDENCE,
     META_EVIDENCE,
@@ -33,6 +42,7 @@ from focused.frontier.seen import SeenSet, url_fingerprint
 from focused.meta import ANCHOR_RELEVANCE, DEPTH, HOPS, LINK_VALUE, PARENT_URL, M
 from focused.output.store import DB_NAME as PAGES_DB
 from focused.ranking.annealing import Annealer
+from focused.stop import stop_crawl, then_for
 from focused.strategies import strategy_class
 
 if TYPE_CHECKING:
@@ -276,7 +286,10 @@ class FocusedScheduler(BaseScheduler):
     ``frontier_checkpoint`` before that commit). Without one: once its item went through
     the pipelines. A page the spider skips (:data:`focused.signals.page_skipped`) is done
     at once. Until then its row says "in flight", which a resume checks against the page
-    store.
+    store; with a page store that is so even after a clean close (a page it failed to
+    store, or dropped once it stopped: :mod:`focused.stop`). A journal that cannot be
+    written (a full disk) stops the crawl with one line, and the ``frontier_checkpoint``
+    handler then returns the error so that the store commits nothing more.
 
     ``FOCUSED_FRONTIER = "redis"`` is resolved by the settings, not here:
     :class:`focused.distributed.addon.FrontierAddon` (in the project's ``ADDONS``) sets
@@ -399,12 +412,18 @@ class FocusedScheduler(BaseScheduler):
         if self.journal is not None:
             # A graceful close comes after the engine finished every page and the page
             # store committed its last rows (Scrapy closes the item pipelines before the
-            # scheduler): every fetched page is done.
-            for fp in self._fetched.values():
-                self.journal.set_state(fp, DONE)
+            # scheduler). Without a page store every fetched page is done; with one, a
+            # page it did not say it stored (it failed, or the crawl stopped first) stays
+            # in flight: a resume fetches it again unless the store holds it.
+            if not self.waits_for_store:
+                for fp in self._fetched.values():
+                    self.journal.set_state(fp, DONE)
             self._fetched.clear()
             self._save_annealer()
-            self.journal.close()
+            try:
+                self.journal.close()
+            except JournalError as exc:
+                self._journal_failed(exc)
             self.journal = None
             logger.info(
                 "focused: frontier saved in %s (%d waiting, %d in flight)",
@@ -630,10 +649,11 @@ class FocusedScheduler(BaseScheduler):
         """The download of ``request`` failed for good (:class:`DownloadFailureMiddleware`)."""
         self._finish(self._fingerprint(request), ERROR)
 
-    def _on_checkpoint(self, **kwargs: Any) -> None:
+    def _on_checkpoint(self, **kwargs: Any) -> JournalError | None:
         """The page store is about to commit: make the journal (the pages' links) durable
-        first."""
-        self._commit(force=True)
+        first. Returns the :class:`JournalError` when that failed: the store must not
+        commit (:data:`focused.signals.frontier_checkpoint`)."""
+        return self._commit(force=True)
 
     def _on_rescore(self, rescorer: Rescorer, **kwargs: Any) -> int:
         """A strategy that rescores learnt from one more page: re-order the waiting links
@@ -792,13 +812,24 @@ class FocusedScheduler(BaseScheduler):
         self.journal.put_meta("annealer", pickle.dumps(a.state()))
         self._saved_picks = a.picks
 
-    def _commit(self, force: bool = False) -> None:
+    def _commit(self, force: bool = False) -> JournalError | None:
         journal = self.journal
         if journal is None:
-            return
-        self._save_annealer()
-        if journal.pending or force:
-            journal.commit()
+            return None
+        try:
+            self._save_annealer()
+            if journal.pending or force or journal.failed is not None:
+                journal.commit()
+        except JournalError as exc:
+            self._journal_failed(exc)
+            return exc
+        return None
+
+    def _journal_failed(self, exc: JournalError) -> None:
+        """The journal cannot be written (a full disk): stop the crawl with one line."""
+        stop_crawl(
+            self.crawler, "write the frontier journal", self.jobdir, exc.cause, then_for(exc.cause)
+        )
 
     def _restore(self) -> None:
         journal = self.journal

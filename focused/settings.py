@@ -68,12 +68,20 @@ DOWNLOADER_MIDDLEWARES = {
 TWISTED_DNS_RESOLVER = "focused.addressfilter.FocusedResolver"
 # Only http(s) is crawled: a page linking file:///etc/passwd must not get it read.
 DOWNLOAD_HANDLERS = {"file": None, "ftp": None, "s3": None, "data": None}
+# Scrapy's JOBDIR spider.state, written atomically (a full disk leaves the old file, not a
+# truncated one that the next resume cannot load): focused.stop.SpiderState
+EXTENSIONS = {
+    # spider.state written atomically (a full disk must not truncate it)
+    "scrapy.extensions.spiderstate.SpiderState": None,
+    "focused.stop.SpiderState": 0,
+    # stats.json, settings.json, report.html and progress lines (focused/extensions.py)
+    "focused.extensions.CrawlOutputExtension": 500,
+}
 ITEM_PIPELINES = {
     "focused.pipelines.PageStorePipeline": 300,
     "focused.pipelines.MetricsPipeline": 800,
 }
 # Progress lines while crawling; stats.json, settings.json and report.html at the end.
-EXTENSIONS = {"focused.extensions.CrawlOutputExtension": 500}
 
 # The m-value rule's parameters (Liu, Xia & Xu 2010), repeated here because they are the
 # ones users tune.

@@ -16,7 +16,8 @@ page store it journals a page as done once its item went through the pipelines
 ``frontier_checkpoint``: sent by the page store right before it commits stored pages,
 without arguments. The scheduler commits its frontier journal in the handler, so a page
 that is durably stored never has its outlinks only in memory: after a crash, a resumed
-crawl skips the page and still has its links.
+crawl skips the page and still has its links. A handler that could not make the journal
+durable (a full disk) returns (or raises) the error: the store then does not commit.
 
 ``pages_stored``: sent by the page store right after a commit, with ``urls`` (a list of
 ``str``): the URLs of the pages whose rows that commit made durable, and of pages found

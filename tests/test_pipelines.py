@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 from scrapy import Spider
+from scrapy.exceptions import DropItem
 from scrapy.utils.test import get_crawler
 
 from focused.items import PageItem
-from focused.output.store import PageStore
+from focused.output.store import PageStore, file_path_for
 from focused.pipelines import MetricsPipeline, PageStorePipeline, Pending
 from focused.signals import frontier_checkpoint, page_store_opened, pages_stored
 
@@ -80,7 +81,7 @@ def test_store_pipeline_writes_rows_and_files(tmp_path: Path) -> None:
     # a dict item works too
     as_dict = {"url": "http://h/wiki/D.html", "relevant": True, "body": b"<p>d</p>"}
     pipe.process_item(as_dict)
-    assert as_dict["body"] == b"" and as_dict["file_path"].endswith(".html.gz")
+    assert "body" not in as_dict and as_dict["file_path"].endswith(".html.gz")  # no bytes left
     assert pipe.process_item({"other": 1}) == {"other": 1}  # not a page: passed on
     pipe.close_spider()
     assert pipe.store is not None
@@ -286,7 +287,8 @@ def test_threaded_store_row_after_file_in_item_order(tmp_path: Path) -> None:
     stats = crawler.stats
     assert (stats.get_value("focused/stored"), stats.get_value("focused/duplicates")) == (3, 1)
 
-    # a file that cannot be written: the item fails, no row, the next page is stored
+    # a file that cannot be written: the store stops (one line, the crawl is told to stop);
+    # that page and every later one are dropped, no row, nothing told as stored
     assert pipe.store is not None
     write_body = pipe.store.write_body
 
@@ -297,15 +299,24 @@ def test_threaded_store_row_after_file_in_item_order(tmp_path: Path) -> None:
 
     pipe.store.write_body = broken  # type: ignore[method-assign]
     bad, good = page("Bad", False), page("Good", False)
-    bad.body = b"<bad>"
+    bad.body, good_body = b"<bad>", good.body
     for item in (bad, good):
         pipe.process_item(item).deferred.addCallbacks(out.append, failed.append)
     handoff.run(2)
-    assert [f.value.args for f in failed] == [("disk full",)] and out[-1] is good
-    assert [r[1] for r in db_rows(tmp_path)] == ["A", "B", "C", "Good"]
+    assert len(failed) == 2 and all(f.check(DropItem) for f in failed)
+    assert isinstance(pipe.failed, OSError) and out[-1] is c
+    assert crawler.stats.get_value("focused/store_failed").startswith(
+        f"focused: error: cannot store pages in {tmp_path}: disk full; the crawl stopped"
+    )
+    assert [r[1] for r in db_rows(tmp_path)] == ["A", "B", "C"]
+    assert told[-1] == ["C.html"]
+    with pytest.raises(DropItem):
+        pipe.process_item(page("Later", True))
     assert pipe.close_spider() is None  # nothing left in flight
-    with PageStore(tmp_path).open() as store:
-        assert store.check() == [] and store.repaired == []
+    with PageStore(tmp_path).open() as store:  # Good's file, written before it was dropped
+        assert store.check() == [] and store.repaired == [
+            file_path_for(hashlib.sha256(good_body).hexdigest())
+        ]
 
 
 def test_a_page_stored_before_is_told_with_the_commit_that_makes_it_durable(

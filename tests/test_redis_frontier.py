@@ -424,7 +424,7 @@ def test_duplicates_are_refused_and_pending_is_answered_before_the_engine(
     assert sched.has_pending_requests() and len(sched) == 1
     got = sched.next_request()
     assert got.url == url and got.priority == 5
-    assert sched.has_pending_requests()  # in flight
+    assert not sched.has_pending_requests()  # only in flight here: the engine's, not queued
     assert not sched.enqueue_request(Request(url, priority=99))  # in flight: a duplicate
     assert sched.enqueue_request(Request(url, dont_filter=True))  # a retry goes back
     assert sched.next_request().url == url

@@ -6,13 +6,19 @@ What Scrapy's own scheduler tests check, written here for ``FocusedScheduler``: 
 round trip of every ``Request`` attribute. Schedulers are built as Scrapy builds them
 (``SCHEDULER`` loaded, ``from_crawler`` with a real crawler and spider), no mocks.
 
-Every test runs against each entry of :data:`SCHEDULERS` (the ``sched`` fixture); to
-check another scheduler (the Redis one), add an entry there. The documented deviations
-are named ``xfail`` tests (:data:`DEVIATION`).
+Every test runs against each entry of :data:`SCHEDULERS` (the ``sched`` fixture): the
+in-memory scheduler without and with ``JOBDIR``, and the Redis scheduler
+(:class:`focused.distributed.scheduler.RedisScheduler`) on a private ``redis-server``
+(started on a free loopback port in a temporary folder, :class:`bench.scale.RedisServer`;
+one frontier key per test). Without ``redis-server`` the Redis tests are skipped, except
+in CI (``CI`` set), where they fail. The documented deviations are named ``xfail`` tests
+(:data:`DEVIATION`; the Redis scheduler's are in ``docs/distributed.md``).
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +35,7 @@ from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy.utils.test import get_crawler
 from twisted.internet.error import ConnectionRefusedError
 
+from bench.scale import RedisServer
 from focused.scheduler import DownloadFailureMiddleware
 
 
@@ -51,17 +58,29 @@ class MyRequest(Request):
 
 @dataclass(frozen=True)
 class Kind:
-    """One scheduler under test: the settings that select it."""
+    """One scheduler under test: the settings that select it (from the test's temporary
+    folder and the URL of the test Redis, ``""`` for a kind that does not need it)."""
 
-    settings: Callable[[Path], dict[str, Any]]
+    settings: Callable[[Path, str], dict[str, Any]]
     persistent: bool  # keeps its queue across a close and reopen
+    redis: bool = False  # needs the test redis-server
 
 
-#: The schedulers under test. To add one (e.g. the Redis scheduler), add an entry:
-#: ``"redis": Kind(lambda tmp: {"FOCUSED_FRONTIER": "redis", "REDIS_URL": ...}, True)``.
+def _redis_settings(tmp: Path, url: str) -> dict[str, Any]:
+    return {
+        "FOCUSED_FRONTIER": "redis",
+        "SCHEDULER": "focused.distributed.scheduler.RedisScheduler",
+        "REDIS_URL": url,
+        "FOCUSED_REDIS_KEY": f"contract:{tmp.name}",  # a frontier of its own per test
+        "FOCUSED_OUTPUT_DIR": str(tmp / "out"),
+    }
+
+
+#: The schedulers under test.
 SCHEDULERS: dict[str, Kind] = {
-    "memory": Kind(lambda tmp: {}, persistent=False),
-    "memory+jobdir": Kind(lambda tmp: {"JOBDIR": str(tmp / "job")}, persistent=True),
+    "memory": Kind(lambda tmp, url: {}, persistent=False),
+    "memory+jobdir": Kind(lambda tmp, url: {"JOBDIR": str(tmp / "job")}, persistent=True),
+    "redis": Kind(_redis_settings, persistent=True, redis=True),
 }
 
 BASE_SETTINGS: dict[str, Any] = {
@@ -76,12 +95,32 @@ DEVIATION = {
     "fairness": "no per-slot fairness: one global priority order",
     "resume": "a dont_filter request for a URL done in an earlier run of the JOBDIR is"
     " not queued again (no page is fetched twice across a pause)",
+    "remote_duplicate": "a worker cannot tell a URL queued by another worker (or an earlier"
+    " run) is a duplicate without a round trip: enqueue_request answers True and Redis"
+    " ignores the push (docs/distributed.md)",
+}
+#: The kinds that deviate, for a deviation not shown by every kind.
+DEVIATING: dict[str, frozenset[str]] = {
+    "resume": frozenset({"memory+jobdir"}),  # Redis queues it again, as Scrapy does
+    "remote_duplicate": frozenset({"redis"}),
 }
 
 
-def build_scheduler(kind: str, tmp_path: Path, settings: dict[str, Any] | None = None) -> Any:
+def _deviates(request: pytest.FixtureRequest, sched: Schedulers, name: str) -> None:
+    """Mark the running test as the named deviation (strict xfail) for the kinds that show it."""
+    if sched.kind in DEVIATING[name]:
+        request.applymarker(pytest.mark.xfail(reason=DEVIATION[name], strict=True))
+
+
+def build_scheduler(
+    kind: str, tmp_path: Path, settings: dict[str, Any] | None = None, redis_url: str = ""
+) -> Any:
     """The one place a scheduler is built: as Scrapy's engine does, then opened."""
-    all_settings = {**BASE_SETTINGS, **SCHEDULERS[kind].settings(tmp_path), **(settings or {})}
+    all_settings = {
+        **BASE_SETTINGS,
+        **SCHEDULERS[kind].settings(tmp_path, redis_url),
+        **(settings or {}),
+    }
     crawler = get_crawler(ContractSpider, all_settings)
     crawler.spider = ContractSpider.from_crawler(crawler)
     scheduler = build_from_crawler(load_object(crawler.settings["SCHEDULER"]), crawler)
@@ -95,6 +134,7 @@ class Schedulers:
 
     kind: str
     tmp_path: Path
+    redis_url: str = ""
     opened: list[Any] = field(default_factory=list)
 
     @property
@@ -102,7 +142,7 @@ class Schedulers:
         return SCHEDULERS[self.kind].persistent
 
     def new(self, **settings: Any) -> Any:
-        scheduler = build_scheduler(self.kind, self.tmp_path, settings)
+        scheduler = build_scheduler(self.kind, self.tmp_path, settings, self.redis_url)
         self.opened.append(scheduler)
         return scheduler
 
@@ -117,9 +157,22 @@ class Schedulers:
         self.opened.clear()
 
 
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    """A private redis-server for this module's Redis schedulers."""
+    if shutil.which("redis-server") is None:
+        message = "redis-server is not installed (apt-get install redis-server)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    with RedisServer() as server:
+        yield server.url
+
+
 @pytest.fixture(params=list(SCHEDULERS))
 def sched(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Schedulers]:
-    schedulers = Schedulers(request.param, tmp_path)
+    url = request.getfixturevalue("redis_url") if SCHEDULERS[request.param].redis else ""
+    schedulers = Schedulers(request.param, tmp_path, url)
     yield schedulers
     schedulers.close_all()
 
@@ -264,9 +317,11 @@ def test_dont_filter_requests_are_never_filtered(sched: Schedulers) -> None:
     assert len(s) == 1
 
 
-@pytest.mark.xfail(reason=DEVIATION["resume"], strict=True)
-def test_deviation_dont_filter_after_resume(sched: Schedulers) -> None:
+def test_deviation_dont_filter_after_resume(
+    sched: Schedulers, request: pytest.FixtureRequest
+) -> None:
     _needs_persistence(sched)
+    _deviates(request, sched, "resume")
     s = sched.new()
     s.enqueue_request(Request(_url(1)))
     _respond(s, s.next_request())
@@ -391,12 +446,25 @@ def test_close_and_reopen_keeps_the_queue_and_its_order(sched: Schedulers) -> No
     in_flight = s.next_request()  # never answered: queued again after the reopen
     s = sched.reopen(s)
     assert len(s) == len(PRIORITIES) - 1 and s.has_pending_requests()
-    assert not s.enqueue_request(Request(first.url))  # done before: filtered
+    s.enqueue_request(Request(first.url))  # done before: not queued again
     rest = [r.url for r in _drain(s)]
     expected = [
         u for _, u in sorted(((p, _url(i)) for i, p in enumerate(PRIORITIES)), key=lambda x: -x[0])
     ]
     assert [first.url, *rest] == expected[:1] + [in_flight.url] + expected[2:]
+
+
+def test_deviation_a_url_done_before_a_reopen_is_refused(
+    sched: Schedulers, request: pytest.FixtureRequest
+) -> None:
+    """The answer of ``enqueue_request`` (the request is never fetched again: above)."""
+    _needs_persistence(sched)
+    _deviates(request, sched, "remote_duplicate")
+    s = sched.new()
+    s.enqueue_request(Request(_url(1)))
+    _respond(s, s.next_request())
+    s = sched.reopen(s)
+    assert not s.enqueue_request(Request(_url(1)))
 
 
 def test_a_redirected_and_a_retried_request_survive_a_reopen(sched: Schedulers) -> None:

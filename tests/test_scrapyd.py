@@ -76,7 +76,7 @@ class Scrapyd:
 
 def start_scrapyd(root: Path) -> Scrapyd:
     port = free_port()
-    for name in ("eggs", "logs", "dbs"):
+    for name in ("eggs", "logs", "dbs", "items"):
         (root / name).mkdir(parents=True, exist_ok=True)
     (root / "scrapyd.conf").write_text(
         "[scrapyd]\n"
@@ -85,7 +85,7 @@ def start_scrapyd(root: Path) -> Scrapyd:
         f"eggs_dir = {root / 'eggs'}\n"
         f"logs_dir = {root / 'logs'}\n"
         f"dbs_dir = {root / 'dbs'}\n"
-        "items_dir =\n"
+        f"items_dir = {root / 'items'}\n"
         "jobs_dir =\n"
         "poll_interval = 0.2\n"
         "max_proc = 2\n"
@@ -207,6 +207,11 @@ def test_deploy_and_run_two_strategies(scrapyd: Scrapyd, tmp_path: Path) -> None
         assert all(r["url"].startswith("http://127.0.0.1:") for r in rows)
         assert sum(r["relevant"] for r in rows) > 0
         assert all(r["file_path"] for r in rows)
+        # scrapyd's own feed of the job (items_dir): one JSON line per stored page
+        feed = scrapyd.root / "items" / "focused" / "focused" / f"{job['jobid']}.jl"
+        items = [json.loads(line) for line in feed.read_text(encoding="utf-8").splitlines()]
+        assert sorted(i["url"] for i in items) == sorted(r["url"] for r in rows)
+        assert {i["file_path"] for i in items} == {r["file_path"] for r in rows}
         results[strategy] = rows
 
     # Two different strategies: the same seeds, a different crawl order.

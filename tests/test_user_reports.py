@@ -334,4 +334,6 @@ def test_ctrl_c_during_start_up_says_so_and_exits_130(tmp_path: Path) -> None:
         "CLOSESPIDER_PAGECOUNT=3",
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    assert json.loads((out / "summary.json").read_text())["pages"] >= 3
+    # robots.txt counts as one of the 3 responses; pages still downloading at the
+    # close may or may not be stored
+    assert json.loads((out / "summary.json").read_text())["pages"] >= 1

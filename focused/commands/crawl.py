@@ -13,12 +13,20 @@ Same command as Scrapy's, except that for the ``focused`` spider:
   real web is probed, the sandbox generated, the spider opened: Scrapy then stops
   without closing the spider) prints one line and
   exits with status 130 (128 + SIGINT). A Ctrl-C later closes the crawl as Scrapy does
-  (the frontier is saved in ``JOBDIR``), with status 0 as before.
+  (the frontier is saved in ``JOBDIR``), with status 0 as before;
+- a crawl whose items all failed (every item that reached the pipelines raised in one
+  of them, ``item_error``, or in a feed exporter) prints one line and exits with
+  status 1; so does a crawl in which a feed could not be written or stored (Scrapy's
+  ``feedexport/failed_count/*`` stats, or the feed exporter failing when it opens or
+  closes a feed). Items dropped on purpose (``DropItem``) are no failure.
+- a crawl stopped because it could not store its pages (finish reason
+  ``store_failed``, :mod:`focused.stop`) exits with status 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
 import sys
 from collections.abc import Callable
@@ -27,10 +35,12 @@ from typing import Any
 from scrapy import signals
 from scrapy.commands.crawl import Command as ScrapyCrawl
 from scrapy.exceptions import UsageError
+from scrapy.extensions.feedexport import FeedExporter
 
 from focused import config
 from focused.defaults import get
 from focused.output.record import mixing_error
+from focused.stop import STORE_FAILED, stopped
 from focused.web.topics import TopicError, load_topic
 
 SIGINT_STATUS = 128 + signal.SIGINT  # 130, the shell's status for a Ctrl-C
@@ -38,6 +48,59 @@ SIGINT_STATUS = 128 + signal.SIGINT  # 130, the shell's status for a Ctrl-C
 
 def fail(message: str) -> None:
     print(f"focused: error: {message}", file=sys.stderr)
+
+
+class ItemFailures(logging.Handler):
+    """Counts the items that failed in the pipelines (``item_error``) and in the feed
+    exporters, and the feeds that failed to open, close or be stored.
+
+    Scrapy calls :class:`~scrapy.extensions.feedexport.FeedExporter` from signal
+    handlers and only logs what they raise ("Error caught on signal handler", from
+    ``scrapy.utils.signal``): this handler, on that logger, counts those records.
+    """
+
+    LOGGER = "scrapy.utils.signal"
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.pipeline_errors = 0
+        self.export_errors = 0  # items a feed exporter raised on (item_scraped)
+        self.feed_errors = 0  # a feed exporter raising when a feed opens or closes
+
+    def connect(self, crawler: Any) -> None:
+        crawler.signals.connect(self._item_error, signal=signals.item_error)
+        logging.getLogger(self.LOGGER).addHandler(self)
+
+    def disconnect(self) -> None:
+        logging.getLogger(self.LOGGER).removeHandler(self)
+
+    def _item_error(self, *args: Any, **kwargs: Any) -> None:
+        self.pipeline_errors += 1
+
+    def emit(self, record: logging.LogRecord) -> None:
+        args = record.args if isinstance(record.args, dict) else {}
+        receiver = args.get("receiver")
+        if not isinstance(getattr(receiver, "__self__", None), FeedExporter):
+            return
+        if getattr(receiver, "__name__", "") == "item_scraped":
+            self.export_errors += 1
+        else:
+            self.feed_errors += 1
+
+    def problem(self, stats: dict[str, Any]) -> str | None:
+        """What went wrong with the crawl's items, in one line; None when nothing did."""
+        scraped = int(stats.get("item_scraped_count") or 0)  # through every pipeline
+        produced = scraped + self.pipeline_errors
+        delivered = scraped - self.export_errors  # ... and written by every feed
+        errors = self.pipeline_errors + self.export_errors
+        if errors and produced and delivered <= 0:
+            return f"every item failed in the pipelines/exporters ({errors} errors); see the log"
+        failed = self.feed_errors + sum(
+            int(v or 0) for k, v in stats.items() if k.startswith("feedexport/failed_count/")
+        )
+        if failed:
+            return f"a feed could not be written or stored ({failed} failures); see the log"
+        return None
 
 
 class Command(ScrapyCrawl):
@@ -80,11 +143,15 @@ class Command(ScrapyCrawl):
                 setattr(process, name, self._noting(handler))
         crawler = self._create_crawler("focused")
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+        failures = ItemFailures()
+        failures.connect(crawler)
         try:
             process.crawl(crawler, **opts.spargs)
             process.start()
         except KeyboardInterrupt:  # a Ctrl-C before Scrapy's handlers were installed
             self._signals.append(signal.SIGINT)
+        finally:
+            failures.disconnect()
         if process.bootstrap_failed:
             self.exitcode = 1
         if not self._closed:  # Scrapy stopped before the crawl was under way
@@ -93,6 +160,10 @@ class Command(ScrapyCrawl):
                 self.exitcode = SIGINT_STATUS
             return
         self._check_real_web(crawler)
+        problem = failures.problem(crawler.stats.get_stats() if crawler.stats else {})
+        if problem:
+            fail(problem)
+            self.exitcode = 1
 
     def _noting(self, handler: Callable[[int, Any], None]) -> Callable[[int, Any], None]:
         def noted(signum: int, frame: Any) -> None:
@@ -121,3 +192,13 @@ class Command(ScrapyCrawl):
             " use FOCUSED_WEB=sandbox"
         )
         self.exitcode = 1
+
+    def _create_crawler(self, spidercls: Any) -> Any:
+        crawler = super()._create_crawler(spidercls)
+
+        def closed(reason: str) -> None:  # the page store or the journal failed
+            if reason == STORE_FAILED or stopped(crawler):
+                self.exitcode = 1
+
+        crawler.signals.connect(closed, signal=signals.spider_closed, weak=False)
+        return crawler

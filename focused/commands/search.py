@@ -9,22 +9,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-from typing import Any, ClassVar
 
-from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from focused.cli import FolderCommand
 from focused.defaults import get
 from focused.output.search import SearchError, format_hits, reindex, search
 
 
-class Command(ScrapyCommand):
+class Command(FolderCommand):
     """Search the crawl in ``--dir`` (default ``FOCUSED_OUTPUT_DIR``)."""
 
-    requires_project = False
-    requires_crawler_process = False
-    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
+    group_title = "Search Options"
+    takes_arguments = True
 
     def syntax(self) -> str:
         return '"QUERY" [--dir DIR] [--limit N] [--json] [--all] | --reindex [--dir DIR]'
@@ -32,10 +29,7 @@ class Command(ScrapyCommand):
     def short_desc(self) -> str:
         return "Full-text search over the stored pages of a crawl (Chinese and English)"
 
-    def add_options(self, parser: argparse.ArgumentParser) -> None:
-        super().add_options(parser)
-        group = parser.add_argument_group("Search Options")
-        group.add_argument("--dir", help="crawl output folder (default: FOCUSED_OUTPUT_DIR)")
+    def add_folder_options(self, group: argparse._ArgumentGroup) -> None:
         group.add_argument("--limit", type=int, default=20, help="at most N pages (20)")
         group.add_argument("--json", action="store_true", help="one JSON object per hit")
         group.add_argument("--all", action="store_true", help="pages with every term only")
@@ -44,8 +38,7 @@ class Command(ScrapyCommand):
         )
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        assert self.settings is not None
-        folder = opts.dir or get(self.settings, "FOCUSED_OUTPUT_DIR")
+        folder = str(self.folder(args, opts))
         try:
             if opts.reindex:
                 if args:
@@ -57,8 +50,7 @@ class Command(ScrapyCommand):
                 raise UsageError('give a query: scrapy search "催化剂 catalyst"')
             hits = search(folder, " ".join(args), limit=opts.limit, all_terms=opts.all)
         except SearchError as exc:
-            print(f"focused: error: {exc}", file=sys.stderr)
-            self.exitcode = 2
+            self.fail(str(exc))
             return
         if opts.json:
             for hit in hits:

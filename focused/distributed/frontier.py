@@ -52,6 +52,7 @@ __all__ = [
     "ADDED",
     "ANNEAL",
     "BEST",
+    "COPIED",
     "IGNORED_GONE",
     "IGNORED_WAITING",
     "LOST",
@@ -73,12 +74,15 @@ _HEAD = struct.Struct(">ddHddIIBII")
 _MEMBER = 23  # 15 digits of sequence number + 8 bytes of fingerprint
 _FP = struct.Struct(">q")
 _PRIORITY_LIMIT = float(2**53)  # priorities are exact doubles up to here
-_EXTRA_NONE, _EXTRA_BLOB, _EXTRA_LOST = 0, 1, 2
+#: what follows the URLs in a packed entry: no extra, an extra, one that could not be
+#: serialised, an extra that holds the whole request (kept when a duplicate promotes it)
+_EXTRA_NONE, _EXTRA_BLOB, _EXTRA_LOST, _EXTRA_WHOLE = 0, 1, 2, 3
 
 #: pick modes of :meth:`RedisFrontier.sync`
 NO_PICK, BEST, ANNEAL = 0, 1, 2
-#: push results (the codes the script returns)
-IGNORED_GONE, ADDED, PROMOTED, REQUEUED, IGNORED_WAITING = 0, 1, 2, 3, 4
+#: push results (the codes the script returns); COPIED: queued as a copy with a
+#: fingerprint of its own (a ``dont_filter`` request for a URL that waits or is in flight)
+IGNORED_GONE, ADDED, PROMOTED, REQUEUED, IGNORED_WAITING, COPIED = 0, 1, 2, 3, 4, 5
 
 #: the step script (``pick.lua``)
 STEP_LUA = files("focused.distributed").joinpath("pick.lua").read_text(encoding="utf-8")
@@ -131,7 +135,11 @@ class RedisFrontier:
     ``dump_extra`` / ``load_extra`` turn an entry's ``extra`` into bytes and back
     (default: pickle; the scheduler passes its own, which serialise whole requests).
     A ``dump_extra`` that returns ``b""`` marks the extra as lost (unserialisable): such
-    an entry comes back from a pick with ``extra`` = :data:`LOST`.
+    an entry comes back from a pick with ``extra`` = :data:`LOST`. ``whole`` tells an
+    entry that keeps its whole request in ``extra``: when a duplicate with a higher
+    priority promotes such a waiting entry, or when the duplicate is such an entry, the
+    waiting one is kept with the new priority (as the in-memory scheduler does); two
+    other entries: the duplicate's replaces it.
     """
 
     def __init__(
@@ -142,6 +150,7 @@ class RedisFrontier:
         lease: float = 60.0,
         dump_extra: Callable[[Any], bytes | None] = _pickle,
         load_extra: Callable[[bytes | None], Any] = _unpickle,
+        whole: Callable[[Entry], bool] | None = None,
         batch: int = 2000,
     ) -> None:
         if lease <= 0:
@@ -151,6 +160,7 @@ class RedisFrontier:
         self.lease_ms = int(lease * 1000)
         self.dump_extra = dump_extra
         self.load_extra = load_extra
+        self.whole = whole
         self.batch = batch
         self.keys = [f"{key}:{name}" for name in ("queue", "data", "inflight", "seen", "stats")]
         self.outbox: list[tuple[str, bytes, bytes, bytes]] = []
@@ -184,6 +194,8 @@ class RedisFrontier:
         parent = (e.parent_url or "").encode("utf-8")
         blob = self.dump_extra(e.extra) if e.extra is not None else None
         kind = _EXTRA_NONE if blob is None else _EXTRA_BLOB if blob else _EXTRA_LOST
+        if kind == _EXTRA_BLOB and self.whole is not None and self.whole(e):
+            kind = _EXTRA_WHOLE
         head = _HEAD.pack(
             float(e.value),
             float(clamp_priority(e.priority)),
@@ -206,7 +218,7 @@ class RedisFrontier:
         parent = bytes(payload[at + nu : at + nu + np_]).decode("utf-8")
         blob = bytes(payload[at + nu + np_ :])
         extra: Any = None
-        if kind == _EXTRA_BLOB:
+        if kind in (_EXTRA_BLOB, _EXTRA_WHOLE):
             extra = self.load_extra(blob)
         elif kind == _EXTRA_LOST:
             extra = LOST
@@ -233,6 +245,20 @@ class RedisFrontier:
         self.outbox.append(
             (
                 "P" if dont_filter else "p",
+                _FP.pack(entry.fp),
+                repr(float(clamp_priority(entry.priority))).encode(),
+                self._payload(entry),
+            )
+        )
+
+    def stage_copy(self, entry: Entry) -> None:
+        """Queue ``entry`` (a ``dont_filter`` request that is not a retry) at the next
+        :meth:`sync`, never filtered: as itself when its URL neither waits nor is in
+        flight (new, or finished: queued again), else as a copy with a fingerprint of its
+        own (code :data:`COPIED`; the picked entry's ``fp`` is the copy's)."""
+        self.outbox.append(
+            (
+                "C",
                 _FP.pack(entry.fp),
                 repr(float(clamp_priority(entry.priority))).encode(),
                 self._payload(entry),

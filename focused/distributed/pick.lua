@@ -4,8 +4,10 @@
 -- ARGV: lease (ms), pick mode (0 none, 1 best, 2 annealing), K, T0, alpha, T_min,
 --       u1, u2 (the worker's two uniform numbers), the number of staged operations,
 --       then 4 arguments per operation: op, fingerprint (8 bytes), priority, payload.
---   op 'p' push, 'P' push of a dont_filter request, 'd' done, 'e' error,
---      'r' release (back to the queue, old place), 'l' renew the lease.
+--   op 'p' push, 'P' push of a dont_filter request (a retry), 'C' push of a dont_filter
+--      request that is not a retry (a copy of its own when the URL waits or is in
+--      flight), 'd' done, 'e' error, 'r' release (back to the queue, old place),
+--      'l' renew the lease.
 -- 1. apply the operations in order (a code each), 2. hand expired leases back to the
 -- queue, 3. optionally pick: the best entry, or the simulated-annealing choice between
 -- the best and one drawn from the top K (He, Cheng & Cai 2009), T shared by all workers.
@@ -33,6 +35,17 @@ end
 local function requeue(d)
   redis.call('ZADD', queue, -prio_of(d), string.sub(d, 1, 23))
 end
+-- the kind of extra (3: the whole request) at byte 43 of a packed entry, 66 of data
+local WHOLE = 3
+local function kept(d, prio)
+  -- the waiting entry d with priority prio (value, flags, URL, extra unchanged)
+  return string.sub(d, 24, 31) .. struct.pack('>d', prio) .. string.sub(d, 40)
+end
+local function copy_of(fp, n)
+  -- the fingerprint of the n-th copy of fp: 8 bytes of SHA-1
+  local h = string.sub(redis.sha1hex(fp .. ':' .. n), 1, 16)
+  return (string.gsub(h, '..', function(x) return string.char(tonumber(x, 16)) end))
+end
 
 local codes = {}
 local i = 10
@@ -53,6 +66,9 @@ for n = 1, nops do
         end
       elseif prio > prio_of(d) then
         redis.call('ZREM', queue, string.sub(d, 1, 23))
+        if string.byte(d, 66) == WHOLE or string.byte(payload, 43) == WHOLE then
+          payload = kept(d, prio)  -- a whole request stays the one that waits
+        end
         enqueue(fp, prio, payload)
         redis.call('HINCRBY', stats, 'promoted', 1)
         code = 2
@@ -65,6 +81,22 @@ for n = 1, nops do
     elseif op == 'P' then
       enqueue(fp, prio, payload)
       code = 3
+    end
+  elseif op == 'C' then
+    prio = tonumber(prio)
+    if redis.call('HEXISTS', data, fp) == 1 then
+      -- waits or is in flight: queued once more, as a copy of its own
+      local n, copy = 1, copy_of(fp, 1)
+      while redis.call('HEXISTS', data, copy) == 1 do
+        n = n + 1
+        copy = copy_of(fp, n)
+      end
+      redis.call('SADD', seen, copy)
+      enqueue(copy, prio, payload)
+      code = 5
+    else
+      code = redis.call('SADD', seen, fp) == 1 and 1 or 3
+      enqueue(fp, prio, payload)
     end
   elseif op == 'd' or op == 'e' then
     local d = redis.call('HGET', data, fp)

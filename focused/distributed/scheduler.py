@@ -38,6 +38,7 @@ from focused.distributed.frontier import (
     ADDED,
     ANNEAL,
     BEST,
+    COPIED,
     IGNORED_GONE,
     LOST,
     NO_PICK,
@@ -51,7 +52,7 @@ from focused.distributed.frontier import (
 from focused.errors import RedisUnavailable
 from focused.frontier.journal import DONE, ERROR
 from focused.frontier.seen import FingerprintTable, url_fingerprint
-from focused.scheduler import FocusedScheduler
+from focused.scheduler import COPY_META, DONT_FILTER, FocusedScheduler
 from focused.strategies import strategy_class
 
 if TYPE_CHECKING:
@@ -68,6 +69,10 @@ logger = logging.getLogger(__name__)
 
 #: default ``FOCUSED_REDIS_KEY``: one frontier per spider and topic
 DEFAULT_KEY = "%(spider)s:%(topic)s"
+#: the push operations of a round trip (plain, retry, dont_filter copy) and the codes of
+#: a push that queued something
+_PUSHES = frozenset("pPC")
+_QUEUED = frozenset((ADDED, PROMOTED, REQUEUED, COPIED))
 #: what a worker knows of a URL (:attr:`RedisScheduler._known`): nothing, or that it is
 #: in flight or finished (any priority it is pushed with again is ignored), else the
 #: lowest priority it certainly waits with
@@ -200,6 +205,7 @@ class RedisScheduler(FocusedScheduler):
             lease=self.lease,
             dump_extra=self._dump_extra,
             load_extra=self._load_extra,
+            whole=_keeps_request,
         )
         self.frontier = self.redis  # the base class's stats and rescoring read it
         try:
@@ -288,14 +294,24 @@ class RedisScheduler(FocusedScheduler):
             return not self._closing  # unknown: do not let the spider finish
         if self.in_flight:
             self._settle()  # fetched here and over: done or failed
-        if self._counts.pending == 0 or self.redis.pending:
+        if self._pending() == 0 or self.redis.pending:
             self._sync()
             if self._down_since is not None:
                 return True
-        return self._counts.pending > 0
+        return self._pending() > 0
+
+    def _pending(self) -> int:
+        """Requests the crawl still has for this worker: the waiting ones and the ones in
+        flight at *other* workers (a page of theirs may bring new links; a lease that
+        runs out brings the URL back). This worker's own in-flight requests are the
+        engine's (it is not idle while it has some), as for Scrapy's scheduler."""
+        c = self._counts
+        return c.waiting + max(0, c.in_flight - len(self.in_flight))
 
     def __len__(self) -> int:
-        return self._counts.waiting
+        """The shared queue's waiting requests (every worker's), once this worker's staged
+        changes are in (:meth:`queues`)."""
+        return self.queues()["waiting"]
 
     # --- in -------------------------------------------------------------------------
     def enqueue_request(self, request: Request) -> bool:
@@ -322,7 +338,11 @@ class RedisScheduler(FocusedScheduler):
             self.in_flight.discard(fp)  # a retry: back to waiting
             self._responded.discard(fp)
             self.requeued += 1
-        elif not request.dont_filter and priority <= known:
+        elif request.dont_filter:  # never filtered: Redis queues a copy if it waits
+            self.redis.stage_copy(self._to_entry(request, fp))
+            self._known.set(fp, priority)
+            return True
+        elif priority <= known:
             if known != _GONE:  # waits with a priority at least as high: Redis ignores it
                 self.ignored += 1
             return self._filter()
@@ -347,12 +367,24 @@ class RedisScheduler(FocusedScheduler):
                 self.redis.stage_finish(entry.fp, error=True)  # type: ignore[union-attr]
                 continue
             break
-        request = self._to_request(entry)
+        request = self._picked(entry)
         self._idle_delay = self.idle_poll
         self.in_flight.add(entry.fp)
         self._known.set(entry.fp, _GONE)
         self.dequeued += 1
         self._update_stats()
+        return request
+
+    def _picked(self, entry: Any) -> Request:
+        """The request of a picked entry: a whole request promoted while it waited takes
+        the entry's priority; a ``dont_filter`` copy (:data:`COPIED`) carries the copy's
+        fingerprint in ``meta`` (as the in-memory scheduler's copies do), so that its
+        response and retries find it."""
+        request = self._to_request(entry)
+        if _keeps_request(entry) and clamp_priority(request.priority) != entry.priority:
+            request.priority = entry.priority
+        if entry.flags & DONT_FILTER and self._fingerprint(request) != entry.fp:
+            request.meta[COPY_META] = (entry.fp, request.url)
         return request
 
     def _sync(self, mode: int = NO_PICK, final: bool = False) -> Step | None:
@@ -380,9 +412,9 @@ class RedisScheduler(FocusedScheduler):
             self._down_since = None
         self._counts = step.counts
         for op, fp, code in step.results:
-            if op not in ("p", "P"):
+            if op not in _PUSHES:
                 continue
-            if code in (ADDED, PROMOTED, REQUEUED):
+            if code in _QUEUED:
                 self.pushed += 1
                 self.enqueued += 1
             else:
@@ -486,6 +518,11 @@ class RedisScheduler(FocusedScheduler):
 
     # --- stats ----------------------------------------------------------------------
     def queues(self) -> dict[str, int]:
+        """The shared queues' sizes, with this worker's staged changes sent first: one
+        round trip when some are staged (not while Redis is down), none otherwise. (The
+        engine never asks; the stats, updated right after each round trip, need none.)"""
+        if self.redis is not None and self.redis.pending and self._down_since is None:
+            self._sync()
         c = self._counts
         return {"waiting": c.waiting, "in_flight": c.in_flight, "done": c.done, "error": c.error}
 
@@ -501,3 +538,8 @@ class RedisScheduler(FocusedScheduler):
         stats.set_value("focused/redis/in_flight_here", len(self.in_flight))
         stats.set_value("focused/redis/released", self.released)
         stats.set_value("focused/frontier/promoted", red.promoted)
+
+
+def _keeps_request(entry: Any) -> bool:
+    """The entry keeps its whole request (not a plain one rebuilt from its fields)."""
+    return isinstance(entry.extra, dict) and "request" in entry.extra

@@ -16,6 +16,12 @@ before the page store commits a page (:data:`focused.signals.frontier_checkpoint
 at close. WAL with ``synchronous=NORMAL`` makes a committed transaction survive the
 death of the process (not a power cut).
 
+A failed write or commit (a full disk) breaks the journal: the open transaction is
+rolled back, later writes are ignored and every :meth:`Journal.commit` raises
+:class:`JournalError`, so nothing that relies on the journal being durable (the page
+store's next commit) goes ahead. What was committed before stays valid: a resume re-queues
+what was in flight and not stored.
+
 A resumed crawl reads the rows back with :meth:`Journal.load`. Rows still in flight were
 being fetched when the process died: the scheduler re-queues them unless the page store
 already holds their URL.
@@ -40,6 +46,7 @@ __all__ = [
     "WAITING",
     "Journal",
     "JournalBusy",
+    "JournalError",
     "Row",
     "stored_urls",
 ]
@@ -74,6 +81,18 @@ class JournalBusy(RuntimeError):
     """Another process is writing the same journal (two crawls on one ``JOBDIR``)."""
 
 
+class JournalError(RuntimeError):
+    """The journal could not be written (e.g. ``[Errno 28] No space left on device``):
+    changes since the last commit are not durable. ``cause``: the error."""
+
+    def __init__(self, path: Path, cause: BaseException) -> None:
+        super().__init__(f"cannot write the frontier journal {path}: {cause}")
+        self.cause = cause
+
+
+_WRITE_ERRORS = (sqlite3.Error, OSError)
+
+
 @dataclass(slots=True)
 class Row:
     """One journal row: the URL's queue, the run that last changed it, and its entry."""
@@ -93,6 +112,8 @@ class Journal:
         self._db = sqlite3.connect(
             self.path, timeout=2.0, isolation_level=None, check_same_thread=False
         )
+        #: the first write error, once the journal is broken (see :class:`JournalError`)
+        self.failed: BaseException | None = None
         try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
@@ -100,7 +121,9 @@ class Journal:
             self._db.execute("BEGIN IMMEDIATE")  # one writer: fails if another crawl has it
         except sqlite3.OperationalError as exc:
             self._db.close()
-            raise JournalBusy(f"{self.path} is in use by another crawl ({exc})") from None
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise JournalBusy(f"{self.path} is in use by another crawl ({exc})") from None
+            raise JournalError(self.path, exc) from None
         #: operations since the last commit
         self.pending = 0
         #: number of this run of the job (1 for a new job, +1 at each resume)
@@ -115,7 +138,7 @@ class Journal:
     # --- writes (inside the open transaction) ---------------------------------------
     def push(self, entry: Entry, extra: bytes | None = None) -> None:
         """Record ``entry`` as waiting (new, promoted or re-queued)."""
-        self._db.execute(
+        self._write(
             f"INSERT OR REPLACE INTO urls ({_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 entry.fp,
@@ -134,7 +157,6 @@ class Journal:
                 extra,
             ),
         )
-        self.pending += 1
 
     def set_state(self, fp: int, state: int) -> None:
         """Move the URL of ``fp`` to queue ``state`` (a done/error row drops its extra)."""
@@ -142,25 +164,62 @@ class Journal:
             sql = "UPDATE urls SET state=?, run=?, extra=NULL WHERE fp=?"
         else:
             sql = "UPDATE urls SET state=?, run=? WHERE fp=?"
-        self._db.execute(sql, (state, self.run, fp))
-        self.pending += 1
+        self._write(sql, (state, self.run, fp))
 
     def put_meta(self, key: str, value: bytes) -> None:
-        self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+        self._write("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    def _write(self, sql: str, args: tuple[object, ...]) -> None:
+        """One change in the open transaction; ignored once the journal is broken."""
+        if self.failed is not None:
+            return
+        try:
+            self._db.execute(sql, args)
+        except _WRITE_ERRORS as exc:
+            self._break(exc)
+            return
         self.pending += 1
 
+    def _break(self, exc: BaseException) -> None:
+        """Remember the first write error and roll back what was not committed."""
+        if self.failed is None:
+            self.failed = exc
+        try:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+        except _WRITE_ERRORS:
+            pass
+
     def commit(self) -> None:
-        """Make every change so far durable, then open the next transaction."""
-        db = self._db
-        db.execute("COMMIT")
-        db.execute("BEGIN IMMEDIATE")  # keep the write lock: one crawl per JOBDIR
-        self.pending = 0
+        """Make every change so far durable, then open the next transaction.
+
+        Raises :class:`JournalError` when that failed, now or before (the journal is
+        broken: the changes since the last good commit are not durable)."""
+        if self.failed is None:
+            db = self._db
+            try:
+                db.execute("COMMIT")
+                db.execute("BEGIN IMMEDIATE")  # keep the write lock: one crawl per JOBDIR
+            except _WRITE_ERRORS as exc:
+                self._break(exc)
+            else:
+                self.pending = 0
+                return
+        raise JournalError(self.path, self.failed)  # type: ignore[arg-type]
 
     def close(self) -> None:
-        """Commit and close (also checkpoints the WAL into the database file)."""
-        if self._db.in_transaction:
-            self._db.execute("COMMIT")
+        """Commit and close (also checkpoints the WAL into the database file). Raises
+        :class:`JournalError` (after closing) when the journal is broken."""
+        failed = self.failed
+        if failed is None and self._db.in_transaction:
+            try:
+                self._db.execute("COMMIT")
+            except _WRITE_ERRORS as exc:
+                self._break(exc)
+                failed = exc
         self._db.close()
+        if failed is not None:
+            raise JournalError(self.path, failed)
 
     # --- reads ----------------------------------------------------------------------
     def get_meta(self, key: str) -> bytes | None:

@@ -37,6 +37,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from focused.output.atomic import write_text  # noqa: E402
 from focused.output.metrics import QUEUES, Point, read_points_csv  # noqa: E402
 from focused.output.store import DB_NAME  # noqa: E402
 
@@ -468,7 +469,5 @@ def write_report(
     """Write :func:`build_report` to ``folder/report.html`` (or ``path``), atomically."""
     out = Path(path) if path is not None else Path(folder) / REPORT_NAME
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(build_report(folder), encoding="utf-8")
-    os.replace(tmp, out)
+    write_text(out, build_report(folder))
     return out

@@ -22,6 +22,8 @@ from urllib.parse import urljoin
 
 from w3lib.url import canonicalize_url
 
+from focused.output.atomic import atomic_write
+
 __all__ = [
     "HarvestCurve",
     "Point",
@@ -243,8 +245,9 @@ class HarvestCurve:
         }
 
     def to_csv(self, path: str | os.PathLike[str]) -> None:
-        """Write one row per page (``CSV_FIELDS``); an unknown recall is an empty cell."""
-        with open(path, "w", newline="", encoding="utf-8") as fh:
+        """Write one row per page (``CSV_FIELDS``); an unknown recall is an empty cell.
+        Atomic (:mod:`focused.output.atomic`): a failure leaves the old file, not a part."""
+        with atomic_write(path, "w", newline="", encoding="utf-8") as fh:
             writer = csv.writer(fh)
             writer.writerow(CSV_FIELDS)
             for p in self.points:

@@ -17,6 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from focused.output.atomic import write_with  # noqa: E402
 from focused.output.metrics import Point, read_points_csv  # noqa: E402
 
 __all__ = ["plot_curves"]
@@ -105,7 +106,8 @@ def plot_curves(
         fig.tight_layout()
         out = Path(path)
         out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out, format="png")
+        # atomic: a full disk leaves the old plot (or none), never a truncated PNG
+        write_with(out, lambda tmp: fig.savefig(tmp, format="png"))
     finally:
         plt.close(fig)
     return out

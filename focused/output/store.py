@@ -28,6 +28,7 @@ Pure module: no Scrapy import.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import logging
@@ -46,13 +47,21 @@ try:  # POSIX advisory locks; without them repair always runs at open
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["COLUMNS", "PageStore", "content_hash", "file_path_for", "stored_pages"]
+__all__ = [
+    "COLUMNS",
+    "PageStore",
+    "StoreBusy",
+    "content_hash",
+    "file_path_for",
+    "is_busy",
+    "stored_pages",
+]
 
 DB_NAME = "pages.sqlite3"
 LOCK_NAME = "pages.lock"
 HTML_DIR = "html"
 _HASH_FILE = re.compile(r"^([0-9a-f]{64})\.html\.gz$")
-_TMP_FILE = re.compile(r"^\.[0-9a-f]{64}\.[0-9a-f]+\.tmp$")
+_TMP_SUFFIX = ".tmp"  # a file being written (``.<sha256>.<uuid>.tmp``), or a leftover
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
 
 #: column name -> SQLite type, in table order (after ``id``)
@@ -83,6 +92,21 @@ _DATA_COLUMNS = tuple(c for c in COLUMNS if c not in ("content_hash", "file_path
 logger = logging.getLogger(__name__)
 
 
+class StoreBusy(Exception):
+    """Another connection holds the database's write lock (``BEGIN IMMEDIATE`` elsewhere):
+    nothing was written; try the same call again later."""
+
+
+def is_busy(exc: BaseException) -> bool:
+    """``exc`` is SQLite's "database is locked" (``SQLITE_BUSY``/``SQLITE_LOCKED``)."""
+    if not isinstance(exc, sqlite3.OperationalError):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(exc)
+
+
 def content_hash(body: bytes) -> str:
     """Hex SHA-256 of the raw bytes: the page's file name."""
     return hashlib.sha256(body).hexdigest()
@@ -107,6 +131,12 @@ class PageStore:
     ``gzip_level``: compression level of the body files (1 = fastest, 9 = smallest).
     ``index``: keep the full-text index ``pages_fts`` (title and the record's ``text``,
     cut to ``index_max_chars`` characters) up to date, in each row's transaction.
+    ``busy_timeout``: seconds a write waits for another connection's write lock before
+    it raises :class:`StoreBusy` (nothing written: the caller tries again later; the
+    crawler uses a short one, so that it does not freeze while another program holds the
+    lock); ``open_timeout`` (default: the same) is that wait while opening. Readers never
+    block a write (WAL). A failed write or commit leaves the open transaction for
+    :meth:`abort` to roll back; a failed file write leaves no temporary file.
 
     :meth:`add` does a page in one call. A writer that wants the file work (hashing,
     compression, the write) off its own thread splits it: :meth:`lookup` (already
@@ -126,6 +156,8 @@ class PageStore:
         after_commit: Callable[[list[str]], Any] | None = None,
         index: bool = True,
         index_max_chars: int = fulltext.DEFAULT_MAX_CHARS,
+        busy_timeout: float = 30.0,
+        open_timeout: float | None = None,
     ) -> None:
         if not 0 <= int(gzip_level) <= 9:
             raise ValueError(f"gzip_level must be 0-9, got {gzip_level!r}")
@@ -137,6 +169,8 @@ class PageStore:
         self.fsync = fsync
         self.before_commit = before_commit
         self.after_commit = after_commit
+        self.busy_timeout = max(0.0, float(busy_timeout))
+        self.open_timeout = self.busy_timeout if open_timeout is None else float(open_timeout)
         self.conn: sqlite3.Connection | None = None
         self.duplicates = 0
         self.stored = 0
@@ -162,13 +196,20 @@ class PageStore:
         """Create/open the database; remove orphan files when no one else has it open."""
         self.output_dir.mkdir(parents=True, exist_ok=True)
         self.html_dir.mkdir(exist_ok=True)
-        conn = sqlite3.connect(self.db_path, isolation_level=None, timeout=30.0)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(f"PRAGMA synchronous={'FULL' if self.fsync else 'NORMAL'}")
-        conn.execute("PRAGMA busy_timeout=30000")
-        cols = ", ".join(f"{name} {decl}" for name, decl in COLUMNS.items())
-        conn.execute(f"CREATE TABLE IF NOT EXISTS pages (id INTEGER PRIMARY KEY, {cols})")
-        conn.execute("CREATE INDEX IF NOT EXISTS pages_hash ON pages(content_hash)")
+        conn = sqlite3.connect(self.db_path, isolation_level=None, timeout=self.open_timeout)
+        try:
+            # WAL: a reader (another program's, in a read transaction) never blocks a commit
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA synchronous={'FULL' if self.fsync else 'NORMAL'}")
+            conn.execute(f"PRAGMA busy_timeout={int(self.open_timeout * 1000)}")
+            cols = ", ".join(f"{name} {decl}" for name, decl in COLUMNS.items())
+            conn.execute(f"CREATE TABLE IF NOT EXISTS pages (id INTEGER PRIMARY KEY, {cols})")
+            conn.execute("CREATE INDEX IF NOT EXISTS pages_hash ON pages(content_hash)")
+            # from now on a writer that holds the lock makes a write fail fast (StoreBusy)
+            conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
+        except BaseException:
+            conn.close()
+            raise
         self.conn = conn
         if self.index:
             fulltext.create(conn)
@@ -237,11 +278,27 @@ class PageStore:
             return
         if self.before_commit is not None:
             self.before_commit()
-        self.conn.execute("COMMIT")
+        self._commit()
         self._pending = 0
         committed, self._inserted = self._inserted, []
         if self.after_commit is not None:
             self.after_commit(committed)
+
+    def _commit(self) -> None:
+        """``COMMIT`` the open transaction (its own method: a test can make it fail)."""
+        self._db.execute("COMMIT")
+
+    def abort(self) -> list[str]:
+        """Roll back the open transaction (after a failed write or commit): its rows are
+        not stored. The URLs whose rows were rolled back."""
+        lost, self._inserted = self._inserted, []
+        self.stored -= len(lost)
+        self._pending = 0
+        if self.conn is not None and self.conn.in_transaction:
+            # SQLite may have rolled it back itself (SQLITE_FULL)
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.execute("ROLLBACK")
+        return lost
 
     def close(self) -> None:
         """Commit and close; the store can be opened again."""
@@ -352,13 +409,18 @@ class PageStore:
             os.makedirs(folder, exist_ok=True)
             fd = os.open(tmp, _CREATE, 0o666)
         try:
-            while data:
-                data = data[os.write(fd, data) :]
-            if self.fsync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, final)
+            try:
+                while data:
+                    data = data[os.write(fd, data) :]
+                if self.fsync:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, final)
+        except BaseException:  # a full disk: no half-written temp file is left behind
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
         if self.fsync:
             dir_fd = os.open(folder, os.O_RDONLY)
             try:
@@ -370,7 +432,12 @@ class PageStore:
         """Insert one row in the open batch transaction; False when the URL exists."""
         db = self._db
         if not self._pending:
-            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if is_busy(exc):  # another program writes: nothing done, try again later
+                    raise StoreBusy(str(exc)) from exc
+                raise
         values = []
         for name in COLUMNS:
             value = row.get(name)
@@ -487,7 +554,7 @@ class PageStore:
         referenced = {d for (d,) in self._db.execute("SELECT DISTINCT content_hash FROM pages")}
         removed: list[str] = []
         for path, digest in self._disk_files():
-            is_tmp = digest is None and _TMP_FILE.match(path.name) is not None
+            is_tmp = digest is None and path.name.endswith(_TMP_SUFFIX)
             if is_tmp or (digest is not None and digest not in referenced):
                 path.unlink(missing_ok=True)
                 removed.append(path.relative_to(self.output_dir).as_posix())

@@ -16,7 +16,7 @@ from w3lib.url import canonicalize_url, safe_url_string
 
 from focused import config, meta, robustness
 from focused.defaults import get
-from focused.items import PageItem
+from focused.items import PageItem, excerpt
 from focused.meta import PageFacts
 from focused.ranking.learning import MAX_ANCHOR_CHARS, link_contexts
 from focused.ranking.relevance import TopicVector, page_relevance, term_counts
@@ -181,7 +181,8 @@ class FocusedSpider(scrapy.Spider):
             encoding=response.encoding,
             link_count=len(links) + len(chrome_links),
             strategy=self.strategy_name,
-            body=response.body,
+            body=response.body,  # for the page store only: not a field (focused.items)
+            excerpt=excerpt(body),
             text=body[: get(self.settings, "FOCUSED_INDEX_MAX_CHARS")]
             if get(self.settings, "FOCUSED_INDEX")
             else "",

@@ -1,0 +1,58 @@
+"""What the project's commands over a crawl's output folder share (``scrapy search``,
+``scrapy report``, ``scrapy export``).
+
+Kept outside :mod:`focused.commands`: Scrapy lists every command class defined in a
+module of ``COMMANDS_MODULE`` as a command named after its module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, ClassVar
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from focused.defaults import get
+
+
+class FolderCommand(ScrapyCommand):
+    """A command that reads the crawl in ``--dir`` (default ``FOCUSED_OUTPUT_DIR``).
+
+    Subclasses name their option group (``group_title``) and add their own options in
+    :meth:`add_folder_options`; :meth:`folder` is the folder to read, :meth:`fail` prints
+    one error line and sets exit status 2.
+    """
+
+    requires_project = False
+    requires_crawler_process = False
+    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
+    group_title: ClassVar[str] = "Options"
+    #: whether positional arguments are accepted (a query is; a folder command's are not)
+    takes_arguments: ClassVar[bool] = False
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        group = parser.add_argument_group(self.group_title)
+        self.add_folder_options(group)
+        group.add_argument("--dir", help="crawl output folder (default: FOCUSED_OUTPUT_DIR)")
+
+    def add_folder_options(self, group: argparse._ArgumentGroup) -> None:
+        """The command's own options (none by default)."""
+
+    def folder(self, args: list[str], opts: argparse.Namespace) -> Path:
+        """The crawl output folder; a usage error for arguments the command takes none of."""
+        if args and not self.takes_arguments:
+            raise UsageError(f"scrapy {self.name} takes no positional arguments")
+        assert self.settings is not None
+        return Path(opts.dir or get(self.settings, "FOCUSED_OUTPUT_DIR"))
+
+    @property
+    def name(self) -> str:
+        return type(self).__module__.rsplit(".", 1)[-1]
+
+    def fail(self, message: str) -> None:
+        print(f"focused: error: {message}", file=sys.stderr)
+        self.exitcode = 2

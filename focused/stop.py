@@ -1,0 +1,105 @@
+"""Stopping a crawl that cannot store what it fetches (a full disk, a locked database).
+
+The page store (:class:`focused.pipelines.PageStorePipeline`) and the scheduler's frontier
+journal (:class:`focused.scheduler.FocusedScheduler`) call :func:`stop_crawl` at their
+first failed write: it logs one line, records it in the stat ``focused/store_failed``
+and closes the spider with the finish reason :data:`STORE_FAILED`; the ``crawl`` command
+then exits with status 1. Nothing is lost: a page is journaled as done only once its row
+and file are committed, so a resume with the same command fetches every page that was not
+stored.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import weakref
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+#: finish reason of a crawl stopped by :func:`stop_crawl`
+STORE_FAILED = "store_failed"
+#: stat holding the line :func:`stop_crawl` logged
+STORE_FAILED_STAT = "focused/store_failed"
+
+_stopped: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+
+def stopped(crawler: Any) -> str | None:
+    """The line :func:`stop_crawl` logged for ``crawler``, None while it was not called."""
+    return None if crawler is None else _stopped.get(crawler)
+
+
+def stop_crawl(crawler: Any, what: str, where: object, exc: BaseException, then: str) -> None:
+    """Log ``focused: error: cannot <what> in <where>: <exc>; the crawl stopped, resume with
+    the same command <then>`` (once per crawler) and close the spider (``store_failed``).
+    Without a crawler (a pipeline used on its own) only logs."""
+    line = (
+        f"focused: error: cannot {what} in {where}: {exc}; the crawl stopped, resume with"
+        f" the same command {then}"
+    )
+    if crawler is not None:
+        if crawler in _stopped:
+            return
+        _stopped[crawler] = line
+    logger.error(line)
+    if crawler is None:
+        return
+    stats = getattr(crawler, "stats", None)
+    if stats is not None:
+        stats.set_value(STORE_FAILED_STAT, line)
+    from twisted.internet import reactor
+
+    # later, not now: the failure may come while the engine opens the spider or calls
+    # the store from deep inside a signal handler
+    reactor.callLater(0, _close, crawler)  # type: ignore[attr-defined]
+
+
+def _close(crawler: Any) -> None:
+    try:
+        engine = crawler.engine
+    except (AttributeError, RuntimeError):  # no engine (a component used on its own)
+        return
+    slot = getattr(engine, "_slot", None)
+    if engine is None or getattr(engine, "spider", None) is None or slot is None:
+        return
+    if getattr(slot, "closing", None) is not None:
+        return  # closing already (the failure came at the close): the stat says it
+    from scrapy.utils.defer import deferred_from_coro
+
+    deferred_from_coro(engine.close_spider_async(reason=STORE_FAILED))
+
+
+def then_for(exc: BaseException) -> str:
+    """How to say when to resume after ``exc``."""
+    text = str(exc)
+    if getattr(exc, "errno", None) == errno.ENOSPC or "full" in text or "No space" in text:
+        return "once there is room"
+    if "locked" in text or "busy" in text:
+        return "once the other program has released the database"
+    return "once the problem is fixed"
+
+
+try:  # the Scrapy extension below; this module's functions work without Scrapy too
+    from scrapy.extensions.spiderstate import SpiderState as _ScrapySpiderState
+except ImportError:  # pragma: no cover
+    _ScrapySpiderState = object  # type: ignore[assignment,misc]
+
+
+class SpiderState(_ScrapySpiderState):  # type: ignore[misc,valid-type]
+    """Scrapy's ``SpiderState`` extension (``JOBDIR/spider.state``), written atomically:
+    on a full disk the old file stays (Scrapy's own truncates it, and the next resume then
+    fails to load it) and one warning is logged instead of a traceback."""
+
+    def spider_closed(self, spider: Any) -> None:
+        if not self.jobdir:
+            return
+        import pickle
+
+        from focused.output.atomic import write_bytes
+
+        try:
+            write_bytes(self.statefn, pickle.dumps(getattr(spider, "state", {}), protocol=4))
+        except OSError as exc:
+            logger.warning("focused: could not save %s: %s", self.statefn, exc)

@@ -11,6 +11,12 @@ Set by the spider on each link request:
   text with the topic, ``r`` in the m-value rule (Liu, Xia & Xu 2010); 1.0 for a seed.
 - ``focused_parent_url`` (:data:`PARENT_URL`): URL of the page that holds the link;
   ``""`` for a seed.
+- ``focused_chrome`` (:data:`CHROME`): True on a link that stands only in the page's
+  chrome (navigation, footer, sidebar, a host's repeated blocks:
+  :mod:`focused.web.template`). The spider sets its priority (:data:`CHROME_PRIORITY`
+  minus its depth) and a value of 0 itself, so no strategy scores it: it waits at the
+  bottom of the frontier, fetched when no content link is left; the chrome links of a
+  page reached by a chrome link are dropped (one hop of chrome, no endless chain).
 - ``focused_anchor_text`` and ``focused_link_context`` (:data:`ANCHOR_TEXT`,
   :data:`LINK_CONTEXT`): the anchor text and the words around the link, only for a
   strategy that asks for them (:attr:`focused.strategies.base.Strategy.link_evidence`).
@@ -50,6 +56,9 @@ PARENT_RELEVANCE = "focused_parent_relevance"
 #: ... and the term model's score of the link when it was scored.
 TERM_SCORE = "focused_term_score"
 PAGE = "focused_page"
+CHROME = "focused_chrome"
+#: Priority of a chrome link (minus its depth): below any strategy's priority.
+CHROME_PRIORITY = -(10**12)
 
 #: Scrapy's own key (``DepthMiddleware``), read here.
 DEPTH = "depth"
@@ -61,10 +70,11 @@ class PageFacts:
 
     ``page_relevance`` is A = 4B + C (B the title's cosine with the topic, C the body's:
     the page-relevance rule of the web-crawler thesis, Binzhou University 2010),
-    ``relevant`` is A above the page threshold, ``link_count`` the number of links the page
-    holds (``t`` in Gao & Han's
-    link weight). ``terms`` (the page's distinct terms, UTF-8) is filled only for a
-    strategy that learns from pages (:attr:`focused.strategies.base.Strategy.learns`).
+    ``relevant`` is A above the page threshold, ``link_count`` the number of links the
+    page's content holds, chrome links left out (``t`` in Gao & Han's link weight); B
+    and C are computed on the page's main content (:mod:`focused.web.template`).
+    ``terms`` (the page's distinct terms, UTF-8) is filled only for a strategy that
+    learns from pages (:attr:`focused.strategies.base.Strategy.learns`).
     """
 
     page_relevance: float = 0.0

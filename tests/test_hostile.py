@@ -218,14 +218,25 @@ def test_hostile_crawl_goes_on_and_stores_nothing_half_written(hostile_crawl, si
 
 @pytest.mark.integration
 def test_every_encoding_variant_is_stored_with_its_twins_score(hostile_crawl):
+    # a variant decoded right has its twin's content: stored with its twin's title and
+    # score, or (fetched after it) skipped as its near-duplicate (same title, same text)
     rows = {urlsplit(r["url"]).path: r for r in hostile_crawl.rows()}
+    groups: dict[str, set[str]] = {}  # twin -> the twin and its variants (gbk, gb2312: one)
     for enc in hostile.ENCODINGS:
-        twin = rows[hostile.twin_path(enc)]
-        for variant in hostile.ENC_VARIANTS:
-            row = rows[hostile.enc_path(enc, variant)]
-            assert row["title"] == twin["title"] == hostile.expected_text(enc)[0]
-            assert row["page_relevance"] == pytest.approx(twin["page_relevance"], abs=1e-12)
-            assert row["encoding"] in ("gb18030", "big5hkscs")
+        group = groups.setdefault(hostile.twin_path(enc), {hostile.twin_path(enc)})
+        group.update(hostile.enc_path(enc, v) for v in hostile.ENC_VARIANTS)
+    title = {hostile.twin_path(enc): hostile.expected_text(enc)[0] for enc in hostile.ENCODINGS}
+    skipped = 0
+    for twin, group in groups.items():
+        stored = [(p, rows[p]) for p in sorted(group) if p in rows]
+        assert stored
+        skipped += len(group) - len(stored)
+        for path, row in stored:
+            assert row["title"] == title[twin]
+            assert row["page_relevance"] == pytest.approx(stored[0][1]["page_relevance"], abs=1e-12)
+            if path != twin:
+                assert row["encoding"] in ("gb18030", "big5hkscs")
+    assert stats(hostile_crawl).get("focused/pages/near_duplicates", 0) == skipped
     # 2 wrong headers with meta + 2 without, per encoding
     assert stats(hostile_crawl)["focused/charset/repaired"] == 4 * len(hostile.ENCODINGS)
 
@@ -324,7 +335,10 @@ def test_depth_and_url_length_bound_endless_spaces(tmp_path):
 
 @pytest.mark.integration
 def test_per_host_cap_bounds_an_endless_calendar(tmp_path):
-    cap = 150
+    # the calendar's "next month" links repeat on every month: after three months they
+    # are chrome, followed one hop only (focused.web.template), so the calendar ends
+    # before 150 pages; a cap of 60 is reached by the site's ordinary pages
+    cap = 60
     crawl = run_crawl(
         tmp_path,
         *HOSTILE,
@@ -340,7 +354,7 @@ def test_per_host_cap_bounds_an_endless_calendar(tmp_path):
     assert s["focused/skipped/host_cap"] >= 1
     assert len(paths(crawl)) <= cap
     assert len(paths(crawl)) > cap - 40  # failures, redirects and binary pages use the rest
-    assert "reached FOCUSED_MAX_PAGES_PER_HOST=150" in crawl.log
+    assert f"reached FOCUSED_MAX_PAGES_PER_HOST={cap}" in crawl.log
 
 
 # --- bad input: one line, exit status 2, nothing fetched ----------------------------------

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 import scrapy
 from scrapy import signals
@@ -22,8 +22,10 @@ from focused.ranking.learning import MAX_ANCHOR_CHARS, link_contexts
 from focused.ranking.relevance import TopicVector, page_relevance, term_counts
 from focused.signals import page_skipped
 from focused.strategies import Strategy
+from focused.web.neardup import NearDuplicates
 from focused.web.sanitize import strip_session_ids
 from focused.web.sites import Web, open_web
+from focused.web.template import HostTemplates, Page, chrome_urls, split_page
 from focused.web.topics import load_topic
 
 BODY_TEXT = "//body//text()[not(ancestor::script) and not(ancestor::style)]"
@@ -111,8 +113,16 @@ class FocusedSpider(scrapy.Spider):
         self.link_extractor = robustness.FocusedLinkExtractor(
             count=self._count, max_links=get(settings, "FOCUSED_MAX_LINKS_PER_PAGE")
         )
+        #: characters of the main text the page store indexes (0: the index is off)
+        self.index_chars = (
+            int(get(settings, "FOCUSED_INDEX_MAX_CHARS")) if get(settings, "FOCUSED_INDEX") else 0
+        )
         #: only the first this many characters of a page's text are scored (None: all)
         self.max_text_chars: int | None = get(settings, "FOCUSED_MAX_TEXT_CHARS") or None
+        #: each host's template, learnt from its pages (focused.web.template)
+        self.templates = HostTemplates()
+        #: main contents seen, by SimHash (focused.web.neardup)
+        self.near_duplicates = NearDuplicates()
         self.logger.info(
             "focused: topic %s on the %s web, %d seeds, %d known targets, strategy %s",
             self.topic.name,
@@ -140,7 +150,9 @@ class FocusedSpider(scrapy.Spider):
             return
         cap = self.max_text_chars  # FOCUSED_MAX_TEXT_CHARS: what is tokenised and scored
         title = " ".join(texts(response, TITLE_TEXT)).strip()[:cap]
-        body = " ".join(texts(response, BODY_TEXT))
+        body, page = self._content(response)
+        if page is not None and self._near_duplicate(response, page, title):
+            return
         if cap is not None and len(body) > cap:
             self._count("focused/pages/text_capped")
         body_terms = term_counts(body[:cap])  # counted once: a learning strategy learns them
@@ -149,6 +161,7 @@ class FocusedSpider(scrapy.Spider):
         relevance = page_relevance(title_cos, body_cos, self.title_weight)
         relevant = relevance > self.page_threshold
         links = self.link_extractor.extract_links(response)
+        links, chrome_links = self._split_links(response, page, links)
         response.meta[meta.PAGE] = PageFacts(
             page_relevance=relevance,
             relevant=relevant,
@@ -166,6 +179,7 @@ class FocusedSpider(scrapy.Spider):
                     request.meta[meta.ANCHOR_TEXT] = link.text[:MAX_ANCHOR_CHARS]
                     request.meta[meta.LINK_CONTEXT] = contexts.get(link.url, "")
                 yield request
+        yield from self._chrome_requests(response, chrome_links)
         got = response.meta
         yield PageItem(
             url=response.url,
@@ -183,13 +197,11 @@ class FocusedSpider(scrapy.Spider):
             fetched_at=time.time(),
             status=response.status,
             encoding=response.encoding,
-            link_count=len(links),
+            link_count=len(links) + len(chrome_links),
             strategy=self.strategy_name,
             body=response.body,  # for the page store only: not a field (focused.items)
             excerpt=excerpt(body),
-            text=body[: get(self.settings, "FOCUSED_INDEX_MAX_CHARS")]
-            if get(self.settings, "FOCUSED_INDEX")
-            else "",
+            text=body[: self.index_chars] if self.index_chars else "",
         )
 
     def _parse_feed(self, response: TextResponse, feed: robustness.Feed) -> Iterator[Any]:
@@ -220,16 +232,85 @@ class FocusedSpider(scrapy.Spider):
                 yield request
         self.crawler.signals.send_catch_log(page_skipped, response=response)
 
-    def _contexts(self, response: TextResponse) -> dict[str, str]:
-        """For a strategy that asks for link evidence: the text around each link, by the
-        link extractor's URL."""
+    # --- main content and chrome (focused.web.template, focused.web.neardup) -----------
+    def _content(self, response: TextResponse) -> tuple[str, Page | None]:
+        """The page's main content text, and its blocks (None when it has no HTML body).
+
+        Blocks the markup names chrome, or the host's template (blocks seen on earlier
+        pages of the host), are left out; a page with no chrome block gets exactly the
+        text of ``BODY_TEXT``."""
+        root = response.selector.root
+        page = split_page(root) if getattr(root, "tag", None) == "html" else None
+        if page is None or not page.blocks:
+            return " ".join(texts(response, BODY_TEXT)), None
+        self.templates.classify(urlsplit(response.url).netloc, page)
+        return page.content_text(), page
+
+    def _near_duplicate(self, response: TextResponse, page: Page, title: str) -> bool:
+        """Whether the page's main content was seen at another URL (the same title, a
+        SimHash within 3 bits): then it is counted and skipped (no item, no links, the
+        scheduler told by ``page_skipped``). Otherwise its blocks join its host's
+        template counts."""
+        if self.near_duplicates.check(page.content_parts(), title):
+            self._count("focused/pages/near_duplicates")
+            self.crawler.signals.send_catch_log(page_skipped, response=response)
+            return True
+        self.templates.learn(urlsplit(response.url).netloc, page)
+        return False
+
+    def _split_links(
+        self, response: TextResponse, page: Page | None, links: list[Any]
+    ) -> tuple[list[Any], list[Any]]:
+        """The page's links as (content links, chrome links): a chrome link stands only
+        in chrome blocks."""
+        if page is None or not page.has_chrome:
+            return links, []
+        chrome = chrome_urls(page, self._absolute(response))
+        if not chrome:
+            return links, []
+        return [k for k in links if k.url not in chrome], [k for k in links if k.url in chrome]
+
+    def _chrome_requests(self, response: TextResponse, links: list[Any]) -> Iterator[Any]:
+        """Requests of chrome links, scored here (value 0, the bottom of the frontier):
+        kept, as they may be the only way into parts of a site, but fetched only when
+        no content link is waiting (breadth-first among them). One hop only: no strategy
+        sees them, so none can drop them, and the chrome links of a page reached by a
+        chrome link are dropped (a calendar's "next month" would be an endless chain)."""
+        if not links:
+            return
+        got = response.meta
+        if got.get(meta.CHROME):
+            for _ in links:
+                self._count("focused/links/chrome_dropped")
+            return
+        depth = got.get(meta.DEPTH, 0) + 1
+        hops = got.get(meta.HOPS, 0) + 1
+        for link in links:
+            request = self._request(link.url, 0.0, response.url)
+            if request is None:
+                continue
+            request.priority = meta.CHROME_PRIORITY - depth
+            request.meta.update(
+                {meta.CHROME: True, meta.LINK_VALUE: 0.0, meta.M: 0.0, meta.HOPS: hops}
+            )
+            self._count("focused/links/chrome")
+            yield request
+
+    @staticmethod
+    def _absolute(response: TextResponse) -> Callable[[str], str]:
+        """href -> the link extractor's URL for it."""
         base, encoding = get_base_url(response), response.encoding
 
         def absolute(href: str) -> str:  # the link extractor's URL (ASCII: no escaping)
             url = urljoin(base, href.strip())
             return url if url.isascii() and " " not in url else safe_url_string(url, encoding)
 
-        return link_contexts(response.selector.root, absolute)
+        return absolute
+
+    def _contexts(self, response: TextResponse) -> dict[str, str]:
+        """For a strategy that asks for link evidence: the text around each link, by the
+        link extractor's URL."""
+        return link_contexts(response.selector.root, self._absolute(response))
 
     def _request(self, url: str, anchor_relevance: float, parent: str) -> scrapy.Request | None:
         """The request of a link, without session ids; None for a URL Scrapy refuses."""

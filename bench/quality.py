@@ -826,7 +826,17 @@ def write_csv(rows: Sequence[dict[str, object]], path: Path) -> None:
         writer = csv.writer(fh)
         writer.writerow(columns)
         for row in rows:
-            writer.writerow([_fmt(row.get(c), 6) for c in columns])
+            writer.writerow([_csv_cell(row.get(c), c) for c in columns])
+
+
+#: Realistic columns that are counts: written as whole numbers.
+_COUNT_COLUMNS = frozenset({"requests", "hosts_served", "hosts"})
+
+
+def _csv_cell(value: object, column: str) -> str:
+    if column in _COUNT_COLUMNS and isinstance(value, (int, float)):
+        return str(round(value))
+    return _fmt(value, 6)
 
 
 def write_json(rows: Sequence[dict[str, object]], path: Path) -> None:

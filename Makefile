@@ -69,18 +69,22 @@ deploy: install
 #   CONCURRENCY=16  COMPARE=1 (also CONCURRENT_REQUESTS=1, ranking compared)  JOBS=2
 #   REPEAT=3 (every crawl N times: medians and min-max of recall / oracle)
 #   DATA=../shared/data/wikispeedia-site  BENCH_OUT=out/bench
+#   WEB=realistic (the site dressed as real sites over HOSTS=32 loopback hosts with
+#   latency, chrome, meta pages, duplicates, dead/hanging hosts; out/bench-realistic;
+#   DELAY=1: the politeness run, DOWNLOAD_DELAY=1)
 BUDGET ?= 2
 JOBS ?= 2
 REPEAT ?= 1
 COMPARE ?= 1
-BENCH_OUT ?= out/bench
+BENCH_OUT ?= $(if $(filter realistic,$(WEB)),out/bench-realistic,out/bench)
 BENCH_QUICK_OUT ?= out/bench-quick
 BENCH_ARGS = $(if $(filter-out file,$(origin TOPIC)),--topic $(TOPIC)) \
 	$(if $(filter-out undefined,$(origin HELDOUT)),--held-out $(HELDOUT)) \
 	$(if $(CATEGORY),--category $(CATEGORY)) $(if $(SEEDS),--seeds $(SEEDS)) \
 	$(if $(STRATEGIES),--strategies $(STRATEGIES)) \
 	$(if $(CONCURRENCY),--concurrency $(CONCURRENCY)) $(if $(DATA),--data $(DATA)) \
-	--jobs $(JOBS) --repeat $(REPEAT)
+	--jobs $(JOBS) --repeat $(REPEAT) \
+	$(if $(WEB),--web $(WEB)) $(if $(HOSTS),--hosts $(HOSTS)) $(if $(DELAY),--delay $(DELAY))
 
 .PHONY: bench-quality bench-quality-quick
 bench-quality: install

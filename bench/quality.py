@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import json
 import math
 import os
 import re
@@ -43,8 +44,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote, urlsplit
+
+from w3lib.url import canonicalize_url
 
 from bench import command
 from bench.server import StaticServer
@@ -52,10 +55,14 @@ from focused.output.metrics import HarvestCurve, read_labels, targets_from_label
 from focused.strategies import STRATEGIES
 from focused.web.topics import Topic, TopicError, load_topic
 
+if TYPE_CHECKING:
+    from bench.realweb.web import RealWeb
+
 ROOT = Path(__file__).resolve().parents[1]
 #: The data lives beside the project, never in it.
 DEFAULT_DATA = Path("..") / "shared" / "data" / "wikispeedia-site"
 DEFAULT_OUT = Path("out") / "bench"
+DEFAULT_REALISTIC_OUT = Path("out") / "bench-realistic"
 
 CSV_COLUMNS = (
     "topic",
@@ -76,6 +83,24 @@ CSV_COLUMNS = (
 )
 #: Columns that are the median over the repeated crawls of a row (``--repeat``).
 MEDIAN_COLUMNS = ("recall", "precision", "oracle_recall", "recall_over_oracle", "auc_recall")
+#: More columns of ``quality.csv`` on the realistic web (``--web realistic``), after the
+#: clean web's, each a median over repeats (see docs/quality.md, "Realistic web"): the
+#: share of the budget by URL class, pages stored per second, the two host measures of
+#: :mod:`bench.realweb.measure`, requests answered and hosts served, and the settings.
+REALISTIC_COLUMNS = (
+    "non_article_share",
+    "duplicate_share",
+    "meta_share",
+    "chrome_share",
+    "pages_per_s",
+    "host_busy",
+    "host_utilisation",
+    "mean_waiting_hosts",
+    "requests",
+    "hosts_served",
+    "download_delay",
+    "hosts",
+)
 
 ORACLE = "oracle"
 #: The oracle is not in the ``focused`` package: its crawls name its class.
@@ -304,11 +329,13 @@ def crawl_command(
     scheduler: str,
     log_level: str,
     extra: Mapping[str, str] | None = None,
+    seed_urls: Sequence[str] | None = None,
 ) -> list[str]:
     """The ``scrapy crawl`` command line of one job (run from the project root);
-    ``extra``: more ``-s`` settings (``--set``), applied last."""
+    ``extra``: more ``-s`` settings (``--set``), applied last; ``seed_urls``: the seeds'
+    URLs when they are not ``page_url(base, seed)`` (the realistic web)."""
     group = job.group
-    seeds = ",".join(page_url(base, s) for s in group.seeds)
+    seeds = ",".join(seed_urls or [page_url(base, s) for s in group.seeds])
     settings = {
         "FOCUSED_WEB": "real",
         "FOCUSED_SEEDS": seeds,
@@ -331,26 +358,47 @@ def crawl_command(
     return command.crawl_command(group.topic_arg, output_dir=out_dir, settings=settings)
 
 
-def read_curve(out_dir: Path, group: Group) -> HarvestCurve:
+def read_pages(out_dir: Path, budget: int) -> list[tuple[str, bool, float]]:
+    """(url, relevant, fetched_at) of a crawl's first ``budget`` stored pages, from its
+    ``pages.sqlite3``, in storage order (a URL stored twice counts once)."""
+    db = out_dir / "pages.sqlite3"
+    if not db.is_file():
+        return []
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        rows = conn.execute("SELECT url, relevant, fetched_at FROM pages ORDER BY id").fetchall()
+    finally:
+        conn.close()
+    seen: set[str] = set()
+    out = []
+    for url, relevant, fetched_at in rows:
+        if len(out) >= budget:
+            break
+        if url not in seen:
+            seen.add(url)
+            out.append((str(url), bool(relevant), float(fetched_at or 0.0)))
+    return out
+
+
+def read_curve(
+    out_dir: Path, group: Group, target_urls: frozenset[str] | None = None
+) -> HarvestCurve:
     """Recall/precision after every page of a crawl, from its ``pages.sqlite3``.
 
     Rows in storage order, cut at the budget; a page is a target when its name is one of
-    the group's reachable targets.
+    the group's reachable targets, or, with ``target_urls`` (canonical URLs: the
+    realistic web's article URLs), when its canonical URL is one of them.
     """
-    targets_urls = frozenset(page_url("http://site", t) for t in group.targets)
+    if target_urls is None:
+        targets_urls = frozenset(page_url("http://site", t) for t in group.targets)
+    else:
+        targets_urls = target_urls
     curve = HarvestCurve(targets_urls)
-    db = out_dir / "pages.sqlite3"
-    if not db.is_file():
-        return curve
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        rows = conn.execute("SELECT url, relevant FROM pages ORDER BY id").fetchall()
-    finally:
-        conn.close()
-    for url, relevant in rows:
-        if curve.pages >= group.budget:
-            break
-        curve.add(url, bool(relevant), page_name(url) in group.targets)
+    for url, relevant, _ in read_pages(out_dir, group.budget):
+        if target_urls is None:
+            curve.add(url, relevant, page_name(url) in group.targets)
+        else:
+            curve.add(url, relevant, canonicalize_url(url) in target_urls)
     return curve
 
 
@@ -393,33 +441,28 @@ class _Children:
 _CHILDREN = _Children()
 
 
-def run_job(
-    job: Job,
-    *,
-    base: str,
-    site: Site,
-    out: Path,
-    seed: int,
-    scheduler: str,
-    log_level: str,
-    timeout: float,
-    extra: Mapping[str, str] | None = None,
-) -> Result:
-    """Run one crawl as a subprocess and read its curve."""
-    out_dir = out / job.out_dir
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
-    out_dir.mkdir(parents=True)
-    cmd = crawl_command(
-        job,
-        base=base,
-        labels=site.labels_path.resolve(),
-        out_dir=out_dir.resolve(),
-        seed=seed,
-        scheduler=scheduler,
-        log_level=log_level,
-        extra=extra,
-    )
+@dataclass(frozen=True)
+class Realistic:
+    """The realistic web of ``--web realistic`` (:mod:`bench.realweb`) and its settings:
+    ``delay`` is every crawl's ``DOWNLOAD_DELAY`` (0: none), ``download_timeout`` its
+    ``DOWNLOAD_TIMEOUT`` (what a hanging host costs)."""
+
+    web: RealWeb
+    delay: float = 0.0
+    download_timeout: float = 5.0
+
+    def settings(self) -> dict[str, str]:
+        out = {
+            "FOCUSED_HOSTS": command.setting_value(self.web.host_map()),
+            "DOWNLOAD_TIMEOUT": f"{self.download_timeout:g}",
+        }
+        if self.delay > 0:
+            out["DOWNLOAD_DELAY"] = f"{self.delay:g}"
+        return out
+
+
+def _run_crawl(cmd: list[str], out_dir: Path, *, seed: int, timeout: float) -> tuple[str, float]:
+    """Run one crawl command; (error, seconds), error ``""`` when it succeeded."""
     (out_dir / "command.txt").write_text(" ".join(cmd) + "\n", encoding="utf-8")
     env = {**os.environ, "PYTHONHASHSEED": str(seed)}
     started = time.monotonic()
@@ -434,11 +477,137 @@ def run_job(
             proc.kill()
             proc.communicate()
             error = f"timed out after {timeout:.0f} s"
-    elapsed = time.monotonic() - started
+    return error, time.monotonic() - started
+
+
+def run_job(
+    job: Job,
+    *,
+    base: str,
+    site: Site,
+    out: Path,
+    seed: int,
+    scheduler: str,
+    log_level: str,
+    timeout: float,
+    extra: Mapping[str, str] | None = None,
+    realistic: Realistic | None = None,
+) -> Result:
+    """Run one crawl as a subprocess and read its curve (on the realistic web when
+    ``realistic``: its own server, see :func:`run_realistic_job`)."""
+    out_dir = out / job.out_dir
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True)
+    if realistic is not None:
+        return run_realistic_job(
+            job,
+            realistic,
+            site=site,
+            out_dir=out_dir,
+            seed=seed,
+            scheduler=scheduler,
+            log_level=log_level,
+            timeout=timeout,
+            extra=extra,
+        )
+    cmd = crawl_command(
+        job,
+        base=base,
+        labels=site.labels_path.resolve(),
+        out_dir=out_dir.resolve(),
+        seed=seed,
+        scheduler=scheduler,
+        log_level=log_level,
+        extra=extra,
+    )
+    error, elapsed = _run_crawl(cmd, out_dir, seed=seed, timeout=timeout)
     curve = read_curve(out_dir, job.group)
     if not error and curve.pages == 0:
         error = f"no page stored (see {out_dir / 'crawl.log'})"
     return Result(job, curve, elapsed, error)
+
+
+def run_realistic_job(
+    job: Job,
+    realistic: Realistic,
+    *,
+    site: Site,
+    out_dir: Path,
+    seed: int,
+    scheduler: str,
+    log_level: str,
+    timeout: float,
+    extra: Mapping[str, str] | None = None,
+) -> Result:
+    """One crawl of the realistic web, served for it alone (its own port: the server's
+    log is this crawl's), then its curve and :data:`REALISTIC_COLUMNS` (also written to
+    the run folder's ``metrics.json``)."""
+    from bench.realweb.measure import host_use, page_shares
+    from bench.realweb.serve import RealWebServer
+
+    with RealWebServer(realistic.web) as served:
+        web = served.web
+        labels = out_dir / "labels.tsv"
+        labels.write_text("\n".join(web.labels_lines(site.labels)) + "\n", encoding="utf-8")
+        cmd = crawl_command(
+            job,
+            base="",
+            labels=labels.resolve(),
+            out_dir=out_dir.resolve(),
+            seed=seed,
+            scheduler=scheduler,
+            log_level=log_level,
+            extra={**realistic.settings(), **(extra or {})},
+            seed_urls=[web.article_url(s) for s in job.group.seeds],
+        )
+        error, elapsed = _run_crawl(cmd, out_dir, seed=seed, timeout=timeout)
+        hits = served.snapshot()
+    with (out_dir / "requests.csv").open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)  # the server's log: every request answered, in order
+        writer.writerow(["host", "target", "start", "end", "status"])
+        for hit in hits:
+            writer.writerow(
+                [hit.host, hit.target, f"{hit.start:.4f}", f"{hit.end:.4f}", hit.status]
+            )
+    targets = frozenset(canonicalize_url(web.article_url(t)) for t in job.group.targets)
+    curve = read_curve(out_dir, job.group, targets)
+    if not error and curve.pages == 0:
+        error = f"no page stored (see {out_dir / 'crawl.log'})"
+    pages = read_pages(out_dir, job.group.budget)
+    metrics: dict[str, float] = {}
+    metrics.update(page_shares(web, [u for u, _, _ in pages]))
+    times = [t for _, _, t in pages if t > 0]
+    span = (times[-1] - times[0]) if len(times) > 1 else 0.0
+    metrics["pages_per_s"] = (len(times) - 1) / span if span > 0 else 0.0
+    use = host_use(
+        web,
+        hits,
+        seeds=[web.article_url(s) for s in job.group.seeds],
+        end=times[-1] if times else None,
+        delay=realistic.delay,
+    )
+    metrics.update({k: v for k, v in use.items() if v is not None})
+    metrics["download_delay"] = realistic.delay
+    metrics["hosts"] = len(web.live_hosts)
+    record = {
+        "topic": job.group.topic.name,
+        "seeds": job.group.seeds_label,
+        "strategy": job.strategy,
+        "concurrency": job.concurrency or "default",
+        "repetition": job.rep + 1,
+        "budget": job.group.budget,
+        "pages": curve.pages,
+        "targets": len(job.group.targets),
+        "targets_found": curve.targets_found,
+        "recall": curve.recall_at(job.group.budget),
+        "precision": curve.precision,
+        "seconds": round(elapsed, 2),
+        "error": error,
+        **metrics,
+    }
+    (out_dir / "metrics.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    return Result(job, curve, elapsed, error, metrics)
 
 
 def run_jobs(
@@ -453,11 +622,14 @@ def run_jobs(
     timeout: float,
     progress: bool = True,
     extra: Mapping[str, str] | None = None,
+    realistic: Realistic | None = None,
 ) -> list[Result]:
-    """Serve the site and run ``jobs``, ``parallel`` at a time (largest budgets first)."""
+    """Serve the site and run ``jobs``, ``parallel`` at a time (largest budgets first);
+    with ``realistic``, each crawl serves the realistic web for itself."""
     results: list[Result] = []
     ordered = sorted(jobs, key=lambda j: -j.group.budget)
-    with StaticServer(site.root) as base, ThreadPoolExecutor(max_workers=parallel) as pool:
+    server = contextlib.nullcontext("") if realistic is not None else StaticServer(site.root)
+    with server as base, ThreadPoolExecutor(max_workers=parallel) as pool:
         futures = [
             pool.submit(
                 run_job,
@@ -470,6 +642,7 @@ def run_jobs(
                 log_level=log_level,
                 timeout=timeout,
                 extra=extra,
+                realistic=realistic,
             )
             for job in ordered
         ]
@@ -493,6 +666,8 @@ def _progress(futures: list[Future[Result]], total: int, progress: bool) -> Iter
             status = result.error or (
                 f"{result.curve.pages} pages, recall {result.curve.recall or 0:.3f}"
             )
+            if not result.error and "non_article_share" in result.extra:
+                status += f", non-article {result.extra['non_article_share']:.2f}"
             print(
                 f"[{done}/{total}] {j.group.topic.name} {j.group.seeds_label} "
                 f"{j.strategy} c={j.concurrency or 'default'}: {status} "
@@ -553,6 +728,7 @@ def run_rows(results: Sequence[Result]) -> list[dict[str, object]]:
                 "_error": r.error,
                 "_elapsed": r.elapsed,
                 "_curve": curve,
+                **{c: r.extra.get(c) for c in REALISTIC_COLUMNS if r.extra},
             }
         )
     return rows
@@ -576,7 +752,7 @@ def aggregate_rows(rows: Sequence[dict[str, object]]) -> list[dict[str, object]]
             continue
         ranked = sorted(ok, key=lambda r: _num(r["recall_over_oracle"]))
         row = dict(ranked[(len(ranked) - 1) // 2])
-        for col in MEDIAN_COLUMNS:
+        for col in (*MEDIAN_COLUMNS, *(c for c in REALISTIC_COLUMNS if c in row)):
             values = [float(v) for r in ok if isinstance(v := r[col], (int, float))]
             row[col] = statistics.median(values) if values else None
         ratios = [float(v) for r in ok if isinstance(v := r["recall_over_oracle"], float)]
@@ -637,12 +813,37 @@ def write_runs(results: Sequence[Result], path: Path) -> None:
             )
 
 
+def _columns(rows: Sequence[dict[str, object]]) -> tuple[str, ...]:
+    """The CSV columns of ``rows``: the clean web's, and the realistic web's after them
+    when the rows have them."""
+    realistic = any("non_article_share" in row for row in rows)
+    return CSV_COLUMNS + REALISTIC_COLUMNS if realistic else CSV_COLUMNS
+
+
 def write_csv(rows: Sequence[dict[str, object]], path: Path) -> None:
+    columns = _columns(rows)
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
-        writer.writerow(CSV_COLUMNS)
+        writer.writerow(columns)
         for row in rows:
-            writer.writerow([_fmt(row[c], 6) for c in CSV_COLUMNS])
+            writer.writerow([_csv_cell(row.get(c), c) for c in columns])
+
+
+#: Realistic columns that are counts: written as whole numbers.
+_COUNT_COLUMNS = frozenset({"requests", "hosts_served", "hosts"})
+
+
+def _csv_cell(value: object, column: str) -> str:
+    if column in _COUNT_COLUMNS and isinstance(value, (int, float)):
+        return str(round(value))
+    return _fmt(value, 6)
+
+
+def write_json(rows: Sequence[dict[str, object]], path: Path) -> None:
+    """The rows of ``quality.csv`` as a JSON list (numbers as numbers), with the web."""
+    columns = _columns(rows)
+    data = [{c: row.get(c) for c in columns} for row in rows]
+    path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
 
 
 def ranking(rows: Sequence[dict[str, object]], key: str = "auc_recall") -> list[str]:
@@ -747,6 +948,60 @@ def _means(rows: Sequence[dict[str, object]]) -> list[str]:
     return lines
 
 
+def realistic_section(rows: Sequence[dict[str, object]]) -> list[str]:
+    """The realistic web's table: recall, precision, where the budget went, speed and
+    host use of every crawl, then the means per strategy."""
+    lines = [
+        "## Realistic web: where the budget went",
+        "",
+        "non-article = duplicate + meta + chrome pages among the pages crawled (the rest: "
+        "articles, and external/missing answers, which are not stored); pages/s over the "
+        "crawl; host busy = busy-host-seconds / waiting-host-seconds; host utilisation "
+        "(with DOWNLOAD_DELAY=d) = requests / (waiting-host-seconds / d) (docs/quality.md).",
+        "",
+        "| topic | seeds | strategy | recall | precision | non-article | duplicate | meta "
+        "| chrome | pages/s | host busy | host utilisation | mean waiting hosts |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        name = str(row["strategy"]) + (f" (failed: {row['_error']})" if row["_error"] else "")
+        cells = [
+            _fmt(row.get(c), 3 if c != "pages_per_s" else 1)
+            for c in (
+                "recall",
+                "precision",
+                "non_article_share",
+                "duplicate_share",
+                "meta_share",
+                "chrome_share",
+                "pages_per_s",
+                "host_busy",
+                "host_utilisation",
+                "mean_waiting_hosts",
+            )
+        ]
+        lines.append(f"| {row['topic']} | {row['seeds']} | {name} | " + " | ".join(cells) + " |")
+    keys = ("recall", "precision", "non_article_share", "pages_per_s", "host_busy")
+    keys += ("host_utilisation",)
+    values: dict[str, dict[str, list[float]]] = {}
+    for row in rows:
+        per = values.setdefault(str(row["strategy"]), {k: [] for k in keys})
+        for k in keys:
+            if isinstance(v := row.get(k), (int, float)):
+                per[k].append(float(v))
+    lines += [
+        "",
+        "| strategy | mean recall | mean precision | mean non-article | mean pages/s "
+        "| mean host busy | mean host utilisation |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    order = sorted(values, key=lambda s: STRATEGY_ORDER.index(s) if s in STRATEGY_ORDER else 99)
+    for s in order:
+        cells = [_fmt(sum(v) / len(v)) if (v := values[s][k]) else "" for k in keys]
+        lines.append(f"| {s} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
 def write_markdown(
     path: Path,
     rows: Sequence[dict[str, object]],
@@ -757,15 +1012,24 @@ def write_markdown(
     plots: Sequence[Path],
     elapsed: float,
     crawls: int,
+    realistic: bool = False,
 ) -> None:
-    """``quality.md``: the tables a person reads."""
+    """``quality.md``: the tables a person reads (``realistic``: of the realistic web,
+    with its own table first)."""
     tuned = [r for r in rows if not r["_held_out"]]
     held = [r for r in rows if r["_held_out"]]
+    served = (
+        "dressed as real sites (chrome, meta pages, near-duplicates, dead and hanging "
+        "hosts, robots.txt) over many loopback hosts with latency (bench/realweb)"
+        if realistic
+        else "served on 127.0.0.1"
+    )
     lines = [
-        "# Quality benchmark: recall and precision of each strategy (wikispeedia)",
+        "# Quality benchmark: recall and precision of each strategy "
+        f"({'realistic web' if realistic else 'wikispeedia'})",
         "",
         "Real Scrapy crawls of the wikispeedia site (4,604 Wikipedia pages, real link graph, "
-        "reconstructed anchors) served on 127.0.0.1. recall = targets crawled / targets "
+        f"reconstructed anchors) {served}. recall = targets crawled / targets "
         "reachable from the seeds; precision = targets crawled / pages crawled (harvest "
         "rate); both at the budget (BUDGET x reachable targets, equal for every strategy "
         "of a row group). *recall / oracle* and *AUC / oracle* (area under the recall "
@@ -784,6 +1048,7 @@ def write_markdown(
         "that stops before the budget (its frontier ran dry, e.g. `gao` drops every link "
         "of an irrelevant page) keeps its last recall.",
         "",
+        *(realistic_section(rows) if realistic else []),
         "## Main topics",
         "",
         *_table(tuned),
@@ -1041,6 +1306,34 @@ def build_parser() -> argparse.ArgumentParser:
         help="a Scrapy setting for every crawl (repeatable), e.g. FOCUSED_RESCORE_EVERY=0",
     )
     p.add_argument("--timeout", type=float, default=600.0, help="seconds before a crawl is killed")
+    p.add_argument(
+        "--web",
+        choices=("clean", "realistic"),
+        default="clean",
+        help="clean: the site as it is, on 127.0.0.1 (default); realistic: dressed as real "
+        "sites over --hosts loopback hosts (bench/realweb; docs/quality.md)",
+    )
+    p.add_argument(
+        "--hosts", type=int, default=32, help="live hosts of the realistic web (default 32)"
+    )
+    p.add_argument(
+        "--web-seed",
+        type=int,
+        help="seed of the realistic web's generator (default: --seed)",
+    )
+    p.add_argument(
+        "--delay",
+        type=float,
+        default=0.0,
+        help="DOWNLOAD_DELAY of the realistic web's crawls (politeness run: 1; default 0)",
+    )
+    p.add_argument(
+        "--download-timeout",
+        type=float,
+        default=5.0,
+        help="DOWNLOAD_TIMEOUT of the realistic web's crawls: what a hanging host costs "
+        "(default 5)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress line per crawl")
     return p
 
@@ -1191,6 +1484,37 @@ def _settings_lines(
     return lines
 
 
+def realistic_of(args: argparse.Namespace, site: Site) -> Realistic | None:
+    """The realistic web ``args`` ask for (``--web realistic``), else None."""
+    if args.web != "realistic":
+        return None
+    from bench.realweb.web import MAX_HOSTS, RealWeb
+
+    if not 3 <= args.hosts <= MAX_HOSTS:
+        raise BenchError(f"--hosts must be in 3..{MAX_HOSTS}, got {args.hosts}")
+    if args.delay < 0 or args.download_timeout <= 0:
+        raise BenchError("--delay must be >= 0 and --download-timeout > 0")
+    seed = args.seed if args.web_seed is None else args.web_seed
+    web = RealWeb(site.root, seed=seed, hosts=args.hosts)
+    return Realistic(web, delay=args.delay, download_timeout=args.download_timeout)
+
+
+def _realistic_lines(realistic: Realistic, args: argparse.Namespace) -> list[str]:
+    web = realistic.web
+    kinds = ", ".join(
+        f"{sum(h.kind == k for h in web.live_hosts)} {k}" for k in ("wiki", "news", "forum")
+    )
+    return [
+        f"web: realistic (bench/realweb, generator seed {web.seed}): {len(web.live_hosts)} "
+        f"live hosts ({kinds}), {len(web.dead_hosts)} dead, {len(web.hanging_hosts)} "
+        "hanging; each crawl serves it on its own port",
+        f"DOWNLOAD_DELAY={realistic.delay:g}, DOWNLOAD_TIMEOUT="
+        f"{realistic.download_timeout:g}, FOCUSED_HOSTS maps every host name to its "
+        "loopback address; quality.json: the rows of quality.csv; runs/*/*/*/metrics.json: "
+        "each crawl's numbers",
+    ]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     started = time.monotonic()
@@ -1199,10 +1523,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         site = Site.load(data)
         groups = plan(args, site)
         names = strategies_of(args)
+        realistic = realistic_of(args, site)
     except BenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    out = (args.out if args.out is not None else ROOT / DEFAULT_OUT).resolve()
+    default_out = DEFAULT_OUT if realistic is None else DEFAULT_REALISTIC_OUT
+    out = (args.out if args.out is not None else ROOT / default_out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     scheduler = args.scheduler if args.scheduler is not None else default_scheduler()
     extra = _extra_settings(args.settings)
@@ -1230,10 +1556,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         timeout=args.timeout,
         progress=not args.quiet,
         extra=extra,
+        realistic=realistic,
     )
     main_results = [r for r in results if r.job.concurrency == args.concurrency]
     rows = rows_of(main_results)
     write_csv(rows, out / "quality.csv")
+    if realistic is not None:
+        write_json(rows, out / "quality.json")
     plots = plot_groups(main_results, out)
     compare = None
     if len(levels) > 1:
@@ -1246,6 +1575,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings_lines = _settings_lines(
         args, site, scheduler=scheduler, compare=compare is not None, repeat=repeat, extra=extra
     )
+    if realistic is not None:
+        settings_lines = [*settings_lines, *_realistic_lines(realistic, args)]
     write_runs(results, out / "runs.csv")
     write_markdown(
         out / "quality.md",
@@ -1256,6 +1587,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         plots=plots,
         elapsed=elapsed,
         crawls=len(jobs),
+        realistic=realistic is not None,
     )
     failed = [r for r in results if r.error]
     print(

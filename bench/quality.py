@@ -313,8 +313,23 @@ def default_scheduler() -> str:
 
 
 def strategy_setting(name: str) -> str:
-    """``FOCUSED_STRATEGY`` of a crawl of the strategy ``name`` (a row's label)."""
-    return ORACLE_CLASS if name == ORACLE else name
+    """``FOCUSED_STRATEGY`` of a crawl of the strategy ``name`` (a row's label; a variant
+    ``learning@NAME=VALUE`` crawls ``learning``)."""
+    base = name.split("@", 1)[0]
+    return ORACLE_CLASS if base == ORACLE else base
+
+
+def variant_settings(name: str) -> dict[str, str]:
+    """The settings of a strategy variant: ``learning@FOCUSED_X=1@FOCUSED_Y=2`` ->
+    ``{"FOCUSED_X": "1", "FOCUSED_Y": "2"}`` (several variants of one strategy compared
+    in one run, on the same oracle crawls)."""
+    out: dict[str, str] = {}
+    for item in name.split("@")[1:]:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise BenchError(f"strategy variant {name!r}: give NAME=VALUE after each @")
+        out[key] = value
+    return out
 
 
 def crawl_command(
@@ -351,6 +366,7 @@ def crawl_command(
     if scheduler:
         settings["SCHEDULER"] = scheduler
     settings.update(extra or {})
+    settings.update(variant_settings(job.strategy))
     return command.crawl_command(group.topic_arg, output_dir=out_dir, settings=settings)
 
 
@@ -1243,7 +1259,9 @@ def plan(args: argparse.Namespace, site: Site) -> list[Group]:
 def strategies_of(args: argparse.Namespace) -> list[str]:
     names = _split(args.strategies) or list(STRATEGY_ORDER)
     valid = {*STRATEGIES, ORACLE}
-    unknown = [n for n in names if n not in valid]
+    unknown = [n for n in names if strategy_setting(n).replace(ORACLE_CLASS, ORACLE) not in valid]
+    for n in names:
+        variant_settings(n)
     if unknown:
         raise BenchError(
             f"unknown strategy {', '.join(unknown)}; valid: {', '.join(sorted(valid))}"

@@ -56,13 +56,32 @@ def test_keyword_scores_name_the_keyword_links_and_blend_fades() -> None:
     assert 0 < scores[1] < scores[0]  # a keyword in the context only
     assert scores[2] == 0 and scores[3] == 0
     learnt = np.array([0.1, 0.3, 0.2, 0.1])
-    assert e.blend(learnt, links) == pytest.approx(scores)  # w = 1: the keywords alone
+    # w = 1: as much as the keywords promise, never less than the model says
+    assert e.blend(learnt, links) == pytest.approx(np.maximum(scores, learnt))
     e.observe(relevant=True)
     half = e.blend(learnt, links)
-    assert half == pytest.approx(0.5 * learnt + 0.5 * scores)
+    assert half == pytest.approx(0.5 * learnt + 0.5 * np.maximum(scores, learnt))
     for _ in range(99):
         e.observe(relevant=True)
     assert e.blend(learnt, links) == pytest.approx(learnt, abs=0.01 * scores.max())
+
+
+def test_optimism_lifts_rarely_seen_terms_and_shrinks_with_the_weight() -> None:
+    s = LearningStrategy(keywords=CHEM, explore_prior=1.0, optimism=0.5)
+    links = [
+        Link("http://h/wiki/Striker.html", 0.0, "striker", ""),
+        Link("http://h/wiki/Zircon.html", 0.0, "zircon", ""),  # never seen
+    ]
+    for i in range(5):
+        _learn(s, f"http://h/f{i}", 0.02, False, "striker goal")
+    off = s.score_links(PARENT, links)
+    assert off[1].value > off[0].value  # type: ignore[union-attr]  novelty first
+    bonus = s.terms.optimism
+    assert bonus == pytest.approx(0.5)
+    for i in range(9):
+        _learn(s, f"http://h/s{i}", 0.02, True, "striker goal")
+    assert s.terms.optimism == pytest.approx(0.05)
+    assert s.terms.optimism < bonus
 
 
 def _learn(s: LearningStrategy, url: str, a: float, relevant: bool, text: str) -> None:

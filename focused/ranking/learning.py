@@ -205,6 +205,9 @@ class TermModel:
         self.counts = np.zeros(N_FEATURES, dtype=np.float64)
         self.total = 0.0
         self.pages = 0
+        #: bonus of a term seen in no page; ``optimism * k / (count + k)`` in general
+        #: (rarely seen evidence is optimistic: :class:`Exploration` sets it)
+        self.optimism = 0.0
         self._cache: dict[str | bytes, int] = {}
         self._url_words: dict[str, list[str]] = {}
         self._anchors: dict[str, list[str]] = {}
@@ -261,7 +264,11 @@ class TermModel:
 
     def _scores(self, buckets: np.ndarray) -> np.ndarray:
         k = self.shrinkage
-        return (self.sums[buckets] + k * self.mean) / (self.counts[buckets] + k)
+        counts = self.counts[buckets]
+        scores = (self.sums[buckets] + k * self.mean) / (counts + k)
+        if self.optimism > 0:
+            scores += self.optimism * k / (counts + k)
+        return scores
 
     def _anchor_words(self, anchor: str) -> list[str]:
         words = self._anchors.get(anchor)
@@ -337,12 +344,14 @@ class Exploration:
     pages it judges relevant, a link's value leans on what is known without any crawl:
     its name's (anchor and URL words) best hand-written keyword, mixed with the mean
     keyword weight of its context like the term model mixes its terms, each keyword
-    weighing ``weight / max weight``; a link with no keyword keeps the order the links
-    were found in (breadth-first, what the oracle does without a target link in sight).
+    weighing ``weight / max weight``. The blend is optimistic (:meth:`blend`): a link
+    is worth at least its learnt value and, with weight ``w``, as much as its keywords
+    promise; links without keywords keep the model's order (with the term model's
+    ``optimism`` for rarely seen terms, set from ``w`` by the strategy).
 
-    The share of this prior is ``w = prior / (prior + relevant pages found)`` (a
-    bandit's optimism shrinking with its evidence): 1 before the first relevant page
-    (off-topic so far), 1 / (1 + n / prior) after n. ``prior`` = 0 turns it off.
+    ``w = prior / (prior + relevant pages found)`` (a bandit's optimism shrinking with
+    its evidence): 1 before the first relevant page (off-topic so far), 1 / (1 + n /
+    prior) after n. ``prior`` = 0 turns it off.
     """
 
     def __init__(
@@ -400,11 +409,13 @@ class Exploration:
         return (1.0 - self.context_share) * best + self.context_share * ctx
 
     def blend(self, learnt: np.ndarray, links: LinkTerms) -> np.ndarray:
-        """``(1 - w) * learnt + w * keyword score`` (``learnt`` as is when w is 0)."""
+        """``learnt + w * max(0, keyword score - learnt)``: optimistic, never below the
+        learnt value, the keyword score itself at w = 1 for a link whose keywords say
+        more than the model (``learnt`` as is when w is 0)."""
         w = self.weight
         if w <= 0:
             return learnt
-        return (1.0 - w) * learnt + w * self.keyword_scores(links)
+        return learnt + w * np.maximum(0.0, self.keyword_scores(links) - learnt)
 
 
 @dataclass(frozen=True, slots=True)

@@ -95,6 +95,9 @@ class LearningStrategy(Strategy):
     #: exploration: while fewer relevant pages than this were found, a link's value
     #: leans on its keywords (share prior / (prior + relevant pages); 0: off)
     explore_prior: float = 0.0
+    #: optimism for rarely seen terms while exploring: a term seen in n pages gets
+    #: ``optimism * w * k / (n + k)`` more (w the exploration weight; 0: off)
+    optimism: float = 0.0
     #: give each link its rescoring evidence (the frontier re-orders waiting links)
     rescore_links: bool = True
     name = "learning"
@@ -129,6 +132,7 @@ class LearningStrategy(Strategy):
             "explore_prior": read.in_range(
                 "FOCUSED_LEARNING_EXPLORE_PRIOR", 0.0, 1e6, open_low=False
             ),
+            "optimism": read.in_range("FOCUSED_LEARNING_OPTIMISM", 0.0, 1.0, open_low=False),
             # links carry rescoring evidence only for a frontier that will rescore them
             "rescore_links": int(read.in_range("FOCUSED_RESCORE_EVERY", 0, 1e12, open_low=False))
             > 0
@@ -302,6 +306,7 @@ class LearningStrategy(Strategy):
         y = label(degree(page.page_relevance, self.title_weight), self.label_floor)
         self.pages += 1
         self.exploration.observe(page.relevant)
+        self.terms.optimism = self.optimism * self.exploration.weight
         terms = page.terms or ()
         if self.hubs is not None:
             self.hubs.add(url, y, str(link.get(meta.PARENT_URL) or ""))

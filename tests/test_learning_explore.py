@@ -95,8 +95,8 @@ def test_an_off_topic_start_follows_keyword_links_first_then_the_model() -> None
         Link("http://h/wiki/Striker.html", 0.0, "striker", "scored a goal"),
         Link("http://h/wiki/Acid.html", 0.6, "acid", "a strong acid"),
     ]
-    plain = LearningStrategy(keywords=CHEM)
-    explore = LearningStrategy(keywords=CHEM, explore_prior=1.0)
+    plain = LearningStrategy(keywords=CHEM, explore_prior=0.0, optimism=0.0)
+    explore = LearningStrategy(keywords=CHEM, explore_prior=1.0, optimism=0.0)
     for s in (plain, explore):
         for i in range(5):  # the off-topic pages of the start: striker pages a bit better
             _learn(s, f"http://h/f{i}", 0.02 if i % 2 else 0.002, False, "striker goal")

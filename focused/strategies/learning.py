@@ -94,10 +94,10 @@ class LearningStrategy(Strategy):
     hub_prior: float = 0.0
     #: exploration: while fewer relevant pages than this were found, a link's value
     #: leans on its keywords (share prior / (prior + relevant pages); 0: off)
-    explore_prior: float = 0.0
+    explore_prior: float = 1.0
     #: optimism for rarely seen terms while exploring: a term seen in n pages gets
     #: ``optimism * w * k / (n + k)`` more (w the exploration weight; 0: off)
-    optimism: float = 0.0
+    optimism: float = 0.3
     #: give each link its rescoring evidence (the frontier re-orders waiting links)
     rescore_links: bool = True
     name = "learning"

@@ -127,12 +127,35 @@ DEFAULT_SEED_SETS: dict[str, tuple[str, ...]] = {
     "mathematics": ("Mathematics.html", "Volcano.html"),
     "music": ("Music.html", "Chemistry.html"),
 }
+#: The frozen held-out set (``--held-out-set``): benchmark-only topic files and their seed
+#: sets, written once before any measurement (see its README.md).
+HELD_OUT_DIR = ROOT / "bench" / "topics" / "heldout"
 DEFAULT_SEED = 42
 _HREF = re.compile(rb'href="([^"#?]+)"')
 
 
 class BenchError(RuntimeError):
     """A bad benchmark argument or a failed crawl; the message is one line for the user."""
+
+
+def held_out_set(folder: Path = HELD_OUT_DIR) -> dict[str, tuple[str, ...]]:
+    """Topic argument -> its seed sets, for every topic of the frozen held-out set.
+
+    ``seeds.toml`` names each topic and its sets; a topic with a file in ``folder`` is
+    given by that file's path, any other by its name (a project topic of ``topics/``).
+    """
+    import tomllib
+
+    path = folder / "seeds.toml"
+    try:
+        sets = tomllib.loads(path.read_text(encoding="utf-8"))["sets"]
+    except (OSError, KeyError, tomllib.TOMLDecodeError) as exc:
+        raise BenchError(f"held-out set {path}: {exc}") from None
+    out: dict[str, tuple[str, ...]] = {}
+    for name, pages in sets.items():
+        file = folder / f"{name}.toml"
+        out[str(file) if file.is_file() else name] = tuple(pages)
+    return out
 
 
 # --- the labelled web ------------------------------------------------------------------
@@ -315,8 +338,23 @@ def default_scheduler() -> str:
 
 
 def strategy_setting(name: str) -> str:
-    """``FOCUSED_STRATEGY`` of a crawl of the strategy ``name`` (a row's label)."""
-    return ORACLE_CLASS if name == ORACLE else name
+    """``FOCUSED_STRATEGY`` of a crawl of the strategy ``name`` (a row's label; a variant
+    ``learning@NAME=VALUE`` crawls ``learning``)."""
+    base = name.split("@", 1)[0]
+    return ORACLE_CLASS if base == ORACLE else base
+
+
+def variant_settings(name: str) -> dict[str, str]:
+    """The settings of a strategy variant: ``learning@FOCUSED_X=1@FOCUSED_Y=2`` ->
+    ``{"FOCUSED_X": "1", "FOCUSED_Y": "2"}`` (several variants of one strategy compared
+    in one run, on the same oracle crawls)."""
+    out: dict[str, str] = {}
+    for item in name.split("@")[1:]:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise BenchError(f"strategy variant {name!r}: give NAME=VALUE after each @")
+        out[key] = value
+    return out
 
 
 def crawl_command(
@@ -355,6 +393,7 @@ def crawl_command(
     if scheduler:
         settings["SCHEDULER"] = scheduler
     settings.update(extra or {})
+    settings.update(variant_settings(job.strategy))
     return command.crawl_command(group.topic_arg, output_dir=out_dir, settings=settings)
 
 
@@ -1002,6 +1041,82 @@ def realistic_section(rows: Sequence[dict[str, object]]) -> list[str]:
     return [*lines, ""]
 
 
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def headline_numbers(rows: Sequence[dict[str, object]]) -> dict[str, dict[str, float | None]]:
+    """Per strategy (oracle excluded): mean recall / oracle over the held-out rows (all,
+    on-topic starts, off-topic starts), its worst held-out row, the held-out rows where it
+    is at least annealing's, and the mean over the main (development) rows."""
+    ratio: dict[tuple[Group, str], float] = {}
+    for row in rows:
+        v = row["recall_over_oracle"]
+        if isinstance(v, float) and row["strategy"] != ORACLE:
+            ratio[(row["_group"], str(row["strategy"]))] = v  # type: ignore[index]
+    out: dict[str, dict[str, float | None]] = {}
+    for name in sorted({s for _, s in ratio}, key=_strategy_rank):
+        mine = {g: v for (g, s), v in ratio.items() if s == name}
+        held = [v for g, v in mine.items() if g.held_out]
+        versus = [
+            v >= ratio[(g, "annealing")] - 1e-9
+            for g, v in mine.items()
+            if g.held_out and (g, "annealing") in ratio
+        ]
+        out[name] = {
+            "held_out": _mean(held),
+            "held_on": _mean([v for g, v in mine.items() if g.held_out and not g.off_topic_start]),
+            "held_off": _mean([v for g, v in mine.items() if g.held_out and g.off_topic_start]),
+            "held_worst": min(held) if held else None,
+            "held_rows": float(len(held)),
+            "vs_annealing": float(sum(versus)) if versus else None,
+            "vs_rows": float(len(versus)),
+            "main": _mean([v for g, v in mine.items() if not g.held_out]),
+        }
+    return out
+
+
+def _strategy_rank(name: str) -> int:
+    return STRATEGY_ORDER.index(name) if name in STRATEGY_ORDER else 99
+
+
+def _headline(rows: Sequence[dict[str, object]]) -> list[str]:
+    """The report's first table: held-out means first, the main topics beside them."""
+    numbers = headline_numbers(rows)
+    if not any(n["held_out"] is not None for n in numbers.values()):
+        return [
+            "## Headline",
+            "",
+            "No held-out topic in this run: the tables below are of the topics the "
+            "strategies were developed on and say nothing of other topics "
+            "(`--held-out-set` or `make bench-quality-heldout` measures them).",
+            "",
+        ]
+    lines = [
+        "## Headline: held-out topics first",
+        "",
+        "Mean recall / oracle per strategy over the held-out rows (topics no parameter was "
+        "tuned on), by how the crawl starts, its worst held-out row, the held-out rows on "
+        "which it is at least as good as `annealing`, and beside them the main topics "
+        "(the ones the strategies were developed on).",
+        "",
+        "| strategy | held-out | on-topic starts | off-topic starts | worst held-out row "
+        "| rows >= annealing | main topics |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, n in numbers.items():
+        versus = (
+            f"{n['vs_annealing']:.0f} / {n['vs_rows']:.0f}"
+            if n["vs_annealing"] is not None and name != "annealing"
+            else ""
+        )
+        lines.append(
+            f"| {name} | {_fmt(n['held_out'])} | {_fmt(n['held_on'])} | {_fmt(n['held_off'])} "
+            f"| {_fmt(n['held_worst'])} | {versus} | {_fmt(n['main'])} |"
+        )
+    return [*lines, ""]
+
+
 def write_markdown(
     path: Path,
     rows: Sequence[dict[str, object]],
@@ -1036,6 +1151,7 @@ def write_markdown(
         "curve up to the budget) divide by the oracle, which knows the labels (a link to "
         "a known target first, otherwise breadth-first).",
         "",
+        *_headline(rows),
         *[f"- {line}" for line in settings_lines],
         f"- concurrency of the tables below: {concurrency_label}",
         f"- {crawls} crawls in {elapsed / 60:.1f} min wall time; {cpu_time():.1f} CPU-min "
@@ -1063,7 +1179,8 @@ def write_markdown(
             "## Held-out topics",
             "",
             "Topic files written once from general knowledge and never adjusted after "
-            "seeing a result; the project's parameters were tuned on chemistry. A "
+            "seeing a result; the project's parameters were tuned on chemistry, physics and "
+            "the development topics (biology, IT, religion). A "
             "strategy that is better only on chemistry shows here.",
             "",
             *_table(held),
@@ -1234,6 +1351,12 @@ def build_parser() -> argparse.ArgumentParser:
         "alone: none)",
     )
     p.add_argument(
+        "--held-out-set",
+        action="store_true",
+        help="the frozen held-out set (bench/topics/heldout: twelve topics, an on-topic "
+        "and an off-topic seed set each) as the held-out topics, instead of --held-out",
+    )
+    p.add_argument(
         "--category",
         nargs="+",
         metavar="PREFIX",
@@ -1341,7 +1464,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _planned_topics(args: argparse.Namespace) -> list[tuple[str, bool]]:
     """(topic argument, held out?) for every topic ``args`` name, held-out ones last."""
     topics = _split(args.topic) or list(DEFAULT_TOPICS)
-    if args.held_out is None:
+    if getattr(args, "held_out_set", False):
+        held = list(held_out_set())
+    elif args.held_out is None:
         held = [] if args.topic else list(DEFAULT_HELD_OUT)
     else:
         held = _split(args.held_out)
@@ -1359,12 +1484,18 @@ def _group_category(categories: list[str], i: int, topic: Topic) -> str:
 
 
 def _topic_seed_sets(
-    seed_sets: list[tuple[str, ...]], topic: Topic, site: Site, all_targets: frozenset[str]
+    seed_sets: list[tuple[str, ...]],
+    topic: Topic,
+    site: Site,
+    all_targets: frozenset[str],
+    frozen: tuple[str, ...] = (),
 ) -> list[tuple[str, ...]]:
-    """The seed sets a topic is crawled from: the given ones, else its defaults, else
-    sets picked from the link graph."""
+    """The seed sets a topic is crawled from: the given ones, else the held-out set's
+    (``frozen``), else its defaults, else sets picked from the link graph."""
     if seed_sets:
         return seed_sets
+    if frozen:
+        return [tuple(s.split(",")) for s in frozen]
     if topic.name in DEFAULT_SEED_SETS:
         return [tuple(s.split(",")) for s in DEFAULT_SEED_SETS[topic.name]]
     return list(site.auto_seed_sets(all_targets))
@@ -1382,6 +1513,7 @@ def plan(args: argparse.Namespace, site: Site) -> list[Group]:
     seed_sets = _seed_sets(args.seeds)
     if args.budget <= 0:
         raise BenchError(f"--budget must be > 0, got {args.budget}")
+    frozen = held_out_set() if getattr(args, "held_out_set", False) else {}
     groups: list[Group] = []
     for i, (arg, held_out) in enumerate(everything):
         try:
@@ -1393,7 +1525,10 @@ def plan(args: argparse.Namespace, site: Site) -> list[Group]:
         if not all_targets:
             raise BenchError(f"no page of {site.root} is labelled under {category!r}")
         topic_arg = str(Path(arg).resolve()) if Path(arg).is_file() else topic.name
-        for pages in _topic_seed_sets(seed_sets, topic, site, all_targets):
+        sets = _topic_seed_sets(
+            seed_sets, topic, site, all_targets, frozen.get(arg, ()) if held_out else ()
+        )
+        for pages in sets:
             seeds = tuple(dict.fromkeys(site.resolve(p) for p in pages))
             reachable = all_targets & site.reachable(seeds)
             if not reachable:
@@ -1417,7 +1552,9 @@ def plan(args: argparse.Namespace, site: Site) -> list[Group]:
 def strategies_of(args: argparse.Namespace) -> list[str]:
     names = _split(args.strategies) or list(STRATEGY_ORDER)
     valid = {*STRATEGIES, ORACLE}
-    unknown = [n for n in names if n not in valid]
+    unknown = [n for n in names if strategy_setting(n).replace(ORACLE_CLASS, ORACLE) not in valid]
+    for n in names:
+        variant_settings(n)
     if unknown:
         raise BenchError(
             f"unknown strategy {', '.join(unknown)}; valid: {', '.join(sorted(valid))}"

@@ -83,6 +83,13 @@ DEFAULTS: dict[str, Any] = {
     # hub evidence: a parent's label shrunk to its fetched children's mean label with
     # this many pseudo-children (0: off)
     "FOCUSED_LEARNING_HUB_PRIOR": 0.0,
+    # exploration: a link's value is (1 - w) x learnt + w x its best keyword weight,
+    # w = prior / (prior + relevant pages found so far): 1 until the crawl finds its
+    # topic (an off-topic start), shrinking as it does (0: off)
+    "FOCUSED_LEARNING_EXPLORE_PRIOR": 1.0,
+    # optimism for rarely seen terms while exploring: a term seen in n pages scores
+    # this x w x shrinkage / (n + shrinkage) more (w the exploration weight; 0: off)
+    "FOCUSED_LEARNING_OPTIMISM": 0.3,
     # --- frontier --------------------------------------------------------------
     # rescoring of the waiting links (a strategy that rescores: `learning`): every
     # FOCUSED_RESCORE_EVERY learnt pages (0: never), or every waiting / BUDGET pages

@@ -481,7 +481,8 @@ def test_middleware_asks_for_a_rescore_per_page_and_says_once_when_nobody_listen
 
 
 def test_hub_evidence_lifts_the_waiting_links_of_a_page_whose_children_were_relevant():
-    s = LearningStrategy(keywords=CHEM, hub_prior=2.0)
+    # hub evidence alone (no exploration: its optimism fades as the relevant pages come)
+    s = LearningStrategy(keywords=CHEM, hub_prior=2.0, explore_prior=0.0)
     hub, other = (Parent(f"http://h/{n}", 0.05, False, 0.01, 100.0, 0, 1, 3) for n in "ho")
     for p in (hub, other):  # two pages that look alike (low relevance), both fetched
         learn(s, p.url, 0.05, False, "list of things")

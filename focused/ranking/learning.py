@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LinkClassifier",
     "LinkEvidence",
+    "Exploration",
     "HubModel",
     "LinkTerms",
     "TermModel",
@@ -204,6 +205,9 @@ class TermModel:
         self.counts = np.zeros(N_FEATURES, dtype=np.float64)
         self.total = 0.0
         self.pages = 0
+        #: bonus of a term seen in no page; ``optimism * k / (count + k)`` in general
+        #: (rarely seen evidence is optimistic: :class:`Exploration` sets it)
+        self.optimism = 0.0
         self._cache: dict[str | bytes, int] = {}
         self._url_words: dict[str, list[str]] = {}
         self._anchors: dict[str, list[str]] = {}
@@ -260,7 +264,11 @@ class TermModel:
 
     def _scores(self, buckets: np.ndarray) -> np.ndarray:
         k = self.shrinkage
-        return (self.sums[buckets] + k * self.mean) / (self.counts[buckets] + k)
+        counts = self.counts[buckets]
+        scores = (self.sums[buckets] + k * self.mean) / (counts + k)
+        if self.optimism > 0:
+            scores += self.optimism * k / (counts + k)
+        return scores
 
     def _anchor_words(self, anchor: str) -> list[str]:
         words = self._anchors.get(anchor)
@@ -325,6 +333,89 @@ class TermModel:
         ctx = reduced_sum[1::2] / np.maximum(1, links.n_contexts)
         ctx = np.where(np.isnan(ctx), best, ctx)
         return (1.0 - self.context_share) * best + self.context_share * ctx
+
+
+class Exploration:
+    """Explore while the crawl knows nothing of its topic, exploit once it does.
+
+    A crawl that starts off the topic learns only from off-topic pages at first: every
+    label is low and the term model's small differences between them are noise, so
+    following them greedily keeps the crawl where it started. Until the crawl has found
+    pages it judges relevant, a link's value leans on what is known without any crawl:
+    its name's (anchor and URL words) best hand-written keyword, mixed with the mean
+    keyword weight of its context like the term model mixes its terms, each keyword
+    weighing ``weight / max weight``. The blend is optimistic (:meth:`blend`): a link
+    is worth at least its learnt value and, with weight ``w``, as much as its keywords
+    promise; links without keywords keep the model's order (with the term model's
+    ``optimism`` for rarely seen terms, set from ``w`` by the strategy).
+
+    ``w = prior / (prior + relevant pages found)`` (a bandit's optimism shrinking with
+    its evidence): 1 before the first relevant page (off-topic so far), 1 / (1 + n /
+    prior) after n. ``prior`` = 0 turns it off.
+    """
+
+    def __init__(
+        self, keywords: Mapping[str, float], *, prior: float, context_share: float = 0.3
+    ) -> None:
+        self.prior = max(0.0, prior)
+        self.context_share = min(1.0, max(0.0, context_share))
+        self.relevant = 0
+        self._weights: dict[int, float] = {}
+        top = max((w for w in keywords.values() if w > 0), default=0.0)
+        for term, weight in keywords.items():
+            if weight <= 0 or top <= 0:
+                continue
+            for token in tokenize(term):
+                f = feature(token)
+                self._weights[f] = max(self._weights.get(f, 0.0), weight / top)
+        self._buckets = np.array(sorted(self._weights), dtype=np.int64)
+        self._values = np.array([self._weights[int(b)] for b in self._buckets], dtype=np.float64)
+
+    @property
+    def weight(self) -> float:
+        """The prior's share in a link's value now (0 when off)."""
+        if self.prior <= 0:
+            return 0.0
+        return self.prior / (self.prior + self.relevant)
+
+    def observe(self, relevant: bool) -> None:
+        """A fetched page; ``relevant``: the crawl judges it on the topic (A > threshold)."""
+        self.relevant += bool(relevant)
+
+    def keyword_scores(self, links: LinkTerms) -> np.ndarray:
+        """Per link: best keyword weight of its name terms, mixed with its context's
+        mean (0 for a link with no keyword)."""
+        n = len(links.n_names)
+        if not n:
+            return np.zeros(0)
+        values = np.zeros(len(links.buckets))
+        if self._buckets.size and links.buckets.size:
+            pos = np.searchsorted(self._buckets, links.buckets)
+            pos = np.minimum(pos, self._buckets.size - 1)
+            hit = self._buckets[pos] == links.buckets
+            values[hit] = self._values[pos[hit]]
+        lengths = np.empty(2 * n, dtype=np.int64)
+        lengths[0::2] = links.n_names
+        lengths[1::2] = links.n_contexts
+        reduced_max = np.zeros(2 * n)
+        reduced_sum = np.zeros(2 * n)
+        has = lengths > 0
+        if values.size:
+            starts = (np.cumsum(lengths) - lengths)[has]
+            reduced_max[has] = np.maximum.reduceat(values, starts)
+            reduced_sum[has] = np.add.reduceat(values, starts)
+        best = reduced_max[0::2]
+        ctx = reduced_sum[1::2] / np.maximum(1, links.n_contexts)
+        return (1.0 - self.context_share) * best + self.context_share * ctx
+
+    def blend(self, learnt: np.ndarray, links: LinkTerms) -> np.ndarray:
+        """``learnt + w * max(0, keyword score - learnt)``: optimistic, never below the
+        learnt value, the keyword score itself at w = 1 for a link whose keywords say
+        more than the model (``learnt`` as is when w is 0)."""
+        w = self.weight
+        if w <= 0:
+            return learnt
+        return learnt + w * np.maximum(0.0, self.keyword_scores(links) - learnt)
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,7 @@ from focused import meta
 from focused.meta import PageFacts
 from focused.ranking import mvalue
 from focused.ranking.learning import (
+    Exploration,
     HubModel,
     LinkClassifier,
     LinkEvidence,
@@ -91,6 +92,12 @@ class LearningStrategy(Strategy):
     #: hub evidence: a parent's value is its label shrunk to its fetched children's mean
     #: label with this many pseudo-children (0: off)
     hub_prior: float = 0.0
+    #: exploration: while fewer relevant pages than this were found, a link's value
+    #: leans on its keywords (share prior / (prior + relevant pages); 0: off)
+    explore_prior: float = 1.0
+    #: optimism for rarely seen terms while exploring: a term seen in n pages gets
+    #: ``optimism * w * k / (n + k)`` more (w the exploration weight; 0: off)
+    optimism: float = 0.3
     #: give each link its rescoring evidence (the frontier re-orders waiting links)
     rescore_links: bool = True
     name = "learning"
@@ -122,6 +129,10 @@ class LearningStrategy(Strategy):
                 "FOCUSED_LEARNING_CLASSIFIER_PRIOR", 0.0, 1e9, open_low=False
             ),
             "hub_prior": read.in_range("FOCUSED_LEARNING_HUB_PRIOR", 0.0, 1e6, open_low=False),
+            "explore_prior": read.in_range(
+                "FOCUSED_LEARNING_EXPLORE_PRIOR", 0.0, 1e6, open_low=False
+            ),
+            "optimism": read.in_range("FOCUSED_LEARNING_OPTIMISM", 0.0, 1.0, open_low=False),
             # links carry rescoring evidence only for a frontier that will rescore them
             "rescore_links": int(read.in_range("FOCUSED_RESCORE_EVERY", 0, 1e12, open_low=False))
             > 0
@@ -160,6 +171,9 @@ class LearningStrategy(Strategy):
             self.keywords, max_terms=self.expand_terms, weight_cap=self.expand_cap
         )
         self.hubs = HubModel(self.hub_prior) if self.hub_prior > 0 else None
+        self.exploration = Exploration(
+            self.keywords, prior=self.explore_prior, context_share=self.context_share
+        )
         self._vector: TermWeights | None = None  # the expanded topic, once there is one
         self._next_expansion = max(1, self.expand_every)
         self.pages = 0
@@ -211,7 +225,7 @@ class LearningStrategy(Strategy):
         ]
         link_terms = self.terms.link_terms(evidence)
         terms = self.terms.score_terms(link_terms)
-        values = terms
+        values = self.exploration.blend(terms, link_terms)
         if self.classifier is not None and self.classifier.ready:
             evidence = [_with_terms(e, t) for e, t in zip(evidence, terms.tolist(), strict=True)]
             n = self.classifier.examples
@@ -270,7 +284,7 @@ class LearningStrategy(Strategy):
         :meth:`focused.frontier.memory.MemoryFrontier.rescore`). The same numbers as
         :meth:`score_links` when the models have not changed since."""
         link_terms, parent_labels, parent_ids = decode_evidence(evidence)
-        values = self.terms.score_terms(link_terms)
+        values = self.exploration.blend(self.terms.score_terms(link_terms), link_terms)
         if self.hubs is not None:
             parent_labels = self.hubs.values(parent_labels, parent_ids)
         values = np.clip(self._with_parent(values, parent_labels), 0.0, 1.0)
@@ -291,6 +305,8 @@ class LearningStrategy(Strategy):
         :func:`focused.ranking.relevance.term_counts`) teach the term model."""
         y = label(degree(page.page_relevance, self.title_weight), self.label_floor)
         self.pages += 1
+        self.exploration.observe(page.relevant)
+        self.terms.optimism = self.optimism * self.exploration.weight
         terms = page.terms or ()
         if self.hubs is not None:
             self.hubs.add(url, y, str(link.get(meta.PARENT_URL) or ""))
@@ -330,6 +346,7 @@ class LearningStrategy(Strategy):
             "pages": float(self.pages),
             "mean_label": round(self.terms.mean, 4),
             "expanded_terms": float(self.expanded),
+            "explore_weight": round(self.exploration.weight, 4),
         }
         if self.classifier is not None:
             out["classifier_examples"] = float(self.classifier.examples)

@@ -276,6 +276,8 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_LEARNING_CLASSIFIER": _flag(),
     "FOCUSED_LEARNING_CLASSIFIER_PRIOR": _float(0.0, 1e9),
     "FOCUSED_LEARNING_HUB_PRIOR": _float(0.0, 1e6),
+    "FOCUSED_LEARNING_EXPLORE_PRIOR": _float(0.0, 1e6),
+    "FOCUSED_LEARNING_OPTIMISM": _float(0.0, 1.0),
     "FOCUSED_RESCORE_EVERY": _int(0, 1e12),
     "FOCUSED_RESCORE_BUDGET": _int(0, 1e12),
     "FOCUSED_FRONTIER": _text("memory", "redis"),

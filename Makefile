@@ -145,3 +145,9 @@ HOSTILE_ARGS ?=
 .PHONY: bench-hostile
 bench-hostile: install
 	$(PY) -m bench.hostile --out $(BENCH_OUT) $(HOSTILE_ARGS)
+
+# Politeness (docs/quality.md): 32 loopback hosts, DOWNLOAD_DELAY=1, strict order against the
+# host-aware pick; writes $(BENCH_OUT)/hosts.json (~80 s).
+.PHONY: bench-hosts
+bench-hosts: install
+	$(PY) -m bench.hosts --out $(BENCH_OUT)

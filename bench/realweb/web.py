@@ -45,7 +45,7 @@ import hashlib
 import html
 import random
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
@@ -246,6 +246,34 @@ class _Route:
     page: int = 1  # listing page
 
 
+_Build = Callable[["RealWeb", Host, str, dict[str, str]], "_Route | None"]
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """One routing rule of a site kind: a path (exact, or a prefix when ``prefix``), the
+    query keys it needs (``required``) and may have (``allowed``), and its builder (given
+    the rest of the path after a prefix; None from it means a 404)."""
+
+    path: str
+    build: _Build
+    required: frozenset[str] = frozenset()
+    allowed: frozenset[str] = frozenset()
+    prefix: bool = False
+
+    def match(self, path: str, q: dict[str, str]) -> str | None:
+        """The rest of ``path`` when the rule applies to ``path`` and ``q``, else None."""
+        if self.prefix:
+            if not path.startswith(self.path):
+                return None
+        elif path != self.path:
+            return None
+        keys = set(q)
+        if not self.required <= keys <= self.allowed:
+            return None
+        return path[len(self.path) :]
+
+
 class RealWeb:
     """The realistic web over the wikispeedia folder ``root`` (see the module docstring).
 
@@ -379,7 +407,7 @@ class RealWeb:
         path = parts.path + (f"?{parts.query}" if parts.query else "")
         return not any(path.startswith(d) for d in host.disallow)
 
-    def _route(self, host: Host, path: str, query: str) -> _Route:  # noqa: C901, PLR0911, PLR0912
+    def _route(self, host: Host, path: str, query: str) -> _Route:
         q = {k: v[0] for k, v in parse_qs(query, keep_blank_values=True).items()}
         kind = host.kind
         prefix = ARTICLE_PREFIX[kind]
@@ -391,18 +419,16 @@ class RealWeb:
             rest = unquote(path[len(mobile if is_mobile else prefix) :])
             if self._lives_here(rest, host):
                 return self._article_route(kind, rest, q, mobile=is_mobile)
-        if kind == WIKI:
-            return self._wiki_route(host, path, q)
-        if kind == NEWS:
-            return self._news_route(host, path, q)
-        return self._forum_route(host, path, q)
+        for rule in _RULES[kind]:
+            rest = rule.match(path, q)
+            if rest is not None:
+                return rule.build(self, host, rest, q) or _Route(MISSING)
+        return _Route(MISSING)
 
     def _lives_here(self, name: str, host: Host) -> bool:
         return name in self.articles.known and self.host_of(name) == host
 
-    def _article_route(  # noqa: PLR0911
-        self, kind: str, name: str, q: dict[str, str], *, mobile: bool
-    ) -> _Route:
+    def _article_route(self, kind: str, name: str, q: dict[str, str], *, mobile: bool) -> _Route:
         if mobile:
             return _Route(DUPLICATE, "mobile", name) if not q else _Route(MISSING)
         if not q:
@@ -410,15 +436,7 @@ class RealWeb:
         key, _, value = PRINT_QUERY[kind].partition("=")
         if q == {key: value}:
             return _Route(DUPLICATE, "print", name)
-        if kind == WIKI and set(q) == {"oldid"} and q["oldid"].isdigit():
-            return _Route(DUPLICATE, "oldid", name, q["oldid"])
-        if kind == NEWS and q == {"comments": "1"}:
-            return _Route(META, "comments", name)
-        if kind == FORUM and set(q) == {"page"} and q["page"].isdigit():
-            page = int(q["page"])
-            if 2 <= page <= MAX_LISTING_PAGES:
-                return _Route(META, "thread_page", name, page=page)
-        return _Route(MISSING)
+        return _ARTICLE_EXTRA[kind](name, q) or _Route(MISSING)
 
     def _page_arg(self, q: dict[str, str], key: str, step: int = 1) -> int | None:
         """The listing page a query names (1 without ``key``), None when out of range."""
@@ -430,88 +448,21 @@ class RealWeb:
         page = int(raw) // step + (1 if step > 1 else 0)
         return page if 1 <= page <= MAX_LISTING_PAGES else None
 
-    def _wiki_route(self, host: Host, path: str, q: dict[str, str]) -> _Route:  # noqa: C901, PLR0911, PLR0912
-        if path == "/w/index.php":
-            title = q.get("title", "")
-            if "search" in q and set(q) <= {"search", "offset"}:
-                page = self._page_arg(q, "offset", RESULTS_PER_PAGE)
-                if page is not None:
-                    return _Route(META, "search", arg=q["search"], page=page)
-            elif q.get("action") in ("edit", "history") and set(q) == {"title", "action"}:
-                if self._lives_here(title, host):
-                    return _Route(META, q["action"], title)
-            elif title == "Special:UserLogin" and set(q) == {"title", "returnto"}:
-                return _Route(META, "login", q["returnto"])
-            return _Route(MISSING)
-        if q or not path.startswith("/wiki/"):
-            return _Route(MISSING)
-        rest = unquote(path[len("/wiki/") :])
+    def _wiki_page(self, host: Host, rest: str) -> _Route | None:
+        """A ``/wiki/<rest>`` page that is no article: main page or a namespace page."""
+        rest = unquote(rest)
         space, colon, tail = rest.partition(":")
         if not colon:
-            return _Route(CHROME, "main") if rest == "Main_Page" else _Route(MISSING)
-        if space == "Talk" and self._lives_here(tail, host):
-            return _Route(META, "talk", tail)
-        if space == "User" and tail in USERS:
-            return _Route(META, "user", arg=tail)
-        if space == "Portal" and tail in PORTALS:
-            return _Route(CHROME, "portal", arg=tail)
-        if rest == "Special:RecentChanges":
-            return _Route(CHROME, "recent")
-        if space == "Special" and tail.startswith("WhatLinksHere/"):
-            name = tail.removeprefix("WhatLinksHere/")
-            if self._lives_here(name, host):
-                return _Route(CHROME, "whatlinkshere", name)
-        if space == "Project" and tail in ("About", "Disclaimers", "Privacy", "Contact"):
-            return _Route(CHROME, "about", arg=tail)
-        return _Route(MISSING)
+            return _Route(CHROME, "main") if rest == "Main_Page" else None
+        namespace = _WIKI_SPACES.get(space)
+        return namespace(self, host, tail) if namespace else None
 
-    def _news_route(self, host: Host, path: str, q: dict[str, str]) -> _Route:  # noqa: PLR0911
-        if path == "/" and not q:
-            return _Route(CHROME, "home")
-        if path.startswith("/section/") and set(q) <= {"page"}:
-            section = path.removeprefix("/section/")
-            page = self._page_arg(q, "page")
-            if section in SECTIONS and page is not None:
-                return _Route(CHROME, "section", arg=section, page=page)
-        elif path.startswith("/tag/") and not q:
-            tag = path.removeprefix("/tag/")
-            if tag in TAG_WORDS:
-                return _Route(CHROME, "tag", arg=tag)
-        elif path == "/search" and "q" in q and set(q) <= {"q", "page"}:
-            page = self._page_arg(q, "page")
-            if page is not None:
-                return _Route(META, "search", arg=q["q"], page=page)
-        elif path == "/login" and set(q) == {"next"}:
-            return _Route(META, "login", arg=q["next"])
-        elif path in ("/subscribe", "/about", "/contact") and not q:
-            return _Route(META if path == "/subscribe" else CHROME, "about", arg=path[1:])
-        return _Route(MISSING)
-
-    def _forum_route(self, host: Host, path: str, q: dict[str, str]) -> _Route:  # noqa: PLR0911
-        if path == "/" and not q:
-            return _Route(CHROME, "home")
-        if path.startswith("/board/") and set(q) <= {"page"}:
-            board = path.removeprefix("/board/")
-            page = self._page_arg(q, "page")
-            if board in BOARDS and page is not None:
-                return _Route(CHROME, "board", arg=board, page=page)
-        elif path.startswith("/user/") and not q:
-            user = path.removeprefix("/user/")
-            if user in USERS:
-                return _Route(META, "user", arg=user)
-        elif path == "/members" and set(q) <= {"page"}:
-            page = self._page_arg(q, "page")
-            if page is not None:
-                return _Route(META, "members", page=page)
-        elif path == "/search.php" and "keywords" in q and set(q) <= {"keywords", "start"}:
-            page = self._page_arg(q, "start", RESULTS_PER_PAGE)
-            if page is not None:
-                return _Route(META, "search", arg=q["keywords"], page=page)
-        elif path == "/ucp.php" and q.get("mode") == "login" and set(q) == {"mode", "redirect"}:
-            return _Route(META, "login", arg=q["redirect"])
-        elif path == "/faq" and not q:
-            return _Route(CHROME, "about", arg="faq")
-        return _Route(MISSING)
+    def _listing(
+        self, cls: str, handler: str, arg: str, q: dict[str, str], *, key: str, step: int = 1
+    ) -> _Route | None:
+        """A paginated listing page, None when the page is out of range."""
+        page = self._page_arg(q, key, step)
+        return None if page is None else _Route(cls, handler, arg=arg, page=page)
 
     # --- pages ---------------------------------------------------------------------
     def render(self, host: Host, target: str) -> Page:
@@ -1005,3 +956,146 @@ __all__ = [
     "Page",
     "RealWeb",
 ]
+
+
+def _keys(*names: str) -> frozenset[str]:
+    return frozenset(names)
+
+
+def _wiki_edit(web: RealWeb, host: Host, _rest: str, q: dict[str, str]) -> _Route | None:
+    if q["action"] in ("edit", "history") and web._lives_here(q["title"], host):
+        return _Route(META, q["action"], q["title"])
+    return None
+
+
+def _wiki_login(_web: RealWeb, _host: Host, _rest: str, q: dict[str, str]) -> _Route | None:
+    return _Route(META, "login", q["returnto"]) if q["title"] == "Special:UserLogin" else None
+
+
+def _wiki_special(web: RealWeb, host: Host, tail: str) -> _Route | None:
+    if tail == "RecentChanges":
+        return _Route(CHROME, "recent")
+    name = tail.removeprefix("WhatLinksHere/")
+    if tail.startswith("WhatLinksHere/") and web._lives_here(name, host):
+        return _Route(CHROME, "whatlinkshere", name)
+    return None
+
+
+def _among(values: tuple[str, ...], build: Callable[[str], _Route]) -> _Build:
+    """A builder for ``<prefix><value>`` pages, one for each of ``values``."""
+    return lambda _web, _host, rest, _q: build(rest) if rest in values else None
+
+
+def _fixed(route: _Route) -> _Build:
+    return lambda _web, _host, _rest, _q: route
+
+
+#: ``/wiki/<space>:<tail>`` pages by namespace: (web, host, tail) -> route or None.
+_WIKI_SPACES: dict[str, Callable[[RealWeb, Host, str], _Route | None]] = {
+    "Talk": lambda web, host, tail: (
+        _Route(META, "talk", tail) if web._lives_here(tail, host) else None
+    ),
+    "User": lambda _web, _host, tail: _Route(META, "user", arg=tail) if tail in USERS else None,
+    "Portal": lambda _web, _host, tail: (
+        _Route(CHROME, "portal", arg=tail) if tail in PORTALS else None
+    ),
+    "Special": _wiki_special,
+    "Project": lambda _web, _host, tail: (
+        _Route(CHROME, "about", arg=tail)
+        if tail in ("About", "Disclaimers", "Privacy", "Contact")
+        else None
+    ),
+}
+
+#: The query variants of an article page beyond print: (name, query) -> route or None.
+_ARTICLE_EXTRA: dict[str, Callable[[str, dict[str, str]], _Route | None]] = {
+    WIKI: lambda name, q: (
+        _Route(DUPLICATE, "oldid", name, q["oldid"])
+        if set(q) == {"oldid"} and q["oldid"].isdigit()
+        else None
+    ),
+    NEWS: lambda name, q: _Route(META, "comments", name) if q == {"comments": "1"} else None,
+    FORUM: lambda name, q: (
+        _Route(META, "thread_page", name, page=int(q["page"]))
+        if set(q) == {"page"} and q["page"].isdigit() and 2 <= int(q["page"]) <= MAX_LISTING_PAGES
+        else None
+    ),
+}
+
+#: The pages of each site kind that are no article, first matching rule wins.
+_RULES: dict[str, tuple[_Rule, ...]] = {
+    WIKI: (
+        _Rule(
+            "/w/index.php",
+            lambda web, _host, _rest, q: web._listing(
+                META, "search", q["search"], q, key="offset", step=RESULTS_PER_PAGE
+            ),
+            _keys("search"),
+            _keys("search", "offset"),
+        ),
+        _Rule("/w/index.php", _wiki_edit, _keys("title", "action"), _keys("title", "action")),
+        _Rule("/w/index.php", _wiki_login, _keys("title", "returnto"), _keys("title", "returnto")),
+        _Rule("/wiki/", lambda web, host, rest, _q: web._wiki_page(host, rest), prefix=True),
+    ),
+    NEWS: (
+        _Rule("/", _fixed(_Route(CHROME, "home"))),
+        _Rule(
+            "/section/",
+            lambda web, _host, rest, q: (
+                web._listing(CHROME, "section", rest, q, key="page") if rest in SECTIONS else None
+            ),
+            allowed=_keys("page"),
+            prefix=True,
+        ),
+        _Rule("/tag/", _among(TAG_WORDS, lambda tag: _Route(CHROME, "tag", arg=tag)), prefix=True),
+        _Rule(
+            "/search",
+            lambda web, _host, _rest, q: web._listing(META, "search", q["q"], q, key="page"),
+            _keys("q"),
+            _keys("q", "page"),
+        ),
+        _Rule(
+            "/login",
+            lambda _web, _host, _rest, q: _Route(META, "login", arg=q["next"]),
+            _keys("next"),
+            _keys("next"),
+        ),
+        _Rule("/subscribe", _fixed(_Route(META, "about", arg="subscribe"))),
+        _Rule("/about", _fixed(_Route(CHROME, "about", arg="about"))),
+        _Rule("/contact", _fixed(_Route(CHROME, "about", arg="contact"))),
+    ),
+    FORUM: (
+        _Rule("/", _fixed(_Route(CHROME, "home"))),
+        _Rule(
+            "/board/",
+            lambda web, _host, rest, q: (
+                web._listing(CHROME, "board", rest, q, key="page") if rest in BOARDS else None
+            ),
+            allowed=_keys("page"),
+            prefix=True,
+        ),
+        _Rule("/user/", _among(USERS, lambda user: _Route(META, "user", arg=user)), prefix=True),
+        _Rule(
+            "/members",
+            lambda web, _host, _rest, q: web._listing(META, "members", "", q, key="page"),
+            allowed=_keys("page"),
+        ),
+        _Rule(
+            "/search.php",
+            lambda web, _host, _rest, q: web._listing(
+                META, "search", q["keywords"], q, key="start", step=RESULTS_PER_PAGE
+            ),
+            _keys("keywords"),
+            _keys("keywords", "start"),
+        ),
+        _Rule(
+            "/ucp.php",
+            lambda _web, _host, _rest, q: (
+                _Route(META, "login", arg=q["redirect"]) if q["mode"] == "login" else None
+            ),
+            _keys("mode", "redirect"),
+            _keys("mode", "redirect"),
+        ),
+        _Rule("/faq", _fixed(_Route(CHROME, "about", arg="faq"))),
+    ),
+}

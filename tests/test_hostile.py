@@ -264,10 +264,14 @@ def test_failures_are_retried_then_land_in_the_error_queue(hostile_crawl):
     for reason in (
         "500 Internal Server Error",
         "503 Service Unavailable",
-        "scrapy.exceptions.DownloadTimeoutError",
         "scrapy.exceptions.ResponseDataLossError",
     ):
         assert s[f"retry/reason_count/{reason}"] == 2, reason  # RETRY_TIMES = 2
+    # hang.html times out 3 times (2 retries); on a loaded machine the ~2 s the
+    # 200,000-link page holds the reactor (docs/robustness.md) can time out another
+    # download under DOWNLOAD_TIMEOUT=2 once, which its retry then fetches
+    timeouts = s["retry/reason_count/scrapy.exceptions.DownloadTimeoutError"]
+    assert timeouts >= 2, timeouts
     assert s["retry/max_reached"] >= 5
     assert s["httperror/response_ignored_status_count/404"] >= 1
     assert s["downloader/exception_type_count/scrapy.exceptions.DownloadCancelledError"] >= 2

@@ -113,7 +113,7 @@ class FocusedRobotsTxtMiddleware(RobotsTxtMiddleware):
         if request not in self._received:
             return
         self._received[request] += len(data)
-        if self._received[request] >= self.max_bytes:
+        if self._received[request] > self.max_bytes:  # so a stopped body is over the cap
             del self._received[request]
             raise StopDownload(fail=False)  # the response holds what came so far
 

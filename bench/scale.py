@@ -47,6 +47,7 @@ from typing import Any
 
 from bench import command
 from bench.process import ChildProcess, URLServer
+from bench.quality import DEFAULT_DATA, DEFAULT_TOPICS
 
 PROJECT = Path(__file__).resolve().parents[1]
 CHEMISTRY = "subject.Science.Chemistry"
@@ -395,7 +396,26 @@ def main(argv: list[str] | None = None) -> int:
         help="DOWNLOAD_DELAY of the second scenario (0: run only the first)",
     )
     parser.add_argument("--out", default="out/bench", help="folder of scale.json")
+    parser.add_argument(
+        "--harvest",
+        choices=("yes", "no", "only"),
+        default="yes",
+        help="the harvest rows on wikispeedia (only: keep the other results of scale.json)",
+    )
+    parser.add_argument("--harvest-topics", default=",".join(DEFAULT_TOPICS))
+    parser.add_argument("--harvest-strategies", default="learning,annealing")
+    parser.add_argument("--harvest-workers", default="1,2,4")
+    parser.add_argument("--harvest-repeat", type=int, default=3)
+    parser.add_argument(
+        "--harvest-kill-late",
+        choices=("yes", "no"),
+        default="yes",
+        help="a run with one worker killed (kill -9) and one joining late",
+    )
+    parser.add_argument("--data", default=None, help="the wikispeedia site folder")
     args = parser.parse_args(argv)
+    if args.harvest == "only":
+        return harvest_main(args)
     sizes = [int(x) for x in args.workers.split(",") if x.strip()]
     out = Path(args.out)
     work = out / "scale"
@@ -462,6 +482,9 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(row)
                 print(name, json.dumps(row), flush=True)
             results[name] = {"strategy": strategy, "settings": list(settings), "runs": rows}
+    harvest_ok = True
+    if args.harvest == "yes":
+        harvest_ok = add_harvest(results, args)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "scale.json"
     path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
@@ -473,6 +496,53 @@ def main(argv: list[str] | None = None) -> int:
         for name, _, _, _, strict in scenarios
         for r in results[name]["runs"]
     )
+    return 0 if ok and harvest_ok else 1
+
+
+def add_harvest(results: dict[str, Any], args: argparse.Namespace) -> bool:
+    """Put the harvest rows (:mod:`bench.harvest`) in ``results``; True when every run
+    fetched no URL twice and lost none."""
+    from bench.harvest import harvest_rows
+
+    data = Path(args.data) if args.data else PROJECT / DEFAULT_DATA
+    started = time.monotonic()
+    with RedisServer() as server:
+        got = harvest_rows(
+            root=Path(args.out) / "scale" / "harvest",
+            redis_url=server.url,
+            data=data.resolve(),
+            topics=tuple(t for t in args.harvest_topics.split(",") if t),
+            strategies=tuple(t for t in args.harvest_strategies.split(",") if t),
+            workers=tuple(int(x) for x in args.harvest_workers.split(",") if x.strip()),
+            repeat=max(1, args.harvest_repeat),
+            kill_late=args.harvest_kill_late == "yes",
+            log=lambda line: print("harvest", line, flush=True),
+        )
+    results.update(got)
+    results["harvest_seconds"] = round(time.monotonic() - started, 1)
+    results["harvest_notes"] = (
+        "wikispeedia, rows and budgets of bench.quality (2 x reachable targets in all);"
+        " the workers' pages merged by fetch time and cut at the budget; oracle: one"
+        " single-process crawl per row; frontier memory: the single-process reference;"
+        " numbers are medians over the repeats (duplicate_fetches_max, pages_lost_max:"
+        " the worst run)."
+    )
+    return all(r["duplicate_fetches"] == 0 and r["pages_lost"] == 0 for r in got["harvest_runs"])
+
+
+def harvest_main(args: argparse.Namespace) -> int:
+    """``--harvest only``: the harvest rows, the rest of ``scale.json`` kept."""
+    out = Path(args.out)
+    path = out / "scale.json"
+    results: dict[str, Any] = {}
+    if path.is_file():
+        results = json.loads(path.read_text(encoding="utf-8"))
+    ok = add_harvest(results, args)
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    print(f"wrote {path}")
     return 0 if ok else 1
 
 

@@ -101,6 +101,15 @@ DEFAULTS: dict[str, Any] = {
     # key prefix of the shared frontier; %(spider)s and %(topic)s as in scrapy-redis
     "FOCUSED_REDIS_KEY": "%(spider)s:%(topic)s",
     "FOCUSED_REDIS_LEASE": 60.0,
+    # the learnt model (`learning`): saved under JOBDIR every this many learnt pages and
+    # at the close (memory frontier; 0: only at the close)
+    "FOCUSED_MODEL_SAVE_EVERY": 100,
+    # shared frontier: each worker sends what it learnt and merges the others' every
+    # this many learnt pages (one round trip; 0: workers do not share a model)
+    "FOCUSED_REDIS_MODEL_EVERY": 8,
+    # shared frontier: at most this many waiting links re-valued per model round trip
+    # by the one worker that holds the rescoring lease (0: no rescoring on Redis)
+    "FOCUSED_REDIS_RESCORE_CHUNK": 1000,
     # --- a hostile web (focused/robustness.py, focused/web/sanitize.py) ------------
     # at most this many downloads per host name (0: no cap); bounds an endless URL
     # space (a calendar, a session id in every link) on one host
@@ -283,6 +292,9 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_FRONTIER": _text("memory", "redis"),
     "FOCUSED_REDIS_KEY": _text(),
     "FOCUSED_REDIS_LEASE": _float(0.0, open_low=True),
+    "FOCUSED_MODEL_SAVE_EVERY": _int(0),
+    "FOCUSED_REDIS_MODEL_EVERY": _int(0),
+    "FOCUSED_REDIS_RESCORE_CHUNK": _int(0),
     "FOCUSED_MAX_PAGES_PER_HOST": _int(0),
     "FOCUSED_MAX_TEXT_CHARS": _int(0),
     "FOCUSED_MAX_LINKS_PER_PAGE": _int(0),

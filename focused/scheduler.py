@@ -45,8 +45,10 @@ from focused.frontier.memory import (
 from focused.frontier.rescoring import RescoreSchedule
 from focused.frontier.seen import SeenSet, url_fingerprint
 from focused.meta import ANCHOR_RELEVANCE, DEPTH, HOPS, LINK_VALUE, PARENT_URL, M
+from focused.output.atomic import write_bytes
 from focused.output.store import DB_NAME as PAGES_DB
 from focused.ranking.annealing import Annealer
+from focused.ranking.modelstate import dumps_state, loads_state
 from focused.stop import stop_crawl, then_for
 from focused.strategies import strategy_class
 
@@ -83,6 +85,8 @@ _U16 = 0xFFFF  # depth and hops are packed in 16 bits
 #: meta keys a download leaves behind that must not follow a request back to the queue
 #: (``download_slot`` only when the downloader set it: see :func:`_slot_left_behind`)
 TRANSIENT_META = frozenset({"download_slot", "download_latency"})
+#: the learnt model's file under JOBDIR (``learning``)
+MODEL_NAME = "learning-model.npz"
 #: meta key of a ``dont_filter`` copy of a waiting URL: ``(fingerprint of the copy, URL)``
 COPY_META = "focused_copy"
 
@@ -496,8 +500,13 @@ class FocusedScheduler(BaseScheduler):
         rescore_budget: int = 0,
         host_aware: bool = False,
         host_scan: int = DEFAULT_SCAN,
+        model_save_every: int = 100,
     ) -> None:
         self.jobdir = jobdir
+        #: learnt pages between two saves of the strategy's model under JOBDIR (0: at
+        #: the close only)
+        self.model_save_every = max(0, int(model_save_every))
+        self._model_learnt = 0  # learnt pages since the model was last saved
         self.anneal = anneal
         self.annealer: Annealer | None = Annealer(t0, alpha, t_min, k, seed) if anneal else None
         self.page_store = page_store
@@ -554,6 +563,7 @@ class FocusedScheduler(BaseScheduler):
             rescore_budget=get(s, "FOCUSED_RESCORE_BUDGET"),
             host_aware=get(s, "FOCUSED_HOST_AWARE"),
             host_scan=get(s, "FOCUSED_HOST_SCAN"),
+            model_save_every=get(s, "FOCUSED_MODEL_SAVE_EVERY"),
         )
 
     # --- life cycle -----------------------------------------------------------------
@@ -562,6 +572,7 @@ class FocusedScheduler(BaseScheduler):
         if self.jobdir:
             self.journal = Journal.in_jobdir(self.jobdir)
             self._restore()
+            self._load_model()
         if self.crawler is not None:
             for handler, signal in self._signals():
                 self.crawler.signals.connect(handler, signal=signal)
@@ -601,6 +612,7 @@ class FocusedScheduler(BaseScheduler):
                     self.journal.set_state(fp, DONE)
             self._fetched.clear()
             self._save_annealer()
+            self._save_model()
             try:
                 self.journal.close()
             except JournalError as exc:
@@ -874,6 +886,9 @@ class FocusedScheduler(BaseScheduler):
         """A strategy that rescores learnt from one more page: re-order the waiting links
         when :attr:`rescoring` (:class:`~focused.frontier.rescoring.RescoreSchedule`) says
         it is time. The number of entries whose priority changed (0 when it was not)."""
+        self._model_learnt += 1
+        if self.model_save_every and self._model_learnt >= self.model_save_every:
+            self._save_model()
         rescore = getattr(self.frontier, "rescore", None)
         if not self.rescoring.learnt(len(self.frontier), can_rescore=rescore is not None):
             return 0
@@ -1026,6 +1041,47 @@ class FocusedScheduler(BaseScheduler):
             return
         self.journal.put_meta("annealer", pickle.dumps(a.state()))
         self._saved_picks = a.picks
+
+    def _learner(self) -> Any:
+        """The spider's strategy when it has a model to save (``learning``), else None."""
+        strategy = getattr(self.spider, "strategy", None)
+        return strategy if hasattr(strategy, "model_state") else None
+
+    @property
+    def model_path(self) -> Path | None:
+        """``JOBDIR/learning-model.npz``: the learnt model of a crawl with a JOBDIR."""
+        return Path(self.jobdir) / MODEL_NAME if self.jobdir else None
+
+    def _save_model(self) -> None:
+        """Write the strategy's learnt model under JOBDIR (atomically: a crash leaves the
+        previous one); a failure is logged, the crawl goes on."""
+        learner, path = self._learner(), self.model_path
+        self._model_learnt = 0
+        if learner is None or path is None:
+            return
+        try:
+            write_bytes(path, dumps_state(learner.model_state()), fsync=True)
+        except OSError as exc:
+            logger.error("focused: error: cannot save the learnt model in %s (%s)", path, exc)
+            return
+        if self.stats is not None:
+            self.stats.inc_value("focused/model/saved")
+
+    def _load_model(self) -> None:
+        """A resumed crawl continues with the model it saved (``learning``)."""
+        learner, path = self._learner(), self.model_path
+        if learner is None or path is None or not path.is_file():
+            return
+        try:
+            learner.load_model_state(loads_state(path.read_bytes()))
+        except (OSError, ValueError, KeyError) as exc:
+            logger.error("focused: error: the saved model %s is not loaded (%s)", path, exc)
+            return
+        logger.info(
+            "focused: resuming with the learnt model of %s (%d pages)", path, learner.terms.pages
+        )
+        if self.stats is not None:
+            self.stats.set_value("focused/model/loaded_pages", learner.terms.pages)
 
     def _commit(self, force: bool = False) -> JournalError | None:
         journal = self.journal

@@ -241,9 +241,10 @@ class TermModel:
         """Fetched pages that used ``term`` (or a term sharing its bucket)."""
         return float(self.counts[self.feature(term)])
 
-    def learn_page(self, terms: Iterable[str | bytes], y: float) -> None:
+    def learn_page(self, terms: Iterable[str | bytes], y: float) -> np.ndarray:
         """One fetched page: each of its distinct ``terms`` gets label ``y`` once (see
-        :func:`focused.ranking.relevance.term_counts` for the terms of a text)."""
+        :func:`focused.ranking.relevance.term_counts` for the terms of a text). Returns
+        the page's distinct buckets."""
         self.pages += 1
         self.total += y
         terms = list(terms)
@@ -253,10 +254,19 @@ class TermModel:
         else:
             buckets = self._buckets(terms)
             if not buckets:
-                return
+                return np.zeros(0, dtype=np.int64)
             f = np.unique(np.array(buckets, dtype=np.int64))
         self.counts[f] += 1.0
         self.sums[f] += y
+        return f
+
+    def add(self, buckets: np.ndarray, counts: np.ndarray, sums: np.ndarray) -> None:
+        """Add what other pages taught (per bucket: pages and summed labels); the page
+        count and label total are :attr:`pages` and :attr:`total`."""
+        if buckets.size:
+            ok = (buckets >= 0) & (buckets < N_FEATURES)
+            np.add.at(self.counts, buckets[ok], counts[ok])
+            np.add.at(self.sums, buckets[ok], sums[ok])
 
     def learn_text(self, text: str, y: float) -> None:
         """:meth:`learn_page` with the terms of ``text``."""

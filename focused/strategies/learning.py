@@ -27,6 +27,7 @@ mean label.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +50,7 @@ from focused.ranking.learning import (
     encode_evidence,
     label,
 )
+from focused.ranking.modelstate import DeltaRecorder, ModelDelta, join_terms, split_terms
 from focused.strategies.base import (
     Link,
     LinkScore,
@@ -136,7 +138,7 @@ class LearningStrategy(Strategy):
             # links carry rescoring evidence only for a frontier that will rescore them
             "rescore_links": int(read.in_range("FOCUSED_RESCORE_EVERY", 0, 1e12, open_low=False))
             > 0
-            and read.text("FOCUSED_FRONTIER") == "memory",
+            and read.text("FOCUSED_FRONTIER") in ("memory", "redis"),
         }
         read.in_range("FOCUSED_RESCORE_BUDGET", 0, 1e12, open_low=False)
         values["link_model"] = read.flag("FOCUSED_LEARNING_CLASSIFIER")
@@ -181,6 +183,9 @@ class LearningStrategy(Strategy):
         self.expanded = 0  # terms the topic gained (relevance feedback)
         self.rescorings = 0  # frontier rescores
         self.rescored = 0  # waiting links rescored, in all
+        #: what this process learnt since the last :meth:`take_delta` (a shared model)
+        self.recorder: DeltaRecorder | None = None
+        self.merged_pages = 0  # pages other workers learnt from, merged here
 
     # --- scoring --------------------------------------------------------------------
     def seed(self) -> LinkScore:
@@ -310,7 +315,10 @@ class LearningStrategy(Strategy):
         terms = page.terms or ()
         if self.hubs is not None:
             self.hubs.add(url, y, str(link.get(meta.PARENT_URL) or ""))
-        self.terms.learn_page(terms, y)
+        buckets = self.terms.learn_page(terms, y)
+        if self.recorder is not None:
+            counted = page.relevant and bool(self.expand_terms and terms)
+            self.recorder.add(buckets, y, page.relevant, terms if counted else None)
         if self.classifier is not None and meta.ANCHOR_TEXT in link:
             self.classifier.learn(
                 LinkEvidence(
@@ -328,17 +336,98 @@ class LearningStrategy(Strategy):
             # background frequencies: the term model's (no second count of every page)
             self.expander.add_relevant(terms)  # UTF-8 terms, decoded only when added
             self.relevant_pages += 1
-            if self.relevant_pages >= self._next_expansion:
-                # every expand_every relevant pages at first, then every 25 % more: the
-                # refresh scans the relevant pages' vocabulary, so its cost stays amortised
-                self._next_expansion = max(
-                    self.relevant_pages + max(1, self.expand_every),
-                    math.ceil(self.relevant_pages * 1.25),
-                )
-                expanded = self.expander.keywords(self.terms.document_frequency, self.terms.pages)
-                if len(expanded) > len(self.keywords):
-                    self._vector = TermWeights(expanded)
-                    self.expanded = len(expanded) - len(self.keywords)
+            self._maybe_expand()
+
+    def _maybe_expand(self, force: bool = False) -> None:
+        """Refresh the expanded topic when enough relevant pages came since the last."""
+        if not force and self.relevant_pages < self._next_expansion:
+            return
+        # every expand_every relevant pages at first, then every 25 % more: the
+        # refresh scans the relevant pages' vocabulary, so its cost stays amortised
+        self._next_expansion = max(
+            self.relevant_pages + max(1, self.expand_every),
+            math.ceil(self.relevant_pages * 1.25),
+        )
+        expanded = self.expander.keywords(self.terms.document_frequency, self.terms.pages)
+        if len(expanded) > len(self.keywords):
+            self._vector = TermWeights(expanded)
+            self.expanded = len(expanded) - len(self.keywords)
+
+    # --- one model for several processes, and across a resume ------------------------
+    def share(self) -> None:
+        """Record what this process learns, for :meth:`take_delta` (a shared model)."""
+        if self.recorder is None:
+            self.recorder = DeltaRecorder()
+
+    def take_delta(self) -> ModelDelta | None:
+        """What this process learnt since the last call (``None``: not sharing)."""
+        return self.recorder.take() if self.recorder is not None else None
+
+    def merge(self, delta: ModelDelta) -> None:
+        """Add what other processes learnt (sums commute: any order gives one model):
+        the term statistics, the mean label, the relevant pages (exploration) and the
+        relevant pages' term frequencies (the vocabulary expansion)."""
+        t = self.terms
+        t.add(delta.buckets, delta.counts, delta.sums)
+        t.pages += delta.pages
+        t.total += delta.total
+        self.merged_pages += delta.pages
+        self.exploration.relevant += delta.relevant
+        self.terms.optimism = self.optimism * self.exploration.weight
+        if delta.relevant_pages and self.expand_terms:
+            ex = self.expander
+            ex.relevant_pages += delta.relevant_pages
+            ex.df_rel.update(delta.terms)
+            if len(ex.df_rel) > ex.max_vocabulary:
+                ex.df_rel = Counter(dict(ex.df_rel.most_common(ex.max_vocabulary // 2)))
+            self.relevant_pages += delta.relevant_pages
+            self._maybe_expand()
+
+    def model_state(self) -> dict[str, Any]:
+        """The whole learnt model as plain data (:func:`~focused.ranking.modelstate.dumps_state`):
+        the touched buckets' counts and sums, the page count and label total, the relevant
+        pages and the expansion's term frequencies (the link classifier and the hub
+        evidence, both off by default, are not saved)."""
+        t = self.terms
+        touched = np.flatnonzero(t.counts)
+        terms = list(self.expander.df_rel)
+        return {
+            "buckets": touched.astype(np.int64),
+            "counts": t.counts[touched],
+            "sums": t.sums[touched],
+            "pages": t.pages,
+            "total": t.total,
+            "explore_relevant": self.exploration.relevant,
+            "relevant_pages": self.relevant_pages,
+            "expander_relevant_pages": self.expander.relevant_pages,
+            "strategy_pages": self.pages,
+            "terms": join_terms(_as_bytes(x) for x in terms),
+            "term_df": np.array([self.expander.df_rel[x] for x in terms], dtype=np.int64),
+        }
+
+    def load_model_state(self, state: Mapping[str, Any]) -> None:
+        """Continue from a :meth:`model_state` (replaces what was learnt so far)."""
+        t = self.terms
+        buckets = np.asarray(state["buckets"], dtype=np.int64)
+        ok = (buckets >= 0) & (buckets < t.counts.size)
+        t.counts[:] = 0.0
+        t.sums[:] = 0.0
+        t.counts[buckets[ok]] = np.asarray(state["counts"], dtype=np.float64)[ok]
+        t.sums[buckets[ok]] = np.asarray(state["sums"], dtype=np.float64)[ok]
+        t.pages = int(state["pages"])
+        t.total = float(state["total"])
+        self.exploration.relevant = int(state["explore_relevant"])
+        self.terms.optimism = self.optimism * self.exploration.weight
+        self.pages = int(state.get("strategy_pages", t.pages))
+        self.relevant_pages = int(state["relevant_pages"])
+        self.expander.relevant_pages = int(state["expander_relevant_pages"])
+        names = split_terms(bytes(state.get("terms", b"")))
+        df = np.asarray(state.get("term_df", np.zeros(0)), dtype=np.int64).tolist()
+        self.expander.df_rel = Counter(dict(zip(names, df, strict=True)))
+        self._vector = None
+        self.expanded = 0
+        if self.relevant_pages and self.expand_terms:
+            self._maybe_expand(force=True)
 
     def stats(self) -> dict[str, float]:
         """Numbers for the crawl's stats (``focused/learning/...``)."""
@@ -351,6 +440,10 @@ class LearningStrategy(Strategy):
         if self.classifier is not None:
             out["classifier_examples"] = float(self.classifier.examples)
         return out
+
+
+def _as_bytes(term: str | bytes) -> bytes:
+    return term if isinstance(term, bytes) else term.encode("utf-8")
 
 
 def _with_terms(e: LinkEvidence, term_score: float) -> LinkEvidence:

@@ -339,7 +339,7 @@ def harvest_rows(
 
     site = quality.Site.load(data)
     args = argparse.Namespace(
-        topic=",".join(topics),
+        topic=list(topics),
         held_out=None,
         category=None,
         seeds=None,

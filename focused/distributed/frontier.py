@@ -14,6 +14,11 @@ error bookkeeping of the four queues of Liu, Xia & Xu (2010) under one key prefi
 ``<key>:stats``     hash: ``seq``, ``picks``, ``done``, ``error``, ``promoted``,
                     ``reclaimed``, ``accepted_worse``
 
+An entry with rescoring evidence (``learning``) keeps it at the end of its packed entry
+(flag bit 0x80 on the extra's kind, then the evidence and its length, u16), so that the
+rescoring of :mod:`focused.distributed.model` can value it again; the model itself lives
+under ``<key>:model:*``.
+
 Every change is one Lua script run atomically on the server (``pick.lua`` next to this
 module, read with :mod:`importlib.resources`, so it works from a zipped egg): it applies a
 batch of staged operations (push with promotion, done, error, release, lease renewal),
@@ -44,6 +49,7 @@ from typing import Any
 import redis
 
 from focused.distributed.connection import REDIS_DOWN, unreachable_message
+from focused.distributed.model import EVIDENCE_FLAG
 from focused.errors import RedisUnavailable
 from focused.frontier.hostaware import DEFAULT_SCAN
 from focused.frontier.memory import Entry
@@ -197,6 +203,9 @@ class RedisFrontier:
         kind = _EXTRA_NONE if blob is None else _EXTRA_BLOB if blob else _EXTRA_LOST
         if kind == _EXTRA_BLOB and self.whole is not None and self.whole(e):
             kind = _EXTRA_WHOLE
+        evidence = e.evidence if 0 < len(e.evidence) <= 0xFFFF else b""
+        if evidence:
+            kind |= EVIDENCE_FLAG
         head = _HEAD.pack(
             float(e.value),
             float(clamp_priority(e.priority)),
@@ -209,7 +218,8 @@ class RedisFrontier:
             len(url),
             len(parent),
         )
-        return head + url + parent + (blob or b"")
+        tail = evidence + struct.pack(">H", len(evidence)) if evidence else b""
+        return head + url + parent + (blob or b"") + tail
 
     def _entry(self, fp: bytes, stored: bytes) -> Entry:
         payload = memoryview(stored)[_MEMBER:]
@@ -217,7 +227,14 @@ class RedisFrontier:
         at = _HEAD.size
         url = bytes(payload[at : at + nu]).decode("utf-8")
         parent = bytes(payload[at + nu : at + nu + np_]).decode("utf-8")
-        blob = bytes(payload[at + nu + np_ :])
+        end = len(payload)
+        evidence = b""
+        if kind & EVIDENCE_FLAG:
+            n_ev = struct.unpack_from(">H", payload, end - 2)[0]
+            evidence = bytes(payload[end - 2 - n_ev : end - 2])
+            end -= 2 + n_ev
+            kind &= ~EVIDENCE_FLAG
+        blob = bytes(payload[at + nu + np_ : end])
         extra: Any = None
         if kind in (_EXTRA_BLOB, _EXTRA_WHOLE):
             extra = self.load_extra(blob)
@@ -236,6 +253,7 @@ class RedisFrontier:
             flags=flags,
             extra=extra,
             seq=int(stored[:15]),
+            evidence=evidence,
         )
 
     # --- staging (no round trip) ----------------------------------------------------

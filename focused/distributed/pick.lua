@@ -51,6 +51,7 @@ local function requeue(d)
   redis.call('ZADD', queue, -prio_of(d), string.sub(d, 1, 23))
 end
 -- the kind of extra (3: the whole request) at byte 43 of a packed entry, 66 of data
+-- (bit 0x80: the entry ends with rescoring evidence, focused/distributed/model.py)
 local WHOLE = 3
 local function kept(d, prio)
   -- the waiting entry d with priority prio (value, flags, URL, extra unchanged)
@@ -81,7 +82,7 @@ for n = 1, nops do
         end
       elseif prio > prio_of(d) then
         redis.call('ZREM', queue, string.sub(d, 1, 23))
-        if string.byte(d, 66) == WHOLE or string.byte(payload, 43) == WHOLE then
+        if string.byte(d, 66) % 128 == WHOLE or string.byte(payload, 43) % 128 == WHOLE then
           payload = kept(d, prio)  -- a whole request stays the one that waits
         end
         enqueue(fp, prio, payload)

@@ -21,6 +21,7 @@ pop without a lease (a killed worker loses its requests), wipe the queue on clos
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from pathlib import Path
@@ -49,6 +50,7 @@ from focused.distributed.frontier import (
     Step,
     clamp_priority,
 )
+from focused.distributed.model import SharedModel
 from focused.errors import RedisUnavailable
 from focused.frontier.journal import DONE, ERROR
 from focused.frontier.seen import FingerprintTable, url_fingerprint
@@ -127,9 +129,19 @@ class RedisScheduler(FocusedScheduler):
         idle_poll: float = 0.02,
         idle_poll_max: float = 0.5,
         output_dir: str = "out/crawl",
+        model_every: int = 8,
+        rescore_chunk: int = 1000,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        #: learnt pages between two model round trips (0: no shared model)
+        self.model_every = max(0, int(model_every))
+        #: waiting entries rescored per model round trip by the lease holder (0: none)
+        self.rescore_chunk = max(0, int(rescore_chunk))
+        self.model: SharedModel | None = None
+        self._initial_model: dict[str, Any] | None = None
+        self._learnt_here = 0
+        self._scanned: list = []
         self.server = server
         self.key_template = key_template
         self.lease = float(lease)
@@ -171,6 +183,8 @@ class RedisScheduler(FocusedScheduler):
             crawler=crawler,
             host_aware=get(s, "FOCUSED_HOST_AWARE"),
             host_scan=get(s, "FOCUSED_HOST_SCAN"),
+            model_every=get(s, "FOCUSED_REDIS_MODEL_EVERY"),
+            rescore_chunk=get(s, "FOCUSED_REDIS_RESCORE_CHUNK"),
         )
 
     def key_for(self, spider: Spider) -> str:
@@ -186,9 +200,11 @@ class RedisScheduler(FocusedScheduler):
         return key.rstrip(":") or spider.name
 
     def _signals(self) -> list[tuple[Any, object]]:
-        """What the scheduler listens to: not ``frontier_rescore`` (the shared queue is
-        not re-ordered) nor ``page_skipped`` (no journal to write)."""
+        """What the scheduler listens to: ``frontier_rescore`` (one per learnt page:
+        the shared model's round trips, :meth:`_on_learnt`), not ``page_skipped`` (no
+        journal to write)."""
         return [
+            (self._on_learnt, focused_signals.frontier_rescore),
             (self._on_response, signals.response_received),
             (self._on_item, signals.item_scraped),
             (self._on_item, signals.item_dropped),
@@ -226,6 +242,7 @@ class RedisScheduler(FocusedScheduler):
         if restored and step is not None:
             outbox.unlink(missing_ok=True)
             logger.info("focused: sent %d changes saved by an earlier run to Redis", restored)
+        self._open_model()
         if self.crawler is not None:
             self._connected = True
             for handler, signal in self._signals():
@@ -268,6 +285,7 @@ class RedisScheduler(FocusedScheduler):
                 self.in_flight.discard(fp)
                 red.stage_release(fp)
                 self.released += 1
+        self._close_model()
         step = self._sync(final=True)
         if step is None and red.pending:
             path = self.output_dir / self.OUTBOX_NAME
@@ -534,6 +552,71 @@ class RedisScheduler(FocusedScheduler):
             fp = self._fingerprint(request)
             if fp in self._responded:
                 self._finish(fp, DONE)
+
+    # --- one model for all workers (focused.distributed.model) ----------------------
+    def _open_model(self) -> None:
+        """Share the strategy's model (``learning``): load what the crawl learnt so far
+        (a late worker, a resumed crawl) and record what this worker learns."""
+        learner = self._learner()
+        if learner is None or not self.model_every or self.redis is None:
+            return
+        learner.share()
+        self._initial_model = learner.model_state()
+        self.model = SharedModel(self.server, self.redis.key)
+        try:
+            delta = self.model.snapshot()
+        except REDIS_DOWN:
+            return
+        if not delta.empty:
+            learner.merge(delta)
+            logger.info(
+                "focused: loaded the shared model of %s (%d pages learnt)",
+                self.redis.key,
+                delta.pages,
+            )
+        if self.stats is not None:
+            self.stats.set_value("focused/model/loaded_pages", delta.pages)
+
+    def _on_learnt(self, rescorer: Any, **kwargs: Any) -> int:
+        """One more learnt page here: every ``model_every``, one round trip that sends
+        what this worker learnt, merges the others' and (the rescoring lease holder)
+        writes the last rescored chunk and scans the next. Returns the entries moved."""
+        self._learnt_here += 1
+        if self.model is None or self._learnt_here % self.model_every:
+            return 0
+        return self._model_sync(rescorer)
+
+    def _model_sync(self, rescorer: Any = None, final: bool = False) -> int:
+        learner, model = self._learner(), self.model
+        if learner is None or model is None:
+            return 0
+        before = model.moved
+        scan = 0 if final or rescorer is None else self.rescore_chunk
+        try:
+            deltas, scanned = model.sync(learner.take_delta(), scan)
+            if deltas is None:  # fell behind the log: reload the whole model
+                learner.load_model_state(self._initial_model or {})
+                learner.merge(model.snapshot())
+                deltas = []
+        except REDIS_DOWN:
+            return 0
+        for delta in deltas:
+            learner.merge(delta)
+        if scanned and rescorer is not None:
+            model.stage_rescore(scanned, rescorer)
+        if self.stats is not None:
+            self.stats.set_value("focused/redis/model_round_trips", model.round_trips)
+            self.stats.set_value("focused/model/merged_pages", learner.merged_pages)
+            self.stats.set_value("focused/frontier/rescores", model.rescore_rounds)
+            self.stats.set_value("focused/frontier/rescore_moved", model.moved)
+        return model.moved - before
+
+    def _close_model(self) -> None:
+        if self.model is None:
+            return
+        self._model_sync(final=True)
+        with contextlib.suppress(*REDIS_DOWN):
+            self.model.release()
 
     def _on_checkpoint(self, **kwargs: Any) -> None:
         """Before the page store commits a page: its links go to Redis first."""

@@ -193,26 +193,10 @@ def run_harvest(
     started = time.monotonic()
     for i in range(workers):
         start(i)
-    killed = late = 0
     deadline = started + timeout
-    while any(p.poll() is None for p in procs):
-        if time.monotonic() > deadline:
-            for p in procs:
-                if p.poll() is None:
-                    p.send_signal(signal.SIGKILL)
-            break
-        if kill_one_after and not killed and _pages_stored(outs[0]) >= kill_one_after:
-            procs[0].send_signal(signal.SIGKILL)
-            killed = 1
-        if late_after and not late:
-            if sum(_pages_stored(o) for o in outs) >= late_after:
-                start(len(procs))
-                late = 1
-        time.sleep(0.1)
-    if late_after and not late:  # the others finished first: join now (nothing to do)
-        start(len(procs))
-        late = 1
-        procs[-1].wait(timeout=max(1.0, deadline - time.monotonic()))
+    killed, late = _supervise(
+        procs, outs, start, kill_one_after=kill_one_after, late_after=late_after, deadline=deadline
+    )
     wall = time.monotonic() - started
     run = HarvestRun(
         group, strategy, total, rep, frontier, outs, wall, [p.returncode for p in procs]
@@ -222,6 +206,37 @@ def run_harvest(
         run.redis_bytes = _redis_bytes(redis_url) - before
         run.redis_status = redis_status(redis_url, key)
     return run
+
+
+def _supervise(
+    procs: list[subprocess.Popen[bytes]],
+    outs: list[Path],
+    start: Any,
+    *,
+    kill_one_after: int,
+    late_after: int,
+    deadline: float,
+) -> tuple[int, int]:
+    """Wait for the workers; ``kill -9`` worker 0 and start a late one when due."""
+    killed = late = 0
+    while any(p.poll() is None for p in procs):
+        if time.monotonic() > deadline:
+            for p in procs:
+                if p.poll() is None:
+                    p.send_signal(signal.SIGKILL)
+            break
+        if kill_one_after and not killed and _pages_stored(outs[0]) >= kill_one_after:
+            procs[0].send_signal(signal.SIGKILL)
+            killed = 1
+        if late_after and not late and sum(_pages_stored(o) for o in outs) >= late_after:
+            start(len(procs))
+            late = 1
+        time.sleep(0.1)
+    if late_after and not late:  # the others finished first: join now (nothing to do)
+        start(len(procs))
+        late = 1
+        procs[-1].wait(timeout=max(1.0, deadline - time.monotonic()))
+    return killed, late
 
 
 def measure(run: HarvestRun, oracle_recall: float | None) -> dict[str, Any]:

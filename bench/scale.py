@@ -371,6 +371,26 @@ def measure(run: Run, reference: set[str], redis: dict[str, int] | None = None) 
     return row
 
 
+def _harvest_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--harvest",
+        choices=("yes", "no", "only"),
+        default="yes",
+        help="the harvest rows on wikispeedia (only: keep the other results of scale.json)",
+    )
+    parser.add_argument("--harvest-topics", default=",".join(DEFAULT_TOPICS))
+    parser.add_argument("--harvest-strategies", default="learning,annealing")
+    parser.add_argument("--harvest-workers", default="1,2,4")
+    parser.add_argument("--harvest-repeat", type=int, default=3)
+    parser.add_argument(
+        "--harvest-kill-late",
+        choices=("yes", "no"),
+        default="yes",
+        help="a run with one worker killed (kill -9) and one joining late",
+    )
+    parser.add_argument("--data", default=None, help="the wikispeedia site folder")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench.scale",
@@ -396,23 +416,7 @@ def main(argv: list[str] | None = None) -> int:
         help="DOWNLOAD_DELAY of the second scenario (0: run only the first)",
     )
     parser.add_argument("--out", default="out/bench", help="folder of scale.json")
-    parser.add_argument(
-        "--harvest",
-        choices=("yes", "no", "only"),
-        default="yes",
-        help="the harvest rows on wikispeedia (only: keep the other results of scale.json)",
-    )
-    parser.add_argument("--harvest-topics", default=",".join(DEFAULT_TOPICS))
-    parser.add_argument("--harvest-strategies", default="learning,annealing")
-    parser.add_argument("--harvest-workers", default="1,2,4")
-    parser.add_argument("--harvest-repeat", type=int, default=3)
-    parser.add_argument(
-        "--harvest-kill-late",
-        choices=("yes", "no"),
-        default="yes",
-        help="a run with one worker killed (kill -9) and one joining late",
-    )
-    parser.add_argument("--data", default=None, help="the wikispeedia site folder")
+    _harvest_arguments(parser)
     args = parser.parse_args(argv)
     if args.harvest == "only":
         return harvest_main(args)

@@ -89,6 +89,7 @@ MEDIAN_COLUMNS = ("recall", "precision", "oracle_recall", "recall_over_oracle", 
 #: :mod:`bench.realweb.measure`, requests answered and hosts served, and the settings.
 REALISTIC_COLUMNS = (
     "non_article_share",
+    "fetched_non_article_share",
     "duplicate_share",
     "meta_share",
     "chrome_share",
@@ -582,7 +583,7 @@ def run_realistic_job(
     """One crawl of the realistic web, served for it alone (its own port: the server's
     log is this crawl's), then its curve and :data:`REALISTIC_COLUMNS` (also written to
     the run folder's ``metrics.json``)."""
-    from bench.realweb.measure import host_use, page_shares
+    from bench.realweb.measure import fetch_shares, host_use, page_shares
     from bench.realweb.serve import RealWebServer
 
     with RealWebServer(realistic.web) as served:
@@ -619,6 +620,7 @@ def run_realistic_job(
     times = [t for _, _, t in pages if t > 0]
     span = (times[-1] - times[0]) if len(times) > 1 else 0.0
     metrics["pages_per_s"] = (len(times) - 1) / span if span > 0 else 0.0
+    metrics.update(fetch_shares(web, hits, times[-1] if times else None))
     use = host_use(
         web,
         hits,
@@ -994,13 +996,15 @@ def realistic_section(rows: Sequence[dict[str, object]]) -> list[str]:
         "## Realistic web: where the budget went",
         "",
         "non-article = duplicate + meta + chrome pages among the pages crawled (the rest: "
-        "articles, and external/missing answers, which are not stored); pages/s over the "
+        "articles, and external/missing answers, which are not stored); fetched = the same "
+        "among every page fetched until the budget, stored or not; pages/s over the "
         "crawl; host busy = busy-host-seconds / waiting-host-seconds; host utilisation "
         "(with DOWNLOAD_DELAY=d) = requests / (waiting-host-seconds / d) (docs/quality.md).",
         "",
-        "| topic | seeds | strategy | recall | precision | non-article | duplicate | meta "
-        "| chrome | pages/s | host busy | host utilisation | mean waiting hosts |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| topic | seeds | strategy | recall | precision | non-article | fetched non-article "
+        "| duplicate | meta | chrome | pages/s | host busy | host utilisation "
+        "| mean waiting hosts |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         name = str(row["strategy"]) + (f" (failed: {row['_error']})" if row["_error"] else "")
@@ -1010,6 +1014,7 @@ def realistic_section(rows: Sequence[dict[str, object]]) -> list[str]:
                 "recall",
                 "precision",
                 "non_article_share",
+                "fetched_non_article_share",
                 "duplicate_share",
                 "meta_share",
                 "chrome_share",
@@ -1020,7 +1025,8 @@ def realistic_section(rows: Sequence[dict[str, object]]) -> list[str]:
             )
         ]
         lines.append(f"| {row['topic']} | {row['seeds']} | {name} | " + " | ".join(cells) + " |")
-    keys = ("recall", "precision", "non_article_share", "pages_per_s", "host_busy")
+    keys = ("recall", "precision", "non_article_share", "fetched_non_article_share")
+    keys += ("pages_per_s", "host_busy")
     keys += ("host_utilisation",)
     values: dict[str, dict[str, list[float]]] = {}
     for row in rows:
@@ -1030,9 +1036,9 @@ def realistic_section(rows: Sequence[dict[str, object]]) -> list[str]:
                 per[k].append(float(v))
     lines += [
         "",
-        "| strategy | mean recall | mean precision | mean non-article | mean pages/s "
-        "| mean host busy | mean host utilisation |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| strategy | mean recall | mean precision | mean non-article "
+        "| mean fetched non-article | mean pages/s | mean host busy | mean host utilisation |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     order = sorted(values, key=lambda s: STRATEGY_ORDER.index(s) if s in STRATEGY_ORDER else 99)
     for s in order:

@@ -121,6 +121,16 @@ DEFAULTS: dict[str, Any] = {
     # focused/links/capped (the link elements left unread)
     "FOCUSED_MAX_TEXT_CHARS": 120000,
     "FOCUSED_MAX_LINKS_PER_PAGE": 1000,
+    # URL shapes (focused.web.urlshape): the links of a shape (host, path with its last
+    # segment as *, query keys) whose fetched pages keep being waste (near-duplicates,
+    # noindex, a main content of fewer than FOCUSED_THIN_WORDS words outside links) wait
+    # at the bottom of the frontier once its waste rate (a beta prior, shrunk to the
+    # same shape on all hosts) reaches this (1: off)
+    "FOCUSED_WASTE_SHAPE_THRESHOLD": 0.55,
+    "FOCUSED_THIN_WORDS": 100,
+    # honour <meta name="robots" content="noindex"> (the page is not stored; its links
+    # are followed unless "nofollow" too) and rel="nofollow" links (not followed)
+    "FOCUSED_OBEY_META_ROBOTS": True,
     # hosts the crawl may leave the seeds for (Scrapy's allowed_domains: a domain also
     # allows its subdomains); empty: any host
     "FOCUSED_ALLOWED_DOMAINS": [],
@@ -298,6 +308,9 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_MAX_PAGES_PER_HOST": _int(0),
     "FOCUSED_MAX_TEXT_CHARS": _int(0),
     "FOCUSED_MAX_LINKS_PER_PAGE": _int(0),
+    "FOCUSED_WASTE_SHAPE_THRESHOLD": _float(0.0, 1.0, open_low=True, open_high=False),
+    "FOCUSED_THIN_WORDS": _int(0, 1e9),
+    "FOCUSED_OBEY_META_ROBOTS": _flag(),
     "FOCUSED_ALLOWED_DOMAINS": Check("list", special="domains"),
     "FOCUSED_SESSION_PARAMS": Check("list"),
     "FOCUSED_OUTPUT_DIR": _text(),  # created (or refused) last: focused.config.validate

@@ -149,6 +149,22 @@ def test_every_kind_of_chrome_and_meta_page_is_there(web: RealWeb) -> None:
     assert len(langs) == 20
 
 
+def test_robots_meta_tags_are_where_mediawiki_and_wordpress_put_them(web: RealWeb) -> None:
+    noindex = re.compile(r'<meta name="robots" content="(noindex[^"]*)">')
+    wiki = next(n for n in web.articles.names if web.host_of(n).kind == "wiki")
+    _, body = _get(web, web.article_url(wiki))
+    assert not noindex.search(body)  # an article is indexed
+    marked = {}
+    for url in _links(body):
+        if web.classify(url) in (META, DUPLICATE, CHROME) and ".wiki.test" in url:
+            found = noindex.search(_get(web, url)[1])
+            marked[urlsplit(url).path + "?" + urlsplit(url).query] = found is not None
+    edit = next(k for k in marked if "action=edit" in k)
+    talk = next(k for k in marked if "/Talk:" in k)
+    printable = next(k for k in marked if "printable=yes" in k)
+    assert marked[edit] and marked[printable] and not marked[talk]
+
+
 def test_duplicates_keep_the_main_content_and_meta_pages_are_no_targets(
     web: RealWeb, tmp_path: Path
 ) -> None:

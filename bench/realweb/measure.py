@@ -2,6 +2,10 @@
 
 - :func:`page_shares`: the share of the crawled pages in each URL class
   (:data:`bench.realweb.web.CLASSES`); ``non_article`` = duplicate + meta + chrome.
+- :func:`fetch_shares`: the same over every page *fetched* (answered 200 by a live
+  host) until the budget-th stored page, ``fetched_non_article_share``: what the crawl
+  spent, counting the pages it fetched and did not store (near-duplicates, pages marked
+  ``noindex``) as well.
 - :func:`host_use`: from the server's log (:class:`bench.realweb.serve.Hit`), two
   numbers over the crawl (first request to the budget-th stored page):
 
@@ -30,7 +34,7 @@ from collections.abc import Iterable, Sequence
 from w3lib.url import canonicalize_url
 
 from bench.realweb.serve import Hit
-from bench.realweb.web import CLASSES, NON_ARTICLE, RealWeb
+from bench.realweb.web import CLASSES, NON_ARTICLE, ROBOTS, RealWeb
 
 _HREF = re.compile(r'href="([^"]*)"')
 
@@ -42,6 +46,26 @@ def page_shares(web: RealWeb, urls: Sequence[str]) -> dict[str, float]:
     shares = {f"{c}_share": counts.get(c, 0) / total for c in CLASSES}
     shares["non_article_share"] = sum(counts.get(c, 0) for c in NON_ARTICLE) / total
     return shares
+
+
+def fetch_shares(web: RealWeb, hits: Iterable[Hit], end: float | None) -> dict[str, float]:
+    """``fetched_non_article_share`` and ``fetched_pages`` over the pages fetched (200
+    answers of live hosts, robots.txt left out) that started before ``end``."""
+    classes = []
+    for hit in hits:
+        host = web.host_named(hit.host)
+        if host is None or not host.live or hit.status != 200:
+            continue
+        if end is not None and hit.start > end:
+            continue
+        cls = web.classify(web.base(host) + hit.target)
+        if cls != ROBOTS:
+            classes.append(cls)
+    waste = sum(1 for c in classes if c in NON_ARTICLE)
+    return {
+        "fetched_non_article_share": waste / max(1, len(classes)),
+        "fetched_pages": float(len(classes)),
+    }
 
 
 def _links(web: RealWeb, hit: Hit) -> list[str]:

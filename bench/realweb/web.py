@@ -160,6 +160,24 @@ TAG_WORDS = tuple(
         "world",
     ]
 )
+#: The robots meta tag of the pages the real software marks (kind, handler) -> content:
+#: MediaWiki sends ``noindex,nofollow`` on edit and history pages, old revisions,
+#: printable versions and special pages (search, log in, recent changes, what links
+#: here); WordPress (the news kind) ``noindex`` on its log-in page and search results.
+#: Talk pages, user pages, comments and forum pages are indexed as those engines do by
+#: default (the crawler must tell them by what they yield).
+NOINDEX = {
+    (WIKI, "edit"): "noindex,nofollow",
+    (WIKI, "history"): "noindex,nofollow",
+    (WIKI, "oldid"): "noindex,nofollow",
+    (WIKI, "print"): "noindex,nofollow",
+    (WIKI, "search"): "noindex,nofollow",
+    (WIKI, "login"): "noindex,nofollow",
+    (WIKI, "recent"): "noindex,nofollow",
+    (WIKI, "whatlinkshere"): "noindex,nofollow",
+    (NEWS, "login"): "noindex,follow",
+    (NEWS, "search"): "noindex,follow",
+}
 #: Pages of a paginated listing (search results, sections, boards, thread pages).
 MAX_LISTING_PAGES = 5
 RESULTS_PER_PAGE = 20
@@ -543,9 +561,11 @@ class _Renderer:
 
     def doc(self, title: str, header: str, main: str, side: str, footer: str) -> str:
         site = f"{self.host.kind.title()} {self.host.name.split('.')[0][1:]}"
+        robots = NOINDEX.get((self.host.kind, self.route.handler))
+        head = f'<meta name="robots" content="{robots}">' if robots else ""
         return (
             '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            f"<title>{html.escape(title)} - {site}</title></head><body>\n"
+            f"{head}<title>{html.escape(title)} - {site}</title></head><body>\n"
             f'<div id="header">{header}</div>\n<div id="main">{main}</div>\n'
             f'<div id="sidebar">{side}</div>\n<div id="footer">{footer}</div>\n</body></html>\n'
         )

@@ -27,9 +27,12 @@ from focused.web.sanitize import strip_session_ids
 from focused.web.sites import Web, open_web
 from focused.web.template import HostTemplates, Page, chrome_urls, split_page
 from focused.web.topics import load_topic
+from focused.web.urlshape import ShapeStats, thin
 
 BODY_TEXT = "//body//text()[not(ancestor::script) and not(ancestor::style)]"
 TITLE_TEXT = "//title//text()"
+#: ``<meta name="robots" content="...">`` of a page (``name`` matched in any case).
+META_ROBOTS = "//head/meta[translate(@name, 'ROBTS', 'robts')='robots']/@content"
 
 
 def texts(response: TextResponse, query: str) -> list[str]:
@@ -65,7 +68,11 @@ class FocusedSpider(scrapy.Spider):
     (stripped from links) and :class:`~focused.robustness.RobustnessMiddleware`;
     ``FOCUSED_MAX_TEXT_CHARS`` and ``FOCUSED_MAX_LINKS_PER_PAGE`` (what one page may
     cost). An RSS or Atom feed is not stored: its items' links are followed
-    (:meth:`_parse_feed`).
+    (:meth:`_parse_feed`). ``FOCUSED_OBEY_META_ROBOTS``: a page whose robots meta tag
+    (or ``X-Robots-Tag`` header) says ``noindex`` is not stored, ``nofollow`` (there, or
+    ``rel="nofollow"`` on a link) is not followed. ``FOCUSED_WASTE_SHAPE_THRESHOLD`` and
+    ``FOCUSED_THIN_WORDS``: the links of a URL shape whose pages keep being waste wait at
+    the bottom of the frontier with the chrome links (:mod:`focused.web.urlshape`).
     """
 
     name = "focused"
@@ -123,6 +130,13 @@ class FocusedSpider(scrapy.Spider):
         self.templates = HostTemplates()
         #: main contents seen, by SimHash (focused.web.neardup)
         self.near_duplicates = NearDuplicates()
+        #: waste per URL shape (focused.web.urlshape); None: off
+        threshold = float(get(settings, "FOCUSED_WASTE_SHAPE_THRESHOLD"))
+        self.shapes: ShapeStats | None = (
+            ShapeStats(threshold=threshold) if threshold < 1.0 else None
+        )
+        self.thin_words = int(get(settings, "FOCUSED_THIN_WORDS"))
+        self.obey_meta_robots = bool(get(settings, "FOCUSED_OBEY_META_ROBOTS"))
         self.logger.info(
             "focused: topic %s on the %s web, %d seeds, %d known targets, strategy %s",
             self.topic.name,
@@ -150,6 +164,7 @@ class FocusedSpider(scrapy.Spider):
             return
         cap = self.max_text_chars  # FOCUSED_MAX_TEXT_CHARS: what is tokenised and scored
         title = " ".join(texts(response, TITLE_TEXT)).strip()[:cap]
+        robots = self._robots(response)
         body, page = self._content(response)
         if page is not None and self._near_duplicate(response, page, title):
             return
@@ -160,8 +175,11 @@ class FocusedSpider(scrapy.Spider):
         body_cos = self.vector.cosine_of_counts(body_terms)
         relevance = page_relevance(title_cos, body_cos, self.title_weight)
         relevant = relevance > self.page_threshold
-        links = self.link_extractor.extract_links(response)
+        links = self._followed(self.link_extractor.extract_links(response), robots)
         links, chrome_links = self._split_links(response, page, links)
+        self._learn_shape(response.url, body, links, relevant, noindex="noindex" in robots)
+        links, waste_links = self._split_waste(links)
+        chrome_links += waste_links
         response.meta[meta.PAGE] = PageFacts(
             page_relevance=relevance,
             relevant=relevant,
@@ -180,6 +198,10 @@ class FocusedSpider(scrapy.Spider):
                     request.meta[meta.LINK_CONTEXT] = contexts.get(link.url, "")
                 yield request
         yield from self._chrome_requests(response, chrome_links)
+        if "noindex" in robots:  # its links followed, the page not stored
+            self._count("focused/pages/noindex")
+            self.crawler.signals.send_catch_log(page_skipped, response=response)
+            return
         got = response.meta
         yield PageItem(
             url=response.url,
@@ -253,10 +275,66 @@ class FocusedSpider(scrapy.Spider):
         template counts."""
         if self.near_duplicates.check(page.content_parts(), title):
             self._count("focused/pages/near_duplicates")
+            if self.shapes is not None:
+                self.shapes.observe(response.url, waste=True)
             self.crawler.signals.send_catch_log(page_skipped, response=response)
             return True
         self.templates.learn(urlsplit(response.url).netloc, page)
         return False
+
+    # --- robots meta tags and URL shapes (focused.web.urlshape) ------------------------
+    def _robots(self, response: TextResponse) -> frozenset[str]:
+        """The page's robots directives (``noindex``, ``nofollow``, ...; ``none`` is
+        both), from its robots meta tags and ``X-Robots-Tag`` headers; none when
+        ``FOCUSED_OBEY_META_ROBOTS`` is off."""
+        if not self.obey_meta_robots:
+            return frozenset()
+        values = texts(response, META_ROBOTS) if b"robots" in response.body[:65536] else []
+        values += [v.decode("latin-1") for v in response.headers.getlist(b"X-Robots-Tag")]
+        found = {d.strip().lower() for v in values for d in v.split(",")}
+        if "none" in found:
+            found |= {"noindex", "nofollow"}
+        return frozenset(found)
+
+    def _followed(self, links: list[Any], robots: frozenset[str]) -> list[Any]:
+        """``links`` without those the page asks not to follow (all of them under a
+        ``nofollow`` robots directive, else the ``rel="nofollow"`` ones)."""
+        if not self.obey_meta_robots:
+            return links
+        kept = [] if "nofollow" in robots else [k for k in links if not k.nofollow]
+        if len(kept) < len(links):
+            self._count("focused/links/nofollow", len(links) - len(kept))
+        return kept
+
+    def _learn_shape(
+        self, url: str, body: str, links: list[Any], relevant: bool, *, noindex: bool
+    ) -> None:
+        """Count the page as one more of its URL shape, waste when it is marked
+        ``noindex``, or when it is not relevant and its main content is thin (fewer than
+        ``FOCUSED_THIN_WORDS`` words outside its content links' anchors: a relevant list
+        of links is a hub, not waste)."""
+        if self.shapes is None:
+            return
+        waste = noindex
+        if not waste and not relevant:
+            link_words = sum(len(k.text.split()) for k in links)
+            waste = thin(len(body.split()), link_words, self.thin_words)
+        if waste:
+            self._count("focused/pages/waste")
+        self.shapes.observe(url, waste=waste)
+
+    def _split_waste(self, links: list[Any]) -> tuple[list[Any], list[Any]]:
+        """The content links as (kept, of a wasteful URL shape): the second wait at the
+        bottom of the frontier with the chrome links."""
+        shapes = self.shapes
+        if shapes is None or not links:
+            return links, []
+        kept, waste = [], []
+        for k in links:
+            (waste if shapes.wasteful(k.url) else kept).append(k)
+        if waste:
+            self._count("focused/links/waste_shape", len(waste))
+        return kept, waste
 
     def _split_links(
         self, response: TextResponse, page: Page | None, links: list[Any]

@@ -1,0 +1,131 @@
+"""URL shapes and their waste (focused.web.urlshape), unit by unit and in one real crawl
+of a tiny loopback wiki whose talk pages are thin: after three of them the rest wait at
+the bottom of the frontier; a ``noindex`` page is not stored, a ``nofollow`` link not
+followed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from focused.web.urlshape import ShapeStats, shape, thin
+from tests.crawling import run_crawl
+from tests.test_content import ARTICLE, Site
+
+
+def test_shape_keeps_the_layout_and_drops_the_names() -> None:
+    assert shape("http://W.test/wiki/Water.html") == ("w.test", "/wiki/*.html", "")
+    assert shape("http://w.test/wiki/Talk:Water.html") == ("w.test", "/wiki/Talk:*", "")
+    assert shape("http://w.test/w/index.php?title=Water&action=edit") == (
+        "w.test",
+        "/w/*.php",
+        "action&title",
+    )
+    assert shape("http://f.test/thread/Iron?page=2")[1:] == ("/thread/*", "page")
+    assert shape("http://n.test/2024/05/some-story")[1] == "/#/#/*"
+    assert shape("http://n.test/")[1] == "/"
+    # the same shape whatever the name and the query values
+    assert shape("http://f.test/thread/Salt?page=3") == shape("http://f.test/thread/Iron?page=2")
+
+
+def test_three_waste_pages_make_a_shape_wasteful_on_every_host() -> None:
+    stats = ShapeStats()
+    assert not stats.wasteful("http://a.test/wiki/Talk:X")  # the prior: 1/4
+    for name in ("A", "B", "C"):
+        assert not stats.wasteful(f"http://a.test/wiki/Talk:{name}")
+        stats.observe(f"http://a.test/wiki/Talk:{name}", waste=True)
+    assert stats.wasteful("http://a.test/wiki/Talk:D")
+    assert stats.wasteful("http://b.test/wiki/Talk:D")  # another host of the same layout
+    # a host where the shape gave good pages keeps it
+    for name in ("E", "F", "G"):
+        stats.observe(f"http://c.test/wiki/Talk:{name}", waste=False)
+    assert not stats.wasteful("http://c.test/wiki/Talk:H")
+    # articles: a few thin ones among many good ones do not hide their kind
+    for i in range(20):
+        stats.observe(f"http://a.test/wiki/Art{i}", waste=i % 5 == 0)
+    assert not stats.wasteful("http://a.test/wiki/Art99")
+    assert stats.rate("http://a.test/wiki/Art99") < 0.35
+
+
+def test_one_good_page_in_four_keeps_a_shape_and_bounds_hold() -> None:
+    stats = ShapeStats(max_shapes=4)
+    for i, waste in enumerate((True, True, True, False)):
+        stats.observe(f"http://a.test/u/{i}x", waste=waste)
+    assert not stats.wasteful("http://a.test/u/9x")  # (3 + 1) / (4 + 4) = 0.5
+    for i in range(10):
+        stats.observe(f"http://a.test/p{i}/x", waste=True)
+    assert len(stats) == 4
+    with pytest.raises(ValueError):
+        ShapeStats(threshold=0.0)
+    assert thin(120, 30) and not thin(250, 30) and not thin(5, 0, min_words=0)
+
+
+def _page(title: str, text: str, links: list[tuple[str, str]], head: str = "") -> bytes:
+    items = "".join(f'<li><a href="{h}"{r}>{a}</a></li>' for h, a, r in _rel(links))
+    return (
+        f"<html><head>{head}<title>{title}</title></head><body><div id='content'>"
+        f"<h1>{title}</h1><p>{text}</p><ul>{items}</ul></div></body></html>"
+    ).encode()
+
+
+def _rel(links: list[tuple[str, str]]) -> list[tuple[str, str, str]]:
+    return [
+        (h.removeprefix("!"), a, ' rel="nofollow"' if h.startswith("!") else "") for h, a in links
+    ]
+
+
+N = 10
+TALK_ANCHOR = "Discuss acid base salt water chemistry"
+
+
+def test_waste_shape_waits_and_noindex_is_not_stored(tmp_path: Path) -> None:
+    long_text = " ".join([ARTICLE] * 2)
+    pages = {}
+    for i in range(N):
+        links = [(f"/wiki/Talk:A{i}", f"{TALK_ANCHOR} {i}")]  # no repeated block
+        if i + 1 < N:  # a chain: the talk link first, then the next article
+            links.append((f"/wiki/A{i + 1}", f"Acid {i + 1}"))
+        if i == 2:
+            links.append(("/w/search?q=acid", "Search acid"))
+            links.append(("!/wiki/Secret", "Acid secret salt"))
+        pages[f"/wiki/A{i}"] = _page(f"Acid {i}", long_text, links)
+        pages[f"/wiki/Talk:A{i}"] = _page(f"Talk:A{i}", "I disagree with this edit. -- Bob", [])
+    noindex = '<meta name="robots" content="noindex,follow">'
+    pages["/w/search?q=acid"] = _page(
+        "Search", "Results", [("/wiki/Found", "Acid found")], head=noindex
+    )
+    pages["/wiki/Found"] = _page("Acid found", long_text, [])
+    pages["/wiki/Secret"] = _page("Acid secret", long_text, [])
+    site = Site(pages)
+    try:
+        crawl = run_crawl(
+            tmp_path / "out",
+            "FOCUSED_WEB=real",
+            f"FOCUSED_SEEDS={site.base}/wiki/A0",
+            "FOCUSED_STRATEGY=best_first",
+            "CONCURRENT_REQUESTS=1",
+            "CLOSESPIDER_PAGECOUNT=60",
+            "ROBOTSTXT_OBEY=False",
+            timeout=120,
+        )
+    finally:
+        site.close()
+    rows = crawl.rows()
+    urls = [r["url"].removeprefix(site.base) for r in rows]
+    last_article = max(i for i, u in enumerate(urls) if u.startswith("/wiki/A"))
+    talks = [i for i, u in enumerate(urls) if u.startswith("/wiki/Talk:")]
+    assert len(talks) == N  # kept: fetched once no article link is left
+    # three waste pages make the shape wasteful: the talk links found after them wait
+    # at the bottom (value 0), fetched when no article link waits
+    waited = [i for i in talks if float(rows[i]["link_value"]) == 0.0]
+    assert [urls[i] for i in talks[:3]] == ["/wiki/Talk:A0", "/wiki/Talk:A1", "/wiki/Talk:A2"]
+    assert waited == talks[3:]
+    assert max(talks) > last_article
+    assert "/w/search?q=acid" not in urls and "/wiki/Found" in urls  # noindex, follow
+    assert "/wiki/Secret" not in urls  # rel="nofollow"
+    stats = json.loads((tmp_path / "out" / "stats.json").read_text())
+    assert stats["focused/pages/noindex"] == 1
+    assert stats["focused/links/nofollow"] == 1
+    assert stats["focused/links/waste_shape"] == len(waited)

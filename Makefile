@@ -6,6 +6,9 @@ SCRAPY := $(VENV)/bin/scrapy
 TOPIC ?= chemistry
 STRATEGY ?= annealing
 OUT ?= out/demo
+# Test files run on two workers (most tests wait on loopback crawls, not on the CPU);
+# TEST_WORKERS=0 runs them in one process.
+TEST_WORKERS ?= 2
 PYTEST_ARGS ?=
 
 .PHONY: install demo crawl sandbox test lint clean
@@ -40,7 +43,7 @@ sandbox: install
 	$(SCRAPY) sandbox --port $(PORT)
 
 test: install
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check focused tests bench

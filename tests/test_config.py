@@ -101,7 +101,9 @@ def test_learning_settings_are_checked_by_the_learning_strategy(tmp_path: Path) 
     assert message == "FOCUSED_LEARNING_CLASSIFIER must be true or false, got 'maybe'"
     settings = make_settings(tmp_path, FOCUSED_STRATEGY="learning", FOCUSED_FRONTIER="redis")
     _, params = config.strategy_params(settings)
-    assert params.options["rescore_links"] is False  # the Redis frontier cannot rescore
+    assert params.options["rescore_links"] is True  # the Redis frontier rescores too
+    settings = make_settings(tmp_path, FOCUSED_STRATEGY="learning", FOCUSED_RESCORE_EVERY=0)
+    assert config.strategy_params(settings)[1].options["rescore_links"] is False
     # a strategy that reads no setting of its own is not refused for a bad learning one
     config.strategy_params(make_settings(tmp_path, FOCUSED_LEARNING_SHRINKAGE=-1))
 

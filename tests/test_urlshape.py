@@ -33,6 +33,8 @@ def test_shape_keeps_the_layout_and_drops_the_names() -> None:
 def test_three_waste_pages_make_a_shape_wasteful_on_every_host() -> None:
     stats = ShapeStats()
     assert not stats.wasteful("http://a.test/wiki/Talk:X")  # the prior: 1/4
+    for name in ("P", "Q", "R", "S"):  # the host's articles come first
+        stats.observe(f"http://a.test/wiki/{name}", waste=False)
     for name in ("A", "B", "C"):
         assert not stats.wasteful(f"http://a.test/wiki/Talk:{name}")
         stats.observe(f"http://a.test/wiki/Talk:{name}", waste=True)
@@ -47,6 +49,20 @@ def test_three_waste_pages_make_a_shape_wasteful_on_every_host() -> None:
         stats.observe(f"http://a.test/wiki/Art{i}", waste=i % 5 == 0)
     assert not stats.wasteful("http://a.test/wiki/Art99")
     assert stats.rate("http://a.test/wiki/Art99") < 0.35
+
+
+def test_a_host_s_dominant_shape_is_never_waste() -> None:
+    """On a site of short articles most off-topic articles are thin and not relevant:
+    they stay articles, as the shape of most of the host's pages."""
+    stats = ShapeStats()
+    for i in range(12):
+        stats.observe(f"http://a.test/wiki/Art{i}", waste=i % 4 != 0)  # 3 in 4 waste
+    assert stats.rate("http://a.test/wiki/Art99") > stats.threshold
+    assert not stats.wasteful("http://a.test/wiki/Art99")
+    for i in range(13):  # another kind of page grows past half of the host's pages
+        stats.observe(f"http://a.test/list/L{i}", waste=True)
+    assert stats.wasteful("http://a.test/wiki/Art99")
+    assert not stats.wasteful("http://a.test/list/L99")
 
 
 def test_one_good_page_in_four_keeps_a_shape_and_bounds_hold() -> None:

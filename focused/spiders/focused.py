@@ -179,7 +179,6 @@ class FocusedSpider(scrapy.Spider):
         links, chrome_links = self._split_links(response, page, links)
         self._learn_shape(response.url, body, links, relevant, noindex="noindex" in robots)
         links, waste_links = self._split_waste(links)
-        chrome_links += waste_links
         response.meta[meta.PAGE] = PageFacts(
             page_relevance=relevance,
             relevant=relevant,
@@ -198,6 +197,7 @@ class FocusedSpider(scrapy.Spider):
                     request.meta[meta.LINK_CONTEXT] = contexts.get(link.url, "")
                 yield request
         yield from self._chrome_requests(response, chrome_links)
+        yield from self._chrome_requests(response, waste_links, droppable=False)
         if "noindex" in robots:  # its links followed, the page not stored
             self._count("focused/pages/noindex")
             self.crawler.signals.send_catch_log(page_skipped, response=response)
@@ -348,16 +348,20 @@ class FocusedSpider(scrapy.Spider):
             return links, []
         return [k for k in links if k.url not in chrome], [k for k in links if k.url in chrome]
 
-    def _chrome_requests(self, response: TextResponse, links: list[Any]) -> Iterator[Any]:
+    def _chrome_requests(
+        self, response: TextResponse, links: list[Any], *, droppable: bool = True
+    ) -> Iterator[Any]:
         """Requests of chrome links, scored here (value 0, the bottom of the frontier):
         kept, as they may be the only way into parts of a site, but fetched only when
         no content link is waiting (breadth-first among them). One hop only: no strategy
         sees them, so none can drop them, and the chrome links of a page reached by a
-        chrome link are dropped (a calendar's "next month" would be an endless chain)."""
+        chrome link are dropped (a calendar's "next month" would be an endless chain).
+        Content links of a wasteful URL shape (``droppable=False``) wait there too but
+        are never dropped: they stand in a page's content."""
         if not links:
             return
         got = response.meta
-        if got.get(meta.CHROME):
+        if droppable and got.get(meta.CHROME):
             for _ in links:
                 self._count("focused/links/chrome_dropped")
             return

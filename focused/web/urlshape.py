@@ -63,6 +63,9 @@ HOST_SHRINKAGE = 10.0
 THRESHOLD = 0.55
 #: Shapes remembered (host shapes and all-host shapes together).
 MAX_SHAPES = 50_000
+#: A shape that holds more than this share of its host's fetched pages is the host's
+#: kind of article (most of a site's pages are what the site is for): never waste.
+DOMINANT_SHARE = 0.5
 
 _DIGITS = re.compile(r"^\d+$")
 _NAMESPACE = re.compile(r"^([A-Za-z][A-Za-z _-]{0,30}):.")
@@ -122,6 +125,8 @@ class ShapeStats:
         self.max_shapes = max_shapes
         # shape -> [pages, waste]
         self._counts: OrderedDict[tuple[str, str, str], list[int]] = OrderedDict()
+        # host -> pages fetched (as bounded as the shapes)
+        self._hosts: OrderedDict[str, int] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._counts)
@@ -139,6 +144,9 @@ class ShapeStats:
                 self._counts.move_to_end(key)
             got[0] += 1
             got[1] += int(waste)
+        self._hosts[host] = self._hosts.pop(host, 0) + 1
+        while len(self._hosts) > self.max_shapes:
+            self._hosts.popitem(last=False)
 
     def rate(self, url: str) -> float:
         """The waste rate of ``url``'s shape (the prior mean for a shape never seen)."""
@@ -152,8 +160,15 @@ class ShapeStats:
         return (w + k * mean) / (n + k)
 
     def wasteful(self, url: str) -> bool:
-        """Whether links of ``url``'s shape should wait at the bottom of the frontier."""
-        return self.rate(url) >= self.threshold
+        """Whether links of ``url``'s shape should wait at the bottom of the frontier:
+        its waste rate reaches the threshold and it is not its host's dominant shape
+        (:data:`DOMINANT_SHARE`; on a site of short articles most articles off the topic
+        are thin and not relevant, and that makes them no other kind of page)."""
+        if self.rate(url) < self.threshold:
+            return False
+        host, path, keys = shape(url)
+        n = self._counts.get((host, path, keys), (0, 0))[0]
+        return not (n and n > DOMINANT_SHARE * self._hosts.get(host, 0))
 
 
 def thin(content_words: int, link_words: int, min_words: int = MIN_WORDS) -> bool:

@@ -56,6 +56,12 @@ def test_harness_writes_every_number_with_tiny_sizes(tmp_path: Path) -> None:
         "2000",
         "--probes",
         "1000",
+        "--replay-pages",
+        "15",
+        "--replay-pairs",
+        "1",
+        "--skip",
+        "rss",
     ]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -71,6 +77,13 @@ def test_harness_writes_every_number_with_tiny_sizes(tmp_path: Path) -> None:
         assert run["returncode"] == 0 and run["items"] >= 15
         assert run["links_per_page"] > 1  # sandbox pages link to several others
         assert 0 < run["thread_cpu_ms_per_page"] <= run["cpu_ms_per_page"] * 1.05
+
+    # the replay: plain Scrapy fetched exactly the pages the focused crawl listed
+    pair = tp["replay"]["sites"]["sandbox"]["bfs"]["pairs"][0]
+    assert pair["listed"] >= 15 and pair["same_pages"] == 1.0
+    assert pair["plain_extra_pages"] == 0 and pair["plain"]["returncode"] == 0
+    assert pair["ratio"] > 0 and tp["cpu_ratio_replay"] == {"bfs": pair["ratio"]}
+    assert tp["cpu_ratio_replay_min"] == tp["cpu_ratio_replay_min_but_learning"] == pair["ratio"]
 
     prof = data["profile"]
     names = {r["category"] for r in prof["focused"]["categories"]}
@@ -89,6 +102,9 @@ def test_harness_writes_every_number_with_tiny_sizes(tmp_path: Path) -> None:
 
     assert set(data["targets"]) == {
         "throughput.ratio_min",
+        "throughput.cpu_ratio_replay_min",
+        "throughput.cpu_ratio_replay_min_but_learning",
+        "rss.ratio",
         "frontier.bytes_per_url",
         "frontier.pick_us",
         "dedup.bytes_per_url",
@@ -97,7 +113,8 @@ def test_harness_writes_every_number_with_tiny_sizes(tmp_path: Path) -> None:
     assert data["targets"]["dedup.false_drops"]["met"] is True
     assert data["machine"]["cpus"] and len(data["machine"]["loadavg_start"]) == 3
     md = (out / "speed.md").read_text(encoding="utf-8")
-    for heading in ("## Targets", "## Throughput", "## Where the time goes", "## Frontier"):
+    headings = ("## Targets", "## Throughput", "## CPU per page on the same pages", "## Frontier")
+    for heading in (*headings, "## Where the time goes"):
         assert heading in md
 
 

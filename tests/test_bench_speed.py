@@ -275,3 +275,49 @@ def test_seen_set_grows_and_round_trips(tmp_path: Path) -> None:
     again = SeenSet.load(tmp_path / "seen.bin")
     assert sorted(again) == sorted(fps)
     assert sum(fp in again for fp in range(1, 1000)) == sum(fp in seen for fp in range(1, 1000))
+
+
+# --- links: the fast path of FocusedLinkExtractor gives Scrapy's links and counts ---
+EDGE_LINKS = (
+    b'<html><head><base href="http://other.example/dir/"></head><body>'
+    b'<a href=" rel/x.html ">t1</a><a href="/abs?q=1&amp;b=\xc3\xa9">t2</a>'
+    b'<a href="mailto:a@b">m</a><a href="javascript:void(0)">j</a><a href="ftp://h/f">f</a>'
+    b'<a href="file:///etc/passwd">p</a><a href="http://[::1">bad</a>'
+    b'<a href="http://h:99999/x">port</a><a href="x.pdf">pdf</a><a href="feed.rss">rss</a>'
+    b'<a href="#frag">frag</a><a href="">empty</a><a>no href</a>'
+    b'<area href="/map" alt="m"><a href="rel/x.html" rel="NoFollow">again</a>'
+    b'<a href="//cdn.example/a b">space</a><a href="http://H\xc3\xa9.example/\xc3\xa9">idn</a>'
+    b'<a href="http://h.example/p?">q</a><a href="HTTP://h.example/P#">h</a>'
+    b'<a href="/n" rel="nofollow"><b>bold</b> <i>text</i></a></body></html>'
+)
+
+
+def _scrapy_links(ext: object, response: object) -> list[tuple[str, str, bool]]:
+    from scrapy.linkextractors import LinkExtractor
+
+    found = LinkExtractor.extract_links(ext, response)  # type: ignore[arg-type]
+    return [(k.url, k.text, k.nofollow) for k in found]
+
+
+@pytest.mark.parametrize("max_links", [0, 7])
+def test_fast_link_extraction_gives_scrapys_links(max_links: int) -> None:
+    from scrapy.http import HtmlResponse
+
+    from focused.robustness import FocusedLinkExtractor
+
+    site = generate_site(seed=3, pages=300)
+    pages = [(p, b) for p, b in site.pages.items() if p.endswith(".html")][:150]
+    pages += [("/edge/page.html", EDGE_LINKS), ("/edge/2", EDGE_LINKS.replace(b"<base", b"<x"))]
+    slow, fast = Counter[str](), Counter[str]()
+    for encoding in ("utf-8", "cp1252"):
+        # one extractor each for all pages: later pages hit the URL cache
+        a = FocusedLinkExtractor(count=lambda k, n=1: slow.update({k: n}), max_links=max_links)
+        b = FocusedLinkExtractor(count=lambda k, n=1: fast.update({k: n}), max_links=max_links)
+        for path, body in pages * 2:
+            slow.clear()
+            fast.clear()
+            response = HtmlResponse("http://127.0.0.1:8000" + path, body=body, encoding=encoding)
+            got = [(k.url, k.text, k.nofollow) for k in b.extract_links(response)]
+            assert got == _scrapy_links(a, response), path
+            assert fast == slow, path
+    assert b._urls  # the cache was used

@@ -19,7 +19,7 @@ from parsel import Selector
 from focused.frontier.memory import Entry, MemoryFrontier
 from focused.frontier.seen import FingerprintTable, SeenSet
 from focused.ranking.annealing import Annealer
-from focused.ranking.relevance import TopicVector, term_counts, tokenize
+from focused.ranking.relevance import TopicVector, joined_terms, term_counts, tokenize
 from focused.spiders.focused import BODY_TEXT
 from focused.web.sandbox import generate_site
 from focused.web.topics import load_topic
@@ -131,6 +131,13 @@ TEXTS = st.lists(st.one_of(st.text(max_size=12), WORDS), max_size=25).map(" ".jo
 def test_term_counts_are_the_counts_of_tokenize(text: str) -> None:
     expected = Counter(t.encode("utf-8", "surrogatepass") for t in tokenize(text))
     assert term_counts(text) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(TEXTS, st.sampled_from(["化学反应", "和", "水H2O化学"])), max_size=4))
+def test_joined_terms_is_tokenize_joined(parts: list[str]) -> None:
+    text = "".join(parts)
+    assert joined_terms(text) == " ".join(tokenize(text))
 
 
 @pytest.fixture(scope="module")

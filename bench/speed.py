@@ -725,6 +725,7 @@ CATEGORIES: tuple[tuple[str, str, str, str], ...] = (
     ("spider callback (parse), total", "cum", "bench/plain.py", "parse"),
     ("parsing: title and body text (lxml)", "cum", "focused/spiders/focused.py", "texts"),
     ("link extraction (Scrapy LinkExtractor)", "cum", "linkextractors/", "extract_links"),
+    ("link extraction (FocusedLinkExtractor)", "cum", "focused/robustness.py", "_fast_links"),
     ("tokenising and counting terms", "cum", "focused/ranking/relevance.py", "term_counts"),
     ("hashing terms and cosine", "cum", "focused/ranking/relevance.py", "cosines"),
     ("link requests (scrapy.Request, session ids)", "cum", "/spiders/focused.py", "_request"),

@@ -121,10 +121,16 @@ bench-scale: install
 # (20,000 pages) and wikispeedia, each served by its own process, A B A B pairs; a
 # profile; the frontier at 100k/1M URLs and the seen-URL set at 1M/10M. Writes
 # $(BENCH_OUT)/speed.json and speed.md (~10-15 min). SPEED_ARGS="--pairs 3 --pages 300" etc.
+# The replay part: plain Scrapy fetches exactly the pages each focused crawl fetched (CPU
+# per page on the same pages); peak RSS of a 20,000-page sandbox crawl for both.
+# bench-speed-quick: the replay (wikispeedia, 150 pages, 5 pairs) and peak RSS at 3,000
+# pages only (a few minutes).
 SPEED_ARGS ?=
-.PHONY: bench-speed
+.PHONY: bench-speed bench-speed-quick
 bench-speed: install
 	$(PY) -m bench.speed --out $(BENCH_OUT) $(if $(DATA),--data $(DATA)) $(SPEED_ARGS)
+bench-speed-quick: install
+	$(PY) -m bench.speed --quick --out $(BENCH_OUT) $(if $(DATA),--data $(DATA)) $(SPEED_ARGS)
 
 # Full-text search cost (docs/search.md): CPU per page the index adds to the store, and
 # query latency on synthetic 10k / 100k page stores; writes $(BENCH_OUT)/search.json (~2 min).

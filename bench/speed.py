@@ -40,6 +40,7 @@ import json
 import os
 import platform
 import random
+import resource
 import shutil
 import signal
 import statistics
@@ -65,6 +66,9 @@ WIKI_SEED = "/wiki/Chemistry.html"
 #: The project's speed targets: (key, comparison, limit, aim)
 TARGETS = (
     ("throughput.ratio_min", ">=", 0.9, 0.95),
+    ("throughput.cpu_ratio_replay_min", ">=", 0.9, 1.0),
+    ("throughput.cpu_ratio_replay_min_but_learning", ">=", 1.0, 1.0),
+    ("rss.ratio", "<=", 1.2, 1.0),
     ("frontier.bytes_per_url", "<=", 200, 100),
     ("frontier.pick_us", "<=", 50, 20),
     ("dedup.bytes_per_url", "<=", 32, 16),
@@ -82,13 +86,23 @@ class Probe:
     thread alone) span first item to last item, so start-up
     (imports, jieba's dictionary, the topic) and shutdown (plots) are left out. With
     ``SPEED_PROFILE_FILE`` set, the same span is profiled with cProfile (up to the
-    ``CLOSESPIDER_ITEMCOUNT``-th item) and the stats dumped there.
+    ``CLOSESPIDER_ITEMCOUNT``-th item) and the stats dumped there. With
+    ``SPEED_URLS_FILE`` set, the URLs of the pages fetched (robots.txt and redirect
+    targets left out) until the budget's last item are written there, one a line, in
+    the order their responses came: what a replay fetches. ``responses_in_span``: the
+    responses received from the first item to the last; ``max_rss_kb``: the process's
+    peak resident set (``ru_maxrss``) at close.
     """
 
-    def __init__(self, path: str, profile_path: str = "", budget: int = 0) -> None:
+    def __init__(
+        self, path: str, profile_path: str = "", budget: int = 0, urls_path: str = ""
+    ) -> None:
         self.path = path
         self.profile_path = profile_path
         self.budget = budget
+        self.urls_path = urls_path
+        self.urls: list[str] = []
+        self.responses_first = self.responses_last = 0
         self.profiler: Any = None
         self.items = 0
         self.responses = 0
@@ -116,6 +130,7 @@ class Probe:
             s.get("SPEED_PROBE_FILE") or "speed-probe.json",
             s.get("SPEED_PROFILE_FILE") or "",
             s.getint("CLOSESPIDER_ITEMCOUNT"),
+            s.get("SPEED_URLS_FILE") or "",
         )
         crawler.signals.connect(probe.item_scraped, signal=signals.item_scraped)
         crawler.signals.connect(probe.response_received, signal=signals.response_received)
@@ -124,10 +139,18 @@ class Probe:
         gc.callbacks.append(probe._gc)
         return probe
 
-    def response_received(self, response: Any = None, **kwargs: Any) -> None:
+    def response_received(self, response: Any = None, request: Any = None, **kwargs: Any) -> None:
         self.responses += 1
         if self.items and response is not None:
             self.body_bytes += len(response.body)
+        if (
+            self.urls_path
+            and request is not None
+            and (not self.budget or self.items < self.budget)
+            and "redirect_urls" not in request.meta
+            and not request.url.endswith("/robots.txt")
+        ):
+            self.urls.append(request.url)
 
     def request_scheduled(self, **kwargs: Any) -> None:
         if self.items and (not self.budget or self.items < self.budget):
@@ -139,6 +162,7 @@ class Probe:
             self.t_first, self.cpu_first = now, cpu
             self.thread_first = time.thread_time()
             self.times_first = os.times()
+            self.responses_first = self.responses
             if self.profile_path:
                 import cProfile
 
@@ -147,6 +171,7 @@ class Probe:
         self.items += 1
         self.t_last, self.cpu_last = now, cpu
         self.thread_last = time.thread_time()
+        self.responses_last = self.responses
         if self.items == self.budget:
             self.times_last = os.times()
             self._stop_profile()
@@ -176,8 +201,12 @@ class Probe:
             "gc_seconds": self.gc_seconds,
             "gc_collections": self.gc_collections,
             "gc_tracked_objects": len(gc.get_objects()),
+            "responses_in_span": self.responses_last - self.responses_first,
+            "max_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
             "reason": reason,
         }
+        if self.urls_path:
+            Path(self.urls_path).write_text("".join(u + "\n" for u in self.urls), "utf-8")
         Path(self.path).write_text(json.dumps(data), encoding="utf-8")
 
 
@@ -242,8 +271,10 @@ def crawl_command(
     concurrency: int,
     probe_file: Path,
     extra: dict[str, str] | None = None,
+    replay: Path | None = None,
 ) -> list[str]:
-    """``kind`` is ``plain`` or a strategy name; ``extra`` settings go last."""
+    """``kind`` is ``plain`` or a strategy name; ``extra`` settings go last. ``replay``
+    (plain only): fetch exactly the URLs listed in that file (:mod:`bench.plain`)."""
     settings = common_settings(pages, concurrency, probe_file)
     if kind != "plain":
         settings.update(
@@ -260,6 +291,12 @@ def crawl_command(
         return command.crawl_command("chemistry", output_dir=out_dir, settings=settings)
     cmd = [sys.executable, "-m", "scrapy", "runspider", str(ROOT / "bench/plain.py")]
     cmd += ["-a", f"seeds={','.join(seeds)}"]
+    if replay is not None:
+        cmd += ["-a", f"replay={replay}"]
+        settings["CLOSESPIDER_ITEMCOUNT"] = "0"  # it closes once every URL is answered
+        settings["DOWNLOADER_MIDDLEWARES"] = json.dumps(
+            {"focused.robustness.RobustnessMiddleware": None, "bench.plain.ReplayOnly": 50}
+        )
     feed = {str(out_dir / "items.jsonl"): {"format": "jsonlines"}}
     settings["FEEDS"] = json.dumps(feed)
     # Scrapy's own resolver: the project's refuses loopback unless its address filter
@@ -309,9 +346,11 @@ def run_crawl(
     timeout: float,
     tag: str,
     extra: dict[str, str] | None = None,
+    replay: Path | None = None,
 ) -> dict[str, Any]:
     """One crawl in a subprocess; its probe's numbers plus pages/s and CPU ms per page.
-    ``extra[TREE]``: crawl with the copy of the project in that folder (a before/after)."""
+    ``extra[TREE]``: crawl with the copy of the project in that folder (a before/after);
+    ``replay``: a plain crawl of exactly the URLs listed in that file."""
     extra = dict(extra or {})
     tree = Path(extra.pop(TREE, ROOT))
     if probe_class(tree) != PROBE:  # an older tree crawls with its own probe
@@ -329,6 +368,7 @@ def run_crawl(
         concurrency=concurrency,
         probe_file=probe_file,
         extra=extra,
+        replay=replay,
     )
     started = time.monotonic()
     code = Children.run(cmd, timeout, out_dir / "crawl.log", cwd=tree)
@@ -349,6 +389,9 @@ def run_crawl(
         result["links_per_page"] = round(probe.get("links_per_page", 0.0), 2)
         if n > 1 and "system_seconds" in probe:
             result["sys_ms_per_page"] = round(1000 * probe["system_seconds"] / (n - 1), 3)
+        fetched = probe.get("responses_in_span", 0)
+        result["cpu_ms_per_fetched"] = round(1000 * cpu / fetched, 3) if fetched else None
+        result["fetched_s"] = round(fetched / secs, 2) if fetched and secs > 0 else None
     else:
         result["pages_s"] = result["cpu_ms_per_page"] = None
     shutil.rmtree(out_dir / "html", ignore_errors=True)  # page bodies: not needed
@@ -453,6 +496,155 @@ def throughput(
     return out
 
 
+# --- replay: plain Scrapy fetches the pages a focused crawl fetched -------------------
+def _spread(values: Sequence[float | None]) -> list[float] | None:
+    got = [v for v in values if v is not None]
+    return [round(min(got), 4), round(max(got), 4)] if got else None
+
+
+def _replay_pair(
+    strategy: str, *, site: str, r: int, work: Path, kw: dict[str, Any]
+) -> dict[str, Any]:
+    """A focused crawl that lists the pages it fetched, then plain Scrapy replaying them."""
+    lists = work / "replay-lists"
+    lists.mkdir(exist_ok=True)
+    listed = lists / f"{site}-{strategy}-{r}.txt"
+    plain_urls = lists / f"{site}-{strategy}-{r}-plain.txt"
+    b = run_crawl(strategy, tag=f"replay-{r}", extra={"SPEED_URLS_FILE": str(listed)}, **kw)
+    urls = listed.read_text(encoding="utf-8").split() if listed.exists() else []
+    a: dict[str, Any] = {"returncode": None, "cpu_ms_per_fetched": None, "fetched_s": None}
+    if urls:
+        a = run_crawl(
+            "plain",
+            tag=f"replay-{r}-{strategy}",
+            extra={"SPEED_URLS_FILE": str(plain_urls)},
+            replay=listed,
+            **kw,
+        )
+    got = set(plain_urls.read_text(encoding="utf-8").split()) if plain_urls.exists() else set()
+    same = len(got & set(urls)) / len(urls) if urls else None
+    ratio = None
+    if a["cpu_ms_per_fetched"] and b["cpu_ms_per_fetched"]:
+        ratio = a["cpu_ms_per_fetched"] / b["cpu_ms_per_fetched"]
+    keep = ("returncode", "items", "responses_in_span", "cpu_ms_per_fetched", "fetched_s")
+    return {
+        "round": r,
+        "listed": len(urls),
+        "same_pages": None if same is None else round(same, 4),
+        "plain_extra_pages": len(got - set(urls)),
+        "ratio": None if ratio is None else round(ratio, 4),
+        "focused": {k: b.get(k) for k in (*keep, "links_per_page")},
+        "plain": {k: a.get(k) for k in keep},
+    }
+
+
+def replay(
+    sites: dict[str, tuple[list[str], str]],
+    strategies: Sequence[str],
+    *,
+    pairs: int,
+    pages: int,
+    concurrency: int,
+    work: Path,
+    timeout: float,
+    log: Any,
+) -> dict[str, Any]:
+    """Per site and strategy, ``pairs`` alternated pairs: a focused crawl of ``pages``
+    items that lists the pages it fetched, then plain Scrapy (:mod:`bench.plain`,
+    ``-a replay=``) fetching exactly that list with the same concurrency from the same
+    server. Per pair: CPU ms per page fetched (user + sys from the first item to the
+    last, over the responses in that span) of both, and plain / focused; per strategy
+    the medians and their spreads (min, max)."""
+    out: dict[str, Any] = {"pages_per_run": pages, "pairs": pairs, "sites": {}}
+    for site, (seeds, labels) in sites.items():
+        kw = dict(
+            site=site,
+            seeds=seeds,
+            labels=labels,
+            work=work,
+            pages=pages,
+            concurrency=concurrency,
+            timeout=timeout,
+        )
+        runs: dict[str, list[dict[str, Any]]] = {s: [] for s in strategies}
+        for r in range(pairs):
+            for s in strategies:
+                pair = _replay_pair(s, site=site, r=r, work=work, kw=kw)
+                runs[s].append(pair)
+                log(
+                    f"replay {site} round {r + 1}/{pairs} {s}:"
+                    f" focused {pair['focused']['cpu_ms_per_fetched']} CPU ms/page,"
+                    f" plain {pair['plain']['cpu_ms_per_fetched']}, ratio {pair['ratio']},"
+                    f" same pages {pair['same_pages']}"
+                )
+        site_out: dict[str, Any] = {}
+        for s, rs in runs.items():
+            fc = [x["focused"]["cpu_ms_per_fetched"] for x in rs]
+            pc = [x["plain"]["cpu_ms_per_fetched"] for x in rs]
+            ratios = [x["ratio"] for x in rs]
+            site_out[s] = {
+                "cpu_ratio": _median(ratios),
+                "cpu_ratio_spread": _spread(ratios),
+                "focused_cpu_ms_per_page": _median(fc),
+                "focused_cpu_ms_spread": _spread(fc),
+                "plain_cpu_ms_per_page": _median(pc),
+                "plain_cpu_ms_spread": _spread(pc),
+                "focused_pages_s": _median([x["focused"]["fetched_s"] for x in rs]),
+                "plain_pages_s": _median([x["plain"]["fetched_s"] for x in rs]),
+                "same_pages_min": min((x["same_pages"] or 0.0) for x in rs),
+                "pairs": rs,
+            }
+        out["sites"][site] = site_out
+    ratios_by_strategy: dict[str, float] = {}
+    for s in strategies:
+        got = [v[s]["cpu_ratio"] for v in out["sites"].values() if v[s]["cpu_ratio"]]
+        if got:
+            ratios_by_strategy[s] = min(got)  # the worst site
+    out["cpu_ratio"] = ratios_by_strategy
+    return out
+
+
+def peak_rss(
+    site: str,
+    seeds: Sequence[str],
+    labels: str,
+    *,
+    strategy: str,
+    pages: int,
+    concurrency: int,
+    work: Path,
+    timeout: float,
+    log: Any,
+) -> dict[str, Any]:
+    """One plain and one focused crawl of up to ``pages`` pages of ``site``: the peak
+    resident set of each crawler process (``ru_maxrss`` at close) and focused / plain."""
+    out: dict[str, Any] = {"site": site, "pages_per_run": pages, "strategy": strategy}
+    for kind in ("plain", strategy):
+        run = run_crawl(
+            kind,
+            site=site,
+            seeds=seeds,
+            labels=labels,
+            work=work,
+            pages=pages,
+            concurrency=concurrency,
+            timeout=timeout,
+            tag="rss",
+        )
+        row = {
+            "items": run.get("items"),
+            "max_rss_mb": round(run["max_rss_kb"] / 1024, 1) if "max_rss_kb" in run else None,
+            "wall_s": run.get("wall_s"),
+            "pages_s": run.get("pages_s"),
+            "returncode": run.get("returncode"),
+        }
+        out["plain" if kind == "plain" else "focused"] = row
+        log(f"peak RSS {site} {kind}: {row}")
+    a, b = out["plain"]["max_rss_mb"], out["focused"]["max_rss_mb"]
+    out["ratio"] = round(b / a, 3) if a and b else None
+    return out
+
+
 # --- ablation ------------------------------------------------------------------------------
 #: key of an ablation's settings that names another copy of the project to crawl with
 TREE = "__tree__"
@@ -533,6 +725,7 @@ CATEGORIES: tuple[tuple[str, str, str, str], ...] = (
     ("spider callback (parse), total", "cum", "bench/plain.py", "parse"),
     ("parsing: title and body text (lxml)", "cum", "focused/spiders/focused.py", "texts"),
     ("link extraction (Scrapy LinkExtractor)", "cum", "linkextractors/", "extract_links"),
+    ("link extraction (FocusedLinkExtractor)", "cum", "focused/robustness.py", "_fast_links"),
     ("tokenising and counting terms", "cum", "focused/ranking/relevance.py", "term_counts"),
     ("hashing terms and cosine", "cum", "focused/ranking/relevance.py", "cosines"),
     ("link requests (scrapy.Request, session ids)", "cum", "/spiders/focused.py", "_request"),
@@ -1079,6 +1272,71 @@ def _md_throughput(tp: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+def _md_replay(tp: dict[str, Any] | None) -> list[str]:
+    """The replay section: plain Scrapy on exactly the pages of each focused crawl."""
+    rp = (tp or {}).get("replay")
+    if not rp:
+        return []
+    intro = (
+        f"Each pair: a focused crawl of {rp['pages_per_run']} pages that lists the pages it"
+        " fetched, then plain Scrapy (`bench/plain.py -a replay=FILE`) fetching exactly that"
+        " list, in its order, with the same concurrency from the same server, and doing on"
+        " each page what a plain crawl does (`LinkExtractor`, a `scrapy.Request` per link"
+        " through Scrapy's middlewares, dupefilter and queue, one item); a link is never"
+        f" fetched. {rp['pairs']} alternated pairs per strategy. CPU ms per page = user +"
+        " sys of the crawler process from its first item to its last, over the pages"
+        " fetched in that span; ratio = median of the per-pair plain / focused (> 1:"
+        " focused is cheaper); spreads are min-max over the pairs; same pages = the"
+        " smallest share of a focused list that plain fetched."
+    )
+    header = (
+        "site",
+        "strategy",
+        "CPU ratio (plain/focused)",
+        "ratio spread",
+        "focused CPU ms/page",
+        "plain CPU ms/page",
+        "focused pages/s",
+        "plain pages/s",
+        "same pages",
+    )
+    rows = [
+        f"| {site} | `{s}` | **{_fmt(row['cpu_ratio'], 3)}** |"
+        f" {'-'.join(_fmt(x, 3) for x in row['cpu_ratio_spread'] or [])} |"
+        f" {_fmt(row['focused_cpu_ms_per_page'])}"
+        f" ({'-'.join(_fmt(x) for x in row['focused_cpu_ms_spread'] or [])}) |"
+        f" {_fmt(row['plain_cpu_ms_per_page'])}"
+        f" ({'-'.join(_fmt(x) for x in row['plain_cpu_ms_spread'] or [])}) |"
+        f" {_fmt(row['focused_pages_s'], 1)} | {_fmt(row['plain_pages_s'], 1)} |"
+        f" {_fmt(row['same_pages_min'], 3)} |"
+        for site, by_strategy in rp["sites"].items()
+        for s, row in by_strategy.items()
+    ]
+    rows.append(
+        f"\nWorst: {_fmt(tp.get('cpu_ratio_replay_min'), 3)}; worst but `learning`:"
+        f" {_fmt(tp.get('cpu_ratio_replay_min_but_learning'), 3)}."
+    )
+    return _md_section("CPU per page on the same pages (replay)", [intro], header, rows)
+
+
+def _md_rss(rss: dict[str, Any] | None) -> list[str]:
+    if not rss:
+        return []
+    intro = (
+        f"One crawl each of up to {rss['pages_per_run']:,} pages of the {rss['site']};"
+        f" focused: `{rss['strategy']}`. Peak resident set of the crawler process"
+        " (`ru_maxrss` at close)."
+    )
+    header = ("crawler", "pages", "peak RSS MB", "wall s")
+    rows = [
+        f"| {name} | {_fmt(row.get('items'))} | {_fmt(row.get('max_rss_mb'), 1)} |"
+        f" {_fmt(row.get('wall_s'), 0)} |"
+        for name, row in (("plain Scrapy", rss["plain"]), ("focused", rss["focused"]))
+    ]
+    rows.append(f"\nfocused / plain: {_fmt(rss.get('ratio'), 3)}.")
+    return _md_section("Peak memory", [intro], header, rows)
+
+
 def _md_profile(prof: dict[str, Any] | None) -> list[str]:
     """The profile section: cProfile cost categories, plain against focused."""
     if not (prof and "focused" in prof):
@@ -1235,7 +1493,10 @@ def write_markdown(data: dict[str, Any], path: Path) -> None:
         met = {True: "yes", False: "**no**", None: "not measured"}[t["met"]]
         aim = {True: "yes", False: "no", None: "–"}[t.get("aim_met")]
         lines.append(f"| `{key}` | {_fmt(t['value'], 3)} | {t['target']} | {met} | {aim} |")
-    lines += _md_throughput(data.get("throughput"))
+    if data.get("throughput", {}).get("sites"):
+        lines += _md_throughput(data.get("throughput"))
+    lines += _md_replay(data.get("throughput"))
+    lines += _md_rss(data.get("rss"))
     lines += _md_profile(data.get("profile"))
     lines += _md_ablation(data.get("ablation"))
     lines += _md_frontier(data.get("frontier"))
@@ -1265,6 +1526,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pairs", type=int, default=3, help="plain/focused pairs per strategy")
     p.add_argument("--strategies", default="", help="comma-separated; default: all but oracle")
     p.add_argument("--concurrency", type=int, default=16, help="CONCURRENT_REQUESTS")
+    p.add_argument("--replay-sites", default="wikispeedia,sandbox", help="sites of the replay")
+    p.add_argument("--replay-pages", type=int, default=300, help="page budget of a replay pair")
+    p.add_argument("--replay-pairs", type=int, default=5, help="replay pairs per strategy")
+    p.add_argument("--rss-pages", type=int, default=20_000, help="pages of the peak-RSS crawls")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="a few minutes: the replay (wikispeedia, else the sandbox; 150 pages, 5 pairs)"
+        " and peak RSS at 3,000 pages only",
+    )
     p.add_argument("--profile-pages", type=int, default=300, help="pages of the profiled crawls")
     p.add_argument("--profile-site", default="wikispeedia", help="site of the profiled crawls")
     p.add_argument("--frontier-sizes", type=_ints, default=[100_000, 1_000_000])
@@ -1286,7 +1557,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --ablation: also crawl with the project copy in this folder (e.g. `git"
         " archive COMMIT | tar -x -C DIR`): a before/after under the same load",
     )
-    p.add_argument("--skip", default="", help="parts to skip: throughput,profile,frontier,dedup")
+    p.add_argument(
+        "--skip",
+        default="",
+        help="parts to skip: throughput,replay,rss,profile,frontier,dedup",
+    )
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per child process")
     p.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     return p
@@ -1389,6 +1664,38 @@ def _profile_part(
     return result
 
 
+def _replay_part(
+    args: argparse.Namespace,
+    data: dict[str, Any],
+    sites: Sites,
+    strategies: list[str],
+    *,
+    work: Path,
+    log: Callable[[str], None],
+) -> None:
+    """The replay pairs on ``--replay-sites``; the headline ratios into ``throughput``."""
+    wanted = [x.strip() for x in args.replay_sites.split(",") if x.strip()]
+    chosen = {k: v for k, v in sites.items() if k in wanted} or dict([next(iter(sites.items()))])
+    rp = replay(
+        chosen,
+        strategies,
+        pairs=args.replay_pairs,
+        pages=args.replay_pages,
+        concurrency=args.concurrency,
+        work=work,
+        timeout=args.timeout,
+        log=log,
+    )
+    tp = data.setdefault("throughput", {})
+    tp["replay"] = rp
+    tp["cpu_ratio_replay"] = rp["cpu_ratio"]
+    ratios = rp["cpu_ratio"]
+    tp["cpu_ratio_replay_min"] = min(ratios.values()) if ratios else None
+    rest = [v for k, v in ratios.items() if k != "learning"]
+    tp["cpu_ratio_replay_min_but_learning"] = min(rest) if rest else None
+    log(f"replay done: {ratios}")
+
+
 def _crawl_parts(
     args: argparse.Namespace,
     data: dict[str, Any],
@@ -1405,7 +1712,7 @@ def _crawl_parts(
     work = Path(tempfile.mkdtemp(prefix="focused-speed-"))
     try:
         sites: Sites = {}
-        if not {"throughput", "profile"} <= skip or args.ablation:
+        if not {"throughput", "profile", "replay", "rss"} <= skip or args.ablation:
             wanted = [s.strip() for s in args.sites.split(",") if s.strip()]
             sites = _serve_sites(
                 wanted,
@@ -1423,6 +1730,21 @@ def _crawl_parts(
                 concurrency=args.concurrency,
                 work=work,
                 timeout=args.timeout,
+                log=log,
+            )
+        if "replay" not in skip and sites:
+            _replay_part(args, data, sites, strategies, work=work, log=log)
+        if "rss" not in skip and "sandbox" in sites:
+            seeds, labels = sites["sandbox"]
+            data["rss"] = peak_rss(
+                "sandbox",
+                seeds,
+                labels,
+                strategy=_profiled_strategy(strategies),
+                pages=args.rss_pages,
+                concurrency=args.concurrency,
+                work=work,
+                timeout=max(args.timeout, 3 * args.rss_pages / 10),
                 log=log,
             )
         if "profile" not in skip and sites:
@@ -1453,6 +1775,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.worker:
         return _worker(args.worker, args.probes)
+    if args.quick:
+        args.skip = ",".join(filter(None, [args.skip, "throughput,profile,frontier,dedup"]))
+        args.replay_pages, args.replay_pairs = 150, max(5, args.replay_pairs)
+        args.rss_pages = min(args.rss_pages, 3000)
+        args.replay_sites = "wikispeedia"  # the sandbox when there is no wikispeedia
     signal.signal(signal.SIGTERM, _interrupt)
     started = time.monotonic()
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}

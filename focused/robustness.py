@@ -10,6 +10,7 @@ bomb), retries, redirect loops (``REDIRECT_MAX_TIMES`` and the seen-URL filter),
 from __future__ import annotations
 
 import logging
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -17,13 +18,18 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
+from lxml import etree
 from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddleware
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Response, TextResponse, XmlResponse
 from scrapy.link import Link
 from scrapy.linkextractors import IGNORED_EXTENSIONS, LinkExtractor
+from scrapy.linkextractors.lxmlhtml import XHTML_NAMESPACE
 from scrapy.responsetypes import responsetypes
 from scrapy.utils.httpobj import urlparse_cached
+from scrapy.utils.misc import rel_has_nofollow
+from scrapy.utils.response import get_base_url
+from w3lib.html import strip_html5_whitespace
 from w3lib.url import safe_url_string
 
 from focused.defaults import get
@@ -164,6 +170,12 @@ class FocusedHttpCompressionMiddleware(HttpCompressionMiddleware):
 
 #: The link elements of a page, as Scrapy's extractor scans them (tags a and area, href)
 _LINK_COUNT = "count(//*[local-name() = 'a' or local-name() = 'area'][@href])"
+#: the same tags for lxml's ``iter`` (Scrapy's extractor drops only the XHTML namespace)
+_LINK_TAGS = ("a", "area", f"{{{XHTML_NAMESPACE}}}a", f"{{{XHTML_NAMESPACE}}}area")
+#: a URL whose join with any page URL is itself (a scheme and a host)
+_HAS_HOST = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#]")
+#: an element's text as Scrapy's extractor reads it
+_string = etree.XPath("string()")
 
 #: Scrapy's ignored extensions, except ``.rss``: a feed's items are followed (:func:`read_feed`)
 FOLLOWED_EXTENSIONS = tuple(e for e in IGNORED_EXTENSIONS if e != "rss")
@@ -185,20 +197,96 @@ class FocusedLinkExtractor(LinkExtractor):
     the elements left unread are counted in ``focused/links/capped``. Each element read
     costs ~80 us (``urljoin``, ``safe_url_string``, Scrapy's filters): a page of 200,000
     links held the reactor for 16 s.
+
+    Built with no argument but ``deny_extensions``, it gives Scrapy's links (same URLs,
+    texts, ``nofollow``, order, counts) by a shorter path, :meth:`_fast_links`: the link
+    elements found by lxml in C (``iter("a", "area")``), the text of a repeated URL
+    read once, and what follows from an absolute URL alone (its ``safe_url_string``, its
+    join with the page URL, its verdict: allowed or the reason it is dropped) looked up
+    in a bounded cache, since pages of a site link the same URLs over and over.
     """
+
+    #: entries of the URL cache (it is emptied when full: ~2 MB at most)
+    CACHE_SIZE = 8192
 
     def __init__(
         self, count: Callable[..., Any] | None = None, max_links: int = 0, **kwargs: Any
     ) -> None:
         """``count(stat_key)`` is called for each dropped link and ``count(stat_key, n)``
         for the ``n`` link elements past the cap (e.g. ``stats.inc_value``)."""
+        self._fast = set(kwargs) <= {"deny_extensions"}
         kwargs.setdefault("deny_extensions", FOLLOWED_EXTENSIONS)
         super().__init__(**kwargs)
         self.count = count
         self.max_links = max(0, int(max_links))
+        #: (absolute URL, encoding) -> (link URL, verdict): "" allowed, "-" dropped by
+        #: Scrapy's filters, else the scheme problem counted for it; None: a bad URL
+        self._urls: dict[tuple[str, str], tuple[str, str] | None] = {}
         if self.max_links:
             parser = self.link_extractor  # a page's link elements come from its _iter_links
             parser._iter_links = self._capped(parser._iter_links)  # type: ignore[method-assign]
+
+    def extract_links(self, response: TextResponse) -> list[Link]:
+        root = response.selector.root
+        if self._fast and hasattr(root, "iter") and hasattr(root, "xpath"):
+            return self._fast_links(root, response.url, response.encoding, get_base_url(response))
+        return super().extract_links(response)
+
+    def _fast_links(self, root: Any, page_url: str, encoding: str, base_url: str) -> list[Link]:
+        """Scrapy's ``LxmlLinkExtractor.extract_links`` (unique links, no restriction,
+        filters by scheme and extension) for the document ``root``; see the class."""
+        out: list[Link] = []
+        seen: set[str] = set()
+        cap, read = self.max_links, 0
+        for el in root.iter(*_LINK_TAGS):
+            href = el.get("href")
+            if href is None:
+                continue
+            read += 1
+            if cap and read > cap:
+                if self.count is not None:
+                    self.count("focused/links/capped", max(1, int(root.xpath(_LINK_COUNT)) - cap))
+                break
+            try:
+                joined = urljoin(base_url, strip_html5_whitespace(href))
+            except ValueError:
+                continue
+            got = self._resolve(joined, encoding, page_url)
+            if got is None or got[0] in seen:
+                continue
+            url, verdict = got
+            seen.add(url)
+            if verdict:
+                if verdict != "-" and self.count is not None:
+                    self.count(f"focused/links/ignored/{verdict}")
+                continue
+            out.append(Link(url, _string(el) or "", nofollow=rel_has_nofollow(el.get("rel"))))
+        return out
+
+    def _resolve(self, joined: str, encoding: str, page_url: str) -> tuple[str, str] | None:
+        """(link URL, verdict) of an absolute ``joined`` URL; None when it is bad."""
+        key = (joined, encoding)
+        try:
+            return self._urls[key]
+        except KeyError:
+            pass
+        got: tuple[str, str] | None
+        try:
+            safe = safe_url_string(joined, encoding=encoding)
+        except ValueError:
+            got = None
+        else:
+            url = urljoin(page_url, safe)
+            problem = sanitize.scheme_problem(url)
+            if problem is None:
+                problem = "" if LinkExtractor._link_allowed(self, Link(url)) else "-"
+            got = (url, problem)
+            if not _HAS_HOST.match(safe):  # the join with the page URL depends on the page
+                return got
+        if len(self._urls) >= self.CACHE_SIZE:
+            self._urls.clear()
+        self._urls[key] = got
+        return got
 
     def _capped(
         self, iter_links: Callable[[Any], Iterator[tuple[Any, str, str]]]

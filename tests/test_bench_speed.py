@@ -19,7 +19,7 @@ from parsel import Selector
 from focused.frontier.memory import Entry, MemoryFrontier
 from focused.frontier.seen import FingerprintTable, SeenSet
 from focused.ranking.annealing import Annealer
-from focused.ranking.relevance import TopicVector, term_counts, tokenize
+from focused.ranking.relevance import TopicVector, joined_terms, term_counts, tokenize
 from focused.spiders.focused import BODY_TEXT
 from focused.web.sandbox import generate_site
 from focused.web.topics import load_topic
@@ -56,6 +56,12 @@ def test_harness_writes_every_number_with_tiny_sizes(tmp_path: Path) -> None:
         "2000",
         "--probes",
         "1000",
+        "--replay-pages",
+        "15",
+        "--replay-pairs",
+        "1",
+        "--skip",
+        "rss",
     ]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -71,6 +77,13 @@ def test_harness_writes_every_number_with_tiny_sizes(tmp_path: Path) -> None:
         assert run["returncode"] == 0 and run["items"] >= 15
         assert run["links_per_page"] > 1  # sandbox pages link to several others
         assert 0 < run["thread_cpu_ms_per_page"] <= run["cpu_ms_per_page"] * 1.05
+
+    # the replay: plain Scrapy fetched exactly the pages the focused crawl listed
+    pair = tp["replay"]["sites"]["sandbox"]["bfs"]["pairs"][0]
+    assert pair["listed"] >= 15 and pair["same_pages"] == 1.0
+    assert pair["plain_extra_pages"] == 0 and pair["plain"]["returncode"] == 0
+    assert pair["ratio"] > 0 and tp["cpu_ratio_replay"] == {"bfs": pair["ratio"]}
+    assert tp["cpu_ratio_replay_min"] == tp["cpu_ratio_replay_min_but_learning"] == pair["ratio"]
 
     prof = data["profile"]
     names = {r["category"] for r in prof["focused"]["categories"]}
@@ -89,6 +102,9 @@ def test_harness_writes_every_number_with_tiny_sizes(tmp_path: Path) -> None:
 
     assert set(data["targets"]) == {
         "throughput.ratio_min",
+        "throughput.cpu_ratio_replay_min",
+        "throughput.cpu_ratio_replay_min_but_learning",
+        "rss.ratio",
         "frontier.bytes_per_url",
         "frontier.pick_us",
         "dedup.bytes_per_url",
@@ -97,7 +113,8 @@ def test_harness_writes_every_number_with_tiny_sizes(tmp_path: Path) -> None:
     assert data["targets"]["dedup.false_drops"]["met"] is True
     assert data["machine"]["cpus"] and len(data["machine"]["loadavg_start"]) == 3
     md = (out / "speed.md").read_text(encoding="utf-8")
-    for heading in ("## Targets", "## Throughput", "## Where the time goes", "## Frontier"):
+    headings = ("## Targets", "## Throughput", "## CPU per page on the same pages", "## Frontier")
+    for heading in (*headings, "## Where the time goes"):
         assert heading in md
 
 
@@ -114,6 +131,13 @@ TEXTS = st.lists(st.one_of(st.text(max_size=12), WORDS), max_size=25).map(" ".jo
 def test_term_counts_are_the_counts_of_tokenize(text: str) -> None:
     expected = Counter(t.encode("utf-8", "surrogatepass") for t in tokenize(text))
     assert term_counts(text) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(TEXTS, st.sampled_from(["化学反应", "和", "水H2O化学"])), max_size=4))
+def test_joined_terms_is_tokenize_joined(parts: list[str]) -> None:
+    text = "".join(parts)
+    assert joined_terms(text) == " ".join(tokenize(text))
 
 
 @pytest.fixture(scope="module")
@@ -258,3 +282,49 @@ def test_seen_set_grows_and_round_trips(tmp_path: Path) -> None:
     again = SeenSet.load(tmp_path / "seen.bin")
     assert sorted(again) == sorted(fps)
     assert sum(fp in again for fp in range(1, 1000)) == sum(fp in seen for fp in range(1, 1000))
+
+
+# --- links: the fast path of FocusedLinkExtractor gives Scrapy's links and counts ---
+EDGE_LINKS = (
+    b'<html><head><base href="http://other.example/dir/"></head><body>'
+    b'<a href=" rel/x.html ">t1</a><a href="/abs?q=1&amp;b=\xc3\xa9">t2</a>'
+    b'<a href="mailto:a@b">m</a><a href="javascript:void(0)">j</a><a href="ftp://h/f">f</a>'
+    b'<a href="file:///etc/passwd">p</a><a href="http://[::1">bad</a>'
+    b'<a href="http://h:99999/x">port</a><a href="x.pdf">pdf</a><a href="feed.rss">rss</a>'
+    b'<a href="#frag">frag</a><a href="">empty</a><a>no href</a>'
+    b'<area href="/map" alt="m"><a href="rel/x.html" rel="NoFollow">again</a>'
+    b'<a href="//cdn.example/a b">space</a><a href="http://H\xc3\xa9.example/\xc3\xa9">idn</a>'
+    b'<a href="http://h.example/p?">q</a><a href="HTTP://h.example/P#">h</a>'
+    b'<a href="/n" rel="nofollow"><b>bold</b> <i>text</i></a></body></html>'
+)
+
+
+def _scrapy_links(ext: object, response: object) -> list[tuple[str, str, bool]]:
+    from scrapy.linkextractors import LinkExtractor
+
+    found = LinkExtractor.extract_links(ext, response)  # type: ignore[arg-type]
+    return [(k.url, k.text, k.nofollow) for k in found]
+
+
+@pytest.mark.parametrize("max_links", [0, 7])
+def test_fast_link_extraction_gives_scrapys_links(max_links: int) -> None:
+    from scrapy.http import HtmlResponse
+
+    from focused.robustness import FocusedLinkExtractor
+
+    site = generate_site(seed=3, pages=300)
+    pages = [(p, b) for p, b in site.pages.items() if p.endswith(".html")][:150]
+    pages += [("/edge/page.html", EDGE_LINKS), ("/edge/2", EDGE_LINKS.replace(b"<base", b"<x"))]
+    slow, fast = Counter[str](), Counter[str]()
+    for encoding in ("utf-8", "cp1252"):
+        # one extractor each for all pages: later pages hit the URL cache
+        a = FocusedLinkExtractor(count=lambda k, n=1: slow.update({k: n}), max_links=max_links)
+        b = FocusedLinkExtractor(count=lambda k, n=1: fast.update({k: n}), max_links=max_links)
+        for path, body in pages * 2:
+            slow.clear()
+            fast.clear()
+            response = HtmlResponse("http://127.0.0.1:8000" + path, body=body, encoding=encoding)
+            got = [(k.url, k.text, k.nofollow) for k in b.extract_links(response)]
+            assert got == _scrapy_links(a, response), path
+            assert fast == slow, path
+    assert b._urls  # the cache was used

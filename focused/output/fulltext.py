@@ -26,7 +26,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 
-from focused.ranking.relevance import tokenize
+from focused.ranking.relevance import joined_terms, tokenize
 
 __all__ = [
     "FTS_TABLE",
@@ -51,7 +51,7 @@ DEFAULT_MAX_CHARS = 100_000
 
 def segment(text: str) -> str:
     """``text``'s terms (:func:`~focused.ranking.relevance.tokenize`) joined by spaces."""
-    return " ".join(tokenize(text)) if text else ""
+    return joined_terms(text) if text else ""
 
 
 def create(conn: sqlite3.Connection) -> None:

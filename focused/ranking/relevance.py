@@ -186,6 +186,47 @@ def term_counts(text: str) -> Counter[bytes]:
 _CJK_SPLIT = re.compile(rf"([{_CJK}]+)")
 
 
+def joined_terms(text: str) -> str:
+    """``" ".join(tokenize(text))``, the same string made as :func:`term_counts` counts:
+    text outside Chinese runs folded and split as bytes in C, only words holding
+    non-ASCII characters through the regular expression again, jieba on the Chinese
+    runs; in the order of the text (for the full-text index)."""
+    if _CJK_RUN.search(text) is None:
+        return _joined_plain(text)
+    parts = _CJK_SPLIT.split(text)  # other text, a Chinese run, other text, ...
+    out: list[str] = []
+    for i, part in enumerate(parts):
+        if i % 2:
+            out.extend(w for w in _cut(part) if w not in STOP_WORDS)
+        elif part:
+            joined = _joined_plain(part)
+            if joined:
+                out.append(joined)
+    return " ".join(out)
+
+
+def _joined_plain(text: str) -> str:
+    """:func:`joined_terms` of a text without Chinese."""
+    try:
+        data = text.encode("utf-8")
+    except UnicodeError:  # a lone surrogate
+        return " ".join(tokenize(text))
+    words = data.translate(_FOLD).split()
+    if data.isascii():
+        return b" ".join([w for w in words if w not in _STOP_BYTES]).decode("ascii")
+    out: list[str] = []
+    for w in words:
+        if w.isascii():
+            if w not in _STOP_BYTES:
+                out.append(w.decode("ascii"))
+            continue
+        for word in _WORD.findall(w.decode("utf-8")):
+            word = word.lower()
+            if word not in STOP_WORDS:
+                out.append(word)
+    return " ".join(out)
+
+
 def _mixed_term_counts(text: str) -> Counter[bytes]:
     """:func:`term_counts` of a text with Chinese: jieba cuts only the Chinese runs, the
     rest (a space in place of each run, which ends a word there as the run did) takes the

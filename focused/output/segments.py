@@ -36,7 +36,6 @@ import re
 import threading
 import uuid
 import zlib
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from http.client import responses
 from pathlib import Path
@@ -52,7 +51,6 @@ __all__ = [
     "SEGMENT_RE",
     "Written",
     "SegmentWriter",
-    "iter_records",
     "read_payload",
     "truncate_to",
     "whole_end",
@@ -339,11 +337,15 @@ def _fsync_dir(folder: Path) -> None:
 
 
 def parse_payload(member: bytes) -> bytes:
-    """The payload (the raw body) of one gzipped ``response`` record."""
-    for record in ArchiveIterator(io.BytesIO(member)):
-        if record.rec_type != "response":
-            break
-        return record.raw_stream.read()
+    """The payload (the raw body) of one gzipped ``response`` record; ``ValueError``
+    when the bytes are not one (a damaged record)."""
+    try:
+        for record in ArchiveIterator(io.BytesIO(member)):
+            if record.rec_type != "response":
+                break
+            return record.raw_stream.read()
+    except Exception as exc:  # warcio raises several kinds for damaged bytes
+        raise ValueError(f"not a whole WARC response record: {exc}") from exc
     raise ValueError("not a WARC response record")
 
 
@@ -359,34 +361,26 @@ def read_payload(path: str | os.PathLike[str], offset: int, length: int) -> byte
     return parse_payload(member)
 
 
-def iter_records(path: str | os.PathLike[str]) -> Iterator[tuple[str, str, int, int]]:
-    """``(type, target URI, offset, length)`` of every whole record of a segment, in
-    order; stops at the first torn or unreadable one."""
-    with open(path, "rb") as fh:
-        it = ArchiveIterator(fh)
-        try:
-            for record in it:
-                uri = record.rec_headers.get_header("WARC-Target-URI") or ""
-                rtype = record.rec_type
-                record.raw_stream.read()  # to its end: offset and length are known after
-                yield rtype, uri, it.get_record_offset(), it.get_record_length()
-        except Exception:  # noqa: BLE001 - warcio raises several kinds for a torn member
-            return
-
-
 def whole_end(path: str | os.PathLike[str], offset: int = 0) -> int:
-    """The end of the last whole record of segment ``path`` read from ``offset`` (a
-    record's start) on: where a torn or unreadable record begins, or the file's end."""
-    end = offset
+    """The end of the last whole gzip member (record) of segment ``path`` read from
+    ``offset`` (a record's start) on: where a torn record begins, or the file's end. A
+    member is whole when zlib reaches its end and its CRC and length check."""
     with open(path, "rb") as fh:
         fh.seek(offset)
-        it = ArchiveIterator(fh)
+        data = fh.read()
+    end, pos = offset, 0
+    while pos < len(data):
+        z = zlib.decompressobj(zlib.MAX_WBITS + 16)
         try:
-            for record in it:
-                record.raw_stream.read()
-                end = offset + it.get_record_offset() + it.get_record_length()
-        except Exception:  # noqa: BLE001 - warcio raises several kinds for a torn member
-            pass
+            while not z.eof and pos < len(data):
+                chunk = data[pos : pos + (1 << 16)]
+                z.decompress(chunk)
+                pos += len(chunk) - len(z.unused_data)
+        except zlib.error:
+            break
+        if not z.eof:
+            break
+        end = offset + pos
     return end
 
 

@@ -395,8 +395,8 @@ class PageStorePipeline:
                 self._found.append(record["url"])
             else:
                 self._tell_stored([record["url"]])
-        _set(adapter, "content_hash", record["content_hash"])
-        _set(adapter, "file_path", record["file_path"])
+        for key in LOCATION_COLUMNS:
+            _set(adapter, key, record[key])
         if self.stats is not None:
             self.stats.inc_value("focused/stored" if added else "focused/duplicates")
         return item

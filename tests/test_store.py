@@ -315,6 +315,8 @@ def test_a_row_past_the_end_of_its_segment_is_removed_and_reported_lost(tmp_path
         fh.truncate(cut)  # page 3 gone, page 2 torn
     with PageStore(tmp_path) as store:
         assert store.lost == ["http://h/2", "http://h/3"]
+        lost = store.conn.execute("SELECT url FROM lost_pages ORDER BY url").fetchall()
+        assert [u for (u,) in lost] == store.lost  # durable, for the crawl to fetch again
         assert store.urls() == ["http://h/0", "http://h/1"]
         assert store.check(verify=True) == []
         assert store.body("http://h/1") == b"page 1 " * 200

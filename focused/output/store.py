@@ -19,8 +19,8 @@ committed end (a torn record, or whole ones whose rows were not committed), but 
 committed row without its record. :meth:`PageStore.repair`, which :meth:`PageStore.open`
 runs, cuts every segment back to its committed end and removes segments no commit names;
 a row that points past the end of its segment (its bytes lost with the power, when
-``fsync`` was off) is removed and its URL kept in :attr:`PageStore.lost`, so the crawl
-fetches that page again.
+``fsync`` was off) is removed and its URL kept in :attr:`PageStore.lost` and in the table
+``lost_pages`` (in the same transaction), for the crawl to fetch that page again.
 
 The earlier layout, one gzip file per distinct body (``html/ab/cd/<sha256>.html.gz``,
 written under a temporary name and ``os.replace``-d), stays readable: such a row has no
@@ -53,6 +53,7 @@ import os
 import re
 import sqlite3
 import sys
+import time
 import uuid
 import zlib
 from collections.abc import Callable, Iterator, Mapping
@@ -769,7 +770,7 @@ class PageStore:
         - a segment no commit names is removed;
         - a row that points past its segment's end (the segment lost bytes that SQLite
           kept: a power cut with ``fsync`` off) is removed with its index row; its URL
-          goes to :attr:`lost`, so the crawl fetches it again;
+          goes to :attr:`lost` and the table ``lost_pages``;
         - files of the earlier layout that no row refers to, and leftover temp files,
           are removed.
         """
@@ -854,8 +855,13 @@ class PageStore:
                 "AND record_offset + record_length > ?",
                 (name, size),
             ).fetchall()
-            for rowid, _url in gone:
+            db.execute("CREATE TABLE IF NOT EXISTS lost_pages (url TEXT PRIMARY KEY, lost_at REAL)")
+            for rowid, url in gone:
                 db.execute("DELETE FROM pages WHERE id = ?", (rowid,))
+                db.execute(
+                    "INSERT OR REPLACE INTO lost_pages (url, lost_at) VALUES (?, ?)",
+                    (url, time.time()),
+                )
                 if self.index:
                     db.execute(f"DELETE FROM {fulltext.FTS_TABLE} WHERE rowid = ?", (rowid,))
             last = db.execute(

@@ -138,10 +138,18 @@ bench-speed-quick: install
 bench-search: install
 	$(PY) -m bench.search --out $(BENCH_OUT)
 
+# The page store's layouts (docs/store.md): CPU and disk per page, WARC segments against one
+# file per page on the same sandbox pages, and read-by-URL latency on a synthetic store of
+# 1M pages; writes $(BENCH_OUT)/store.json (~3 min). STORE_ARGS="--read-pages 100000" etc.
+STORE_ARGS ?=
+.PHONY: bench-store
+bench-store: install
+	$(PY) -m bench.store --out $(BENCH_OUT) $(STORE_ARGS)
+
 # Crash-and-fault soak test (not in `make test`; needs root for a tmpfs): kill -9 at
 # random moments, a full disk, pages.sqlite3 held locked, then resume, >= 50 faults
 # (seeded). Writes $(BENCH_OUT)/soak.json (faults by kind, pages stored, lost,
-# duplicates, union equal). SOAK_ARGS="--faults 20 --pages 100 --seed 1" etc.
+# duplicates, rows whose record does not read back, torn segments, union equal). SOAK_ARGS="--faults 20 --pages 100 --seed 1" etc.
 SOAK_ARGS ?=
 .PHONY: soak
 soak: install

@@ -14,8 +14,11 @@ tmpfs (``mount -t tmpfs``, needs root). Each run gets one fault, chosen at rando
   crawl either waits or stops cleanly.
 
 After every run: no page stored before is lost (the stored set only grows), the store
-has no duplicate row and no row without its file. When a crawl finishes (nothing waiting
-or in flight) its stored set is compared with an uninterrupted crawl's and a new round
+has no duplicate row and no committed row whose body does not read back (its WARC record
+in the segment, hashed against the row). When a crawl finishes (nothing waiting or in
+flight) its segments must read as whole WARC records to their end (no torn record left:
+the store cuts torn and uncommitted tails when it opens after a kill; the soak counts
+those cuts), its stored set is compared with an uninterrupted crawl's and a new round
 starts in a fresh folder, until ``--faults`` faults were made. Writes
 ``out/bench/soak.json``: faults by kind, pages stored, lost, duplicates, whether every
 round's union equals the uninterrupted crawl's.
@@ -43,6 +46,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from bench.command import crawl_command
+from focused.output.segments import SEGMENT_DIR, whole_end
+from focused.output.store import READ_ERRORS, content_hash, read_body
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -140,18 +145,41 @@ def journal_states(jobdir: Path) -> dict[str, int]:
 
 
 def rows_without_files(out: Path) -> int:
+    """Committed rows whose body cannot be read back (no record at its offset, a torn
+    record, no file): right after a ``kill -9``, before the store repairs anything."""
     db = out / "pages.sqlite3"
     if not db.exists():
         return 0
     con = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
     try:
-        return sum(
-            not (out / rel).is_file() for (rel,) in con.execute("SELECT file_path FROM pages")
-        )
+        rows = con.execute(
+            "SELECT content_hash, file_path, record_offset, record_length FROM pages"
+        ).fetchall()
     except sqlite3.OperationalError:
         return 0
     finally:
         con.close()
+    bad = 0
+    for digest, rel, offset, length in rows:
+        try:
+            bad += content_hash(read_body(out, rel, offset, length)) != digest
+        except READ_ERRORS:
+            bad += 1
+    return bad
+
+
+def torn_segments(out: Path) -> int:
+    """Segments of a finished crawl that do not read as whole WARC records to their end
+    (a torn record the store did not cut off when it opened again)."""
+    folder = out / SEGMENT_DIR
+    if not folder.is_dir():
+        return 0
+    return sum(whole_end(path) != path.stat().st_size for path in sorted(folder.glob("*.warc.gz")))
+
+
+def cut_tails(log: Path) -> int:
+    """How many segment tails (torn or uncommitted records) the store cut off at open."""
+    return log.read_bytes().count(b"(a torn or uncommitted record) off the end of")
 
 
 def _settings(pages: int, job: Path, **extra: object) -> dict[str, object]:
@@ -209,6 +237,8 @@ class _Tally:
     lost: int = 0
     duplicates: int = 0
     without_file: int = 0
+    torn: int = 0  # segments left with a torn record after a finished round
+    tails_cut: int = 0  # segment tails the store cut off at open (after a kill)
     runs: int = 0
     rounds: list[dict[str, object]] = field(default_factory=list)
 
@@ -339,6 +369,7 @@ def _one_run(soak: _Soak, rnd: _Round) -> None:
         rnd.faults += 1
     tally.outcomes[f"{kind}:{'killed' if code < 0 else code}"] += 1
     _check_exit(code, tally.runs, log)
+    tally.tails_cut += cut_tails(log)
     _check_store(rnd, tally)
 
 
@@ -360,6 +391,7 @@ def _soak_round(soak: _Soak, number: int) -> _Round:
     while True:
         _one_run(soak, rnd)
         if finished(rnd.job):  # the crawl is complete: a new round
+            soak.tally.torn += torn_segments(rnd.out)
             return rnd
         if soak.tally.runs > 20 * soak.args.faults:
             raise RuntimeError("the soak does not converge")
@@ -383,6 +415,8 @@ def _report(
         "lost": tally.lost,
         "duplicates": tally.duplicates,
         "rows_without_file": tally.without_file,
+        "torn_segments": tally.torn,
+        "segment_tails_cut": tally.tails_cut,
         "union_equal": all(r["union_equal"] for r in rounds),
         "elapsed_s": round(time.monotonic() - started, 1),
     }
@@ -426,7 +460,13 @@ def main(argv: list[str] | None = None) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(result, indent=2))
-    ok = result["lost"] == 0 and result["duplicates"] == 0 and result["union_equal"]
+    ok = (
+        result["lost"] == 0
+        and result["duplicates"] == 0
+        and result["union_equal"]
+        and result["rows_without_file"] == 0
+        and result["torn_segments"] == 0
+    )
     return 0 if ok else 1
 
 

@@ -153,15 +153,19 @@ DEFAULTS: dict[str, Any] = {
     "FOCUSED_METRICS_LOG_EVERY": 50,
     # page store (focused/output/store.py): rows per SQLite transaction (1 = every page is
     # durable when the pipeline returns; WAL keeps that at thousands of pages/s), and
-    # fsync of every body file + synchronous=FULL (survives power loss, slower)
+    # fsync of the segments before each commit + synchronous=FULL (survives power loss,
+    # slower)
     "FOCUSED_STORE_COMMIT_EVERY": 1,
     "FOCUSED_STORE_FSYNC": False,
-    # gzip level of the body files (1: fastest; 6 compresses ~12 % better at twice the
+    # gzip level of the WARC records (1: fastest; 6 compresses ~12 % better at twice the
     # cost) and whether compressing and writing them runs in one background thread
     # (rows still inserted on Scrapy's thread, in item order, file first); off: on 2
     # cores it saved Scrapy's thread ~0.1 ms per page for ~0.4 ms more CPU (docs/speed.md)
     "FOCUSED_STORE_GZIP_LEVEL": 1,
     "FOCUSED_STORE_THREAD": False,
+    # pages are WARC records appended to segment files; a new segment starts once one
+    # would pass this many MiB (fewer, larger files; one seek per page either way)
+    "FOCUSED_STORE_SEGMENT_MB": 1024.0,
     # --- internal addresses and oversized input (focused/addressfilter.py) ---------
     # networks (CIDR) the crawl may fetch from although they are loopback, private,
     # link-local, ...; a seed's own kind is allowed anyway (not link-local)
@@ -320,6 +324,7 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_STORE_FSYNC": _flag(),
     "FOCUSED_STORE_GZIP_LEVEL": _int(0, 9, open_high=False),
     "FOCUSED_STORE_THREAD": _flag(),
+    "FOCUSED_STORE_SEGMENT_MB": _float(0.0, open_low=True),
     "FOCUSED_ALLOWED_NETWORKS": Check("list", special="networks"),
     "FOCUSED_HOSTS": Check("dict", special="hosts"),
     "FOCUSED_ROBOTS_MAX_BYTES": _int(0),

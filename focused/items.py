@@ -30,9 +30,10 @@ class PageItem(_RawBody):
     Its fields are what a feed export (``-O items.jsonl``, ``.json``, ``.csv``,
     ``.xml``, ``FEEDS``) and scrapyd's ``items_dir`` write: the page's URL, title and
     scores (the page-relevance rule A = 4B + C; the m-value rule's ``m``, Liu, Xia & Xu
-    2010), where the page store put it (``file_path``, relative to
-    ``FOCUSED_OUTPUT_DIR``, and the SHA-256 ``content_hash`` of the raw body; both
-    filled by :class:`~focused.pipelines.PageStorePipeline`), an ``excerpt`` and the
+    2010), where the page store put it (``file_path``, the WARC segment relative to
+    ``FOCUSED_OUTPUT_DIR``, ``record_offset`` and ``record_length`` of the page's
+    record in it, and the SHA-256 ``content_hash`` of the raw body; filled by
+    :class:`~focused.pipelines.PageStorePipeline`), an ``excerpt`` and the
     main ``text``. Every field is a str, number, bool or None, which every exporter
     Scrapy ships can write.
 
@@ -70,6 +71,10 @@ class PageItem(_RawBody):
     text: str = field(default="", repr=False)
     content_hash: str = ""
     file_path: str = ""
+    #: the page's WARC response record in the segment ``file_path``: byte offset and
+    #: length (None for a body in a file of its own, the store's earlier layout)
+    record_offset: int | None = None
+    record_length: int | None = None
     body: InitVar[bytes] = b""  # the raw bytes: kept in a slot, see above
 
     def __post_init__(self, body: bytes) -> None:

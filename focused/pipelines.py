@@ -26,7 +26,16 @@ from focused.items import PageItem
 from focused.output.atomic import write_text
 from focused.output.metrics import QUEUES, HarvestCurve
 from focused.output.record import write_record
-from focused.output.store import COLUMNS, DB_NAME, PageStore, StoreBusy, content_hash, stored_pages
+from focused.output.store import (
+    COLUMNS,
+    DB_NAME,
+    LOCATION_COLUMNS,
+    SEGMENT_BYTES,
+    PageStore,
+    StoreBusy,
+    content_hash,
+    stored_pages,
+)
 from focused.stop import stop_crawl, then_for
 
 if TYPE_CHECKING:
@@ -36,7 +45,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-_RECORD_FIELDS = tuple(c for c in COLUMNS if c not in ("content_hash", "file_path"))
+_RECORD_FIELDS = tuple(c for c in COLUMNS if c not in LOCATION_COLUMNS)
 
 
 def _set(adapter: ItemAdapter, key: str, value: Any) -> None:
@@ -78,8 +87,9 @@ def _take_body(item: Any, adapter: ItemAdapter) -> bytes:
 class PageStorePipeline:
     """Store each page (an item with ``url``) in a :class:`~focused.output.store.PageStore`.
 
-    Writes the raw ``body`` gzipped under ``html/`` and one SQLite row per URL in
-    ``FOCUSED_OUTPUT_DIR`` and fills the item's ``content_hash`` and ``file_path``. It
+    Appends the raw ``body`` as WARC records to a segment under ``segments/``, writes one
+    SQLite row per URL in ``FOCUSED_OUTPUT_DIR`` (with the record's offset and length)
+    and fills the item's ``content_hash`` and ``file_path`` (the segment). It
     takes the body from the item (a :class:`~focused.items.PageItem`'s ``body`` is
     ``b""`` afterwards; another item's ``body`` field is removed), so that the feed
     exporters, which see the item after every pipeline, get no bytes. A URL stored
@@ -109,17 +119,18 @@ class PageStorePipeline:
     blocks a write (WAL).
 
     With ``threaded`` (``FOCUSED_STORE_THREAD``, off by default: measured, it does not pay
-    on 2 cores, see ``docs/speed.md``) the page's file is compressed and written in one
-    background thread while Scrapy goes on (zlib and file I/O release the GIL, but the
-    thread waits for the GIL after each call); once the file is in place, its row is inserted
-    on Scrapy's thread and only then does the item leave this pipeline. One thread keeps
-    the files, rows and items in the order the items came, and the order of a write is
-    the same as without the thread: file, row, commit, ``pages_stored`` (so the scheduler
-    journals a page as done only once its row is committed).
+    on 2 cores, see ``docs/speed.md``) the page's records are compressed and written in
+    one background thread while Scrapy goes on (zlib and file I/O release the GIL, but
+    the thread waits for the GIL after each call); once they are in the segment, its row
+    is inserted on Scrapy's thread and only then does the item leave this pipeline. One
+    thread keeps the records, rows and items in the order the items came, and the order
+    of a write is the same as without the thread: record, row, commit, ``pages_stored``
+    (so the scheduler journals a page as done only once its row is committed).
 
     Settings: ``FOCUSED_OUTPUT_DIR``, ``FOCUSED_STORE_COMMIT_EVERY`` (rows per
     transaction), ``FOCUSED_STORE_FSYNC``, ``FOCUSED_STORE_GZIP_LEVEL``,
-    ``FOCUSED_STORE_THREAD``, ``FOCUSED_STORE_LOCK_TIMEOUT``.
+    ``FOCUSED_STORE_SEGMENT_MB`` (size of a segment), ``FOCUSED_STORE_THREAD``,
+    ``FOCUSED_STORE_LOCK_TIMEOUT``.
     """
 
     #: the store's class (a test may give one that fails on purpose)
@@ -139,7 +150,9 @@ class PageStorePipeline:
         index: bool = True,
         index_max_chars: int = 100_000,
         crawler: Crawler | None = None,
+        segment_bytes: int = SEGMENT_BYTES,
     ) -> None:
+        self.segment_bytes = segment_bytes
         self.output_dir = Path(output_dir)
         self.index = index  # the store's full-text index (FOCUSED_INDEX*)
         self.index_max_chars = index_max_chars
@@ -183,6 +196,7 @@ class PageStorePipeline:
             index=get(s, "FOCUSED_INDEX"),
             index_max_chars=get(s, "FOCUSED_INDEX_MAX_CHARS"),
             crawler=crawler,
+            segment_bytes=int(get(s, "FOCUSED_STORE_SEGMENT_MB") * (1 << 20)),
         )
 
     def open_spider(self) -> None:
@@ -198,6 +212,7 @@ class PageStorePipeline:
                 index=self.index,
                 index_max_chars=self.index_max_chars,
                 open_timeout=self.lock_timeout,
+                segment_bytes=self.segment_bytes,
             ).open()
         except STORE_ERRORS as exc:
             self.store = None
@@ -221,6 +236,9 @@ class PageStorePipeline:
                 len(self.store.repaired),
                 self.output_dir,
             )
+        if self.stats is not None and (self.store.truncated or self.store.lost):
+            self.stats.set_value("focused/store/truncated_bytes", self.store.truncated)
+            self.stats.set_value("focused/store/lost_rows", len(self.store.lost))
         if held := self.store.count():
             logger.info(
                 "focused: %s already holds %d pages; those URLs are not stored again",
@@ -377,8 +395,8 @@ class PageStorePipeline:
                 self._found.append(record["url"])
             else:
                 self._tell_stored([record["url"]])
-        _set(adapter, "content_hash", record["content_hash"])
-        _set(adapter, "file_path", record["file_path"])
+        for key in LOCATION_COLUMNS:
+            _set(adapter, key, record[key])
         if self.stats is not None:
             self.stats.inc_value("focused/stored" if added else "focused/duplicates")
         return item
@@ -395,10 +413,15 @@ class PageStorePipeline:
             return d
         # hashed here (cheap): one GIL hand-over less in the writer thread
         d = _in_thread(
-            self._writer, self.call_from_thread, store.write_body, body, content_hash(body)
+            self._writer,
+            self.call_from_thread,
+            store.write_body,
+            body,
+            content_hash(body),
+            record,
         )
         d.addCallbacks(
-            lambda written: self._attempt(lambda: store.add_written(record, *written)),
+            lambda written: self._attempt(lambda: store.add_written(record, written)),
             self._write_failed,
         )
         self._writing.add(url)

@@ -6,7 +6,6 @@ the report test is skipped when it is missing, except in CI (``CI`` set), where 
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import shutil
@@ -19,6 +18,7 @@ import pytest
 from crawling import PROJECT, Crawl, run_crawl
 
 from focused.output import fulltext
+from focused.output.store import read_body
 from focused.ranking.relevance import tokenize
 
 CHROMIUM = next(
@@ -48,7 +48,7 @@ def pages_with_term(crawl: Crawl, term: str) -> set[str]:
     """URLs of the stored pages whose title or main text holds ``term`` (as segmented)."""
     found = set()
     for row in crawl.rows():
-        body = gzip.decompress((crawl.out / row["file_path"]).read_bytes())
+        body = read_body(crawl.out, row["file_path"], row["record_offset"], row["record_length"])
         title, text = fulltext.html_text(body, row["encoding"])
         if term in tokenize(row["title"]) or term in tokenize(text):
             found.add(row["url"])
@@ -112,7 +112,7 @@ def test_report_opens_in_headless_chromium_with_plots(crawl: Crawl, tmp_path: Pa
     assert "<script" not in page and "http-equiv" not in page
     assert 'src="http' not in page and "<link" not in page  # nothing fetched when opened
     assert page.count('src="data:image/png;base64,') == 2
-    assert 'href="html/' in page and "Errors by kind" in page and "FOCUSED_STRATEGY" in page
+    assert 'href="segments/' in page and "Errors by kind" in page and "FOCUSED_STRATEGY" in page
     if CHROMIUM is None:
         if os.environ.get("CI"):
             pytest.fail("chromium is missing (Debian packages chromium fonts-noto-cjk)")
@@ -146,7 +146,10 @@ def test_warc_export_round_trips_with_warcio(crawl: Crawl, tmp_path: Path) -> No
     proc = scrapy("export", "--format", "warc", "--output", str(out), "--dir", str(crawl.out))
     assert proc.returncode == 0, proc.stderr
     stored = {
-        r["url"]: (r["status"], gzip.decompress((crawl.out / r["file_path"]).read_bytes()))
+        r["url"]: (
+            r["status"],
+            read_body(crawl.out, r["file_path"], r["record_offset"], r["record_length"]),
+        )
         for r in crawl.rows()
     }
     responses, requests, kinds = {}, set(), []

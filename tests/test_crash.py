@@ -189,7 +189,8 @@ def stored(out: Path) -> set[str]:
 
 
 def problems_after_kill(out: Path) -> list[str]:
-    """Store problems a kill may not leave (orphan files are allowed: repaired at open)."""
+    """Store problems a kill may not leave (orphan files, records past a segment's
+    committed end and segments no commit names are allowed: repaired at open)."""
     if not (out / "pages.sqlite3").exists():
         return []
     store = PageStore(out).open(repair=False)
@@ -197,7 +198,13 @@ def problems_after_kill(out: Path) -> list[str]:
         found = store.check()
     finally:
         store.close()
-    return [p for p in found if not p.startswith(("file without row:", "stray file:"))]
+    allowed = (
+        "file without row:",
+        "stray file:",
+        "bytes past the committed end:",
+        "segment without commit:",
+    )
+    return [p for p in found if not p.startswith(allowed)]
 
 
 def _read(path: Path) -> str:

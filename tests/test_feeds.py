@@ -10,7 +10,6 @@ the page store holds: the same URLs, with the store's ``file_path`` and
 from __future__ import annotations
 
 import csv
-import gzip
 import hashlib
 import json
 import subprocess
@@ -23,6 +22,7 @@ import pytest
 
 from bench.command import crawl_command
 from bench.scale import free_port
+from focused.output.store import read_body
 from tests.crawling import PROJECT, SANDBOX_PAGES, SANDBOX_SEED, Crawl, run_crawl
 
 PAGES = 30  # CLOSESPIDER_PAGECOUNT: a few in flight at the close come on top
@@ -66,14 +66,17 @@ def assert_feed_matches_store(items: list[dict[str, Any]], crawl: Crawl) -> None
     assert set(urls) == set(rows)
     for item in items:
         row = rows[item["url"]]
-        assert item["file_path"] == row["file_path"] and item["file_path"].endswith(".html.gz")
+        assert item["file_path"] == row["file_path"] and item["file_path"].endswith(".warc.gz")
+        assert int(item["record_offset"]) == row["record_offset"]
         assert item["content_hash"] == row["content_hash"]
         assert "body" not in item  # the raw bytes went to the store only
         assert item["title"] == row["title"]
         assert float(item["page_relevance"]) == pytest.approx(row["page_relevance"])
     # the path leads to the page, byte for byte
     first = items[0]
-    raw = gzip.decompress((crawl.out / first["file_path"]).read_bytes())
+    raw = read_body(
+        crawl.out, first["file_path"], int(first["record_offset"]), int(first["record_length"])
+    )
     assert hashlib.sha256(raw).hexdigest() == first["content_hash"]
     assert any(item["excerpt"] for item in items) and any(item["text"] for item in items)
 

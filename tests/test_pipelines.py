@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import csv
-import gzip
 import hashlib
 import json
 import logging
@@ -14,6 +13,7 @@ import queue
 import sqlite3
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 from scrapy import Spider
@@ -21,7 +21,7 @@ from scrapy.exceptions import DropItem
 from scrapy.utils.test import get_crawler
 
 from focused.items import PageItem
-from focused.output.store import PageStore, file_path_for
+from focused.output.store import Location, PageStore, read_body
 from focused.pipelines import MetricsPipeline, PageStorePipeline, Pending
 from focused.signals import frontier_checkpoint, page_store_opened, pages_stored
 
@@ -73,15 +73,16 @@ def test_store_pipeline_writes_rows_and_files(tmp_path: Path) -> None:
     for item, body, row in zip(items, bodies, rows, strict=True):
         digest = hashlib.sha256(body).hexdigest()
         assert item.content_hash == digest == row[4]
-        assert item.file_path == row[5] == f"html/{digest[:2]}/{digest[2:4]}/{digest}.html.gz"
-        assert gzip.decompress((tmp_path / item.file_path).read_bytes()) == body
+        assert item.file_path == row[5] and item.file_path.startswith("segments/")
+        where = (item.record_offset, item.record_length)
+        assert read_body(tmp_path, item.file_path, *where) == body
     again = page("A", False)  # the same URL once more (a resumed crawl)
     pipe.process_item(again)
     assert again.body == b"" and again.file_path == items[0].file_path
     # a dict item works too
     as_dict = {"url": "http://h/wiki/D.html", "relevant": True, "body": b"<p>d</p>"}
     pipe.process_item(as_dict)
-    assert "body" not in as_dict and as_dict["file_path"].endswith(".html.gz")  # no bytes left
+    assert "body" not in as_dict and as_dict["file_path"].endswith(".warc.gz")  # no bytes left
     assert pipe.process_item({"other": 1}) == {"other": 1}  # not a page: passed on
     pipe.close_spider()
     assert pipe.store is not None
@@ -279,11 +280,13 @@ def test_threaded_store_row_after_file_in_item_order(tmp_path: Path) -> None:
     assert [(r[0], r[1]) for r in rows] == [(f"http://h/wiki/{n}.html", n) for n in "ABC"]
     assert committed_at_checkpoint == [0, 1, 2]  # the journal is committed before each row
     assert told == [["A.html"], ["B.html"], ["A.html"], ["C.html"]]  # in item order
-    assert a_again.file_path == a.file_path and c.file_path == b.file_path
+    assert (a_again.file_path, a_again.record_offset) == (a.file_path, a.record_offset)
+    assert c.content_hash == b.content_hash  # same body, a record of its own
     for item, name in ((a, "A"), (b, "B")):
         digest = hashlib.sha256(bodies[name]).hexdigest()
         assert item.content_hash == digest
-        assert gzip.decompress((tmp_path / item.file_path).read_bytes()) == bodies[name]
+        where = (item.record_offset, item.record_length)
+        assert read_body(tmp_path, item.file_path, *where) == bodies[name]
     stats = crawler.stats
     assert (stats.get_value("focused/stored"), stats.get_value("focused/duplicates")) == (3, 1)
 
@@ -292,10 +295,10 @@ def test_threaded_store_row_after_file_in_item_order(tmp_path: Path) -> None:
     assert pipe.store is not None
     write_body = pipe.store.write_body
 
-    def broken(body: bytes, digest: str | None = None) -> tuple[str, str]:
+    def broken(body: bytes, digest: str | None = None, record: Any = None) -> Location:
         if body == b"<bad>":
             raise OSError("disk full")
-        return write_body(body, digest)
+        return write_body(body, digest, record)
 
     pipe.store.write_body = broken  # type: ignore[method-assign]
     bad, good = page("Bad", False), page("Good", False)
@@ -313,10 +316,9 @@ def test_threaded_store_row_after_file_in_item_order(tmp_path: Path) -> None:
     with pytest.raises(DropItem):
         pipe.process_item(page("Later", True))
     assert pipe.close_spider() is None  # nothing left in flight
-    with PageStore(tmp_path).open() as store:  # Good's file, written before it was dropped
-        assert store.check() == [] and store.repaired == [
-            file_path_for(hashlib.sha256(good_body).hexdigest())
-        ]
+    with PageStore(tmp_path).open() as store:  # Good's record, written before it was dropped
+        assert store.check() == [] and store.repaired == [] and store.truncated > 0
+        assert good_body not in b"".join(store.body(u) or b"" for u in store.urls())
 
 
 def test_a_page_stored_before_is_told_with_the_commit_that_makes_it_durable(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import json
 import sqlite3
 import subprocess
 import sys
@@ -12,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from focused.output.store import PageStore, file_path_for, stored_pages
+from focused.output import segments
+from focused.output.store import PageStore, file_path_for, migrate, read_body, stored_pages
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,8 +51,12 @@ def test_round_trip(tmp_path: Path) -> None:
         assert store.add(rec, body) is True
         digest = hashlib.sha256(body).hexdigest()
         assert rec["content_hash"] == digest
-        assert rec["file_path"] == f"html/{digest[:2]}/{digest[2:4]}/{digest}.html.gz"
-        assert gzip.decompress((tmp_path / rec["file_path"]).read_bytes()) == body
+        assert str(rec["file_path"]).startswith("segments/")
+        assert str(rec["file_path"]).endswith(".warc.gz")
+        offset, length = rec["record_offset"], rec["record_length"]
+        assert isinstance(offset, int) and offset > 0 and isinstance(length, int)
+        assert read_body(tmp_path, rec["file_path"], offset, length) == body  # one seek
+        assert not (tmp_path / "html").exists()
         assert store.body("http://h/wiki/Acid.html") == body
         assert store.has("http://h/wiki/Acid.html") and not store.has("http://h/other")
         assert store.count() == 1 and store.urls() == ["http://h/wiki/Acid.html"]
@@ -71,7 +77,7 @@ def test_round_trip(tmp_path: Path) -> None:
 
 
 def test_duplicate_url_ignored_and_identical_bodies_share_a_file(tmp_path: Path) -> None:
-    with PageStore(tmp_path) as store:
+    with PageStore(tmp_path, layout="files") as store:
         assert store.add(record("http://h/a"), b"one")
         dup = record("http://h/a")
         assert store.add(dup, b"two") is False
@@ -91,15 +97,26 @@ def test_file_names_come_from_the_hash_not_the_url(tmp_path: Path) -> None:
     with PageStore(tmp_path) as store:
         rec = record(url)
         store.add(rec, b"<p>x</p>")
+    name = str(rec["file_path"])  # a segment's name has nothing of the URL either
+    assert "evil" not in name and "passwd" not in name and "secret" not in name
+    assert segments.SEGMENT_RE.match(Path(name).name)
+    assert (tmp_path / name).resolve().is_relative_to((tmp_path / "segments").resolve())
+    with PageStore(tmp_path / "files", layout="files") as store:
+        rec = record(url)
+        store.add(rec, b"<p>x</p>")
     path = str(rec["file_path"])
     assert "evil" not in path and "passwd" not in path and "secret" not in path
     digest = hashlib.sha256(b"<p>x</p>").hexdigest()
     assert Path(path).name == f"{digest}.html.gz"
-    assert (tmp_path / path).resolve().is_relative_to((tmp_path / "html").resolve())
+    assert (
+        (tmp_path / "files" / path)
+        .resolve()
+        .is_relative_to((tmp_path / "files" / "html").resolve())
+    )
 
 
 def test_check_finds_missing_and_orphan_files_and_repair_removes_orphans(tmp_path: Path) -> None:
-    with PageStore(tmp_path) as store:
+    with PageStore(tmp_path, layout="files") as store:
         for i in range(3):
             store.add(record(f"http://h/{i}"), f"page {i}".encode())
         kept = store.get("http://h/0")["file_path"]
@@ -126,7 +143,7 @@ def test_check_finds_missing_and_orphan_files_and_repair_removes_orphans(tmp_pat
 
 
 def test_verify_finds_a_corrupt_file(tmp_path: Path) -> None:
-    with PageStore(tmp_path) as store:
+    with PageStore(tmp_path, layout="files") as store:
         rec = record("http://h/a")
         store.add(rec, b"good")
         (tmp_path / rec["file_path"]).write_bytes(gzip.compress(b"bad"))
@@ -171,15 +188,15 @@ def test_after_commit_hook_gets_the_urls_that_commit_made_durable(tmp_path: Path
 
 
 def test_repair_waits_for_other_writers(tmp_path: Path) -> None:
-    first = PageStore(tmp_path).open()
+    first = PageStore(tmp_path, layout="files").open()
     orphan = tmp_path / file_path_for("ab" * 32)
     orphan.parent.mkdir(parents=True, exist_ok=True)
     orphan.write_bytes(gzip.compress(b"another writer's uncommitted page"))
-    second = PageStore(tmp_path).open()  # `first` is open: maybe its file, keep it
+    second = PageStore(tmp_path, layout="files").open()  # `first` is open: maybe its file, keep it
     assert orphan.exists() and second.repaired == []
     second.close()
     first.close()
-    third = PageStore(tmp_path).open()  # alone now
+    third = PageStore(tmp_path, layout="files").open()  # alone now
     assert not orphan.exists() and third.repaired == [file_path_for("ab" * 32)]
     third.close()
 
@@ -188,14 +205,20 @@ CRASH = textwrap.dedent(
     """
     import os, sys
     from focused.output.store import PageStore
-    out, mode = sys.argv[1], sys.argv[2]
+    out, mode, layout = sys.argv[1], sys.argv[2], sys.argv[3]
     if mode == "between":
-        store = PageStore(out).open()
+        store = PageStore(out, layout=layout).open()
         store.add({"url": "http://h/kept"}, b"kept page")
-        store._insert = lambda row: os._exit(3)  # die after the file, before the row
+        store._insert = lambda row: os._exit(3)  # die after the record, before the row
         store.add({"url": "http://h/lost"}, b"lost page")
+    elif mode == "torn":  # die in the middle of writing a record
+        store = PageStore(out, layout=layout).open()
+        store.add({"url": "http://h/kept"}, b"kept page")
+        real = os.write
+        os.write = lambda fd, data: (real(fd, bytes(data)[: len(data) // 2]), os._exit(3))
+        store.add({"url": "http://h/lost"}, b"lost page" * 100)
     else:  # "batch": rows of an open transaction die with the process
-        store = PageStore(out, commit_every=100).open()
+        store = PageStore(out, commit_every=100, layout=layout).open()
         store.add({"url": "http://h/kept"}, b"kept page")
         store.flush()
         for i in range(5):
@@ -205,28 +228,159 @@ CRASH = textwrap.dedent(
 )
 
 
+def _crash(out: Path, mode: str, layout: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", CRASH, str(out), mode, layout],
+        cwd=ROOT,
+        capture_output=True,
+        timeout=60,
+    )
+    assert proc.returncode == 3, proc.stderr.decode()
+
+
 @pytest.mark.parametrize("mode, orphans", [("between", 1), ("batch", 5)])
 def test_crash_leaves_only_orphans_that_repair_removes(
     tmp_path: Path, mode: str, orphans: int
 ) -> None:
+    """The earlier layout: a crash leaves files without rows, never a row without file."""
     out = tmp_path / "out"
-    proc = subprocess.run(
-        [sys.executable, "-c", CRASH, str(out), mode], cwd=ROOT, capture_output=True, timeout=60
-    )
-    assert proc.returncode == 3, proc.stderr.decode()
-    store = PageStore(out).open(repair=False)
+    _crash(out, mode, "files")
+    store = PageStore(out, layout="files").open(repair=False)
     problems = store.check()
     assert len(problems) == orphans
     assert all(p.startswith("file without row:") for p in problems)  # never a lost file
     assert store.urls() == ["http://h/kept"]
     store.close()
-    with PageStore(out) as repaired:
+    with PageStore(out, layout="files") as repaired:
         assert len(repaired.repaired) == orphans
         assert repaired.check(verify=True) == []
         assert repaired.body("http://h/kept") == b"kept page"
         # the crawl goes on: the lost page can be stored now
         assert repaired.add({"url": "http://h/lost"}, b"lost page")
         assert repaired.check(verify=True) == []
+
+
+def warcio_index(path: Path) -> list[dict[str, str]]:
+    """``warcio index`` (the command line tool of the venv) on a segment."""
+    tool = Path(sys.executable).with_name("warcio")
+    proc = subprocess.run(
+        [str(tool), "index", "-f", "warc-type,warc-target-uri,offset,length", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return [json.loads(line) for line in proc.stdout.splitlines()]
+
+
+@pytest.mark.parametrize("mode", ["between", "torn", "batch"])
+def test_a_kill_leaves_records_past_the_committed_end_which_open_cuts(
+    tmp_path: Path, mode: str
+) -> None:
+    out = tmp_path / "out"
+    _crash(out, mode, "segments")
+    store = PageStore(out).open(repair=False)
+    (problem,) = store.check()  # never a row without its record
+    assert problem.startswith("bytes past the committed end: segments/")
+    assert store.urls() == ["http://h/kept"]
+    store.close()
+    with PageStore(out) as repaired:
+        assert repaired.truncated > 0 and repaired.lost == []
+        assert repaired.check(verify=True) == []
+        assert repaired.body("http://h/kept") == b"kept page"
+        (segment,) = (out / "segments").iterdir()
+        records = warcio_index(segment)  # a WARC tool reads it to its end
+        assert [(r["warc-type"], r.get("warc-target-uri")) for r in records] == [
+            ("warcinfo", None),
+            ("response", "http://h/kept"),
+            ("request", "http://h/kept"),
+        ]
+        row = repaired.get("http://h/kept")
+        assert row is not None and int(records[1]["offset"]) == row["record_offset"]
+        assert int(records[1]["length"]) == row["record_length"]
+        # the crawl goes on: the lost page is stored now, in a segment of its own
+        assert repaired.add({"url": "http://h/lost"}, b"lost page")
+        assert repaired.check(verify=True) == []
+
+
+def test_a_row_past_the_end_of_its_segment_is_removed_and_reported_lost(tmp_path: Path) -> None:
+    """A power cut with fsync off may keep a commit but lose the segment's last bytes."""
+    with PageStore(tmp_path) as store:
+        for i in range(4):
+            store.add(record(f"http://h/{i}"), b"page %d " % i * 200)
+        rows = {r["url"]: r for r in store.rows()}
+    seg = tmp_path / rows["http://h/3"]["file_path"]
+    cut = rows["http://h/2"]["record_offset"] + rows["http://h/2"]["record_length"] // 2
+    with open(seg, "r+b") as fh:
+        fh.truncate(cut)  # page 3 gone, page 2 torn
+    with PageStore(tmp_path) as store:
+        assert store.lost == ["http://h/2", "http://h/3"]
+        lost = store.conn.execute("SELECT url FROM lost_pages ORDER BY url").fetchall()
+        assert [u for (u,) in lost] == store.lost  # durable, for the crawl to fetch again
+        assert store.urls() == ["http://h/0", "http://h/1"]
+        assert store.check(verify=True) == []
+        assert store.body("http://h/1") == b"page 1 " * 200
+    assert [r["warc-type"] for r in warcio_index(seg)] == ["warcinfo"] + [
+        "response",
+        "request",
+    ] * 2
+
+
+def test_segments_roll_over_and_an_orphan_segment_is_removed(tmp_path: Path) -> None:
+    bodies = {f"http://h/{i}": bytes(range(256)) * (4 + i) for i in range(6)}
+    with PageStore(tmp_path, segment_bytes=3000) as store:
+        for url, body in bodies.items():
+            store.add(record(url), body)
+        assert all(store.body(url) == body for url, body in bodies.items())
+    names = sorted(p.name for p in (tmp_path / "segments").iterdir())
+    assert len(names) >= 3  # a page never split, a large page in a segment of its own
+    orphan = tmp_path / "segments" / names[0].replace("-00001.", "-00099.")
+    orphan.write_bytes(b"a writer that died before its first commit")
+    with PageStore(tmp_path) as store:
+        assert store.repaired == [f"segments/{orphan.name}"] and not orphan.exists()
+        assert store.check(verify=True) == []
+
+
+def test_verify_finds_a_corrupt_record(tmp_path: Path) -> None:
+    with PageStore(tmp_path) as store:
+        rec = record("http://h/a")
+        store.add(rec, b"good" * 100)
+        seg = tmp_path / rec["file_path"]
+        data = bytearray(seg.read_bytes())
+        data[rec["record_offset"] + 30] ^= 0xFF
+        seg.write_bytes(bytes(data))
+        assert store.check() == []
+        assert store.check(verify=True) == [
+            f"corrupt record: {rec['file_path']}@{rec['record_offset']} (http://h/a)"
+        ]
+
+
+def test_the_earlier_layout_stays_readable_and_migrates_into_segments(tmp_path: Path) -> None:
+    bodies = {f"http://h/{i}": b"<p>page %d</p>" % i for i in range(5)}
+    bodies["http://h/same"] = bodies["http://h/0"]  # one file for two rows
+    with PageStore(tmp_path, layout="files") as store:
+        for url, body in bodies.items():
+            store.add(record(url, title=url), body)
+    with PageStore(tmp_path) as store:  # an old store opens as it is; new pages in segments
+        assert all(store.body(url) == body for url, body in bodies.items())
+        store.add(record("http://h/new"), b"new")
+        bodies["http://h/new"] = b"new"
+        assert store.check(verify=True) == []
+    assert migrate(tmp_path, batch=2) == 6
+    assert not (tmp_path / "html").exists()
+    with PageStore(tmp_path) as store:
+        assert store.check(verify=True) == []
+        assert all(store.body(url) == body for url, body in bodies.items())
+        assert all(r["record_offset"] is not None for r in store.rows())
+    assert migrate(tmp_path) == 0  # nothing left to move
+    # the command line: a stored page by URL, bytes as stored
+    proc = subprocess.run(
+        [sys.executable, "-m", "focused.output.store", "get", "http://h/3", "--dir", tmp_path],
+        cwd=ROOT,
+        capture_output=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0 and proc.stdout == bodies["http://h/3"], proc.stderr
 
 
 def test_gzip_level_and_a_removed_folder_is_made_again(tmp_path: Path) -> None:
@@ -238,8 +392,13 @@ def test_gzip_level_and_a_removed_folder_is_made_again(tmp_path: Path) -> None:
         out = tmp_path / str(level)
         with PageStore(out, gzip_level=level) as store:
             assert store.add(record("http://h/a"), body)
+            sizes[level] = store.get("http://h/a")["record_length"]
+            assert store.body("http://h/a") == body
+    for level in (1, 9):
+        out = tmp_path / f"files{level}"
+        with PageStore(out, gzip_level=level, layout="files") as store:
+            assert store.add(record("http://h/a"), body)
             rel = store.get("http://h/a")["file_path"]
-            sizes[level] = (out / rel).stat().st_size
             assert store.body("http://h/a") == body
             # the folder is remembered, not made again per page: remove it behind the
             # store's back and the next page with a file there still gets written

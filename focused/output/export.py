@@ -2,7 +2,9 @@
 
 - :func:`export_warc`: a ``warcinfo`` record, then per stored page a ``request`` and a
   ``response`` record (``WARC-Concurrent-To`` each other), gzipped per record when the
-  file name ends in ``.gz``. The response's payload is the stored body. The store keeps
+  file name ends in ``.gz``: one file of the whole collection (the store's own segments,
+  ``segments/*.warc.gz``, are WARC already and open in WARC tools as they are). The
+  response's payload is the stored body. The store keeps
   the status and the encoding, not the original headers, so the HTTP header block is
   rebuilt: the status line, ``Content-Type: text/html; charset=<encoding>`` and
   ``Content-Length``; the record's date is the page's fetch time.
@@ -15,7 +17,6 @@ Pure module: no Scrapy import.
 
 from __future__ import annotations
 
-import gzip
 import io
 import json
 import os
@@ -28,7 +29,7 @@ from typing import IO, Any
 from urllib.parse import urlsplit
 
 from focused.output import fulltext
-from focused.output.store import COLUMNS, DB_NAME
+from focused.output.store import COLUMNS, DB_NAME, READ_ERRORS, read_body
 
 __all__ = ["FORMATS", "export", "export_jsonl", "export_warc", "pages"]
 
@@ -41,8 +42,8 @@ class ExportError(Exception):
 
 
 def pages(folder: str | os.PathLike[str]) -> Iterator[tuple[dict[str, Any], bytes]]:
-    """``(row, body)`` of every stored page in storing order (the body decompressed;
-    ``b""`` when its file is missing)."""
+    """``(row, body)`` of every stored page in storing order (the body read from its
+    segment, or its file in the earlier layout; ``b""`` when it cannot be read)."""
     root = Path(folder)
     db = root / DB_NAME
     if not db.is_file():
@@ -57,8 +58,8 @@ def pages(folder: str | os.PathLike[str]) -> Iterator[tuple[dict[str, Any], byte
             if row["is_target"] is not None:
                 row["is_target"] = bool(row["is_target"])
             try:
-                body = gzip.decompress((root / row["file_path"]).read_bytes())
-            except (OSError, EOFError):
+                body = read_body(root, row["file_path"], row["record_offset"], row["record_length"])
+            except READ_ERRORS:
                 body = b""
             yield row, body
     finally:

@@ -86,10 +86,11 @@ def index_page(
     )
 
 
-def missing(conn: sqlite3.Connection) -> list[tuple[int, str, str, str]]:
-    """``(id, title, file_path, encoding)`` of the page rows without an index row."""
+def missing(conn: sqlite3.Connection) -> list[tuple[int, str, str, str, int | None, int | None]]:
+    """``(id, title, file_path, encoding, record_offset, record_length)`` of the page
+    rows without an index row."""
     return conn.execute(
-        f"SELECT id, title, file_path, encoding FROM pages "
+        "SELECT id, title, file_path, encoding, record_offset, record_length FROM pages "
         f"WHERE id NOT IN (SELECT rowid FROM {FTS_TABLE}) ORDER BY id"
     ).fetchall()
 

@@ -8,7 +8,8 @@ force), both written at the crawl's close by :mod:`focused.extensions`, and
 
 Sections: the final numbers; harvest rate and recall against pages crawled (plot); the
 four queues and pages per second over time (plot); the top pages by relevance A = 4B + C,
-linked to the web and to their stored copies (relative links to ``html/…/*.html.gz``);
+linked to the web and to their stored copies (relative links to the WARC segment
+``segments/….warc.gz`` and the record's offset, or to the earlier layout's ``html/…/*.html.gz``);
 pages by host and by depth; errors by kind; the strategy and every setting.
 
 Plots are PNGs from matplotlib, inlined as base64 ``data:`` URLs; the CSS is inline and
@@ -406,10 +407,19 @@ def _settings_table(heading: str, settings: dict[str, Any]) -> str:
     )
 
 
+def _stored_copy(path: str, offset: int | None) -> str:
+    """A link to a page's stored copy: its WARC segment and the record's offset (read it
+    with ``python -m focused.output.store get URL``), or the earlier layout's file."""
+    if offset is None:
+        return f'<a href="{_e(path)}">html.gz</a>'
+    return f'<a href="{_e(path)}" title="WARC record at byte {int(offset)}">WARC</a> @{int(offset)}'
+
+
 def _page_sections(conn: sqlite3.Connection) -> list[str]:
     out = [f"<h2>Top {TOP_PAGES} pages by relevance A = 4B + C</h2>"]
     rows = conn.execute(
-        "SELECT url, title, page_relevance, relevant, is_target, depth, file_path FROM pages "
+        "SELECT url, title, page_relevance, relevant, is_target, depth, file_path, "
+        "record_offset FROM pages "
         "ORDER BY page_relevance DESC, id LIMIT ?",
         (TOP_PAGES,),
     ).fetchall()
@@ -422,11 +432,13 @@ def _page_sections(conn: sqlite3.Connection) -> list[str]:
                     f"{rel:.3f}",
                     page_title or "(no title)",
                     _Raw(_link(url)),
-                    _Raw(f'<a href="{_e(path)}">html.gz</a>'),
+                    _Raw(_stored_copy(path, offset)),
                     "–" if target is None else ("yes" if target else "no"),
                     depth,
                 )
-                for i, (url, page_title, rel, _relevant, target, depth, path) in enumerate(rows, 1)
+                for i, (url, page_title, rel, _relevant, target, depth, path, offset) in enumerate(
+                    rows, 1
+                )
             ),
             numeric=(0, 1, 6),
         )

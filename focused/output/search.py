@@ -15,7 +15,6 @@ Pure module: no Scrapy import.
 
 from __future__ import annotations
 
-import gzip
 import os
 import sqlite3
 import sys
@@ -24,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from focused.output import fulltext
-from focused.output.store import DB_NAME
+from focused.output.store import DB_NAME, READ_ERRORS, read_body
 
 __all__ = ["Hit", "SearchError", "reindex", "search"]
 
@@ -96,7 +95,7 @@ def search(
 
 
 def reindex(folder: str | os.PathLike[str], max_chars: int = fulltext.DEFAULT_MAX_CHARS) -> int:
-    """Rebuild the index of ``folder`` from the stored HTML files (title and text
+    """Rebuild the index of ``folder`` from the stored HTML (title and text
     extracted as the spider does); the number of pages indexed. One transaction: a
     reader sees the old index until it commits."""
     conn = _connect(folder, write=True)
@@ -106,14 +105,16 @@ def reindex(folder: str | os.PathLike[str], max_chars: int = fulltext.DEFAULT_MA
         try:
             conn.execute(f"DROP TABLE IF EXISTS {fulltext.FTS_TABLE}")
             fulltext.create(conn)
-            rows = conn.execute("SELECT id, title, file_path, encoding FROM pages").fetchall()
-            for rowid, title, rel, encoding in rows:
+            rows = conn.execute(
+                "SELECT id, title, file_path, encoding, record_offset, record_length FROM pages"
+            ).fetchall()
+            for rowid, title, rel, encoding, offset, length in rows:
                 text = ""
                 try:
-                    body = gzip.decompress((Path(folder) / rel).read_bytes())
+                    body = read_body(folder, rel, offset, length)
                     page_title, text = fulltext.html_text(body, encoding)
                     title = title or page_title
-                except (OSError, EOFError, ValueError):  # a missing or corrupt file
+                except READ_ERRORS:  # a missing or corrupt record or file
                     pass
                 fulltext.index_page(conn, rowid, title, text, max_chars)
             table = fulltext.FTS_TABLE

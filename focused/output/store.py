@@ -1,17 +1,31 @@
-"""Crash-safe store of fetched pages: one SQLite row per page, raw HTML gzipped on disk.
+"""Crash-safe store of fetched pages: one SQLite row per page, the raw HTML in WARC files.
 
 Layout in the output folder::
 
-    pages.sqlite3            table ``pages``, one row per URL (url UNIQUE), WAL mode
+    pages.sqlite3            table ``pages``, one row per URL (url UNIQUE), WAL mode;
+                             table ``segments``: the committed end of every segment
     pages.lock               advisory lock: who may repair
-    html/ab/cd/<sha256>.html.gz
+    segments/<time>-<pid>-<random>-<n>.warc.gz
+                             append-only WARC 1.1 segments (:mod:`focused.output.segments`)
 
-File names come from the SHA-256 of the raw bytes (never from the URL), so identical
-contents share one file. Order of a write: the file is written under a temporary name in
-its final folder, then ``os.replace``-d into place, and only then is the row inserted
-(rows are committed in batches, see ``commit_every``). A crash can therefore leave files
-without rows (removed by :meth:`PageStore.repair`, which :meth:`PageStore.open` runs) but
-never a row without its file.
+Every page is a ``response`` and a ``request`` record at the end of the writer's current
+segment (a new segment once one reaches ``segment_bytes``); its row holds the segment
+(``file_path``), the response record's ``record_offset`` and ``record_length``, so a page
+is read back by URL with one index lookup and one seek. Order of a write: the records
+are appended, then the row is inserted; before each commit the segments are fsynced
+(with ``fsync``) and the new end of each segment written goes into ``segments`` in the
+same transaction as the rows. A ``kill -9`` can therefore leave records past a segment's
+committed end (a torn record, or whole ones whose rows were not committed), but never a
+committed row without its record. :meth:`PageStore.repair`, which :meth:`PageStore.open`
+runs, cuts every segment back to its committed end and removes segments no commit names;
+a row that points past the end of its segment (its bytes lost with the power, when
+``fsync`` was off) is removed and its URL kept in :attr:`PageStore.lost` and in the table
+``lost_pages`` (in the same transaction), for the crawl to fetch that page again.
+
+The earlier layout, one gzip file per distinct body (``html/ab/cd/<sha256>.html.gz``,
+written under a temporary name and ``os.replace``-d), stays readable: such a row has no
+``record_offset``. :func:`migrate` (``python -m focused.output.store migrate DIR``) moves
+a store into segments; ``layout="files"`` still writes it (for comparisons).
 
 Full-text index (:mod:`focused.output.fulltext`): with ``index`` on (the default), the
 table ``pages_fts`` gets the page's title and main text (the record's ``text``, at most
@@ -19,9 +33,12 @@ table ``pages_fts`` gets the page's title and main text (the record's ``text``, 
 together; :meth:`PageStore.open` indexes every row that has no index row yet (a store
 written with the index off, or a lost row), from the stored HTML.
 
-Several processes may share a store (a distributed crawl): each holds a shared lock while
-open; :meth:`PageStore.repair` runs only when the exclusive lock can be taken, i.e. when
-no other process has the store open and could own an uncommitted file.
+Several processes may share a store (a distributed crawl): each writes segments of its
+own and holds a shared lock while open; :meth:`PageStore.repair` runs only when the
+exclusive lock can be taken, i.e. when no other process has the store open and could own
+an uncommitted record.
+
+``python -m focused.output.store get URL --dir DIR`` prints a stored page.
 
 Pure module: no Scrapy import.
 """
@@ -35,12 +52,16 @@ import logging
 import os
 import re
 import sqlite3
+import sys
+import time
 import uuid
+import zlib
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from focused.output import fulltext
+from focused.output import fulltext, segments
+from focused.output.segments import SEGMENT_DIR, SEGMENT_RE, SegmentWriter
 
 try:  # POSIX advisory locks; without them repair always runs at open
     import fcntl
@@ -49,11 +70,15 @@ except ImportError:  # pragma: no cover - Windows
 
 __all__ = [
     "COLUMNS",
+    "LOCATION_COLUMNS",
+    "Location",
     "PageStore",
     "StoreBusy",
     "content_hash",
     "file_path_for",
     "is_busy",
+    "migrate",
+    "read_body",
     "stored_pages",
 ]
 
@@ -85,11 +110,31 @@ COLUMNS: dict[str, str] = {
     "strategy": "TEXT NOT NULL DEFAULT ''",
     "content_hash": "TEXT NOT NULL",
     "file_path": "TEXT NOT NULL",
+    "record_offset": "INTEGER",  # NULL: a one-file-per-page body (the earlier layout)
+    "record_length": "INTEGER",
 }
+#: where a page's body is: set by the store, not by the caller
+LOCATION_COLUMNS = ("content_hash", "file_path", "record_offset", "record_length")
 _BOOL_COLUMNS = ("relevant", "is_target")
-_DATA_COLUMNS = tuple(c for c in COLUMNS if c not in ("content_hash", "file_path"))
+_DATA_COLUMNS = tuple(c for c in COLUMNS if c not in LOCATION_COLUMNS)
+LAYOUTS = ("segments", "files")
+#: default size at which a new segment is started (``FOCUSED_STORE_SEGMENT_MB``)
+SEGMENT_BYTES = 1024 << 20
 
 logger = logging.getLogger(__name__)
+
+
+class Location(NamedTuple):
+    """Where :meth:`PageStore.write_body` put a body: its ``content_hash``, the
+    ``file_path`` (a segment, or the earlier layout's file), the response record's
+    ``record_offset`` and ``record_length`` (None for a file) and the segment's ``end``
+    after the page's records."""
+
+    content_hash: str
+    file_path: str
+    record_offset: int | None = None
+    record_length: int | None = None
+    end: int | None = None
 
 
 class StoreBusy(Exception):
@@ -112,23 +157,43 @@ def content_hash(body: bytes) -> str:
     return hashlib.sha256(body).hexdigest()
 
 
+def read_body(
+    root: str | os.PathLike[str], file_path: str, offset: int | None, length: int | None
+) -> bytes:
+    """The raw bytes of a stored page from its row's location: the response record at
+    ``offset`` of the segment ``file_path``, or (``offset`` None) the earlier layout's
+    gzip file. ``OSError``/``ValueError``/``EOFError`` when it cannot be read."""
+    path = os.path.join(root, file_path)
+    if offset is None:
+        with open(path, "rb") as fh:
+            return gzip.decompress(fh.read())
+    return segments.read_payload(path, offset, int(length or 0))
+
+
+#: what reading a missing or damaged body raises
+READ_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, ValueError, zlib.error)
+
+
 def file_path_for(digest: str) -> str:
     """Path of a body file relative to the output folder: ``html/ab/cd/<sha256>.html.gz``."""
     return f"{HTML_DIR}/{digest[:2]}/{digest[2:4]}/{digest}.html.gz"
 
 
 class PageStore:
-    """SQLite + gzip-file page store in ``output_dir`` (see the module docstring).
+    """SQLite + WARC-segment page store in ``output_dir`` (see the module docstring).
 
     ``commit_every``: rows per transaction (1 = every page is durable once :meth:`add`
     returns; WAL with ``synchronous=NORMAL`` keeps that at thousands of rows/s).
-    ``fsync``: fsync each file and its folder before its row is inserted, and use
-    ``synchronous=FULL`` (survives power loss, not only process crashes).
+    ``fsync``: fsync the segments (and a new segment's folder) before each commit, and
+    use ``synchronous=FULL`` (survives power loss, not only process crashes).
+    ``layout``: ``"segments"`` (the default) or ``"files"`` (the earlier one gzip file
+    per body, kept for comparisons); both are read either way.
+    ``segment_bytes``: a new segment is started once the current one would pass it.
     ``before_commit``: called right before every commit (the crawler commits its frontier
     journal there, so a stored page's outlinks are never lost on resume).
     ``after_commit``: called right after every commit with the URLs of the rows it made
     durable, in the order they were inserted (the crawler journals those pages as done).
-    ``gzip_level``: compression level of the body files (1 = fastest, 9 = smallest).
+    ``gzip_level``: compression level of the records (1 = fastest, 9 = smallest).
     ``index``: keep the full-text index ``pages_fts`` (title and the record's ``text``,
     cut to ``index_max_chars`` characters) up to date, in each row's transaction.
     ``busy_timeout``: seconds a write waits for another connection's write lock before
@@ -136,13 +201,14 @@ class PageStore:
     crawler uses a short one, so that it does not freeze while another program holds the
     lock); ``open_timeout`` (default: the same) is that wait while opening. Readers never
     block a write (WAL). A failed write or commit leaves the open transaction for
-    :meth:`abort` to roll back; a failed file write leaves no temporary file.
+    :meth:`abort` to roll back (and cut the segment back to its committed end); a
+    failed record write leaves no part of the record behind.
 
     :meth:`add` does a page in one call. A writer that wants the file work (hashing,
     compression, the write) off its own thread splits it: :meth:`lookup` (already
     stored?) and :meth:`add_written` on the database's thread, :meth:`write_body` in
-    any thread (it touches only files, and files of the same content are the same file).
-    The order stays file first, row second.
+    one other thread (it touches only the segment, under its own lock). The order stays
+    record first, row second.
     """
 
     def __init__(
@@ -158,10 +224,24 @@ class PageStore:
         index_max_chars: int = fulltext.DEFAULT_MAX_CHARS,
         busy_timeout: float = 30.0,
         open_timeout: float | None = None,
+        layout: str = "segments",
+        segment_bytes: int = SEGMENT_BYTES,
     ) -> None:
         if not 0 <= int(gzip_level) <= 9:
             raise ValueError(f"gzip_level must be 0-9, got {gzip_level!r}")
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
         self.output_dir = Path(output_dir)
+        self.layout = layout
+        self.segment_bytes = max(1, int(segment_bytes))
+        self.writer: SegmentWriter | None = None
+        #: segment -> end of its records in the open transaction / as committed
+        self._ends: dict[str, int] = {}
+        self._committed_ends: dict[str, int] = {}
+        #: URLs whose rows repair removed (their record was lost): fetch them again
+        self.lost: list[str] = []
+        #: bytes cut from the end of segments at open (torn or uncommitted records)
+        self.truncated = 0
         self.gzip_level = int(gzip_level)
         self._root = str(self.output_dir)
         self._dirs: set[str] = set()  # body folders known to exist (no mkdir per page)
@@ -182,6 +262,8 @@ class PageStore:
         self._pending = 0
         self._inserted: list[str] = []  # URLs of the rows in the open transaction
         self._lock_fh: Any = None
+        #: this process had the store to itself when it opened it (it repaired it)
+        self.exclusive = False
 
     # --- life cycle --------------------------------------------------------------
     @property
@@ -192,10 +274,16 @@ class PageStore:
     def html_dir(self) -> Path:
         return self.output_dir / HTML_DIR
 
+    @property
+    def segment_dir(self) -> Path:
+        return self.output_dir / SEGMENT_DIR
+
     def open(self, repair: bool = True) -> PageStore:
-        """Create/open the database; remove orphan files when no one else has it open."""
+        """Create/open the database; when no one else has it open, cut torn records off
+        the segments and remove orphan files."""
         self.output_dir.mkdir(parents=True, exist_ok=True)
-        self.html_dir.mkdir(exist_ok=True)
+        if self.layout == "files":
+            self.html_dir.mkdir(exist_ok=True)
         conn = sqlite3.connect(self.db_path, isolation_level=None, timeout=self.open_timeout)
         try:
             # WAL: a reader (another program's, in a read transaction) never blocks a commit
@@ -204,7 +292,12 @@ class PageStore:
             conn.execute(f"PRAGMA busy_timeout={int(self.open_timeout * 1000)}")
             cols = ", ".join(f"{name} {decl}" for name, decl in COLUMNS.items())
             conn.execute(f"CREATE TABLE IF NOT EXISTS pages (id INTEGER PRIMARY KEY, {cols})")
-            conn.execute("CREATE INDEX IF NOT EXISTS pages_hash ON pages(content_hash)")
+            _add_missing_columns(conn)
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS segments (name TEXT PRIMARY KEY, end INTEGER NOT NULL)"
+            )
+            if self.layout == "files":  # identical bodies share a file: found by hash
+                conn.execute("CREATE INDEX IF NOT EXISTS pages_hash ON pages(content_hash)")
             # from now on a writer that holds the lock makes a write fail fast (StoreBusy)
             conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
         except BaseException:
@@ -214,10 +307,17 @@ class PageStore:
         if self.index:
             fulltext.create(conn)
             self.reindexed = self.index_missing()
-        exclusive = self._lock()
+        exclusive = self.exclusive = self._lock()
         if repair and exclusive:
             self.repair()
         self._share_lock()
+        if self.layout == "segments":
+            self.writer = SegmentWriter(
+                self.output_dir,
+                max_bytes=self.segment_bytes,
+                gzip_level=self.gzip_level,
+                fsync=self.fsync,
+            )
         return self
 
     def index_missing(self) -> int:
@@ -231,13 +331,13 @@ class PageStore:
         db.execute("BEGIN IMMEDIATE")
         try:
             todo = fulltext.missing(db)
-            for rowid, title, rel, encoding in todo:
+            for rowid, title, rel, encoding, offset, length in todo:
                 text = ""
                 try:
-                    body = gzip.decompress((self.output_dir / rel).read_bytes())
+                    body = read_body(self._root, rel, offset, length)
                     page_title, text = fulltext.html_text(body, encoding)
                     title = title or page_title
-                except (OSError, EOFError, ValueError, gzip.BadGzipFile):  # no/bad file
+                except READ_ERRORS:  # no/bad file
                     pass  # the title alone is indexed; check() reports the file
                 fulltext.index_page(db, rowid, title, text, self.index_max_chars)
             db.execute("COMMIT")
@@ -278,11 +378,27 @@ class PageStore:
             return
         if self.before_commit is not None:
             self.before_commit()
+        self._seal_segments()
         self._commit()
         self._pending = 0
+        self._committed_ends.update(self._ends)
+        self._ends = {}
         committed, self._inserted = self._inserted, []
         if self.after_commit is not None:
             self.after_commit(committed)
+
+    def _seal_segments(self) -> None:
+        """Before a commit: the records of its rows are durable first (fsync, with
+        ``fsync``), and each segment's new end goes into the same transaction."""
+        if not self._ends:
+            return
+        if self.writer is not None:
+            self.writer.sync()
+        self._db.executemany(
+            "INSERT INTO segments (name, end) VALUES (?, ?) "
+            "ON CONFLICT(name) DO UPDATE SET end = MAX(end, excluded.end)",
+            self._ends.items(),
+        )
 
     def _commit(self) -> None:
         """``COMMIT`` the open transaction (its own method: a test can make it fail)."""
@@ -298,14 +414,27 @@ class PageStore:
             # SQLite may have rolled it back itself (SQLITE_FULL)
             with contextlib.suppress(sqlite3.Error):
                 self.conn.execute("ROLLBACK")
+        if self.writer is not None:  # the rolled-back rows' records go too
+            current = self.writer.current
+            if current in self._ends:
+                end = self._committed_ends.get(current)
+                with contextlib.suppress(OSError):
+                    if end is not None:
+                        self.writer.truncate(current, end)
+        self._ends = {}
         return lost
 
     def close(self) -> None:
         """Commit and close; the store can be opened again."""
-        if self.conn is not None:
-            self.flush()
-            self.conn.close()
-            self.conn = None
+        try:
+            if self.conn is not None:
+                self.flush()
+                self.conn.close()
+                self.conn = None
+        finally:
+            if self.writer is not None and self.conn is None:
+                self.writer.close()
+                self.writer = None
         if self._lock_fh is not None:
             self._lock_fh.close()  # releases the flock
             self._lock_fh = None
@@ -327,49 +456,74 @@ class PageStore:
         """Store one page; False when its URL is already stored (nothing written).
 
         ``record`` holds the :data:`COLUMNS` values and, for the full-text index, the
-        page's main ``text`` (other keys are ignored). When it is
-        a mutable mapping, its ``content_hash`` and ``file_path`` are filled in (with the
-        stored row's values for a duplicate URL).
+        page's main ``text`` (other keys are ignored). When it is a mutable mapping, its
+        :data:`LOCATION_COLUMNS` are filled in (with the stored row's values for a
+        duplicate URL).
         """
         existing = self.lookup(record["url"])
         if existing is not None:
             self.duplicates += 1
             self._fill(record, *existing)
             return False
-        digest, rel = self.write_body(body)
-        return self.add_written(record, digest, rel)
+        return self.add_written(record, self.write_body(body, record=record))
 
-    def lookup(self, url: str) -> tuple[str, str] | None:
-        """``(content_hash, file_path)`` of ``url``'s row, or None when not stored."""
+    def lookup(self, url: str) -> tuple[str, str, int | None, int | None] | None:
+        """``(content_hash, file_path, record_offset, record_length)`` of ``url``'s row,
+        or None when not stored."""
         return self._db.execute(
-            "SELECT content_hash, file_path FROM pages WHERE url = ?", (url,)
+            "SELECT content_hash, file_path, record_offset, record_length FROM pages WHERE url = ?",
+            (url,),
         ).fetchone()
 
-    def write_body(self, body: bytes, digest: str | None = None) -> tuple[str, str]:
-        """Write ``body``'s file if it is not there yet; ``(content_hash, file_path)``.
-        ``digest``: ``content_hash(body)`` when the caller has it already.
+    def write_body(
+        self,
+        body: bytes,
+        digest: str | None = None,
+        record: Mapping[str, Any] | None = None,
+    ) -> Location:
+        """Write ``body``'s records (its file, in the ``files`` layout); where they are.
+        ``digest``: ``content_hash(body)`` when the caller has it already; ``record``: the
+        page's ``url``, ``status``, ``encoding`` and ``fetched_at`` for its WARC records.
 
-        Touches no database and no shared state but the set of known folders: safe to
-        call from another thread than the one that uses the database.
+        Touches no database: safe to call from one other thread than the one that uses
+        the database.
         """
         if digest is None:
             digest = content_hash(body)
-        rel = file_path_for(digest)
-        self._write_file(rel, digest, body)
-        return digest, rel
+        if self.writer is None:
+            if self.layout == "segments":
+                raise RuntimeError("PageStore is not open")
+            rel = file_path_for(digest)
+            self._write_file(rel, digest, body)
+            return Location(digest, rel)
+        rec = record or {}
+        where = self.writer.append(
+            str(rec.get("url") or ""),
+            body,
+            digest=digest,
+            status=int(rec.get("status") or 200),
+            encoding=str(rec.get("encoding") or ""),
+            fetched_at=rec.get("fetched_at"),
+        )
+        return Location(digest, where.file_path, where.offset, where.length, where.end)
 
-    def add_written(self, record: Mapping[str, Any], digest: str, rel: str) -> bool:
-        """Insert the row of a page whose file :meth:`write_body` wrote; False (and the
-        stored row's values filled in) when the URL is stored already."""
+    def add_written(self, record: Mapping[str, Any], where: Location) -> bool:
+        """Insert the row of a page whose body :meth:`write_body` wrote (``where``); False
+        (and the stored row's values filled in) when the URL is stored already."""
+        digest, rel, offset, length, end = where
         row = {c: record.get(c) for c in _DATA_COLUMNS}
         row["content_hash"] = digest
         row["file_path"] = rel
+        row["record_offset"] = offset
+        row["record_length"] = length
         if not self._insert(row):
             self.duplicates += 1
             existing = self.lookup(record["url"])
             if existing is not None:
                 self._fill(record, *existing)
             return False
+        if end is not None and end > self._ends.get(rel, 0):
+            self._ends[rel] = end
         if self.index:  # same transaction as the row: they commit together
             fulltext.index_page(
                 self._db,
@@ -379,16 +533,22 @@ class PageStore:
                 self.index_max_chars,
             )
         self.stored += 1
-        self._fill(record, digest, rel)
+        self._fill(record, digest, rel, offset, length)
         if self._pending >= self.commit_every:
             self.flush()
         return True
 
     @staticmethod
-    def _fill(record: Mapping[str, Any], digest: str, rel: str) -> None:
+    def _fill(
+        record: Mapping[str, Any],
+        digest: str,
+        rel: str,
+        offset: int | None = None,
+        length: int | None = None,
+    ) -> None:
         if hasattr(record, "__setitem__"):
-            record["content_hash"] = digest  # type: ignore[index]
-            record["file_path"] = rel  # type: ignore[index]
+            for key, value in zip(LOCATION_COLUMNS, (digest, rel, offset, length), strict=True):
+                record[key] = value  # type: ignore[index]
 
     def _write_file(self, rel: str, digest: str, body: bytes) -> None:
         """Write the gzipped body atomically (temp file + ``os.replace``); skip if present."""
@@ -498,15 +658,16 @@ class PageStore:
             yield row
 
     def body(self, url: str) -> bytes | None:
-        """The raw bytes stored for ``url`` (decompressed) or None."""
-        found = self._db.execute("SELECT file_path FROM pages WHERE url = ?", (url,)).fetchone()
+        """The raw bytes stored for ``url`` or None (one seek into its segment)."""
+        found = self.lookup(url)
         if found is None:
             return None
-        return gzip.decompress((self.output_dir / found[0]).read_bytes())
+        return read_body(self._root, found[1], found[2], found[3])
 
     # --- consistency -------------------------------------------------------------
     def _disk_files(self) -> Iterator[tuple[Path, str | None]]:
-        """(path, hash) of every body file, (path, None) of temp/unknown files."""
+        """(path, hash) of every body file of the earlier layout, (path, None) of
+        temp/unknown files."""
         if not self.html_dir.is_dir():
             return
         for dirpath, _dirs, files in os.walk(self.html_dir):
@@ -514,12 +675,16 @@ class PageStore:
                 match = _HASH_FILE.match(name)
                 yield Path(dirpath) / name, match.group(1) if match else None
 
+    def _segment_ends(self) -> dict[str, int]:
+        return dict(self._db.execute("SELECT name, end FROM segments"))
+
     def check(self, verify: bool = False) -> list[str]:
         """Problems found, one line each (empty when consistent).
 
-        Rows without files, files without rows (orphans, leftover temp files), duplicate
-        URLs, file paths not derived from the hash; with ``verify`` also files whose
-        decompressed bytes do not hash to their name.
+        Rows without their file or record, records past a segment's committed end,
+        segments no commit names, files without rows (orphans, leftover temp files),
+        duplicate URLs, file paths not derived from the hash; with ``verify`` also bodies
+        whose bytes do not hash to the row's ``content_hash``.
         """
         db = self._db
         problems: list[str] = []
@@ -527,13 +692,31 @@ class PageStore:
             "SELECT url, COUNT(*) FROM pages GROUP BY url HAVING COUNT(*) > 1"
         ):
             problems.append(f"duplicate url: {url} ({n} rows)")
+        ends = self._segment_ends()
+        sizes = {name: _size(self.output_dir / name) for name in ends}
         referenced: set[str] = set()
-        for url, digest, rel in db.execute("SELECT url, content_hash, file_path FROM pages"):
-            referenced.add(digest)
-            if rel != file_path_for(digest):
-                problems.append(f"bad file path: {url} -> {rel}")
-            if not (self.output_dir / rel).is_file():
-                problems.append(f"row without file: {url} -> {rel}")
+        cur = db.execute(
+            "SELECT url, content_hash, file_path, record_offset, record_length FROM pages"
+        )
+        for url, digest, rel, offset, length in cur:
+            if offset is None:
+                referenced.add(digest)
+                problems += self._check_file(url, digest, rel)
+            else:
+                problems += self._check_record(url, rel, offset + length, sizes, ends)
+                if verify and not problems[-1:]:
+                    try:
+                        ok = content_hash(read_body(self._root, rel, offset, length)) == digest
+                    except READ_ERRORS:
+                        ok = False
+                    if not ok:
+                        problems.append(f"corrupt record: {rel}@{offset} ({url})")
+        problems += [
+            f"bytes past the committed end: {name} ({sizes[name] - end})"
+            for name, end in ends.items()
+            if sizes[name] > end
+        ]
+        problems += [f"segment without commit: {rel}" for rel in self._orphan_segments(ends)]
         for path, digest in self._disk_files():
             rel = path.relative_to(self.output_dir).as_posix()
             if digest is None:
@@ -544,22 +727,204 @@ class PageStore:
                 problems.append(f"corrupt file: {rel}")
         return problems
 
-    def repair(self) -> list[str]:
-        """Remove body files no row refers to and leftover temp files (a crash between
-        writing a file and committing its row). Returns the removed relative paths.
+    def _check_record(
+        self, url: str, rel: str, stop: int, sizes: dict[str, int], ends: Mapping[str, int]
+    ) -> list[str]:
+        """Problems of one row whose body is a record in a segment (ending at ``stop``)."""
+        size = sizes.get(rel)
+        out = []
+        if size is None:
+            size = sizes[rel] = _size(self.output_dir / rel)
+            out.append(f"segment not committed: {rel}")
+        if size < 0:
+            out.append(f"row without segment: {url} -> {rel}")
+        elif stop > min(size, ends.get(rel, size)):
+            out.append(f"row past its segment's end: {url} -> {rel}")
+        return out
 
-        Call only when no other writer has the store open (:meth:`open` makes sure).
+    def _check_file(self, url: str, digest: str, rel: str) -> list[str]:
+        """Problems of one row of the earlier layout (its body in a file of its own)."""
+        if rel != file_path_for(digest):
+            return [f"bad file path: {url} -> {rel}"]
+        if not (self.output_dir / rel).is_file():
+            return [f"row without file: {url} -> {rel}"]
+        return []
+
+    def _orphan_segments(self, ends: Mapping[str, int]) -> list[str]:
+        """Segments (by their name's pattern) that no commit names: written by a process
+        that died before its first commit."""
+        if not self.segment_dir.is_dir():
+            return []
+        return sorted(
+            f"{SEGMENT_DIR}/{name}"
+            for name in os.listdir(self.segment_dir)
+            if SEGMENT_RE.match(name) and f"{SEGMENT_DIR}/{name}" not in ends
+        )
+
+    def repair(self) -> list[str]:
+        """Undo what a crash left (call only when no other writer has the store open;
+        :meth:`open` makes sure). Returns the removed relative paths.
+
+        - every segment is cut back to its committed end (a torn record, records whose
+          rows were not committed); the bytes cut are added to :attr:`truncated`;
+        - a segment no commit names is removed;
+        - a row that points past its segment's end (the segment lost bytes that SQLite
+          kept: a power cut with ``fsync`` off) is removed with its index row; its URL
+          goes to :attr:`lost` and the table ``lost_pages``;
+        - files of the earlier layout that no row refers to, and leftover temp files,
+          are removed.
         """
         self.flush()
-        referenced = {d for (d,) in self._db.execute("SELECT DISTINCT content_hash FROM pages")}
+        removed: list[str] = []
+        ends = self._segment_ends()
+        for name, end in ends.items():
+            path = self.output_dir / name
+            size = _size(path)
+            if size > end:
+                cut = segments.truncate_to(path, end, fsync=self.fsync)
+                self.truncated += cut
+                logger.warning(
+                    "focused: cut %d bytes (a torn or uncommitted record) off the end of %s",
+                    cut,
+                    path,
+                )
+            elif size < end:
+                self._drop_rows_past(name, max(size, 0))
+        for rel in self._orphan_segments(ends):
+            (self.output_dir / rel).unlink(missing_ok=True)
+            removed.append(rel)
+        if self.html_dir.is_dir():
+            removed += self._repair_files()
+        self.repaired = removed
+        return removed
+
+    def move_files_to_segments(self) -> int:
+        """:func:`migrate`'s work on this open store (which must be exclusive)."""
+        db, moved, last = self._db, 0, 0
+        missing: list[str] = []
+        while True:
+            rows = db.execute(
+                "SELECT id, url, content_hash, file_path, status, encoding, fetched_at "
+                "FROM pages WHERE record_offset IS NULL AND id > ? ORDER BY id LIMIT ?",
+                (last, self.commit_every),
+            ).fetchall()
+            if not rows:
+                break
+            for rowid, url, digest, rel, status, encoding, fetched_at in rows:
+                last = rowid
+                try:
+                    body = read_body(self._root, rel, None, None)
+                except READ_ERRORS:
+                    missing.append(url)
+                    continue
+                page = {"url": url, "status": status, "encoding": encoding}
+                page["fetched_at"] = fetched_at
+                self._relocate(rowid, self.write_body(body, digest, page))
+                moved += 1
+            self.flush()
+        if not missing:
+            self._repair_files()  # no row refers to a file now: they all go
+            with contextlib.suppress(OSError):
+                _remove_empty_dirs(self.html_dir)
+            db.execute("DROP INDEX IF EXISTS pages_hash")
+        else:
+            logger.warning("focused: %d pages have no readable file to move", len(missing))
+        return moved
+
+    def _relocate(self, rowid: int, where: Location) -> None:
+        """Point row ``rowid`` at ``where`` in the open batch transaction."""
+        db = self._db
+        if not self._pending:
+            db.execute("BEGIN IMMEDIATE")
+        db.execute(
+            "UPDATE pages SET file_path = ?, record_offset = ?, record_length = ? WHERE id = ?",
+            (where.file_path, where.record_offset, where.record_length, rowid),
+        )
+        self._pending += 1
+        if where.end is not None and where.end > self._ends.get(where.file_path, 0):
+            self._ends[where.file_path] = where.end
+
+    def _drop_rows_past(self, name: str, size: int) -> None:
+        """Remove the rows whose record is not (wholly) in the first ``size`` bytes of
+        segment ``name``; their URLs go to :attr:`lost`."""
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            gone = db.execute(
+                "SELECT id, url FROM pages WHERE file_path = ? "
+                "AND record_offset + record_length > ?",
+                (name, size),
+            ).fetchall()
+            db.execute("CREATE TABLE IF NOT EXISTS lost_pages (url TEXT PRIMARY KEY, lost_at REAL)")
+            for rowid, url in gone:
+                db.execute("DELETE FROM pages WHERE id = ?", (rowid,))
+                db.execute(
+                    "INSERT OR REPLACE INTO lost_pages (url, lost_at) VALUES (?, ?)",
+                    (url, time.time()),
+                )
+                if self.index:
+                    db.execute(f"DELETE FROM {fulltext.FTS_TABLE} WHERE rowid = ?", (rowid,))
+            last = db.execute(
+                "SELECT MAX(record_offset) FROM pages WHERE file_path = ?", (name,)
+            ).fetchone()[0]
+            path = self.output_dir / name
+            # the end of the last kept page's records: a part-record after it goes
+            end = segments.whole_end(path, last or 0) if size > 0 else 0
+            db.execute("UPDATE segments SET end = ? WHERE name = ?", (end, name))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        if size > 0:
+            self.truncated += segments.truncate_to(path, end, fsync=self.fsync)
+        self.lost += [url for _id, url in gone]
+        logger.warning(
+            "focused: %s ends at %d bytes, before %d stored pages' records: removed them "
+            "(they are fetched again)",
+            self.output_dir / name,
+            size,
+            len(gone),
+        )
+
+    def _repair_files(self) -> list[str]:
+        """Remove body files of the earlier layout that no row refers to, and leftover
+        temp files (a crash between writing a file and committing its row)."""
+        referenced = {
+            d
+            for (d,) in self._db.execute(
+                "SELECT DISTINCT content_hash FROM pages WHERE record_offset IS NULL"
+            )
+        }
         removed: list[str] = []
         for path, digest in self._disk_files():
             is_tmp = digest is None and path.name.endswith(_TMP_SUFFIX)
             if is_tmp or (digest is not None and digest not in referenced):
                 path.unlink(missing_ok=True)
                 removed.append(path.relative_to(self.output_dir).as_posix())
-        self.repaired = removed
         return removed
+
+
+def _size(path: Path) -> int:
+    """The size of ``path`` in bytes, -1 when it does not exist."""
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return -1
+
+
+def _remove_empty_dirs(top: Path) -> None:
+    for dirpath, _dirs, _files in os.walk(top, topdown=False):
+        with contextlib.suppress(OSError):
+            os.rmdir(dirpath)
+
+
+def _add_missing_columns(conn: sqlite3.Connection) -> None:
+    """Add the columns a store written by an earlier version lacks (its rows get the
+    column's default: NULL offsets, i.e. the one-file-per-page layout)."""
+    have = {row[1] for row in conn.execute("PRAGMA table_info(pages)")}
+    for name, decl in COLUMNS.items():
+        if name not in have:
+            conn.execute(f"ALTER TABLE pages ADD COLUMN {name} {decl}")
 
 
 def stored_pages(output_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
@@ -579,3 +944,108 @@ def stored_pages(output_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
         return []
     finally:
         conn.close()
+
+
+class StoreReader:
+    """Read-only access to a store's pages by URL (another program may be writing it):
+    one index lookup and one seek per page. Raises ``FileNotFoundError`` when ``folder``
+    has no store."""
+
+    def __init__(self, folder: str | os.PathLike[str]) -> None:
+        self.root = str(folder)
+        db = Path(folder) / DB_NAME
+        if not db.is_file():
+            raise FileNotFoundError(f"no page store in {folder} ({DB_NAME} not found)")
+        self.conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
+
+    def location(self, url: str) -> tuple[str, str, int | None, int | None] | None:
+        return self.conn.execute(
+            "SELECT content_hash, file_path, record_offset, record_length FROM pages WHERE url = ?",
+            (url,),
+        ).fetchone()
+
+    def body(self, url: str) -> bytes | None:
+        """The raw bytes stored for ``url``, or None when it is not stored."""
+        found = self.location(url)
+        return None if found is None else read_body(self.root, *found[1:])
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> StoreReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def migrate(
+    output_dir: str | os.PathLike[str],
+    *,
+    batch: int = 1000,
+    fsync: bool = False,
+    gzip_level: int = 1,
+    segment_bytes: int = SEGMENT_BYTES,
+) -> int:
+    """Move the bodies of a store of the earlier layout (one gzip file per body) into
+    segments; the number of pages moved. Idempotent and safe to stop at any point: each
+    batch of rows is pointed at its new records in one commit, after the records are
+    written; the old files are removed once every row has moved (a row whose file is
+    missing keeps its old path and is reported by :meth:`PageStore.check`). Refuses
+    (:class:`StoreBusy`) while another program has the store open."""
+    store = PageStore(
+        output_dir,
+        commit_every=batch,
+        fsync=fsync,
+        gzip_level=gzip_level,
+        segment_bytes=segment_bytes,
+    )
+    store.open()
+    try:
+        if not store.exclusive:
+            raise StoreBusy(f"{output_dir} is open in another program: stop it first")
+        moved = store.move_files_to_segments()
+    finally:
+        store.close()
+    return moved
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m focused.output.store get URL | migrate | check [--dir DIR]``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m focused.output.store", description="The page store of a crawl."
+    )
+    parser.add_argument("command", choices=("get", "migrate", "check"))
+    parser.add_argument("url", nargs="?", help="get: the page's URL")
+    parser.add_argument("--dir", default="out/crawl", help="the crawl's output folder")
+    parser.add_argument("--verify", action="store_true", help="check: hash every body")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "get":
+            if not args.url:
+                parser.error("get needs a URL")
+            with StoreReader(args.dir) as reader:
+                body = reader.body(args.url)
+            if body is None:
+                print(f"focused: {args.url} is not stored in {args.dir}", file=sys.stderr)
+                return 1
+            sys.stdout.buffer.write(body)
+            sys.stdout.buffer.flush()
+            return 0
+        if args.command == "migrate":
+            moved = migrate(args.dir)
+            print(f"focused: moved {moved} pages into segments in {args.dir}")
+            return 0
+        with PageStore(args.dir, index=False) as store:
+            problems = store.check(verify=args.verify)
+        print("\n".join(problems) if problems else "focused: the store is consistent")
+        return 1 if problems else 0
+    except (OSError, sqlite3.Error, StoreBusy, ValueError) as exc:
+        print(f"focused: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -221,7 +221,8 @@ class PageStorePipeline:
             self.stats.set_value("focused/stored", 0)
             self.stats.set_value("focused/duplicates", 0)
         if self.signals is not None:  # also when it failed: no page is done without a row
-            self.signals.send_catch_log(signal=focused_signals.page_store_opened)
+            lost = list(self.store.lost) if self.store is not None else []
+            self.signals.send_catch_log(signal=focused_signals.page_store_opened, lost=lost)
         if self.store is None:
             return
         if self.threaded:

@@ -7,6 +7,7 @@ import dataclasses
 import hashlib
 import logging
 import pickle
+from collections.abc import Sequence
 from pathlib import Path
 from time import monotonic
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -857,9 +858,31 @@ class FocusedScheduler(BaseScheduler):
         if fp is not None and self.journal is not None:
             self.journal.set_state(fp, DONE)
 
-    def _on_store_opened(self, **kwargs: Any) -> None:
-        """A page store opened: fetched pages are done once it has committed them."""
+    def _on_store_opened(self, lost: Sequence[str] = (), **kwargs: Any) -> None:
+        """A page store opened: fetched pages are done once it has committed them. The
+        pages of ``lost`` (rows the store's repair removed: their bytes did not survive
+        a power cut) are journaled waiting again and fetched again."""
         self.waits_for_store = True
+        if lost and self.journal is not None:
+            self._requeue_lost(set(lost))
+
+    def _requeue_lost(self, lost: set[str]) -> None:
+        journal = self.journal
+        assert journal is not None
+        again = [row for row in journal.rows(DONE) if row.entry.url in lost]
+        for row in again:
+            if self._restore_row(row):
+                journal.set_state(row.entry.fp, WAITING)
+                self.done -= 1
+        journal.commit()
+        if not again:
+            return
+        if self.stats is not None:
+            self.stats.inc_value("focused/store/lost_requeued", len(again))
+        logger.warning(
+            "focused: %d stored pages were lost in a crash (power cut?): fetching them again",
+            len(again),
+        )
 
     def _on_stored(self, urls: list[str], **kwargs: Any) -> None:
         """The page store committed the pages of ``urls``: journal them as done (durable

@@ -5,8 +5,10 @@ pipeline that stores pages durably can send them, not only
 :class:`focused.pipelines.PageStorePipeline`; the scheduler never looks at the pipeline
 classes.
 
-``page_store_opened``: sent by a page store when it opens (in ``open_spider``), without
-arguments. Scrapy 2.19 opens the scheduler before the item pipelines
+``page_store_opened``: sent by a page store when it opens (in ``open_spider``), with
+``lost`` (a list of ``str``): the URLs of pages its repair at open removed because their
+bytes did not survive a crash (the scheduler journals them waiting again). Scrapy 2.19
+opens the scheduler before the item pipelines
 (``ExecutionEngine.open_spider_async``), so the scheduler hears it: from then on it
 journals a fetched page as done only when :data:`pages_stored` names its URL. Without a
 page store it journals a page as done once its item went through the pipelines

@@ -689,6 +689,36 @@ def test_crawl_stopped_and_resumed_fetches_the_same_pages_once(sandbox_base, ful
 
 
 @pytest.mark.integration
+def test_pages_a_power_cut_took_from_the_store_are_fetched_again(
+    sandbox_base, full_crawl, tmp_path
+):
+    """The last records of a segment lost with the power (their rows committed, the
+    bytes not on disk, as with FOCUSED_STORE_FSYNC off): the resumed crawl's store
+    removes the rows and the scheduler journals those pages waiting again."""
+    out, job = tmp_path / "out", f"JOBDIR={tmp_path / 'job'}"
+    _crawl(sandbox_base, out, job, "CLOSESPIDER_ITEMCOUNT=40")
+    db = sqlite3.connect(out / "pages.sqlite3")
+    try:
+        rows = db.execute(
+            "SELECT url, file_path, record_offset FROM pages ORDER BY record_offset DESC LIMIT 3"
+        ).fetchall()
+    finally:
+        db.close()
+    segment = {path for _, path, _ in rows}
+    assert len(segment) == 1
+    path = Path(segment.pop())
+    path = path if path.is_absolute() else out / path
+    with open(path, "r+b") as f:
+        f.truncate(rows[-1][2])  # the last three records are gone
+    lost = {url for url, _, _ in rows}
+    log2 = _crawl(sandbox_base, out, job)
+    assert "3 stored pages were lost in a crash" in log2
+    assert "'focused/store/lost_requeued': 3" in log2
+    assert lost <= set(_fetched(log2))  # fetched again
+    assert _stored(out) == full_crawl
+
+
+@pytest.mark.integration
 def test_crawl_killed_and_resumed_loses_at_most_the_in_flight_pages(
     sandbox_base, full_crawl, tmp_path
 ):

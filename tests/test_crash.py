@@ -246,7 +246,6 @@ def crawl_settings(base: str, out: Path, **extra: object) -> dict[str, object]:
 def test_kill_9_at_random_moments_then_resume(web, tmp_path):
     server, zygote = web
     rng = random.Random(SEED)
-    started = time.monotonic()
 
     # the uninterrupted crawl
     ref = tmp_path / "reference"
@@ -310,4 +309,3 @@ def test_kill_9_at_random_moments_then_resume(web, tmp_path):
     killed_fetches = server.fetches()[runs[0][0] : mark]
     again = sum(n - 1 for n in Counter(killed_fetches + final_fetches).values() if n > 1)
     assert again <= 8 * KILLS  # CONCURRENT_REQUESTS per kill
-    assert time.monotonic() - started < 90

@@ -587,15 +587,14 @@ def test_resume_after_kill_loses_only_uncommitted_work(tmp_path, strategy):
     sched.close("finished")
 
 
-def test_journal_is_fast_enough(tmp_path):
-    """10k pushes + pops with JOBDIR stay well under a second per thousand."""
+def test_journal_holds_10k_pushes_and_pops(tmp_path):
+    """10k pushes + pops with JOBDIR: every request comes back once (the cost is
+    measured by the speed benchmark, not here)."""
     sched, _ = _open({"JOBDIR": str(tmp_path / "job")})
-    t = time.perf_counter()
     for i in range(10_000):
         sched.enqueue_request(_req(i, i % 100))
-    for _ in range(10_000):
-        sched.next_request()
-    assert time.perf_counter() - t < 10
+    got = {sched.next_request().url for _ in range(10_000)}
+    assert len(got) == 10_000 and sched.next_request() is None
     sched.close("finished")
     assert os.path.getsize(tmp_path / "job" / "frontier.sqlite3") > 0
 

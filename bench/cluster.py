@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Self
 
-__all__ = ["RedisClusterProcesses", "have_cluster_tools"]
+__all__ = ["MultiHostSandbox", "RedisClusterProcesses", "have_cluster_tools"]
 
 
 def have_cluster_tools() -> bool:
@@ -240,3 +240,81 @@ class RedisClusterProcesses:
         started = time.monotonic()
         self.wait_ok(timeout)
         return time.monotonic() - started
+
+
+class MultiHostSandbox:
+    """The sandbox web served on several loopback hosts (127.0.0.2, 127.0.0.3, ...), one
+    ``python -m focused.web.sandbox --host ADDR --port 0`` process each, a site of its own
+    on each (seeds ``seed``, ``seed + 1``, ...: the same site twice would be dropped as
+    near-duplicates): a crawl that spreads over hosts, and so over the partitions of a
+    partitioned frontier. Chosen so
+    that each of ``partitions`` partitions holds ``per_partition`` hosts. Duck-types
+    :class:`bench.scale.SandboxProcess` for :func:`bench.scale.crawl_command` (``seeds``,
+    ``base``: the first host's, for the labels)."""
+
+    def __init__(
+        self, seed: int = 7, pages: int = 40, partitions: int = 3, per_partition: int = 1
+    ) -> None:
+        from focused.distributed.partition import partition_of
+
+        self.seed, self.pages = seed, pages
+        wanted = {p: per_partition for p in range(partitions)}
+        self.hosts: list[str] = []
+        for last in range(2, 255):
+            addr = f"127.0.0.{last}"
+            p = partition_of(addr, partitions)
+            if wanted.get(p, 0) > 0:
+                wanted[p] -= 1
+                self.hosts.append(addr)
+            if not any(wanted.values()):
+                break
+        self.processes: list[subprocess.Popen] = []
+        self.bases: list[str] = []
+
+    @property
+    def base(self) -> str:
+        return self.bases[0]
+
+    def start(self, timeout: float = 120.0) -> None:
+        import sys
+
+        from bench.process import PROJECT
+
+        for i, host in enumerate(self.hosts):
+            cmd = [sys.executable, "-m", "focused.web.sandbox", "--host", host, "--port", "0"]
+            cmd += ["--seed", str(self.seed + i), "--pages", str(self.pages)]
+            self.processes.append(
+                subprocess.Popen(
+                    cmd, cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+                )
+            )
+        for proc in self.processes:
+            assert proc.stdout is not None
+            line = proc.stdout.readline().strip()
+            if not line.startswith("http"):
+                self.stop()
+                raise RuntimeError(f"a sandbox server did not start (printed {line!r})")
+            self.bases.append(line.rstrip("/"))
+
+    def seeds(self, category: str = "subject.Science.Chemistry") -> list[str]:
+        from focused.web.sandbox import generate_site
+
+        out: list[str] = []
+        for i, base in enumerate(self.bases):
+            site = generate_site(seed=self.seed + i, pages=self.pages)
+            out += [base + path for path in site.seeds(category)]
+        return out
+
+    def stop(self) -> None:
+        from bench.process import terminate
+
+        for proc in self.processes:
+            terminate(proc)
+        self.processes = []
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

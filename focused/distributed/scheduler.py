@@ -479,6 +479,8 @@ class RedisScheduler(FocusedScheduler):
         if self._down_since is not None:
             logger.info("focused: Redis is back after %.1f s", time.monotonic() - self._down_since)
             self._down_since = None
+            self._idle_delay = self.idle_poll
+            self._poke_later()  # the engine may be waiting for its next heartbeat
         self._counts = step.counts
         for op, fp, code in step.results:
             if op not in _PUSHES:

@@ -11,12 +11,15 @@ replica has taken its slots over.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
 
 __all__ = ["MultiHostSandbox", "RedisClusterProcesses", "have_cluster_tools"]
 
@@ -318,3 +321,381 @@ class MultiHostSandbox:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+# --- the cluster rows of ``make bench-scale`` (bench.scale --cluster) -------------------
+def node_counters(ports: list[int]) -> dict[str, int]:
+    """Commands processed and client bytes in and out, summed over the nodes on ``ports``."""
+    import redis
+
+    out = {"commands": 0, "bytes": 0}
+    for port in ports:
+        client = redis.Redis(port=port, socket_connect_timeout=1, socket_timeout=5)
+        try:
+            stats = client.info("stats")
+        except redis.exceptions.ConnectionError:
+            continue
+        finally:
+            client.close()
+        out["commands"] += int(stats["total_commands_processed"])
+        out["bytes"] += int(stats["total_net_input_bytes"]) + int(stats["total_net_output_bytes"])
+    return out
+
+
+def _traffic(before: dict[str, int], after: dict[str, int], pages: int) -> dict[str, Any]:
+    if not pages:
+        return {}
+    return {
+        "redis_commands_per_page": round((after["commands"] - before["commands"]) / pages, 1),
+        "redis_bytes_per_page": round((after["bytes"] - before["bytes"]) / pages),
+    }
+
+
+def memory_entries(n: int, seed: int = 1) -> Iterator[Any]:
+    """``n`` waiting entries like a crawl's: a 50-byte URL on one of 10 000 hosts, a
+    41-byte parent URL and 71 bytes of rescoring evidence."""
+    from focused.frontier.memory import Entry
+    from focused.frontier.seen import url_fingerprint
+
+    evidence = bytes(range(71))
+    for i in range(n):
+        url = f"http://h{i % 10_000:05d}.example.test/a/{i:018d}.html"
+        parent = f"http://h{i % 10_000:05d}.example.test/b/{i % 977:06d}"
+        yield Entry(
+            url=url,
+            fp=url_fingerprint(url),
+            priority=(i * 7919) % 100_000,
+            value=0.5,
+            parent_url=parent,
+            evidence=evidence,
+        )
+
+
+def measure_memory(server: Any, ports: list[int], key: str, n: int, partitions: int) -> dict:
+    """Push ``n`` entries into a frontier of ``partitions`` partitions on ``server`` (a
+    single Redis or a cluster whose masters are on ``ports``); the ``used_memory`` each
+    master gained, per entry it holds."""
+    import redis
+
+    from focused.distributed.frontier import RedisFrontier
+
+    def used() -> dict[int, int]:
+        got = {}
+        for port in ports:
+            c = redis.Redis(port=port)
+            got[port] = int(c.info("memory")["used_memory"])
+            c.close()
+        return got
+
+    f = RedisFrontier(server, key, partitions=partitions)
+    f.open()
+    before = used()
+    started = time.monotonic()
+    for i, e in enumerate(memory_entries(n)):
+        f.stage_push(e)
+        if i % 5000 == 4999:
+            f.sync()
+    f.sync()
+    seconds = time.monotonic() - started
+    after = used()
+    per_node = {}
+    for port in ports:
+        c = redis.Redis(port=port)
+        held = 0
+        for p in range(partitions):
+            with contextlib.suppress(redis.exceptions.ResponseError):  # not this node's slot
+                held += int(c.zcard(f.part_keys[p][0]))
+        c.close()
+        if held:
+            per_node[str(port)] = {
+                "entries": held,
+                "bytes": after[port] - before[port],
+                "bytes_per_url": round((after[port] - before[port]) / held, 1),
+            }
+    total = sum(v["bytes"] for v in per_node.values())
+    f.clear()
+    return {
+        "entries": n,
+        "partitions": partitions,
+        "push_seconds": round(seconds, 1),
+        "push_us_per_url": round(seconds / n * 1e6, 1),
+        "bytes_per_url": round(total / n, 1),
+        "per_node": per_node,
+    }
+
+
+def _crawl_row(
+    run_workers: Any,
+    measure: Any,
+    root: Path,
+    site: Any,
+    reference: set[str],
+    *,
+    workers: int,
+    partitions: int,
+    url: str,
+    ports: list[int],
+    server: Any,
+    settings: tuple[str, ...],
+    key: str,
+) -> dict[str, Any]:
+    from focused.distributed.frontier import RedisFrontier
+
+    before = node_counters(ports)
+    run = run_workers(
+        workers, root, site, redis_url=url, key=key, strategy="best_first", settings=settings
+    )
+    after = node_counters(ports)
+    status = RedisFrontier(server, key, partitions=partitions).status()
+    status.pop("partitions", None)
+    row = measure(run, reference, status)
+    row.update(_traffic(before, after, row["pages"]))
+    row["partitions"] = partitions
+    row["failover"] = False
+    return row
+
+
+def cluster_results(
+    root: Path, *, workers: list[int], pages: int, memory_urls: int, log: Any = print
+) -> dict[str, Any]:
+    """The ``cluster`` rows of ``scale.json``: ``best_first`` crawls of the sandbox on six
+    loopback hosts (two per partition) with 1, 2, 4 workers on one Redis (one partition)
+    and on a 3-master, 3-replica cluster (3 partitions, ``FOCUSED_REDIS_WAIT=1``), one
+    2-worker crawl in which the master of a partition is killed mid-crawl, and the memory
+    per waiting URL on each node."""
+    import redis
+
+    from bench.scale import RedisServer, measure, run_workers
+
+    partitions = 3
+    quick = ("FOCUSED_REPORT=False", "FOCUSED_INDEX=False")
+    rows: list[dict[str, Any]] = []
+    memory: list[dict[str, Any]] = []
+    with MultiHostSandbox(seed=7, pages=pages, partitions=partitions, per_partition=2) as site:
+        single = run_workers(
+            1, root / "memory", site, redis_url=None, strategy="best_first", settings=quick
+        )
+        reference = single.union()
+        log(f"reference: {len(reference)} pages on {len(site.hosts)} hosts")
+        with RedisServer() as one:
+            client = redis.Redis.from_url(one.url)
+            for n in workers:
+                row = _crawl_row(
+                    run_workers,
+                    measure,
+                    root / f"single-{n}",
+                    site,
+                    reference,
+                    workers=n,
+                    partitions=1,
+                    url=one.url,
+                    ports=[one.port],
+                    server=client,
+                    settings=quick,
+                    key=f"bench:single:{n}",
+                )
+                row["backend"] = "redis"
+                rows.append(row)
+                log(json.dumps(row))
+            if memory_urls:
+                got = measure_memory(client, [one.port], "bench:memory", memory_urls, 1)
+                got["backend"] = "redis"
+                memory.append(got)
+                log(json.dumps(got))
+            client.close()
+        with RedisClusterProcesses(3, 1, node_timeout=1000) as cluster:
+            server = connect_cluster(cluster)
+            settings = (
+                f"FOCUSED_REDIS_CLUSTER_NODES={cluster.startup_nodes}",
+                f"FOCUSED_REDIS_PARTITIONS={partitions}",
+                "FOCUSED_REDIS_WAIT=1",
+                *quick,
+            )
+            for n in workers:
+                row = _crawl_row(
+                    run_workers,
+                    measure,
+                    root / f"cluster-{n}",
+                    site,
+                    reference,
+                    workers=n,
+                    partitions=partitions,
+                    url=cluster.url,
+                    ports=list(cluster.ports),
+                    server=server,
+                    settings=settings,
+                    key=f"bench:cluster:{n}",
+                )
+                row["backend"] = "cluster"
+                rows.append(row)
+                log(json.dumps(row))
+            if memory_urls:
+                got = measure_memory(
+                    server, cluster.master_ports(), "bench:memory", memory_urls, partitions
+                )
+                got["backend"] = "cluster"
+                memory.append(got)
+                log(json.dumps(got))
+            rows.append(
+                _failover_row(
+                    root,
+                    site,
+                    reference,
+                    cluster=cluster,
+                    server=server,
+                    settings=settings,
+                    partitions=partitions,
+                )
+            )
+            log(json.dumps(rows[-1]))
+            server.close()
+    return {
+        "cluster": rows,
+        "cluster_memory": memory,
+        "cluster_sandbox": {
+            "hosts": len(site.hosts),
+            "pages_per_host": pages,
+            "reference_pages": len(reference),
+        },
+    }
+
+
+def connect_cluster(cluster: RedisClusterProcesses) -> Any:
+    """The project's cluster client on ``cluster``."""
+    from scrapy.settings import Settings
+
+    from focused.distributed.connection import connect
+
+    return connect(Settings({"FOCUSED_REDIS_CLUSTER_NODES": cluster.startup_nodes}))
+
+
+def _failover_row(
+    root: Path,
+    site: MultiHostSandbox,
+    reference: set[str],
+    *,
+    cluster: RedisClusterProcesses,
+    server: Any,
+    settings: tuple[str, ...],
+    partitions: int,
+) -> dict[str, Any]:
+    """2 workers on the cluster; the master of partition 0 killed (``kill -9``) once a
+    third of the pages are stored, with the workers frozen while the requests in flight
+    are counted."""
+    import os
+    import signal
+
+    from bench.scale import measure, start_workers, wait
+    from focused.distributed.frontier import RedisFrontier
+
+    key = "bench:failover"
+    frontier = RedisFrontier(server, key, partitions=partitions)
+    before = node_counters(list(cluster.ports))
+    run = start_workers(
+        2,
+        root / "failover",
+        site,
+        redis_url=cluster.url,
+        key=key,
+        strategy="best_first",
+        settings=(*settings, "FOCUSED_REDIS_LEASE=10"),
+    )
+    deadline = time.monotonic() + 300
+    while len(run.union()) < len(reference) // 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for w in run.workers:
+        os.kill(w.process.pid, signal.SIGSTOP)
+    in_flight = frontier.status()["in_flight"]
+    cluster.kill(cluster.master_of(frontier.part_keys[0][0]))
+    for w in run.workers:
+        os.kill(w.process.pid, signal.SIGCONT)
+    ok_after = round(cluster.wait_failover(60), 2)
+    wait(run, timeout=600)
+    after = node_counters(cluster.live_ports())
+    status = frontier.status()
+    status.pop("partitions", None)
+    row = measure(run, reference, status)
+    row.update(_traffic(before, after, row["pages"]))
+    row.update(
+        {
+            "backend": "cluster",
+            "partitions": partitions,
+            "failover": True,
+            "in_flight_at_kill": in_flight,
+            "cluster_ok_again_after_s": ok_after,
+        }
+    )
+    return row
+
+
+def order_approximation(
+    server: Any, *, n: int = 20_000, partitions: tuple[int, ...] = (1, 3, 8), workers: int = 2
+) -> list[dict[str, Any]]:
+    """How far the partitioned pick is from the global best-first order: ``n`` entries
+    (priorities 0..999 drawn with a fixed seed, on 300 hosts) popped by ``workers``
+    clients in turn, each refreshing the partitions' heads every
+    :data:`~focused.distributed.frontier.REFRESH_EVERY` picks; per pick, the rank of the
+    picked priority among the waiting ones (0: the best, or tied with it)."""
+    import random
+
+    from focused.distributed.frontier import RedisFrontier
+    from focused.frontier.memory import Entry
+
+    out = []
+    for parts in partitions:
+        key = f"bench:order:{parts}"
+        rng = random.Random(5)
+        prios = [rng.randrange(1000) for _ in range(n)]
+        loader = RedisFrontier(server, key, partitions=parts)
+        loader.clear()
+        for i, p in enumerate(prios):
+            loader.stage_push(Entry(url=f"http://h{i % 300}.test/{i}", fp=i + 1, priority=p))
+        loader.sync()
+        tree = [0] * 1001  # Fenwick tree of the waiting priorities (index priority + 1)
+
+        def add(p: int, d: int, tree: list[int] = tree) -> None:
+            i = p + 1
+            while i <= 1000:
+                tree[i] += d
+                i += i & -i
+
+        def at_most(p: int, tree: list[int] = tree) -> int:
+            i, s = p + 1, 0
+            while i > 0:
+                s += tree[i]
+                i -= i & -i
+            return s
+
+        for p in prios:
+            add(p, 1)
+        clients = [RedisFrontier(server, key, partitions=parts) for _ in range(workers)]
+        ranks: list[int] = []
+        waiting = n
+        while waiting:
+            c = clients[len(ranks) % workers]
+            e = c.pop()
+            if e is None:
+                if all(x.sync(refresh=True).counts.waiting == 0 for x in clients):
+                    break
+                continue
+            ranks.append(waiting - at_most(e.priority))  # waiting entries strictly better
+            add(e.priority, -1)
+            waiting -= 1
+            c.stage_finish(e.fp)
+        for c in clients:
+            c.sync()
+        ranks.sort()
+        out.append(
+            {
+                "partitions": parts,
+                "workers": workers,
+                "picks": len(ranks),
+                "best_share": round(sum(1 for r in ranks if r == 0) / len(ranks), 4),
+                "mean_rank": round(sum(ranks) / len(ranks), 2),
+                "p99_rank": ranks[int(0.99 * (len(ranks) - 1))],
+                "max_rank": ranks[-1],
+                "round_trips_per_pick": round(sum(c.round_trips for c in clients) / len(ranks), 2),
+            }
+        )
+        loader.clear()
+    return out

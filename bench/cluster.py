@@ -325,7 +325,8 @@ class MultiHostSandbox:
 
 # --- the cluster rows of ``make bench-scale`` (bench.scale --cluster) -------------------
 def node_counters(ports: list[int]) -> dict[str, int]:
-    """Commands processed and client bytes in and out, summed over the nodes on ``ports``."""
+    """Commands executed (a Lua call and each command it runs count) and client bytes in
+    and out (replication not included), summed over the nodes on ``ports``."""
     import redis
 
     out = {"commands": 0, "bytes": 0}
@@ -380,11 +381,15 @@ def measure_memory(server: Any, ports: list[int], key: str, n: int, partitions: 
     from focused.distributed.frontier import RedisFrontier
 
     def used() -> dict[int, int]:
+        """``used_memory`` less the replication backlog and the replicas' output buffers
+        (they grow with the writes up to a fixed size, whatever the data)."""
         got = {}
         for port in ports:
             c = redis.Redis(port=port)
-            got[port] = int(c.info("memory")["used_memory"])
+            info = c.info("memory")
             c.close()
+            got[port] = int(info["used_memory"]) - int(info.get("mem_replication_backlog", 0))
+            got[port] -= int(info.get("mem_clients_slaves", 0))
         return got
 
     f = RedisFrontier(server, key, partitions=partitions)
@@ -521,7 +526,7 @@ def cluster_results(
                     workers=n,
                     partitions=partitions,
                     url=cluster.url,
-                    ports=list(cluster.ports),
+                    ports=cluster.master_ports(),
                     server=server,
                     settings=settings,
                     key=f"bench:cluster:{n}",
@@ -590,7 +595,6 @@ def _failover_row(
 
     key = "bench:failover"
     frontier = RedisFrontier(server, key, partitions=partitions)
-    before = node_counters(list(cluster.ports))
     run = start_workers(
         2,
         root / "failover",
@@ -611,11 +615,9 @@ def _failover_row(
         os.kill(w.process.pid, signal.SIGCONT)
     ok_after = round(cluster.wait_failover(60), 2)
     wait(run, timeout=600)
-    after = node_counters(cluster.live_ports())
     status = frontier.status()
     status.pop("partitions", None)
-    row = measure(run, reference, status)
-    row.update(_traffic(before, after, row["pages"]))
+    row = measure(run, reference, status)  # (no traffic: the killed node's counters died)
     row.update(
         {
             "backend": "cluster",

@@ -442,8 +442,9 @@ def add_cluster(results: dict[str, Any], args: argparse.Namespace) -> bool:
         " partitions, FOCUSED_REDIS_WAIT=1. failover: 2 workers, the master of partition 0"
         " killed with kill -9 once a third of the pages were stored (workers frozen while"
         " the requests in flight were counted). redis_commands_per_page: commands the"
-        " servers processed (a Lua call counts once) over pages stored; redis_bytes_per_page:"
-        " client bytes in + out. cluster_memory: used_memory gained per master over the"
+        " masters executed (a Lua call and each command inside it count) over pages stored;"
+        " redis_bytes_per_page: client bytes in + out of the masters (replication left out)."
+        " cluster_memory: used_memory gained per master over the"
         " entries it holds after pushing memory-urls entries (50-byte URL, 41-byte parent,"
         " 71 bytes of rescoring evidence). All processes share the machine's cores."
     )

@@ -703,3 +703,39 @@ def order_approximation(
         )
         loader.clear()
     return out
+
+
+def pick_cost(server: Any, port: int, *, waiting: int = 200_000, picks: int = 20_000) -> dict:
+    """Server CPU per pick on one node: ``waiting`` entries pushed (as
+    :func:`memory_entries`), then ``picks`` best-first picks, each sending the previous
+    one's done mark; ``usec_per_call`` of ``EVALSHA`` from ``INFO commandstats`` (the
+    statistics reset before the picks) and the client's wall time per pick."""
+    import redis
+
+    from focused.distributed.frontier import BEST, RedisFrontier
+
+    f = RedisFrontier(server, "bench:pickcost")
+    f.clear()
+    for i, e in enumerate(memory_entries(waiting, seed=2)):
+        f.stage_push(e)
+        if i % 5000 == 4999:
+            f.sync()
+    f.sync()
+    node = redis.Redis(port=port)
+    node.config_resetstat()
+    started = time.monotonic()
+    for _ in range(picks):
+        step = f.sync(BEST)
+        if step.entry is not None:
+            f.stage_finish(step.entry.fp)
+    wall = time.monotonic() - started
+    usec = float(node.info("commandstats")["cmdstat_evalsha"]["usec_per_call"])
+    node.close()
+    f.clear()
+    return {
+        "waiting": waiting,
+        "picks": picks,
+        "server_us_per_pick": round(usec, 1),
+        "picks_per_s_per_node_cpu": round(1e6 / usec) if usec else None,
+        "client_us_per_pick": round(wall / picks * 1e6, 1),
+    }

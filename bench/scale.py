@@ -417,7 +417,7 @@ def add_cluster(results: dict[str, Any], args: argparse.Namespace) -> bool:
     approximation in ``results``; True when no run fetched a URL twice or lost one."""
     import redis
 
-    from bench.cluster import cluster_results, order_approximation
+    from bench.cluster import cluster_results, order_approximation, pick_cost
 
     started = time.monotonic()
     root = Path(args.out) / "scale" / "cluster"
@@ -432,6 +432,7 @@ def add_cluster(results: dict[str, Any], args: argparse.Namespace) -> bool:
     with RedisServer() as server:
         client = redis.Redis.from_url(server.url)
         got["pick_order"] = order_approximation(client)
+        got["pick_cost"] = pick_cost(client, server.port)
         client.close()
     print("cluster pick_order", json.dumps(got["pick_order"]), flush=True)
     got["cluster_seconds"] = round(time.monotonic() - started, 1)

@@ -101,6 +101,16 @@ DEFAULTS: dict[str, Any] = {
     # key prefix of the shared frontier; %(spider)s and %(topic)s as in scrapy-redis
     "FOCUSED_REDIS_KEY": "%(spider)s:%(topic)s",
     "FOCUSED_REDIS_LEASE": 60.0,
+    # shared frontier: split into this many partitions by host (crc32 of the host), each
+    # under its own hash tag, so that a Redis Cluster spreads them over its masters
+    # (1: one key prefix, as before partitions existed)
+    "FOCUSED_REDIS_PARTITIONS": 1,
+    # shared frontier on a Redis Cluster: its startup nodes, "host:port,host:port"
+    # ("": one Redis server at REDIS_URL)
+    "FOCUSED_REDIS_CLUSTER_NODES": "",
+    # shared frontier: after a round trip that pushed or finished URLs, WAIT for this
+    # many replicas to have it (0: do not wait; a failover may then lose those writes)
+    "FOCUSED_REDIS_WAIT": 0,
     # the learnt model (`learning`): saved under JOBDIR every this many learnt pages and
     # at the close (memory frontier; 0: only at the close)
     "FOCUSED_MODEL_SAVE_EVERY": 100,
@@ -306,6 +316,9 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_FRONTIER": _text("memory", "redis"),
     "FOCUSED_REDIS_KEY": _text(),
     "FOCUSED_REDIS_LEASE": _float(0.0, open_low=True),
+    "FOCUSED_REDIS_PARTITIONS": _int(1, 4097),
+    "FOCUSED_REDIS_CLUSTER_NODES": _text(),
+    "FOCUSED_REDIS_WAIT": _int(0, 100),
     "FOCUSED_MODEL_SAVE_EVERY": _int(0),
     "FOCUSED_REDIS_MODEL_EVERY": _int(0),
     "FOCUSED_REDIS_RESCORE_CHUNK": _int(0),

@@ -8,7 +8,7 @@ frontier) both use them without importing each other.
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "RedisUnavailable"]
+__all__ = ["ConfigError", "RedisLayoutError", "RedisUnavailable"]
 
 
 class ConfigError(ValueError):
@@ -21,3 +21,8 @@ class RedisUnavailable(ConfigError):
     A :class:`ConfigError`, so ``scrapy crawl`` prints it as ``focused: error: ...`` and
     exits with status 2 when it checks the settings.
     """
+
+
+class RedisLayoutError(ConfigError):
+    """The shared frontier in Redis is split into another number of partitions than this
+    worker's ``FOCUSED_REDIS_PARTITIONS``; the message is one line meant for the user."""

@@ -10,6 +10,9 @@ scheduler:
   ``get_redis_from_settings``, shorter time-outs) and the "unreachable" check;
 - :mod:`~focused.distributed.frontier`: :class:`~focused.distributed.frontier.RedisFrontier`,
   the pure client (no Scrapy, no Twisted) and its Lua script ``pick.lua``;
+- :mod:`~focused.distributed.partition`: the key layout, split by host into
+  ``FOCUSED_REDIS_PARTITIONS`` partitions under hash tags, so that a Redis Cluster
+  (``FOCUSED_REDIS_CLUSTER_NODES``) spreads one crawl over its masters;
 - :mod:`~focused.distributed.scheduler`: :class:`~focused.distributed.scheduler.RedisScheduler`,
   the Scrapy scheduler on it;
 - :mod:`~focused.distributed.addon`: the switch from ``FOCUSED_FRONTIER = "redis"`` to

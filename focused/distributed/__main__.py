@@ -1,4 +1,5 @@
-"""``python -m focused.distributed {status,clear} --key KEY [--url REDIS_URL]``.
+"""``python -m focused.distributed {status,clear} --key KEY [--url REDIS_URL] [--partitions N]
+[--cluster host:port,...]``.
 
 ``status`` prints the shared queues and counters as one JSON object; ``clear`` deletes
 every key of the frontier (no worker ever does). Exit status 2, with one line, when Redis
@@ -11,11 +12,13 @@ import argparse
 import json
 import os
 import sys
+from typing import Any
 
 import redis
 
 from focused.distributed.connection import REDIS_DOWN, safe_url, unreachable_message
 from focused.distributed.frontier import RedisFrontier
+from focused.errors import ConfigError
 
 PROG = "python -m focused.distributed"
 
@@ -30,9 +33,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"), help="Redis URL"
     )
+    parser.add_argument(
+        "--partitions", type=int, default=1, help="FOCUSED_REDIS_PARTITIONS of the crawl"
+    )
+    parser.add_argument(
+        "--cluster",
+        default=os.environ.get("FOCUSED_REDIS_CLUSTER_NODES", ""),
+        help="startup nodes of a Redis Cluster, host:port,... (FOCUSED_REDIS_CLUSTER_NODES)",
+    )
     args = parser.parse_args(argv)
-    server = redis.Redis.from_url(args.url, socket_connect_timeout=3, socket_timeout=10)
-    frontier = RedisFrontier(server, args.key)
+    try:
+        server = _client(args)
+    except ConfigError as exc:
+        print(f"focused: error: {exc}", file=sys.stderr)
+        return 2
+    frontier = RedisFrontier(server, args.key, partitions=max(1, args.partitions))
     try:
         if args.action == "status":
             print(json.dumps(frontier.status()))
@@ -44,6 +59,18 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         server.close()
     return 0
+
+
+def _client(args: argparse.Namespace) -> Any:
+    if args.cluster:
+        from scrapy.settings import Settings
+
+        from focused.distributed.connection import connect
+
+        return connect(
+            Settings({"FOCUSED_REDIS_CLUSTER_NODES": args.cluster, "REDIS_URL": args.url})
+        )
+    return redis.Redis.from_url(args.url, socket_connect_timeout=3, socket_timeout=10)
 
 
 if __name__ == "__main__":

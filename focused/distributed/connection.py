@@ -2,8 +2,11 @@
 
 As in scrapy-redis (0.9.1): ``REDIS_URL`` (or ``REDIS_HOST`` / ``REDIS_PORT``),
 ``REDIS_PARAMS``, through :func:`scrapy_redis.connection.get_redis_from_settings`; here
-with short time-outs (see :func:`connect`). No Scrapy import at module level:
-:mod:`focused.distributed.frontier` (pure) uses the error helpers.
+with short time-outs (see :func:`connect`). With ``FOCUSED_REDIS_CLUSTER_NODES``
+(``host:port,host:port,...``) the client is redis-py's :class:`redis.cluster.RedisCluster`
+on those startup nodes instead (password and database from ``REDIS_URL``; a cluster has
+database 0 only). No Scrapy import at module level: :mod:`focused.distributed.frontier`
+(pure) uses the error helpers.
 """
 
 from __future__ import annotations
@@ -13,14 +16,37 @@ from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from redis.backoff import NoBackoff
+from redis.cluster import ClusterNode, RedisCluster
 from redis.retry import Retry
 
-from focused.errors import RedisUnavailable
+from focused.errors import ConfigError, RedisUnavailable
 
-__all__ = ["REDIS_DOWN", "check", "connect", "describe", "safe_url", "unreachable_message"]
+__all__ = [
+    "CLUSTER_DOWN",
+    "REDIS_DOWN",
+    "check",
+    "cluster_nodes",
+    "connect",
+    "describe",
+    "is_cluster",
+    "safe_url",
+    "unreachable_message",
+]
 
+#: errors of a Redis Cluster while a node fails or its slots move (a replica taking
+#: over: the call is sent again once the cluster's map is read again)
+CLUSTER_DOWN = (
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+    redis.exceptions.ClusterDownError,
+    redis.exceptions.ClusterError,
+    redis.exceptions.TryAgainError,
+    redis.exceptions.AskError,  # and MovedError, its subclass
+    redis.exceptions.RedisClusterException,  # SlotNotCoveredError and the like
+    OSError,
+)
 #: errors that mean "Redis cannot be reached right now"
-REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
+REDIS_DOWN = CLUSTER_DOWN
 
 _REDIS_SETTINGS = ("REDIS_URL", "REDIS_HOST", "REDIS_PORT", "REDIS_DB", "REDIS_ENCODING")
 
@@ -44,9 +70,58 @@ def connect(settings: Any) -> redis.Redis:
         "health_check_interval": 0,
     }
     params.update(settings.getdict("REDIS_PARAMS"))
+    nodes = cluster_nodes(str(settings.get("FOCUSED_REDIS_CLUSTER_NODES") or ""))
+    if nodes:
+        return _cluster(nodes, settings.get("REDIS_URL"), params)
     local = Settings({name: settings.get(name) for name in _REDIS_SETTINGS})
     local.set("REDIS_PARAMS", params)
     return get_redis_from_settings(local)
+
+
+def cluster_nodes(text: str) -> list[tuple[str, int]]:
+    """``host:port,host:port`` (``FOCUSED_REDIS_CLUSTER_NODES``) as pairs;
+    :class:`ConfigError` (one line) for a malformed entry."""
+    out: list[tuple[str, int]] = []
+    for item in (x.strip() for x in text.split(",")):
+        if not item:
+            continue
+        host, sep, port = item.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ConfigError(
+                f"FOCUSED_REDIS_CLUSTER_NODES: {item!r} is not host:port"
+                " (e.g. 10.0.0.1:7000,10.0.0.2:7000)"
+            )
+        out.append((host.strip("[]"), int(port)))
+    return out
+
+
+def _cluster(nodes: list[tuple[str, int]], url: Any, params: dict[str, Any]) -> RedisCluster:
+    """redis-py's cluster client on ``nodes``; user name and password from ``url``."""
+    kwargs = dict(params)
+    kwargs.pop("retry_on_timeout", None)
+    kwargs.pop("health_check_interval", None)
+    if url:
+        parts = urlsplit(str(url))
+        if parts.password:
+            kwargs.setdefault("password", parts.password)
+        if parts.username:
+            kwargs.setdefault("username", parts.username)
+    try:
+        return RedisCluster(
+            startup_nodes=[ClusterNode(host, port) for host, port in nodes], **kwargs
+        )
+    except CLUSTER_DOWN as exc:
+        where = ",".join(f"{h}:{p}" for h, p in nodes)
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise RedisUnavailable(
+            f"Redis Cluster at {where} is unreachable ({reason}); start it or set"
+            " FOCUSED_REDIS_CLUSTER_NODES (FOCUSED_FRONTIER = 'redis')"
+        ) from None
+
+
+def is_cluster(server: Any) -> bool:
+    """``server`` is a Redis Cluster client."""
+    return isinstance(server, RedisCluster)
 
 
 def check(settings: Any) -> None:
@@ -70,18 +145,23 @@ def safe_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=user + netloc))
 
 
-def describe(server: redis.Redis) -> str:
-    """``redis://host:port/db`` of a client (no password)."""
+def describe(server: redis.Redis | RedisCluster) -> str:
+    """``redis://host:port/db`` of a client (no password); ``redis-cluster://host:port,...``
+    (its startup nodes) for a cluster."""
+    if isinstance(server, RedisCluster):
+        nodes = server.nodes_manager.startup_nodes.values()
+        return "redis-cluster://" + ",".join(n.name for n in nodes)
     kw = server.connection_pool.connection_kwargs
     if "path" in kw:
         return f"unix://{kw['path']}"
     return f"redis://{kw.get('host', '?')}:{kw.get('port', '?')}/{kw.get('db', 0)}"
 
 
-def unreachable_message(server: redis.Redis, exc: BaseException) -> str:
+def unreachable_message(server: redis.Redis | RedisCluster, exc: BaseException) -> str:
     """The one line a user reads when ``server`` does not answer."""
     reason = " ".join(str(exc).split()) or type(exc).__name__
+    setting = "FOCUSED_REDIS_CLUSTER_NODES" if is_cluster(server) else "REDIS_URL"
     return (
-        f"Redis at {describe(server)} is unreachable ({reason}); start it or set REDIS_URL"
+        f"Redis at {describe(server)} is unreachable ({reason}); start it or set {setting}"
         " (FOCUSED_FRONTIER = 'redis')"
     )

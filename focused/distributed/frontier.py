@@ -37,9 +37,11 @@ as with scrapy-redis.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import struct
+import time
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from importlib.resources import files
@@ -48,9 +50,15 @@ from typing import Any
 
 import redis
 
-from focused.distributed.connection import REDIS_DOWN, unreachable_message
+from focused.distributed.connection import (
+    CLUSTER_DOWN,
+    REDIS_DOWN,
+    is_cluster,
+    unreachable_message,
+)
 from focused.distributed.model import EVIDENCE_FLAG
-from focused.errors import RedisUnavailable
+from focused.distributed.partition import Layout
+from focused.errors import RedisLayoutError, RedisUnavailable
 from focused.frontier.hostaware import DEFAULT_SCAN
 from focused.frontier.memory import Entry
 from focused.ranking.annealing import Annealer
@@ -80,6 +88,7 @@ __all__ = [
 _HEAD = struct.Struct(">ddHddIIBII")
 _MEMBER = 23  # 15 digits of sequence number + 8 bytes of fingerprint
 _FP = struct.Struct(">q")
+_URL_LEN, _URL_LEN_AT = struct.Struct(">I"), 43  # len(url) in the packed entry
 _PRIORITY_LIMIT = float(2**53)  # priorities are exact doubles up to here
 #: what follows the URLs in a packed entry: no extra, an extra, one that could not be
 #: serialised, an extra that holds the whole request (kept when a duplicate promotes it)
@@ -90,6 +99,14 @@ NO_PICK, BEST, ANNEAL = 0, 1, 2
 #: push results (the codes the script returns); COPIED: queued as a copy with a
 #: fingerprint of its own (a ``dont_filter`` request for a URL that waits or is in flight)
 IGNORED_GONE, ADDED, PROMOTED, REQUEUED, IGNORED_WAITING, COPIED = 0, 1, 2, 3, 4, 5
+
+#: picks between two refreshes of every partition's head (several partitions)
+REFRESH_EVERY = 8
+#: ``WAIT`` time-out (ms), and how long a node that answered with too few replicas is
+#: not waited for (s)
+WAIT_MS, NO_WAIT_FOR = 1000, 10.0
+#: staged operations whose loss in a failover would lose a page or fetch one twice
+_DURABLE = frozenset("pPCde")
 
 #: the step script (``pick.lua``)
 STEP_LUA = files("focused.distributed").joinpath("pick.lua").read_text(encoding="utf-8")
@@ -120,6 +137,18 @@ class Step:
     temperature: float = 0.0
     accepted_worse: bool = False
     picks: int = -1
+
+
+@dataclass(slots=True)
+class _Pick:
+    """What one :meth:`RedisFrontier.sync` asks for: the mode, the annealer and the
+    script's pick arguments, the busy hosts' tail, and the partition picked from."""
+
+    mode: int
+    annealer: Annealer | None
+    params: tuple[Any, ...]
+    tail: list[Any] = field(default_factory=list)
+    target: int | None = None
 
 
 def _pickle(extra: Any) -> bytes | None:
@@ -159,6 +188,10 @@ class RedisFrontier:
         load_extra: Callable[[bytes | None], Any] = _unpickle,
         whole: Callable[[Entry], bool] | None = None,
         batch: int = 2000,
+        partitions: int = 1,
+        refresh: int = REFRESH_EVERY,
+        wait_replicas: int = 0,
+        wait_ms: int = WAIT_MS,
     ) -> None:
         if lease <= 0:
             raise ValueError(f"lease must be > 0 s, got {lease}")
@@ -169,31 +202,89 @@ class RedisFrontier:
         self.load_extra = load_extra
         self.whole = whole
         self.batch = batch
-        self.keys = [f"{key}:{name}" for name in ("queue", "data", "inflight", "seen", "stats")]
+        self.cluster = is_cluster(server)
+        self.layout = Layout(key, max(1, int(partitions)), tagged=self.cluster)
+        self.partitions = self.layout.partitions
+        self.part_keys = [self.layout.frontier_keys(p) for p in range(self.partitions)]
+        #: the keys of partition 0 (the only one unless FOCUSED_REDIS_PARTITIONS > 1)
+        self.keys = self.part_keys[0]
         self.outbox: list[tuple[str, bytes, bytes, bytes]] = []
+        #: the partition of each staged operation (-1: every partition)
+        self._routes: list[int] = []
+        #: fingerprint -> partition of the URLs this client picked and has not finished
+        self._where: dict[bytes, int] = {}
         self._sha: str | None = None
         #: promotions this client caused (the crawl's total is in ``<key>:stats``)
         self.promoted = 0
-        #: round trips made (for the stats)
+        #: round trips made (for the stats; one per node and call on a cluster)
         self.round_trips = 0
         self.counts = Counts()
+        #: what this client last heard of each partition: sizes, best waiting priority
+        #: (None: empty or unknown), picks; ``_fresh``: heard since the last refresh
+        self._part_counts = [Counts() for _ in range(self.partitions)]
+        self._heads: list[float | None] = [None] * self.partitions
+        self._picks = [0] * self.partitions
+        self._known = [False] * self.partitions
+        self.refresh = max(1, int(refresh))
+        self._since_refresh = self.refresh  # the first pick refreshes
+        self._turn = 0
+        self.wait_replicas = max(0, int(wait_replicas))
+        self.wait_ms = int(wait_ms)
+        #: node -> monotonic time until which WAIT is skipped (it had too few replicas)
+        self._no_wait_until: dict[str, float] = {}
+        #: WAIT calls made, and those that returned fewer replicas than asked
+        self.waits = 0
+        self.waits_short = 0
+        #: extra pick round trips because the best known partition had nothing to give
+        self.pick_retries = 0
 
     # --- connection -----------------------------------------------------------------
     def open(self) -> None:
-        """Check that Redis answers and load the script; :class:`RedisUnavailable` if not."""
+        """Check that Redis answers, that the crawl's partition count is this client's,
+        and load the script; :class:`RedisUnavailable` / :class:`RedisLayoutError` if
+        not."""
         try:
             self.server.ping()
+            self._check_layout()
             self._sha = self.server.script_load(STEP_LUA)
         except REDIS_DOWN as exc:
             raise RedisUnavailable(unreachable_message(self.server, exc)) from None
+
+    def _check_layout(self) -> None:
+        """Refuse to join a crawl split into another number of partitions (its seen sets
+        would not be this worker's: URLs would be fetched twice)."""
+        name = self.layout.partitions_key
+        mine = str(self.partitions).encode()
+        if self.partitions > 1 or self.cluster:
+            if not self.cluster and self.server.exists(f"{self.key}:seen"):
+                theirs = b"1"
+            else:
+                self.server.set(name, mine, nx=True)
+                theirs = self.server.get(name) or mine
+        else:
+            theirs = self.server.get(name) or mine
+        if theirs != mine:
+            raise RedisLayoutError(
+                f"the shared frontier {self.key} is split into {theirs.decode()} partitions,"
+                f" not {self.partitions}: set FOCUSED_REDIS_PARTITIONS={theirs.decode()}"
+                " (or clear it: python -m focused.distributed clear)"
+            )
 
     def close(self) -> None:
         """Disconnect. The shared frontier stays in Redis (see :meth:`clear`)."""
         self.server.close()
 
     def clear(self) -> int:
-        """Delete every key of this frontier (never called by a crawl); the number deleted."""
-        return int(self.server.delete(*self.keys))
+        """Delete every key of this frontier (never called by a crawl); the number deleted.
+        ``UNLINK``: the memory is freed in the background, so that deleting a frontier of
+        millions of URLs does not stall the server (on a cluster, long enough for its
+        peers to take it for failed)."""
+        n = 0
+        for p in range(self.partitions):
+            n += int(self.server.unlink(*self.part_keys[p], *self.layout.rescore_keys(p)))
+        if self.layout.tagged:
+            n += int(self.server.unlink(self.layout.partitions_key))
+        return n
 
     # --- packing --------------------------------------------------------------------
     def _payload(self, e: Entry) -> bytes:
@@ -257,17 +348,41 @@ class RedisFrontier:
         )
 
     # --- staging (no round trip) ----------------------------------------------------
+    def _stage(self, op: tuple[str, bytes, bytes, bytes], route: int) -> None:
+        self.outbox.append(op)
+        self._routes.append(route)
+
+    def _route_of_url(self, url: str) -> int:
+        return self.layout.partition_of_url(url) if self.partitions > 1 else 0
+
+    def _route_of_fp(self, fp: bytes) -> int:
+        if self.partitions == 1:
+            return 0
+        return self._where.get(fp, -1)
+
+    def _route_of(self, op: tuple[str, bytes, bytes, bytes]) -> int:
+        """The partition of a staged operation: its URL's for a push, the partition this
+        client picked it from for the others, else -1 (sent to every partition: an
+        operation on a fingerprint a partition does not hold does nothing)."""
+        if self.partitions == 1:
+            return 0
+        if op[0] in "pPC":
+            nu = _URL_LEN.unpack_from(op[3], _URL_LEN_AT)[0]
+            return self._route_of_url(op[3][_HEAD.size : _HEAD.size + nu].decode("utf-8"))
+        return self._route_of_fp(op[1])
+
     def stage_push(self, entry: Entry, dont_filter: bool = False) -> None:
         """Queue ``entry`` at the next :meth:`sync`: added if never seen, promoted if it
         waits with a lower priority; with ``dont_filter`` also queued again when it is
         in flight (a retry) or finished."""
-        self.outbox.append(
+        self._stage(
             (
                 "P" if dont_filter else "p",
                 _FP.pack(entry.fp),
                 repr(float(clamp_priority(entry.priority))).encode(),
                 self._payload(entry),
-            )
+            ),
+            self._route_of_url(entry.url),
         )
 
     def stage_copy(self, entry: Entry) -> None:
@@ -275,26 +390,33 @@ class RedisFrontier:
         :meth:`sync`, never filtered: as itself when its URL neither waits nor is in
         flight (new, or finished: queued again), else as a copy with a fingerprint of its
         own (code :data:`COPIED`; the picked entry's ``fp`` is the copy's)."""
-        self.outbox.append(
+        self._stage(
             (
                 "C",
                 _FP.pack(entry.fp),
                 repr(float(clamp_priority(entry.priority))).encode(),
                 self._payload(entry),
-            )
+            ),
+            self._route_of_url(entry.url),
         )
 
     def stage_finish(self, fp: int, error: bool = False) -> None:
         """Move an in-flight (or re-queued) URL to the done (or the error) queue."""
-        self.outbox.append(("e" if error else "d", _FP.pack(fp), b"", b""))
+        key = _FP.pack(fp)
+        self._stage(("e" if error else "d", key, b"", b""), self._route_of_fp(key))
+        self._where.pop(key, None)
 
     def stage_release(self, fp: int) -> None:
         """Give an in-flight URL back to the queue, in its old place (not fetched)."""
-        self.outbox.append(("r", _FP.pack(fp), b"", b""))
+        key = _FP.pack(fp)
+        self._stage(("r", key, b"", b""), self._route_of_fp(key))
+        self._where.pop(key, None)
 
     def stage_renew(self, fps: Iterator[int] | list[int] | set[int]) -> None:
         """Extend the leases of these in-flight URLs to ``now + lease``."""
-        self.outbox.extend(("l", _FP.pack(fp), b"", b"") for fp in fps)
+        for fp in fps:
+            key = _FP.pack(fp)
+            self._stage(("l", key, b"", b""), self._route_of_fp(key))
 
     @property
     def pending(self) -> int:
@@ -309,6 +431,8 @@ class RedisFrontier:
         busy_hosts: Collection[str] = (),
         scan: int = DEFAULT_SCAN,
         delayed_hosts: Collection[str] = (),
+        *,
+        refresh: bool | None = None,
     ) -> Step:
         """Send the staged operations and (``BEST`` / ``ANNEAL``) pick the next URL.
 
@@ -320,14 +444,75 @@ class RedisFrontier:
         nothing when there is none. An entry's host is its URL's, whatever
         ``download_slot`` its meta names.
 
+        With several partitions the pick goes to the partition whose best waiting entry
+        (as this client last heard) is the best; every partition is asked again
+        (``refresh``) every :attr:`refresh` picks, on a call without a pick and without
+        staged operations, and when none is known to have waiting entries. When the
+        chosen partition gives nothing (empty meanwhile, or only busy hosts), the next
+        best is tried (one more round trip each).
+
         One round trip (a pipeline of Lua calls when more than ``batch`` operations are
-        staged). On a connection error the staged operations are kept for the next call
-        and the error is raised; they are idempotent, so sending them twice is harmless.
+        staged; one pipeline per node on a cluster). On a connection error the staged
+        operations are kept for the next call and the error is raised; they are
+        idempotent, so sending them twice is harmless.
         """
         if self._sha is None:
             self.open()
-        ops = self.outbox
-        chunks = [ops[i : i + self.batch] for i in range(0, len(ops), self.batch)] or [[]]
+        pick = _Pick(mode, annealer, self._pick_params(mode, annealer))
+        if mode != NO_PICK and busy_hosts:
+            delayed = [h for h in delayed_hosts if h in busy_hosts]
+            full = [h for h in busy_hosts if h not in delayed_hosts]
+            pick.tail = [max(1, int(scan)), len(full), *full, len(delayed), *delayed]
+        if refresh is None:
+            due = mode != NO_PICK and self._since_refresh >= self.refresh
+            refresh = due or (mode == NO_PICK and not self.outbox)
+        step = self._rounds(pick, self._ops_by_partition(), refresh)
+        if mode != NO_PICK:
+            self._since_refresh += 1
+        step.counts = self.counts = self._total()
+        return step
+
+    def _rounds(
+        self, pick: _Pick, by_part: dict[int, list[tuple[str, bytes, bytes, bytes]]], refresh: bool
+    ) -> Step:
+        """The round trips of one :meth:`sync`: the staged operations (and every partition
+        when ``refresh``) with the pick in the best known partition, then the next best
+        ones while the pick gives nothing."""
+        step = Step(picks=-1)
+        tried: set[int] = set()
+        pick.target = self._target(pick.mode, tried)
+        if self.partitions == 1 or (pick.mode != NO_PICK and pick.target is None):
+            refresh = True  # (nothing known to wait: ask every partition, then pick)
+        first = True
+        while True:
+            parts = set(range(self.partitions)) if first and refresh else set()
+            if first:
+                parts |= set(by_part)
+            if pick.target is not None:
+                parts.add(pick.target)
+            if not parts:
+                break
+            last_chance = self._target(pick.mode, tried | {pick.target}) is None
+            replies = self._execute_parts(
+                sorted(parts), by_part if first else {}, pick, last_chance
+            )
+            self._absorb(step, replies, pick)
+            if first:
+                self.outbox, self._routes = [], []
+                if refresh:
+                    self._since_refresh = 0
+            first = False
+            if pick.mode == NO_PICK or step.entry is not None:
+                break
+            if pick.target is not None:
+                tried.add(pick.target)
+            pick.target = self._target(pick.mode, tried)
+            if pick.target is None:
+                break
+            self.pick_retries += 1
+        return step
+
+    def _pick_params(self, mode: int, annealer: Annealer | None) -> tuple[Any, ...]:
         u1 = u2 = 0.0
         k, t0, alpha, t_min = 1, 0.0, 1.0, 0.0
         if mode == ANNEAL:
@@ -335,57 +520,193 @@ class RedisFrontier:
                 raise ValueError("mode ANNEAL needs an annealer")
             k, t0, alpha, t_min = annealer.k, annealer.t0, annealer.alpha, annealer.t_min
             u1, u2 = annealer.rng.random(), annealer.rng.random()
-        tail: list[Any] = []
-        if mode != NO_PICK and busy_hosts:
-            delayed = [h for h in delayed_hosts if h in busy_hosts]
-            full = [h for h in busy_hosts if h not in delayed_hosts]
-            tail = [max(1, int(scan)), len(full), *full, len(delayed), *delayed]
-        params = (k, t0, alpha, t_min, u1, u2)
-        try:
-            replies = self._execute(chunks, mode, *params, tail=tail)
-        except redis.exceptions.NoScriptError:  # the server restarted: load it again
-            self._sha = self.server.script_load(STEP_LUA)
-            replies = self._execute(chunks, mode, *params, tail=tail)
-        self.outbox = []
+        return (k, t0, alpha, t_min, u1, u2)
+
+    def _ops_by_partition(self) -> dict[int, list[tuple[str, bytes, bytes, bytes]]]:
+        if self.partitions == 1:
+            return {0: self.outbox} if self.outbox else {}
+        out: dict[int, list[tuple[str, bytes, bytes, bytes]]] = {}
+        for op, route in zip(self.outbox, self._routes, strict=True):
+            for p in range(self.partitions) if route < 0 else (route,):
+                out.setdefault(p, []).append(op)
+        return out
+
+    def _target(self, mode: int, tried: set[int]) -> int | None:
+        """The partition to pick from: the best known head among those not tried yet
+        that are known to have waiting entries (ties: in turn)."""
+        if mode == NO_PICK:
+            return None
+        n = self.partitions
+        if n == 1:
+            return None if 0 in tried else 0
+        best: int | None = None
+        for i in range(n):
+            p = (self._turn + i) % n
+            head = self._heads[p]
+            if p in tried or head is None or self._part_counts[p].waiting <= 0:
+                continue
+            if best is None or head > self._heads[best]:  # type: ignore[operator]
+                best = p
+        return best
+
+    def _execute_parts(
+        self,
+        parts: list[int],
+        by_part: dict[int, list[tuple[str, bytes, bytes, bytes]]],
+        pick: _Pick,
+        last_chance: bool,
+    ) -> list[tuple[int, list, Any]]:
+        """Run the step script on ``parts`` (the pick on ``pick.target``, which may take
+        the entry of a full host only when no other partition is left: ``last_chance``);
+        ``(partition, chunk, reply)`` per call, in order."""
+        tail = pick.tail + ([] if last_chance or not pick.tail else [1])
+        calls: list[tuple[int, list, list[Any]]] = []
+        for p in parts:
+            ops = by_part.get(p, [])
+            chunks = [ops[i : i + self.batch] for i in range(0, len(ops), self.batch)] or [[]]
+            last = len(chunks) - 1
+            offset = sum(self._picks) - self._picks[p] if self.partitions > 1 else 0
+            for i, chunk in enumerate(chunks):
+                picking = p == pick.target and i == last
+                args: list[Any] = [
+                    self.lease_ms,
+                    pick.mode if picking else NO_PICK,
+                    *(repr(float(x)) if isinstance(x, float) else x for x in pick.params),
+                    offset,
+                    len(chunk),
+                ]
+                for op in chunk:
+                    args.extend(op)
+                if picking and tail:
+                    args.extend(tail)  # the busy hosts of the pick
+                calls.append((p, chunk, args))
+        durable = {p for p, chunk, _ in calls if any(op[0] in _DURABLE for op in chunk)}
+        if self.cluster:
+            replies = self._run_cluster(calls, durable)
+        else:
+            replies = self._run_single(calls, bool(durable))
+        return [(p, chunk, r) for (p, chunk, _), r in zip(calls, replies, strict=True)]
+
+    def _evalsha(self, pipe: Any, p: int, args: list[Any]) -> None:
+        keys = self.part_keys[p]
+        pipe.evalsha(self._sha, len(keys), *keys, *args)
+
+    def _run_single(self, calls: list[tuple[int, list, list[Any]]], durable: bool) -> list[Any]:
+        wait = durable and self._should_wait("server")
+        for attempt in (0, 1):
+            pipe = self.server.pipeline(transaction=False)
+            for p, _, args in calls:
+                self._evalsha(pipe, p, args)
+            if wait:
+                pipe.execute_command("WAIT", self.wait_replicas, self.wait_ms)
+            try:
+                replies = pipe.execute()
+                break
+            except redis.exceptions.NoScriptError:  # the server restarted: load it again
+                if attempt:
+                    raise
+                self._sha = self.server.script_load(STEP_LUA)
         self.round_trips += 1
-        step = Step()
-        for chunk, reply in zip(chunks, replies, strict=True):
+        if wait:
+            self._waited("server", int(replies.pop()))
+        return replies
+
+    def _run_cluster(
+        self, calls: list[tuple[int, list, list[Any]]], durable: set[int]
+    ) -> list[Any]:
+        """One pipeline per node, on that node's own connection, so that its ``WAIT``
+        follows the writes it must wait for (``WAIT`` counts a client's own writes)."""
+        groups: dict[str, tuple[Any, list[int]]] = {}
+        try:
+            for i, (p, _, _) in enumerate(calls):
+                node = self.server.get_node_from_key(self.part_keys[p][0])
+                groups.setdefault(node.name, (node, []))[1].append(i)
+        except CLUSTER_DOWN as exc:
+            raise self._cluster_down(exc) from None
+        replies: list[Any] = [None] * len(calls)
+        for name, (node, idx) in groups.items():
+            wait = any(calls[i][0] in durable for i in idx) and self._should_wait(name)
+            for attempt in (0, 1):
+                pipe = node.redis_connection.pipeline(transaction=False)
+                for i in idx:
+                    self._evalsha(pipe, calls[i][0], calls[i][2])
+                if wait:
+                    pipe.execute_command("WAIT", self.wait_replicas, self.wait_ms)
+                try:
+                    got = pipe.execute()
+                    break
+                except redis.exceptions.NoScriptError:  # a promoted replica: load it there
+                    if attempt:
+                        raise
+                    self._sha = node.redis_connection.script_load(STEP_LUA)
+                except CLUSTER_DOWN as exc:
+                    raise self._cluster_down(exc) from None
+            self.round_trips += 1
+            if wait:
+                self._waited(name, int(got.pop()))
+            for i, reply in zip(idx, got, strict=True):
+                replies[i] = reply
+        return replies
+
+    def _cluster_down(self, exc: BaseException) -> redis.exceptions.ConnectionError:
+        """A node failed or the slots moved: read the cluster's map again (for the next
+        call) and report the call as a connection error (the staged operations are kept
+        and sent again)."""
+        with contextlib.suppress(*CLUSTER_DOWN):
+            self.server.nodes_manager.initialize()
+        return redis.exceptions.ConnectionError(f"Redis Cluster: {exc}")
+
+    def _should_wait(self, node: str) -> bool:
+        if not self.wait_replicas:
+            return False
+        return time.monotonic() >= self._no_wait_until.get(node, 0.0)
+
+    def _waited(self, node: str, replicas: int) -> None:
+        """A ``WAIT`` answered: with too few replicas (none since a failover), the node
+        is not waited for during :data:`NO_WAIT_FOR` s (each call would take ``wait_ms``)."""
+        self.waits += 1
+        if replicas < self.wait_replicas:
+            self.waits_short += 1
+            self._no_wait_until[node] = time.monotonic() + NO_WAIT_FOR
+
+    def _absorb(self, step: Step, replies: list[tuple[int, list, Any]], pick: _Pick) -> None:
+        for p, chunk, reply in replies:
             for (op, fp, _, _), code in zip(chunk, reply[0], strict=True):
                 step.results.append((op, _FP.unpack(fp)[0], int(code)))
                 if code == PROMOTED:
                     self.promoted += 1
-        last = replies[-1]
-        picked, temp, worse, picks, waiting, in_flight, done, error = last[1:9]
-        step.counts = self.counts = Counts(int(waiting), int(in_flight), int(done), int(error))
-        step.temperature = float(temp)
-        step.accepted_worse = bool(worse)
-        step.picks = int(picks)
-        if picked:
+            picked, temp, worse, picks, waiting, in_flight, done, error = reply[1:9]
+            self._part_counts[p] = Counts(int(waiting), int(in_flight), int(done), int(error))
+            head = reply[9]
+            self._heads[p] = None if head is None else -float(head)
+            self._picks[p] = int(reply[10])
+            self._known[p] = True
+            if p != pick.target or not picked:
+                continue
+            step.temperature = float(temp)
+            step.accepted_worse = bool(worse)
+            step.picks = int(picks)
             step.entry = self._entry(picked[0], picked[1])
-        if mode == ANNEAL and annealer is not None and step.picks >= 0:
-            annealer.picks = step.picks + 1
-            annealer.temperature = step.temperature
-            annealer.accepted_worse += int(step.accepted_worse)
-        return step
+            if self.partitions > 1:
+                self._where[bytes(picked[0])] = p
+                self._turn = (p + 1) % self.partitions
+            annealer = pick.annealer
+            if pick.mode == ANNEAL and annealer is not None and step.picks >= 0:
+                annealer.picks = step.picks + 1
+                annealer.temperature = step.temperature
+                annealer.accepted_worse += int(step.accepted_worse)
 
-    def _execute(
-        self, chunks: list[list], mode: int, *params: float, tail: list[Any] | None = None
-    ) -> list[Any]:
-        pipe = self.server.pipeline(transaction=False)
-        last = len(chunks) - 1
-        for i, chunk in enumerate(chunks):
-            args: list[Any] = [
-                self.lease_ms,
-                mode if i == last else NO_PICK,
-                *(repr(float(p)) if isinstance(p, float) else p for p in params),
-                len(chunk),
-            ]
-            for op in chunk:
-                args.extend(op)
-            if i == last and tail:
-                args.extend(tail)  # the busy hosts of the pick
-            pipe.evalsha(self._sha, len(self.keys), *self.keys, *args)
-        return pipe.execute()
+    def _total(self) -> Counts:
+        """The crawl's queues as this client last heard of each partition."""
+        if self.partitions == 1:
+            return self._part_counts[0]
+        c = self._part_counts
+        return Counts(
+            sum(x.waiting for x in c),
+            sum(x.in_flight for x in c),
+            sum(x.done for x in c),
+            sum(x.error for x in c),
+        )
 
     # --- the Frontier interface (one round trip each) -------------------------------
     def push(self, entry: Entry) -> bool:
@@ -415,35 +736,52 @@ class RedisFrontier:
 
     def get(self, fp: int) -> Entry | None:
         key = _FP.pack(fp)
-        stored = self.server.hget(self.keys[1], key)
-        if stored is None or self.server.zscore(self.keys[2], key) is not None:
-            return None
-        return self._entry(key, stored)
+        known = self._where.get(key)
+        for p in range(self.partitions) if known is None else (known,):
+            keys = self.part_keys[p]
+            stored = self.server.hget(keys[1], key)
+            if stored is None:
+                continue
+            if self.server.zscore(keys[2], key) is not None:
+                return None
+            return self._entry(key, stored)
+        return None
 
     def __contains__(self, fp: object) -> bool:
         return isinstance(fp, int) and self.get(fp) is not None
 
     def __len__(self) -> int:
-        return int(self.server.zcard(self.keys[0]))
+        return sum(int(self.server.zcard(keys[0])) for keys in self.part_keys)
 
     def entries(self) -> Iterator[Entry]:
-        in_flight = {fp for fp, _ in self.server.zscan_iter(self.keys[2])}
-        for fp, stored in self.server.hscan_iter(self.keys[1]):
-            if fp not in in_flight:
-                yield self._entry(fp, stored)
+        for keys in self.part_keys:
+            in_flight = {fp for fp, _ in self.server.zscan_iter(keys[2])}
+            for fp, stored in self.server.hscan_iter(keys[1]):
+                if fp not in in_flight:
+                    yield self._entry(fp, stored)
 
     # --- inspection -----------------------------------------------------------------
     def status(self) -> dict[str, int]:
-        """Queue sizes and counters of the shared crawl (one round trip)."""
+        """Queue sizes and counters of the shared crawl, summed over the partitions (one
+        round trip; one per node on a cluster)."""
         pipe = self.server.pipeline(transaction=False)
-        pipe.zcard(self.keys[0])
-        pipe.zcard(self.keys[2])
-        pipe.scard(self.keys[3])
-        pipe.hgetall(self.keys[4])
-        waiting, in_flight, seen, stats = pipe.execute()
-        out = {"waiting": int(waiting), "in_flight": int(in_flight), "seen": int(seen)}
-        for name in ("done", "error", "promoted", "reclaimed", "picks", "accepted_worse"):
-            out[name] = int(stats.get(name.encode(), 0))
+        for keys in self.part_keys:
+            pipe.zcard(keys[0])
+            pipe.zcard(keys[2])
+            pipe.scard(keys[3])
+            pipe.hgetall(keys[4])
+        got = pipe.execute()
+        names = ("done", "error", "promoted", "reclaimed", "picks", "accepted_worse")
+        out = dict.fromkeys(("waiting", "in_flight", "seen", *names), 0)
+        for at in range(0, len(got), 4):
+            waiting, in_flight, seen, stats = got[at : at + 4]
+            out["waiting"] += int(waiting)
+            out["in_flight"] += int(in_flight)
+            out["seen"] += int(seen)
+            for name in names:
+                out[name] += int(stats.get(name.encode(), 0))
+        if self.partitions > 1:
+            out["partitions"] = self.partitions
         return out
 
     # --- outbox on disk (Redis down at the close) -----------------------------------
@@ -455,13 +793,14 @@ class RedisFrontier:
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_bytes(pickle.dumps({"key": self.key, "ops": saved}))
         os.replace(tmp, path)
-        self.outbox = []
+        self.outbox, self._routes = [], []
         return len(ops)
 
     def restore_outbox(self, path: str | os.PathLike[str]) -> int:
         """Stage the operations a previous run saved in ``path`` (same key); the number."""
         ops = load_outbox_file(Path(path), self.key)
         self.outbox = ops + self.outbox
+        self._routes = [self._route_of(op) for op in ops] + self._routes
         return len(ops)
 
 

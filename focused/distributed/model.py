@@ -24,6 +24,12 @@ ones again with the merged model, and with its next round trip a script writes t
 priorities (``ZADD XX`` of the entry's own member, value and priority in the entry), only
 for entries still waiting with that member: a URL picked meanwhile is not touched, and
 since the pick and the rewrite are both atomic scripts, no two workers take one URL.
+
+With several partitions (:mod:`focused.distributed.partition`) the model's keys are
+``{<key>}:model:*`` (one hash tag: one cluster slot) and the rescoring runs per partition:
+each partition has its own lease and scan cursor (``{<key>:p3}:rescore:lock``,
+``{<key>:p3}:rescore``), and a worker's model round trips take the partitions in turn, so
+that different workers may rescore different partitions at once.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from typing import Any
 import numpy as np
 import redis
 
+from focused.distributed.partition import Layout
 from focused.ranking.modelstate import ModelDelta, decode_delta, encode_delta
 
 __all__ = ["SYNC_LUA", "SharedModel", "parse_snapshot"]
@@ -180,20 +187,42 @@ class SharedModel:
     rescored: list[tuple[bytes, bytes, int, float]] = field(default_factory=list)
     moved: int = 0
     rescore_rounds: int = 0
+    #: the frontier's key layout (default: one partition under ``key``)
+    layout: Layout | None = None
+    #: the partition the last scan (and so :attr:`rescored`) came from
+    scan_partition: int = 0
 
     def __post_init__(self) -> None:
-        k = self.key
-        self.model_keys = [f"{k}:model:{n}" for n in ("counts", "sums", "meta", "terms", "log")]
-        self.lock_keys = [f"{k}:rescore:lock", f"{k}:rescore"]
-        self._sync = self.server.register_script(SYNC_LUA)
-        self._snapshot = self.server.register_script(SNAPSHOT_LUA)
-        self._scan = self.server.register_script(SCAN_LUA)
-        self._apply = self.server.register_script(APPLY_LUA)
+        if self.layout is None:
+            self.layout = Layout(self.key)
+        layout = self.layout
+        self.model_keys = layout.model_keys()
+        n = layout.partitions
+        self.partition_lock_keys = [layout.rescore_keys(p) for p in range(n)]
+        self.partition_keys = [layout.frontier_keys(p) for p in range(n)]
+        self.lock_keys = self.partition_lock_keys[0]
+        self._next_scan = 0
+        self._scripts = [
+            self.server.register_script(text)
+            for text in (SYNC_LUA, SNAPSHOT_LUA, SCAN_LUA, APPLY_LUA)
+        ]
+        self._sync, self._snapshot, self._scan, self._apply = self._scripts
+
+    def _load_scripts(self) -> None:
+        """Load the scripts (on every master of a cluster): after a failover the promoted
+        replica does not have them."""
+        for script in self._scripts:
+            script.sha = self.server.script_load(script.script)
 
     def snapshot(self) -> ModelDelta:
         """The whole shared model (one round trip); later syncs continue from it."""
         self.round_trips += 1
-        self.seq, delta = parse_snapshot(self._snapshot(keys=self.model_keys))
+        try:
+            reply = self._snapshot(keys=self.model_keys)
+        except redis.exceptions.NoScriptError:
+            self._load_scripts()
+            reply = self._snapshot(keys=self.model_keys)
+        self.seq, delta = parse_snapshot(reply)
         return delta
 
     def sync(self, delta: ModelDelta | None, scan: int = 0) -> tuple[list[ModelDelta] | None, list]:
@@ -204,27 +233,17 @@ class SharedModel:
         kept for the next call and the error raised."""
         if delta is not None and not delta.empty:
             self.unsent.append(encode_delta(delta))
-        pipe = self.server.pipeline(transaction=False)
-        self._sync(
-            keys=self.model_keys, args=[self.worker, self.seq, self.cap, *self.unsent], client=pipe
-        )
         rescored = self.rescored
-        if rescored:
-            args: list[Any] = [self.worker, len(rescored)]
-            for fp, member, prio, value in rescored:
-                args += [fp, member, str(int(prio)), _VALUE.pack(value)]
-            keys = [
-                self.lock_keys[0],
-                f"{self.key}:data",
-                f"{self.key}:queue",
-                f"{self.key}:inflight",
-            ]
-            self._apply(keys=keys, args=args, client=pipe)
-        if scan > 0:
-            keys = [*self.lock_keys, f"{self.key}:data"]
-            self._scan(keys=keys, args=[self.worker, self.lock_ms, scan], client=pipe)
-        replies = pipe.execute()
+        part = self._next_scan
+        try:
+            replies = self._pipeline(rescored, scan, part)
+        except redis.exceptions.NoScriptError:
+            self._load_scripts()
+            replies = self._pipeline(rescored, scan, part)
         self.round_trips += 1
+        if scan > 0:
+            self.scan_partition = part
+            self._next_scan = (part + 1) % len(self.partition_keys)
         self.unsent = []
         self.rescored = []
         seq, fresh, entries = replies[0]
@@ -243,6 +262,26 @@ class SharedModel:
         self.seq = int(seq)
         return out, scanned
 
+    def _pipeline(self, rescored: list, scan: int, part: int) -> list[Any]:
+        """The model script, the rescored entries' write (partition of the last scan)
+        and the next scan (partition ``part``): one pipeline (one per node on a cluster)."""
+        pipe = self.server.pipeline(transaction=False)
+        self._sync(
+            keys=self.model_keys, args=[self.worker, self.seq, self.cap, *self.unsent], client=pipe
+        )
+        if rescored:
+            args: list[Any] = [self.worker, len(rescored)]
+            for fp, member, prio, value in rescored:
+                args += [fp, member, str(int(prio)), _VALUE.pack(value)]
+            q = self.scan_partition
+            queue, data, inflight = (self.partition_keys[q][i] for i in (0, 1, 2))
+            keys = [self.partition_lock_keys[q][0], data, queue, inflight]
+            self._apply(keys=keys, args=args, client=pipe)
+        if scan > 0:
+            keys = [*self.partition_lock_keys[part], self.partition_keys[part][1]]
+            self._scan(keys=keys, args=[self.worker, self.lock_ms, scan], client=pipe)
+        return pipe.execute()
+
     def stage_rescore(self, scanned: list, rescorer: Any) -> int:
         """Value the waiting entries of a scan again (``rescorer``: the strategy's
         :meth:`rescore`); written with the next :meth:`sync`. The number staged."""
@@ -258,7 +297,7 @@ class SharedModel:
         return len(items)
 
     def release(self) -> None:
-        """Give the rescoring lease up (at the close) when this worker holds it."""
-        lock = self.lock_keys[0]
-        if self.server.get(lock) == self.worker.encode():
-            self.server.delete(lock)
+        """Give the rescoring leases up (at the close) that this worker holds."""
+        for lock, _ in self.partition_lock_keys:
+            if self.server.get(lock) == self.worker.encode():
+                self.server.delete(lock)

@@ -2,7 +2,9 @@
 --
 -- KEYS: <key>:queue, <key>:data, <key>:inflight, <key>:seen, <key>:stats
 -- ARGV: lease (ms), pick mode (0 none, 1 best, 2 annealing), K, T0, alpha, T_min,
---       u1, u2 (the worker's two uniform numbers), the number of staged operations,
+--       u1, u2 (the worker's two uniform numbers), the picks of the crawl's other
+--       partitions that the worker knows of (0 with one partition), the number of staged
+--       operations,
 --       then 4 arguments per operation: op, fingerprint (8 bytes), priority, payload.
 --   op 'p' push, 'P' push of a dont_filter request (a retry), 'C' push of a dont_filter
 --      request that is not a retry (a copy of its own when the URL waits or is in
@@ -13,12 +15,14 @@
 --   takes the best entry (or the top K for annealing) whose URL's host is neither,
 --   looking at no more than `scan` queued entries: the best waiting URL among the hosts
 --   the worker may fetch now (focused/frontier/hostaware.py); when there is none, the
---   best of a full host (it waits in its slot for a transfer, not for a delay).
+--   best of a full host (it waits in its slot for a transfer, not for a delay), unless
+--   the optional last argument is 1 (the worker tries another partition first).
 -- 1. apply the operations in order (a code each), 2. hand expired leases back to the
 -- queue, 3. optionally pick: the best entry, or the simulated-annealing choice between
 -- the best and one drawn from the top K (He, Cheng & Cai 2009), T shared by all workers.
 -- Returns {codes, {fp, data} or {}, T, accepted worse (0/1), picks before this one,
---          waiting, in flight, done, error}.
+--          waiting, in flight, done, error, the score of the best waiting entry after
+--          the pick (false: none), this partition's picks}.
 
 local queue, data, inflight, seen, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local lease = tonumber(ARGV[1])
@@ -26,7 +30,8 @@ local mode = tonumber(ARGV[2])
 local k = tonumber(ARGV[3])
 local t0, alpha, tmin = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local u1, u2 = tonumber(ARGV[7]), tonumber(ARGV[8])
-local nops = tonumber(ARGV[9])
+local offset = tonumber(ARGV[9])
+local nops = tonumber(ARGV[10])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
@@ -64,7 +69,7 @@ local function copy_of(fp, n)
 end
 
 local codes = {}
-local i = 10
+local i = 11
 for n = 1, nops do
   local op, fp, prio, payload = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   i = i + 4
@@ -143,6 +148,7 @@ local at = i + 2 + nfull
 local ndelayed = tonumber(ARGV[at] or '0') or 0
 for n = 1, ndelayed do delayed[ARGV[at + n]] = true end
 local nbusy = nfull + ndelayed
+local nospare = ARGV[at + ndelayed + 1] == '1'
 
 -- leases of dead workers: back to the queue, with their old place
 local expired = redis.call('ZRANGEBYSCORE', inflight, '-inf', now, 'LIMIT', 0, 256)
@@ -191,12 +197,12 @@ if mode > 0 then
       end
       start = stop + 1
     end
-    if #top == 0 then top = spare end
+    if #top == 0 and not nospare then top = spare end
   end
   if #top > 0 then
     local chosen = 1
     if mode == 2 then
-      picks = redis.call('HINCRBY', stats, 'picks', 1) - 1
+      picks = redis.call('HINCRBY', stats, 'picks', 1) - 1 + offset
       if t0 > 0 then temp = math.max(tmin, t0 * alpha ^ picks) end
       if #top > 1 and temp > 0 then
         local j = math.floor(u1 * #top)
@@ -223,7 +229,9 @@ if mode > 0 then
     picked = {fp, redis.call('HGET', data, fp)}
   end
 end
-local st = redis.call('HMGET', stats, 'done', 'error')
+local st = redis.call('HMGET', stats, 'done', 'error', 'picks')
+local head = redis.call('ZRANGE', queue, 0, 0, 'WITHSCORES')
 return {codes, picked, tostring(temp), worse, picks,
         redis.call('ZCARD', queue), redis.call('ZCARD', inflight),
-        tonumber(st[1] or 0), tonumber(st[2] or 0)}
+        tonumber(st[1] or 0), tonumber(st[2] or 0), head[2] or false,
+        tonumber(st[3] or 0)}

@@ -51,7 +51,7 @@ from focused.distributed.frontier import (
     clamp_priority,
 )
 from focused.distributed.model import SharedModel
-from focused.errors import RedisUnavailable
+from focused.errors import RedisLayoutError, RedisUnavailable
 from focused.frontier.journal import DONE, ERROR
 from focused.frontier.seen import FingerprintTable, url_fingerprint
 from focused.scheduler import COPY_META, DONT_FILTER, FocusedScheduler
@@ -110,12 +110,20 @@ class RedisScheduler(FocusedScheduler):
     scrapy-redis) gives each spider and topic its own frontier. ``enqueue_request``
     answers ``False`` for a duplicate this worker knows of (see there).
 
+    ``FOCUSED_REDIS_PARTITIONS`` splits the frontier by host into partitions under hash
+    tags (:mod:`focused.distributed.partition`); ``FOCUSED_REDIS_CLUSTER_NODES`` puts it
+    on a Redis Cluster; ``FOCUSED_REDIS_WAIT`` waits for replicas after the round trips
+    that push or finish URLs, so that a failover loses none of them.
+
     Settings: ``REDIS_URL`` (or ``REDIS_HOST``/``REDIS_PORT``), ``REDIS_PARAMS``,
-    ``FOCUSED_REDIS_KEY``, ``FOCUSED_REDIS_LEASE``, ``FOCUSED_OUTPUT_DIR`` and the
+    ``FOCUSED_REDIS_KEY``, ``FOCUSED_REDIS_LEASE``, ``FOCUSED_REDIS_PARTITIONS``,
+    ``FOCUSED_REDIS_CLUSTER_NODES``, ``FOCUSED_REDIS_WAIT``, ``FOCUSED_OUTPUT_DIR`` and the
     annealing settings of the base class. Stats: those of the base class
     (``focused/queue/*`` are the shared queues' sizes) and
     ``focused/redis/round_trips``, ``focused/redis/pushed``, ``focused/redis/ignored``,
-    ``focused/redis/in_flight_here``, ``focused/redis/released``.
+    ``focused/redis/in_flight_here``, ``focused/redis/released`` (with partitions
+    ``focused/redis/partitions``, ``focused/redis/pick_retries``; with
+    ``FOCUSED_REDIS_WAIT`` ``focused/redis/waits``, ``focused/redis/waits_short``).
     """
 
     OUTBOX_NAME = "redis-outbox.pickle"
@@ -131,9 +139,15 @@ class RedisScheduler(FocusedScheduler):
         output_dir: str = "out/crawl",
         model_every: int = 8,
         rescore_chunk: int = 1000,
+        partitions: int = 1,
+        wait_replicas: int = 0,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        #: partitions of the shared frontier (FOCUSED_REDIS_PARTITIONS)
+        self.partitions = max(1, int(partitions))
+        #: replicas to WAIT for after a round trip that pushed or finished URLs
+        self.wait_replicas = max(0, int(wait_replicas))
         #: learnt pages between two model round trips (0: no shared model)
         self.model_every = max(0, int(model_every))
         #: waiting entries rescored per model round trip by the lease holder (0: none)
@@ -185,6 +199,8 @@ class RedisScheduler(FocusedScheduler):
             host_scan=get(s, "FOCUSED_HOST_SCAN"),
             model_every=get(s, "FOCUSED_REDIS_MODEL_EVERY"),
             rescore_chunk=get(s, "FOCUSED_REDIS_RESCORE_CHUNK"),
+            partitions=get(s, "FOCUSED_REDIS_PARTITIONS"),
+            wait_replicas=get(s, "FOCUSED_REDIS_WAIT"),
         )
 
     def key_for(self, spider: Spider) -> str:
@@ -224,11 +240,13 @@ class RedisScheduler(FocusedScheduler):
             dump_extra=self._dump_extra,
             load_extra=self._load_extra,
             whole=_keeps_request,
+            partitions=self.partitions,
+            wait_replicas=self.wait_replicas,
         )
         self.frontier = self.redis  # the base class's stats and rescoring read it
         try:
             self.redis.open()
-        except RedisUnavailable as exc:
+        except (RedisUnavailable, RedisLayoutError) as exc:
             # Not CloseSpider: raised here, Scrapy 2.19 then fails to close its scraper.
             logger.error("focused: error: %s", exc)
             self.redis = None
@@ -317,7 +335,7 @@ class RedisScheduler(FocusedScheduler):
         if self.in_flight:
             self._settle()  # fetched here and over: done or failed
         if self._pending() == 0 or self.redis.pending:
-            self._sync()
+            self._sync(refresh=self._pending() == 0)  # every partition before "nothing left"
             if self._down_since is not None:
                 return True
         return self._pending() > 0
@@ -426,16 +444,25 @@ class RedisScheduler(FocusedScheduler):
         final: bool = False,
         busy_hosts: set[str] | None = None,
         delayed_hosts: set[str] | None = None,
+        refresh: bool | None = None,
     ) -> Step | None:
         """One round trip; ``None`` (and the staged changes kept) when Redis is down.
         ``busy_hosts``: the pick prefers the URLs of other hosts, and never takes one of
-        ``delayed_hosts`` (see :meth:`RedisFrontier.sync`)."""
+        ``delayed_hosts``; ``refresh``: ask every partition (see
+        :meth:`RedisFrontier.sync`)."""
         red = self.redis
         if red is None:
             return None
         try:
             annealer = self.annealer if mode == ANNEAL else None
-            step = red.sync(mode, annealer, busy_hosts or (), self.host_scan, delayed_hosts or ())
+            step = red.sync(
+                mode,
+                annealer,
+                busy_hosts or (),
+                self.host_scan,
+                delayed_hosts or (),
+                refresh=refresh,
+            )
         except REDIS_DOWN as exc:
             now = time.monotonic()
             if self._down_since is None:
@@ -452,6 +479,8 @@ class RedisScheduler(FocusedScheduler):
         if self._down_since is not None:
             logger.info("focused: Redis is back after %.1f s", time.monotonic() - self._down_since)
             self._down_since = None
+            self._idle_delay = self.idle_poll
+            self._poke_later()  # the engine may be waiting for its next heartbeat
         self._counts = step.counts
         for op, fp, code in step.results:
             if op not in _PUSHES:
@@ -562,7 +591,7 @@ class RedisScheduler(FocusedScheduler):
             return
         learner.share()
         self._initial_model = learner.model_state()
-        self.model = SharedModel(self.server, self.redis.key)
+        self.model = SharedModel(self.server, self.redis.key, layout=self.redis.layout)
         try:
             delta = self.model.snapshot()
         except REDIS_DOWN:
@@ -645,6 +674,12 @@ class RedisScheduler(FocusedScheduler):
         stats.set_value("focused/redis/in_flight_here", len(self.in_flight))
         stats.set_value("focused/redis/released", self.released)
         stats.set_value("focused/frontier/promoted", red.promoted)
+        if red.partitions > 1:
+            stats.set_value("focused/redis/partitions", red.partitions)
+            stats.set_value("focused/redis/pick_retries", red.pick_retries)
+        if red.wait_replicas:
+            stats.set_value("focused/redis/waits", red.waits)
+            stats.set_value("focused/redis/waits_short", red.waits_short)
 
 
 def _keeps_request(entry: Any) -> bool:

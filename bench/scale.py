@@ -42,6 +42,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -465,14 +466,17 @@ def _extras(results: dict[str, Any], args: argparse.Namespace) -> bool:
     return ok
 
 
-def cluster_main(args: argparse.Namespace) -> int:
-    """``--cluster only``: the cluster rows, the rest of ``scale.json`` kept."""
+def only_main(
+    args: argparse.Namespace, add: Callable[[dict[str, Any], argparse.Namespace], bool]
+) -> int:
+    """``--cluster only`` or ``--harvest only``: those rows, the rest of ``scale.json``
+    kept."""
     out = Path(args.out)
     path = out / "scale.json"
     results: dict[str, Any] = {}
     if path.is_file():
         results = json.loads(path.read_text(encoding="utf-8"))
-    ok = add_cluster(results, args)
+    ok = add(results, args)
     out.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
@@ -510,9 +514,9 @@ def main(argv: list[str] | None = None) -> int:
     _cluster_arguments(parser)
     args = parser.parse_args(argv)
     if args.harvest == "only":
-        return harvest_main(args)
+        return only_main(args, add_harvest)
     if args.cluster == "only":
-        return cluster_main(args)
+        return only_main(args, add_cluster)
     sizes = [int(x) for x in args.workers.split(",") if x.strip()]
     out = Path(args.out)
     work = out / "scale"
@@ -623,22 +627,6 @@ def add_harvest(results: dict[str, Any], args: argparse.Namespace) -> bool:
         " the worst run)."
     )
     return all(r["duplicate_fetches"] == 0 and r["pages_lost"] == 0 for r in got["harvest_runs"])
-
-
-def harvest_main(args: argparse.Namespace) -> int:
-    """``--harvest only``: the harvest rows, the rest of ``scale.json`` kept."""
-    out = Path(args.out)
-    path = out / "scale.json"
-    results: dict[str, Any] = {}
-    if path.is_file():
-        results = json.loads(path.read_text(encoding="utf-8"))
-    ok = add_harvest(results, args)
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    print(f"wrote {path}")
-    return 0 if ok else 1
 
 
 if __name__ == "__main__":

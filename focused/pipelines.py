@@ -7,6 +7,8 @@ import json
 import logging
 import os
 import sqlite3
+import subprocess
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Coroutine, Generator
@@ -670,15 +672,41 @@ class MetricsPipeline:
             return
         title = " / ".join(x for x in (self.topic, self.strategy) if x)
         try:
-            from focused.output.plot import plot_curves  # matplotlib only when needed
-
-            plot_curves(
-                {self.strategy or "crawl": self.curve.points},
+            _plot_in_child(
+                self.strategy or "crawl",
+                self.output_dir / "metrics.csv",
                 self.output_dir / "curve.png",
-                title=f"{title}: {self.curve.pages} pages" if title else "",
+                f"{title}: {self.curve.pages} pages" if title else "",
             )
         except Exception:  # a plot must never hide the crawl's data
             logger.exception("focused: could not draw %s", self.output_dir / "curve.png")
+
+
+#: seconds the child process that draws the curve may take
+PLOT_TIMEOUT = 120.0
+_PLOT_CODE = (
+    "import sys; from focused.output.plot import plot_curves; "
+    "plot_curves({sys.argv[1]: sys.argv[2]}, sys.argv[3], title=sys.argv[4])"
+)
+
+
+def _plot_in_child(label: str, csv_path: Path, png: Path, title: str) -> None:
+    """Draw ``csv_path``'s curve to ``png`` in a child process: matplotlib (~30 MB) is
+    never loaded into the crawler, whose peak memory is what a large crawl pays for.
+    The child reads the points back from the CSV the crawl just wrote (atomically)."""
+    root = str(Path(__file__).resolve().parents[1])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    done = subprocess.run(
+        [sys.executable, "-c", _PLOT_CODE, label, str(csv_path), str(png), title],
+        env=env,
+        capture_output=True,
+        timeout=PLOT_TIMEOUT,
+        check=False,
+    )
+    if done.returncode != 0:
+        tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:]
+        raise RuntimeError(f"the plot's process failed ({done.returncode}): {' '.join(tail)}")
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:

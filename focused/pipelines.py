@@ -7,8 +7,6 @@ import json
 import logging
 import os
 import sqlite3
-import subprocess
-import sys
 import time
 from collections import deque
 from collections.abc import Callable, Coroutine, Generator
@@ -26,6 +24,7 @@ from focused import signals as focused_signals
 from focused.defaults import get
 from focused.items import PageItem
 from focused.output.atomic import write_text
+from focused.output.child import run_python
 from focused.output.metrics import QUEUES, HarvestCurve
 from focused.output.record import write_record
 from focused.output.store import (
@@ -682,8 +681,6 @@ class MetricsPipeline:
             logger.exception("focused: could not draw %s", self.output_dir / "curve.png")
 
 
-#: seconds the child process that draws the curve may take
-PLOT_TIMEOUT = 120.0
 _PLOT_CODE = (
     "import sys; from focused.output.plot import plot_curves; "
     "plot_curves({sys.argv[1]: sys.argv[2]}, sys.argv[3], title=sys.argv[4])"
@@ -691,22 +688,10 @@ _PLOT_CODE = (
 
 
 def _plot_in_child(label: str, csv_path: Path, png: Path, title: str) -> None:
-    """Draw ``csv_path``'s curve to ``png`` in a child process: matplotlib (~30 MB) is
-    never loaded into the crawler, whose peak memory is what a large crawl pays for.
-    The child reads the points back from the CSV the crawl just wrote (atomically)."""
-    root = str(Path(__file__).resolve().parents[1])
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-    done = subprocess.run(
-        [sys.executable, "-c", _PLOT_CODE, label, str(csv_path), str(png), title],
-        env=env,
-        capture_output=True,
-        timeout=PLOT_TIMEOUT,
-        check=False,
-    )
-    if done.returncode != 0:
-        tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:]
-        raise RuntimeError(f"the plot's process failed ({done.returncode}): {' '.join(tail)}")
+    """Draw ``csv_path``'s curve to ``png`` in a child process (:mod:`focused.output.child`:
+    matplotlib never loads into the crawler); the child reads back the points the crawl
+    has just written to the CSV."""
+    run_python(_PLOT_CODE, label, str(csv_path), str(png), title)
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:

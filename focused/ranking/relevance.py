@@ -221,26 +221,44 @@ def joined_terms(text: str) -> str:
     return " ".join(out)
 
 
+# ASCII bytes stay, every other byte becomes 0x80: one ``find`` in C reaches the next
+# word holding a non-ASCII character
+_MARK_HIGH = bytes(b if b < 128 else 128 for b in range(256))
+
+
 def _joined_plain(text: str) -> str:
-    """:func:`joined_terms` of a text without Chinese."""
+    """:func:`joined_terms` of a text without Chinese: the runs of ASCII words between
+    words holding non-ASCII characters are filtered as bytes; only those words (a few
+    dozen on a page with accents or dashes) go through the regular expression."""
     try:
         data = text.encode("utf-8")
     except UnicodeError:  # a lone surrogate
         return " ".join(tokenize(text))
-    words = data.translate(_FOLD).split()
+    folded = data.translate(_FOLD)  # ASCII white space is now b" " only
     if data.isascii():
-        return b" ".join([w for w in words if w not in _STOP_BYTES]).decode("ascii")
-    out: list[str] = []
-    for w in words:
-        if w.isascii():
-            if w not in _STOP_BYTES:
-                out.append(w.decode("ascii"))
-            continue
-        for word in _WORD.findall(w.decode("utf-8")):
-            word = word.lower()
-            if word not in STOP_WORDS:
-                out.append(word)
-    return " ".join(out)
+        return _ascii_terms(folded)
+    marked = folded.translate(_MARK_HIGH)
+    chunks: list[str] = []
+    pos, end = 0, len(folded)
+    i = marked.find(128)
+    while i >= 0:
+        start = folded.rfind(32, 0, i) + 1  # the word holding byte i
+        stop = folded.find(32, i)
+        if stop < 0:
+            stop = end
+        if start > pos:
+            chunks.append(_ascii_terms(folded[pos:start]))
+        words = _WORD.findall(folded[start:stop].decode("utf-8"))
+        chunks.append(" ".join([w for w in map(str.lower, words) if w not in STOP_WORDS]))
+        pos = stop
+        i = marked.find(128, stop)
+    chunks.append(_ascii_terms(folded[pos:]))
+    return " ".join([c for c in chunks if c])
+
+
+def _ascii_terms(folded: bytes) -> str:
+    """The words of folded ASCII bytes without the stop words, joined by spaces."""
+    return b" ".join([w for w in folded.split() if w not in _STOP_BYTES]).decode("ascii")
 
 
 def _mixed_term_counts(text: str) -> Counter[bytes]:

@@ -27,6 +27,7 @@ from twisted.internet import task
 
 from focused.defaults import DEFAULTS, get
 from focused.output.atomic import write_text
+from focused.output.child import run_python
 from focused.output.metrics import QUEUES
 from focused.output.progress import Progress, Snapshot
 
@@ -49,6 +50,13 @@ SCRAPY_SETTINGS = (
     "ROBOTSTXT_OBEY",
     "USER_AGENT",
     "SCHEDULER",
+)
+
+
+#: the HTML report, drawn in a child process (matplotlib never loads into the crawler)
+_REPORT_CODE = (
+    "import sys; from focused.output.html_report import write_report; "
+    "print(write_report(sys.argv[1]))"
 )
 
 
@@ -138,9 +146,7 @@ class CrawlOutputExtension:
             return
         if self.write_report:
             try:
-                from focused.output.html_report import write_report  # matplotlib
-
-                path = write_report(self.output_dir)
+                path = run_python(_REPORT_CODE, str(self.output_dir)).strip()
                 logger.info("focused: crawl report in %s", path)
             except OSError as exc:
                 logger.warning(

@@ -24,6 +24,7 @@ from focused import signals as focused_signals
 from focused.defaults import get
 from focused.items import PageItem
 from focused.output.atomic import write_text
+from focused.output.child import run_python
 from focused.output.metrics import QUEUES, HarvestCurve
 from focused.output.record import write_record
 from focused.output.store import (
@@ -670,15 +671,27 @@ class MetricsPipeline:
             return
         title = " / ".join(x for x in (self.topic, self.strategy) if x)
         try:
-            from focused.output.plot import plot_curves  # matplotlib only when needed
-
-            plot_curves(
-                {self.strategy or "crawl": self.curve.points},
+            _plot_in_child(
+                self.strategy or "crawl",
+                self.output_dir / "metrics.csv",
                 self.output_dir / "curve.png",
-                title=f"{title}: {self.curve.pages} pages" if title else "",
+                f"{title}: {self.curve.pages} pages" if title else "",
             )
         except Exception:  # a plot must never hide the crawl's data
             logger.exception("focused: could not draw %s", self.output_dir / "curve.png")
+
+
+_PLOT_CODE = (
+    "import sys; from focused.output.plot import plot_curves; "
+    "plot_curves({sys.argv[1]: sys.argv[2]}, sys.argv[3], title=sys.argv[4])"
+)
+
+
+def _plot_in_child(label: str, csv_path: Path, png: Path, title: str) -> None:
+    """Draw ``csv_path``'s curve to ``png`` in a child process (:mod:`focused.output.child`:
+    matplotlib never loads into the crawler); the child reads back the points the crawl
+    has just written to the CSV."""
+    run_python(_PLOT_CODE, label, str(csv_path), str(png), title)
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:

@@ -216,3 +216,20 @@ def test_a_long_page_learns_the_buckets_scikit_learn_would_give() -> None:
     model.learn_page(terms, 0.5)
     hasher = FeatureHasher(n_features=N_FEATURES, input_type="string", alternate_sign=False)
     assert np.flatnonzero(model.counts).tolist() == hasher.transform([terms]).indices.tolist()
+
+
+def test_chinese_check_in_c_agrees_with_the_regular_expression() -> None:
+    import random
+    import re
+
+    from focused.ranking import relevance
+
+    cjk = re.compile(f"[{relevance._CJK}]")
+    # the edges of the ranges, their UTF-8 neighbours (same lead byte, not Chinese),
+    # punctuation that shares no lead byte, and a lone surrogate
+    alphabet = list("ab Z,—•’éß\u00a0\u3001\u33ff\u3400\u4dbf\u4e00\u9fff\uf8ff\uf900")
+    alphabet += list("\ufaff\ufb00\uff0c\u2fff\ud800元素")
+    rng = random.Random(5)
+    for _ in range(20_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8)))
+        assert relevance._has_cjk(text) == (cjk.search(text) is not None), repr(text)

@@ -145,3 +145,18 @@ def test_waste_shape_waits_and_noindex_is_not_stored(tmp_path: Path) -> None:
     assert stats["focused/pages/noindex"] == 1
     assert stats["focused/links/nofollow"] == 1
     assert stats["focused/links/waste_shape"] == len(waited)
+
+
+def test_cached_shape_is_shape_and_the_cache_stays_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from focused.web import urlshape
+
+    monkeypatch.setattr(urlshape, "SHAPE_CACHE_SIZE", 8)
+    urlshape._shapes.clear()
+    urls = [f"http://h.test/wiki/Talk:A{i}?b=1&a={i}" for i in range(20)]
+    urls += ["http://h.test/w/index.php?title=X&action=edit", "http://h.test/2024/05/x"]
+    for url in urls + urls:
+        assert urlshape.cached_shape(url) == urlshape.shape(url)
+        assert len(urlshape._shapes) <= 8
+    urlshape._shapes.clear()

@@ -71,6 +71,20 @@ _DIGITS = re.compile(r"^\d+$")
 _NAMESPACE = re.compile(r"^([A-Za-z][A-Za-z _-]{0,30}):.")
 _EXTENSION = re.compile(r"\.([A-Za-z0-9]{1,5})$")
 _ALL = ""  # the host of the all-host shapes
+#: URLs whose shape is cached (cleared when full): a page's links come back on page after
+#: page, and a link is looked up more than once (its rate, then its host's share).
+SHAPE_CACHE_SIZE = 1 << 15
+_shapes: dict[str, tuple[str, str, str]] = {}
+
+
+def cached_shape(url: str) -> tuple[str, str, str]:
+    """:func:`shape`, from a bounded cache."""
+    got = _shapes.get(url)
+    if got is None:
+        if len(_shapes) >= SHAPE_CACHE_SIZE:
+            _shapes.clear()
+        got = _shapes[url] = shape(url)
+    return got
 
 
 def shape(url: str) -> tuple[str, str, str]:
@@ -133,7 +147,7 @@ class ShapeStats:
 
     def observe(self, url: str, waste: bool) -> None:
         """A fetched page of ``url``'s shape, waste or not."""
-        host, path, keys = shape(url)
+        host, path, keys = cached_shape(url)
         for key in ((host, path, keys), (_ALL, path, keys)):
             got = self._counts.get(key)
             if got is None:
@@ -150,7 +164,9 @@ class ShapeStats:
 
     def rate(self, url: str) -> float:
         """The waste rate of ``url``'s shape (the prior mean for a shape never seen)."""
-        host, path, keys = shape(url)
+        return self._rate(*cached_shape(url))
+
+    def _rate(self, host: str, path: str, keys: str) -> float:
         n_all, w_all = self._counts.get((_ALL, path, keys), (0, 0))
         n, w = self._counts.get((host, path, keys), (0, 0))
         n_other, w_other = max(0, n_all - n), max(0, w_all - w)
@@ -164,9 +180,9 @@ class ShapeStats:
         its waste rate reaches the threshold and it is not its host's dominant shape
         (:data:`DOMINANT_SHARE`; on a site of short articles most articles off the topic
         are thin and not relevant, and that makes them no other kind of page)."""
-        if self.rate(url) < self.threshold:
+        host, path, keys = cached_shape(url)
+        if self._rate(host, path, keys) < self.threshold:
             return False
-        host, path, keys = shape(url)
         n = self._counts.get((host, path, keys), (0, 0))[0]
         return not (n and n > DOMINANT_SHARE * self._hosts.get(host, 0))
 

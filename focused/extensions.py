@@ -148,7 +148,7 @@ class CrawlOutputExtension:
             try:
                 path = run_python(_REPORT_CODE, str(self.output_dir)).strip()
                 logger.info("focused: crawl report in %s", path)
-            except OSError as exc:
+            except (OSError, RuntimeError) as exc:  # a full disk, the child's last line
                 logger.warning(
                     "focused: could not write the report in %s: %s", self.output_dir, exc
                 )

@@ -677,6 +677,8 @@ class MetricsPipeline:
                 self.output_dir / "curve.png",
                 f"{title}: {self.curve.pages} pages" if title else "",
             )
+        except (OSError, RuntimeError) as exc:  # a full disk, the child's last line
+            logger.warning("focused: could not draw %s: %s", self.output_dir / "curve.png", exc)
         except Exception:  # a plot must never hide the crawl's data
             logger.exception("focused: could not draw %s", self.output_dir / "curve.png")
 

@@ -417,9 +417,11 @@ def _stored_copy(path: str, offset: int | None) -> str:
 
 def _page_sections(conn: sqlite3.Connection) -> list[str]:
     out = [f"<h2>Top {TOP_PAGES} pages by relevance A = 4B + C</h2>"]
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(pages)")}
+    offset = "record_offset" if "record_offset" in columns else "NULL"  # the earlier layout
     rows = conn.execute(
         "SELECT url, title, page_relevance, relevant, is_target, depth, file_path, "
-        "record_offset FROM pages "
+        f"{offset} FROM pages "
         "ORDER BY page_relevance DESC, id LIMIT ?",
         (TOP_PAGES,),
     ).fetchall()

@@ -35,10 +35,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from focused.defaults import DEFAULTS
-from focused.ranking.relevance import TopicVector, page_relevance, term_counts
-from focused.web.topics import load_topic
-
 from bench.quality import (
     DEFAULT_DATA,
     DEFAULT_SEED_SETS,
@@ -46,6 +42,9 @@ from bench.quality import (
     Site,
     held_out_set,
 )
+from focused.defaults import DEFAULTS
+from focused.ranking.relevance import TopicVector, page_relevance, term_counts
+from focused.web.topics import load_topic
 
 CACHE = ROOT / "out" / "bench" / "judgement-pages.pickle"
 
@@ -164,6 +163,7 @@ def split_of(
     pages: dict[str, PageText],
     topic_name: str,
     seeds: tuple[str, ...],
+    *,
     budget_ratio: float = 2.0,
     relevant: set[str] | None = None,
     scores: dict[str, float] | None = None,
@@ -230,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 from bench.judgement_model import model_relevant
 
                 relevant = model_relevant(site, pages, topic, seeds, args.budget)
-            row = split_of(site, pages, topic, seeds, args.budget, relevant)
+            row = split_of(site, pages, topic, seeds, budget_ratio=args.budget, relevant=relevant)
             rows.append(row.__dict__)
             print(json.dumps(row.__dict__))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -201,6 +201,36 @@ def split_of(
     )
 
 
+def model_judgement(
+    site: Site,
+    pages: dict[str, PageText],
+    topic_name: str,
+    seeds: tuple[str, ...],
+    *,
+    budget_ratio: float,
+    cap: float,
+) -> tuple[set[str], dict[str, float]]:
+    """The judgement widened by the page model: trained, as a crawl trains it, on the
+    pages the graded replay fetches (their keyword relevance), then applied to every
+    page. Returns the pages judged relevant (by the keywords, or by the model with
+    ``2p - 1 > 1/2``) and every page's label (keyword label raised by the model)."""
+    from focused.ranking.learning import degree, label
+    from focused.ranking.pagemodel import PageModel
+
+    scores, threshold = own_relevance(pages, topic_name)
+    reachable = site.targets(load_topic(topic_name).category) & site.reachable(seeds)
+    budget = max(1, round(budget_ratio * len(reachable)))
+    model = PageModel(threshold, cap=cap)
+    buckets = {name: PageModel.features(list(p.body)) for name, p in pages.items()}
+    for name in replay(site.graph, seeds, scores, budget):
+        model.learn(buckets[name], scores[name])
+    weight = float(DEFAULTS["FOCUSED_TITLE_WEIGHT"])
+    labels = {n: model.label(label(degree(scores[n], weight)), b) for n, b in buckets.items()}
+    relevant = {n for n, a in scores.items() if a > threshold}
+    relevant |= {n for n, b in buckets.items() if model.probability(b) > 0.75}
+    return relevant, labels
+
+
 def seed_sets(topic: str) -> list[tuple[str, ...]]:
     if topic in DEFAULT_SEED_SETS:
         return [tuple(s.split(",")) for s in DEFAULT_SEED_SETS[topic]]
@@ -215,8 +245,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=2.0)
     parser.add_argument(
         "--page-model",
-        action="store_true",
-        help="widen the judgement with the self-trained page model",
+        type=float,
+        default=0.0,
+        metavar="CAP",
+        help="widen the judgement with the self-trained page model of this cap",
     )
     parser.add_argument("--out", default=str(ROOT / "out" / "bench" / "judgement.json"))
     args = parser.parse_args(argv)
@@ -225,12 +257,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = []
     for topic in args.topic:
         for seeds in seed_sets(topic):
-            relevant = None
-            if args.page_model:
-                from bench.judgement_model import model_relevant
-
-                relevant = model_relevant(site, pages, topic, seeds, args.budget)
-            row = split_of(site, pages, topic, seeds, budget_ratio=args.budget, relevant=relevant)
+            relevant, scores = (
+                model_judgement(
+                    site, pages, topic, seeds, budget_ratio=args.budget, cap=args.page_model
+                )
+                if args.page_model
+                else (None, None)
+            )
+            row = split_of(
+                site,
+                pages,
+                topic,
+                seeds,
+                budget_ratio=args.budget,
+                relevant=relevant,
+                scores=scores,
+            )
             rows.append(row.__dict__)
             print(json.dumps(row.__dict__))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -6,9 +6,9 @@ few of them scores low. Self-training (Yarowsky 1995; Blum & Mitchell 1998 for t
 co-training view) widens it: the pages the keywords judge *clearly* on the topic
 (A at least ``positive`` x the page threshold) are positives, the pages they judge
 clearly off it (A at most ``negative`` x the threshold) are negatives, the ambiguous
-middle is not learnt from. An online logistic regression over the page's distinct
-terms, hashed into the same buckets as :mod:`focused.ranking.relevance` (presence
-features scaled by ``1 / sqrt(terms)``, classes balanced), then judges any page.
+middle is not learnt from. A Bernoulli naive Bayes over the page's distinct terms
+(McCallum & Nigam 1998), hashed into the same buckets as :mod:`focused.ranking.relevance`,
+classes weighed equally, then judges any page.
 
 Bounded so that the topic cannot drift to what the crawl happens to see:
 
@@ -32,19 +32,18 @@ from focused.ranking.relevance import N_FEATURES, hashed_features
 
 
 class PageModel:
-    """Online logistic regression over hashed terms, trained on clear keyword cases."""
+    """Naive Bayes over hashed term presence, trained on clear keyword cases."""
 
     def __init__(
         self,
         threshold: float,
         *,
         positive: float = 0.2,
-        negative: float = 0.02,
+        negative: float = 0.1,
         min_positives: int = 5,
         min_negatives: int = 20,
         cap: float = 0.3,
-        rate: float = 0.5,
-        l2: float = 1e-4,
+        smoothing: float = 2.0,
     ) -> None:
         self.threshold = max(0.0, threshold)
         self.positive = positive
@@ -52,10 +51,9 @@ class PageModel:
         self.min_positives = min_positives
         self.min_negatives = min_negatives
         self.cap = min(1.0, max(0.0, cap))
-        self.rate = rate
-        self.l2 = l2
-        self.weights = np.zeros(N_FEATURES, dtype=np.float64)
-        self.bias = 0.0
+        self.smoothing = smoothing
+        #: pages of each class (negatives, positives) that hold each bucket
+        self.counts = np.zeros((2, N_FEATURES), dtype=np.float32)
         self.positives = 0
         self.negatives = 0
 
@@ -71,14 +69,31 @@ class PageModel:
             return np.zeros(0, dtype=np.int64)
         return np.unique(hashed_features(terms, len(terms)))
 
-    def _margin(self, buckets: np.ndarray) -> float:
-        if not len(buckets):
-            return self.bias
-        return float(self.weights[buckets].sum()) / math.sqrt(len(buckets)) + self.bias
+    def margin(self, buckets: np.ndarray) -> float:
+        """Log-odds of the topic, classes weighed equally: the sum of each seen term's
+        log ratio of its rates in the two classes, over sqrt(seen terms) (naive Bayes is
+        overconfident on long pages); terms neither class holds are left out."""
+        if not len(buckets) or not self.ready:
+            return 0.0
+        neg = self.counts[0, buckets].astype(np.float64)
+        pos = self.counts[1, buckets].astype(np.float64)
+        seen = (neg + pos) > 0
+        n = int(seen.sum())
+        if not n:
+            return 0.0
+        # each class's rate shrunk to the pooled rate with ``smoothing`` pseudo-pages: a
+        # term as common in both classes weighs 0, whatever the classes' sizes
+        k = self.smoothing
+        neg, pos = neg[seen], pos[seen]
+        pooled = (neg + pos) / (self.negatives + self.positives)
+        ratio = np.log((pos + k * pooled) / (self.positives + k)) - np.log(
+            (neg + k * pooled) / (self.negatives + k)
+        )
+        return float(ratio.sum()) / math.sqrt(n)
 
     def probability(self, buckets: np.ndarray) -> float:
-        """P(on the topic) of a page's buckets."""
-        z = max(-30.0, min(30.0, self._margin(buckets)))
+        """P(on the topic) of a page's buckets (0.5 before the model is ready)."""
+        z = max(-30.0, min(30.0, self.margin(buckets)))
         return 1.0 / (1.0 + math.exp(-z))
 
     def clear_class(self, relevance: float) -> int | None:
@@ -99,24 +114,14 @@ class PageModel:
             self.positives += 1
         else:
             self.negatives += 1
-        # balanced classes: the rarer class weighs as much as the other in all
-        weight = (
-            max(1.0, self.negatives / self.positives)
-            if y
-            else max(1.0, self.positives / self.negatives)
-        )
-        error = y - self.probability(buckets)
-        step = self.rate * weight * error
-        scale = 1.0 / math.sqrt(len(buckets))
-        if self.l2:
-            self.weights[buckets] *= 1.0 - self.rate * self.l2
-        self.weights[buckets] += step * scale
-        self.bias += 0.1 * step
+        self.counts[y, buckets] += 1.0
         return y
 
     def label(self, keyword_label: float, buckets: np.ndarray) -> float:
-        """The label a learner uses: the keyword label, raised towards ``cap`` by the
-        model's probability once it is :attr:`ready` (never lowered)."""
+        """The label a learner uses: the keyword label, raised to ``cap x (2p - 1)`` when
+        the model's probability p is above 1/2, once it is :attr:`ready` (never lowered)."""
         if not self.ready or keyword_label >= self.cap:
             return keyword_label
-        return max(keyword_label, self.cap * self.probability(buckets))
+        # only a page the model judges more likely on the topic than off it is raised
+        lift = max(0.0, 2.0 * self.probability(buckets) - 1.0)
+        return max(keyword_label, self.cap * lift)

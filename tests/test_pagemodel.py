@@ -40,13 +40,17 @@ def test_recognises_a_topic_page_with_few_listed_keywords() -> None:
     # a topic page that does not use the listed keyword: the keywords judge it ambiguous
     unlisted = PageModel.features([*rng.sample(OTHER, 30), *rng.sample(TOPIC, 6)])
     off = PageModel.features(rng.sample(OTHER, 36))
-    assert model.clear_class(0.15 * THRESHOLD) is None
     assert model.probability(unlisted) > 0.8
     assert model.probability(off) < 0.5
-    low = label(degree(0.15 * THRESHOLD))
-    assert model.label(low, unlisted) > 2 * low
+    low = label(degree(0.0))  # no listed keyword at all
+    assert model.label(low, unlisted) > 0.2
     assert model.label(low, unlisted) <= 0.3  # bounded by the cap
     assert model.label(low, off) == low  # an off-topic page is not raised
+    # the keywords call it clearly off the topic, the model disagrees: not a negative
+    negatives = model.negatives
+    assert model.learn(unlisted, 0.0) is None
+    assert model.learn(off, 0.0) == 0
+    assert model.negatives == negatives + 1
 
 
 def test_never_relabels_a_keyword_rich_seed_as_negative() -> None:

@@ -35,18 +35,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.quality import (
-    DEFAULT_DATA,
-    DEFAULT_SEED_SETS,
-    ROOT,
-    Site,
-    held_out_set,
-)
+import numpy as np
+
+from bench.quality import DEFAULT_DATA, ROOT, Site, build_parser, plan
 from focused.defaults import DEFAULTS
 from focused.ranking.relevance import TopicVector, page_relevance, term_counts
 from focused.web.topics import load_topic
 
 CACHE = ROOT / "out" / "bench" / "judgement-pages.pickle"
+#: every page's hashed terms (the page model's features), computed once
+_BUCKETS: dict[str, np.ndarray] = {}
 
 
 @dataclass
@@ -186,7 +184,7 @@ def split_of(
     jr = len(reachable.intersection(judged_run)) / len(reachable)
     gr = len(reachable.intersection(graded_run)) / len(reachable)
     return Split(
-        topic_name,
+        topic.name,
         ",".join(seeds),
         budget,
         len(reachable),
@@ -211,8 +209,8 @@ def model_judgement(
     cap: float,
 ) -> tuple[set[str], dict[str, float]]:
     """The judgement widened by the page model: trained, as a crawl trains it, on the
-    pages the graded replay fetches (their keyword relevance), then applied to every
-    page. Returns the pages judged relevant (by the keywords, or by the model with
+    keyword relevance of the pages the graded replay and a breadth-first replay fetch
+    (interleaved), then applied to every page. Returns the pages judged relevant (by the keywords, or by the model with
     ``2p - 1 > 1/2``) and every page's label (keyword label raised by the model)."""
     from focused.ranking.learning import degree, label
     from focused.ranking.pagemodel import PageModel
@@ -221,8 +219,14 @@ def model_judgement(
     reachable = site.targets(load_topic(topic_name).category) & site.reachable(seeds)
     budget = max(1, round(budget_ratio * len(reachable)))
     model = PageModel(threshold, cap=cap)
-    buckets = {name: PageModel.features(list(p.body)) for name, p in pages.items()}
-    for name in replay(site.graph, seeds, scores, budget):
+    if not _BUCKETS:
+        _BUCKETS.update((n, PageModel.features(list(p.body))) for n, p in pages.items())
+    buckets = _BUCKETS
+    # a crawl's stream holds both: the pages of highest A and their neighbourhood (the
+    # graded replay alone fetches almost no clearly off-topic page)
+    best = replay(site.graph, seeds, scores, budget)
+    near = replay(site.graph, seeds, (), budget)
+    for name in dict.fromkeys(itertools.chain.from_iterable(zip(best, near, strict=False))):
         model.learn(buckets[name], scores[name])
     weight = float(DEFAULTS["FOCUSED_TITLE_WEIGHT"])
     labels = {n: model.label(label(degree(scores[n], weight)), b) for n, b in buckets.items()}
@@ -231,11 +235,10 @@ def model_judgement(
     return relevant, labels
 
 
-def seed_sets(topic: str) -> list[tuple[str, ...]]:
-    if topic in DEFAULT_SEED_SETS:
-        return [tuple(s.split(",")) for s in DEFAULT_SEED_SETS[topic]]
-    frozen = held_out_set()
-    return [tuple(s.split(",")) for s in frozen[topic]]
+def seed_sets(topics: Sequence[str], site: Site) -> list[tuple[str, tuple[str, ...]]]:
+    """(topic argument, seeds) of every seed set :mod:`bench.quality` crawls them from."""
+    args = build_parser().parse_args(["--topic", *topics, "--held-out"])
+    return [(g.topic_arg, g.seeds) for g in plan(args, site)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -255,26 +258,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     site = Site.load(args.data)
     pages = page_texts(site)
     rows = []
-    for topic in args.topic:
-        for seeds in seed_sets(topic):
-            relevant, scores = (
-                model_judgement(
-                    site, pages, topic, seeds, budget_ratio=args.budget, cap=args.page_model
-                )
-                if args.page_model
-                else (None, None)
+    for topic, seeds in seed_sets(args.topic, site):
+        relevant, scores = (
+            model_judgement(
+                site, pages, topic, seeds, budget_ratio=args.budget, cap=args.page_model
             )
-            row = split_of(
-                site,
-                pages,
-                topic,
-                seeds,
-                budget_ratio=args.budget,
-                relevant=relevant,
-                scores=scores,
-            )
-            rows.append(row.__dict__)
-            print(json.dumps(row.__dict__))
+            if args.page_model
+            else (None, None)
+        )
+        row = split_of(
+            site,
+            pages,
+            topic,
+            seeds,
+            budget_ratio=args.budget,
+            relevant=relevant,
+            scores=scores,
+        )
+        rows.append(row.__dict__)
+        print(json.dumps(row.__dict__))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
     return 0

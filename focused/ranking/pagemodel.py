@@ -17,9 +17,10 @@ Bounded so that the topic cannot drift to what the crawl happens to see:
 - it can only *raise* a page's label, and at most to ``cap`` (the label of a page right
   at the positive bound): a page the keywords judge clearly relevant, a seed among them,
   keeps its keyword label and is always learnt as a positive;
-- the positives are judged by the keywords alone, never by the model itself (no
-  feedback loop from its own guesses); the model can only hold a page back from the
-  negatives (a page without keywords that it judges on the topic, p > ``DISAGREE``).
+- both classes are judged by the keywords alone, never by the model itself: no feedback
+  loop from its own guesses (letting the model keep the pages it judges on the topic
+  out of the negatives was tried: on physics it then called 3,900 of 4,600 pages on
+  the topic).
 """
 
 from __future__ import annotations
@@ -30,10 +31,6 @@ from collections.abc import Sequence
 import numpy as np
 
 from focused.ranking.relevance import N_FEATURES, hashed_features
-
-#: a page the keywords judge clearly off the topic is not learnt as a negative when the
-#: model gives it more than this probability (it may be a topic page without keywords)
-DISAGREE = 0.75
 
 
 class PageModel:
@@ -115,8 +112,6 @@ class PageModel:
         y = self.clear_class(relevance)
         if y is None or not len(buckets):
             return y
-        if y == 0 and self.ready and self.probability(buckets) > DISAGREE:
-            return None  # the keywords miss it, the model sees the topic: not clear
         if y:
             self.positives += 1
         else:

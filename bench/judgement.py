@@ -210,8 +210,9 @@ def model_judgement(
 ) -> tuple[set[str], dict[str, float]]:
     """The judgement widened by the page model: trained, as a crawl trains it, on the
     keyword relevance of the pages the graded replay and a breadth-first replay fetch
-    (interleaved), then applied to every page. Returns the pages judged relevant (by the keywords, or by the model with
-    ``2p - 1 > 1/2``) and every page's label (keyword label raised by the model)."""
+    (interleaved), then applied to every page. Returns the pages judged relevant (by
+    the keywords, or by the model with p > 3/4) and every page's label (the keyword
+    label raised by the model)."""
     from focused.ranking.learning import degree, label
     from focused.ranking.pagemodel import PageModel
 

@@ -305,7 +305,7 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_LEARNING_HUB_PRIOR": _float(0.0, 1e6),
     "FOCUSED_LEARNING_EXPLORE_PRIOR": _float(0.0, 1e6),
     "FOCUSED_LEARNING_OPTIMISM": _float(0.0, 1.0),
-    "FOCUSED_LEARNING_PAGE_MODEL": _float(0.0, 1.0),
+    "FOCUSED_LEARNING_PAGE_MODEL": _float(0.0, 1.0, open_high=False),
     "FOCUSED_RESCORE_EVERY": _int(0, 1e12),
     "FOCUSED_RESCORE_BUDGET": _int(0, 1e12),
     "FOCUSED_FRONTIER": _text("memory", "redis"),

@@ -130,6 +130,7 @@ def strategy_params(
         widening=read.number("FOCUSED_TUNNEL_WIDENING"),
         bsbs_depth=int(read.number("FOCUSED_BSBS_DEPTH")),
         title_weight=read.number("FOCUSED_TITLE_WEIGHT"),
+        page_threshold=threshold(settings, topic, "page"),
         keywords=MappingProxyType(dict(topic.keywords)) if topic is not None else {},
         targets=frozenset(targets),
         seed=int(read.number("FOCUSED_SEED")),

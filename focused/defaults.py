@@ -90,6 +90,10 @@ DEFAULTS: dict[str, Any] = {
     # optimism for rarely seen terms while exploring: a term seen in n pages scores
     # this x w x shrinkage / (n + shrinkage) more (w the exploration weight; 0: off)
     "FOCUSED_LEARNING_OPTIMISM": 0.3,
+    # self-trained page model (focused.ranking.pagemodel): pages whose keyword relevance
+    # is clearly high or low teach a model over all their terms, which can raise a
+    # page's learning label up to this cap (0: off)
+    "FOCUSED_LEARNING_PAGE_MODEL": 0.0,
     # --- frontier --------------------------------------------------------------
     # rescoring of the waiting links (a strategy that rescores: `learning`): every
     # FOCUSED_RESCORE_EVERY learnt pages (0: never), or every waiting / BUDGET pages
@@ -311,6 +315,7 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_LEARNING_HUB_PRIOR": _float(0.0, 1e6),
     "FOCUSED_LEARNING_EXPLORE_PRIOR": _float(0.0, 1e6),
     "FOCUSED_LEARNING_OPTIMISM": _float(0.0, 1.0),
+    "FOCUSED_LEARNING_PAGE_MODEL": _float(0.0, 1.0, open_high=False),
     "FOCUSED_RESCORE_EVERY": _int(0, 1e12),
     "FOCUSED_RESCORE_BUDGET": _int(0, 1e12),
     "FOCUSED_FRONTIER": _text("memory", "redis"),

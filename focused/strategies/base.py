@@ -98,6 +98,8 @@ class StrategyParams:
     bsbs_depth: int = 2
     #: the 4 in A = 4B + C
     title_weight: float = 4.0
+    #: a page is relevant when A is above this (the topic's or FOCUSED_PAGE_THRESHOLD)
+    page_threshold: float = 2.0
     #: the topic's weighted keywords
     keywords: Mapping[str, float] = field(default_factory=_empty)
     #: canonical URLs of the crawl's known targets (``spider.targets``; a benchmark's

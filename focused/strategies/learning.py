@@ -51,6 +51,7 @@ from focused.ranking.learning import (
     label,
 )
 from focused.ranking.modelstate import DeltaRecorder, ModelDelta, join_terms, split_terms
+from focused.ranking.pagemodel import PageModel
 from focused.strategies.base import (
     Link,
     LinkScore,
@@ -100,6 +101,10 @@ class LearningStrategy(Strategy):
     #: optimism for rarely seen terms while exploring: a term seen in n pages gets
     #: ``optimism * w * k / (n + k)`` more (w the exploration weight; 0: off)
     optimism: float = 0.3
+    #: the self-trained page model's cap on a label it raises (0: off)
+    page_model: float = 0.0
+    #: the page threshold (the page model's clear cases are relative to it)
+    page_threshold: float = 2.0
     #: give each link its rescoring evidence (the frontier re-orders waiting links)
     rescore_links: bool = True
     name = "learning"
@@ -135,6 +140,9 @@ class LearningStrategy(Strategy):
                 "FOCUSED_LEARNING_EXPLORE_PRIOR", 0.0, 1e6, open_low=False
             ),
             "optimism": read.in_range("FOCUSED_LEARNING_OPTIMISM", 0.0, 1.0, open_low=False),
+            "page_model": read.in_range(
+                "FOCUSED_LEARNING_PAGE_MODEL", 0.0, 1.0, open_low=False, open_high=False
+            ),
             # links carry rescoring evidence only for a frontier that will rescore them
             "rescore_links": int(read.in_range("FOCUSED_RESCORE_EVERY", 0, 1e12, open_low=False))
             > 0
@@ -153,6 +161,7 @@ class LearningStrategy(Strategy):
             anchor_threshold=params.anchor_threshold,
             max_hops=params.max_hops,
             title_weight=params.title_weight,
+            page_threshold=params.page_threshold,
             random_seed=params.seed,
             **params.options,
         )
@@ -175,6 +184,9 @@ class LearningStrategy(Strategy):
         self.hubs = HubModel(self.hub_prior) if self.hub_prior > 0 else None
         self.exploration = Exploration(
             self.keywords, prior=self.explore_prior, context_share=self.context_share
+        )
+        self.page_judge = (
+            PageModel(self.page_threshold, cap=self.page_model) if self.page_model > 0 else None
         )
         self._vector: TermWeights | None = None  # the expanded topic, once there is one
         self._next_expansion = max(1, self.expand_every)
@@ -313,6 +325,11 @@ class LearningStrategy(Strategy):
         self.exploration.observe(page.relevant)
         self.terms.optimism = self.optimism * self.exploration.weight
         terms = page.terms or ()
+        if self.page_judge is not None and terms:
+            # judged before it learns from the page; it can only raise the label
+            page_buckets = PageModel.features(terms)
+            y = self.page_judge.label(y, page_buckets)
+            self.page_judge.learn(page_buckets, page.page_relevance)
         if self.hubs is not None:
             self.hubs.add(url, y, str(link.get(meta.PARENT_URL) or ""))
         buckets = self.terms.learn_page(terms, y)

@@ -274,7 +274,13 @@ def test_failures_are_retried_then_land_in_the_error_queue(hostile_crawl):
     assert timeouts >= 2, timeouts
     assert s["retry/max_reached"] >= 5
     assert s["httperror/response_ignored_status_count/404"] >= 1
-    assert s["downloader/exception_type_count/scrapy.exceptions.DownloadCancelledError"] >= 2
+    # huge.html is cancelled from its Content-Length; huge-stream.html is cancelled once
+    # past DOWNLOAD_MAXSIZE, or, when two cores are shared with other jobs, its 50 MB
+    # stream can hit DOWNLOAD_TIMEOUT=2 first and be retried (it is in the error queue
+    # either way, asserted above)
+    cancelled = s["downloader/exception_type_count/scrapy.exceptions.DownloadCancelledError"]
+    assert cancelled >= 1, cancelled
+    assert cancelled >= 2 or timeouts >= 3, (cancelled, timeouts)
     assert s["robotstxt/forbidden"] >= 2
     assert s["focused/queue/error"] == len(journal_urls(hostile_crawl, 3))
 

@@ -15,13 +15,12 @@ import argparse
 import json
 import random
 import resource
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from tests.test_host_aware_crawl import PROJECT, SCRIPT, Host
+from tests.loopback import run_probe
+from tests.test_host_aware_crawl import SCRIPT, Host
 
 N_HOSTS, PER_HOST, SECONDS, DELAY = 32, 40, 15, 1.0
 
@@ -47,19 +46,11 @@ def run(aware: bool, layout: str) -> dict[str, Any]:
     args = {"seed": f"{hosts[0].url}/seed", "links": links, "settings": settings}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, json.dumps(args)],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    stats, _ = run_probe(SCRIPT, args, check=False)
     wall = time.monotonic() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     for h in hosts:
         h.close()
-    stats = json.loads(proc.stdout.strip().splitlines()[-1])
     pages = stats.get("response_received_count", 0)
     elapsed = stats.get("elapsed_time_seconds", wall)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)

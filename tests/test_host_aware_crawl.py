@@ -9,19 +9,13 @@ after them. The assertions are on the order in which the servers saw the request
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.integration
+from tests.loopback import Answer, LoopbackServer, run_probe
 
-PROJECT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.integration
 
 SCRIPT = """
 import json, sys
@@ -66,8 +60,10 @@ print(json.dumps({k: v for k, v in crawler.stats.get_stats().items()
 """
 
 
-class Host:
-    """A loopback HTTP server that appends ``(name, path)`` of each request to ``log``."""
+class Host(LoopbackServer):
+    """A loopback server whose page requests are appended as ``(name, path)`` to ``log``
+    (shared by the hosts of a test); ``once`` maps a path to the (status, headers) of its
+    first answer."""
 
     def __init__(
         self,
@@ -77,41 +73,18 @@ class Host:
         robots: str,
         once: dict[str, tuple[int, dict[str, str]]] | None = None,
     ) -> None:
-        once = dict(once or {})  # path -> (status, headers) of its first answer
+        once = dict(once or {})
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+        def answer(path: str) -> Answer:
+            body, headers = b"<html><body>page</body></html>", {}
+            if path == "/robots.txt":
+                body, headers = robots.encode(), {"Content-Type": "text/plain"}
+            else:
+                log.append((name, path))
+            status, extra = once.pop(path, (200, {}))
+            return status, {**extra, **headers}, body
 
-            def do_GET(self) -> None:  # noqa: N802
-                if self.path == "/robots.txt":
-                    body = robots.encode()
-                    ctype = "text/plain"
-                else:
-                    log.append((name, self.path))
-                    body = b"<html><body>page</body></html>"
-                    ctype = "text/html; charset=utf-8"
-                status, headers = once.pop(self.path, (200, {}))
-                self.send_response(status)
-                for header, value in headers.items():
-                    self.send_header(header, value)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-                pass
-
-        self.httpd = ThreadingHTTPServer((address, 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://{address}:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join()
+        super().__init__(address, answer)
 
 
 @pytest.fixture
@@ -129,16 +102,7 @@ def crawl(a: Host, b: Host, settings: dict[str, object], n_a: int = 8, n_b: int 
     links = [(f"{a.url}/a{i}", 100) for i in range(1, n_a + 1)]
     links += [(f"{b.url}/b{i}", 1) for i in range(1, n_b + 1)]
     args = {"seed": f"{a.url}/a0", "links": links, "settings": settings}
-    proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, json.dumps(args)],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_probe(SCRIPT, args)[0]
 
 
 def _order(log: list[tuple[str, str]]) -> list[str]:

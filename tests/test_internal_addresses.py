@@ -9,20 +9,14 @@ and the host names that stand for the metadata service or an intranet are mapped
 
 from __future__ import annotations
 
-import json
 import socket
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.integration
+from tests.loopback import LoopbackServer, run_probe
 
-PROJECT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.integration
 
 SCRIPT = """
 import json, sys
@@ -69,44 +63,12 @@ print(json.dumps({k: v for k, v in crawler.stats.get_stats().items()
 """
 
 
-class Server:
-    """A loopback HTTP server that logs its requests; ``pages`` maps a path to (status,
-    headers, body)."""
+class Server(LoopbackServer):
+    """A loopback server that logs its requests; ``pages`` maps a path to (status,
+    headers, body), read at each request."""
 
     def __init__(self, host: str, pages: dict[str, tuple[int, dict[str, str], bytes]]) -> None:
-        self.log: list[str] = []
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_GET(self) -> None:  # noqa: N802
-                server.log.append(self.path)
-                status, headers, body = pages.get(self.path, (404, {}, b"not found"))
-                self.send_response(status)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-                pass
-
-        cls = ThreadingHTTPServer
-        if ":" in host:
-            cls = type("V6Server", (ThreadingHTTPServer,), {"address_family": socket.AF_INET6})
-        self.httpd = cls((host, 0), Handler)
-        self.httpd.daemon_threads = True
-        self.port = self.httpd.server_address[1]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join()
+        super().__init__(host, lambda path: pages.get(path, (404, {}, b"not found")))
 
 
 def page(*hrefs: str) -> tuple[int, dict[str, str], bytes]:
@@ -120,16 +82,8 @@ def crawl(
     """Crawl ``start`` and the links of its pages; ``seeds``: the spider shows ``start``
     as its ``start_urls`` (the seeds whose address kind is allowed)."""
     args = {"start": start, "settings": settings, "seeds": seeds}
-    proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, json.dumps(args)],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1]), proc.stdout + proc.stderr
+    stats, proc = run_probe(SCRIPT, args)
+    return stats, proc.stdout + proc.stderr
 
 
 @pytest.fixture

@@ -7,20 +7,15 @@ the first time, or is missing.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 
+from tests.loopback import Answer, LoopbackServer, run_probe
+
 pytestmark = pytest.mark.integration
 
-PROJECT = Path(__file__).resolve().parent.parent
 ROBOTS = b"User-agent: *\nDisallow: /private/\n"
 PRIVATE = "/private/p.html"
 
@@ -73,13 +68,12 @@ print(json.dumps({k: v for k, v in crawler.stats.get_stats().items()
 """
 
 
-class Web:
+class Web(LoopbackServer):
     """A loopback server: pages answer 200; robots.txt answers after ``robots_delay``
     seconds, except for its first ``robots_failures`` requests, which fail as
     ``robots_mode`` says ("503", "drop": close without answering, "404": always 404)."""
 
     def __init__(self) -> None:
-        self.log: list[str] = []
         self.times: list[tuple[float, str]] = []  # (time.monotonic(), path) per request
         self.robots_body = ROBOTS
         self.limited: dict[str, int] = {}  # path -> 429 answers still to give
@@ -87,56 +81,28 @@ class Web:
         self.robots_delay = 0.0
         self.robots_failures = 0
         self.robots_mode = "503"
-        web = self
+        super().__init__("127.0.0.1", self._answer)
+        self.base = self.url
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_GET(self) -> None:  # noqa: N802
-                web.log.append(self.path)
-                web.times.append((time.monotonic(), self.path))
-                body, status, ctype = b"<html><body>page</body></html>", 200, "text/html"
-                extra: list[tuple[str, str]] = []
-                if web.limited.get(self.path, 0) > 0:
-                    web.limited[self.path] -= 1
-                    status = 429
-                    extra.append(("Retry-After", web.retry_after))
-                if self.path == "/robots.txt":
-                    if web.robots_mode == "404":
-                        status = 404
-                    elif web.robots_failures > 0:
-                        web.robots_failures -= 1
-                        if web.robots_mode == "drop":
-                            self.close_connection = True
-                            return
-                        status = 503
-                    else:
-                        time.sleep(web.robots_delay)
-                        body, ctype = web.robots_body, "text/plain"
-                self.send_response(status)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                for name, value in extra:
-                    self.send_header(name, value)
-                self.end_headers()
-                try:
-                    self.wfile.write(body)
-                except OSError:  # the client stopped reading (a capped robots.txt)
-                    self.close_connection = True
-
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join()
+    def _answer(self, path: str) -> Answer:
+        self.times.append((time.monotonic(), path))
+        body, status, headers = b"<html><body>page</body></html>", 200, {}
+        if self.limited.get(path, 0) > 0:
+            self.limited[path] -= 1
+            status = 429
+            headers["Retry-After"] = self.retry_after
+        if path == "/robots.txt":
+            if self.robots_mode == "404":
+                status = 404
+            elif self.robots_failures > 0:
+                self.robots_failures -= 1
+                if self.robots_mode == "drop":
+                    return None
+                status = 503
+            else:
+                time.sleep(self.robots_delay)
+                body, headers["Content-Type"] = self.robots_body, "text/plain"
+        return status, headers, body
 
 
 @pytest.fixture
@@ -165,19 +131,13 @@ def crawl(
         "retry_times": retry_times,
         "retry_after": retry_after,
     }
-    proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, json.dumps(args)],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    stats, proc = run_probe(SCRIPT, args, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     errors = proc.stderr.split("Error downloading")
     assert "Traceback" not in errors[0] + "".join(e.split("\n2", 1)[-1] for e in errors[1:])
     if log is not None:
         log.extend(proc.stderr.splitlines())
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return stats
 
 
 def test_the_project_uses_the_fixed_middleware() -> None:

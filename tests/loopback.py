@@ -1,0 +1,95 @@
+"""Loopback HTTP servers and crawl probes shared by the tests and ``bench/hosts.py``.
+
+A :class:`LoopbackServer` answers on ``127.0.0.0/8`` (or ``::1``) from a thread, each
+request through one ``answer(path)`` callable, so a test says only what its pages are.
+:func:`run_probe` runs a small Scrapy script in a subprocess and returns the stats it
+prints as its last line.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parent.parent
+
+#: ``(status, headers, body)``; ``None`` closes the connection without an answer
+Answer = tuple[int, dict[str, str], bytes] | None
+
+
+class LoopbackServer:
+    """An HTTP/1.1 server on ``address`` (a free port) that logs each request's path in
+    ``log`` and answers it with ``answer(path)``; ``Content-Length`` is set, and
+    ``Content-Type`` is ``text/html`` unless the headers name another."""
+
+    def __init__(self, address: str, answer: Callable[[str], Answer]) -> None:
+        self.log: list[str] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:  # noqa: N802
+                server.log.append(self.path)
+                reply = answer(self.path)
+                if reply is None:
+                    self.close_connection = True
+                    return
+                status, headers, body = reply
+                self.send_response(status)
+                headers = {"Content-Type": "text/html; charset=utf-8", **headers}
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                try:
+                    self.wfile.write(body)
+                except OSError:  # the client stopped reading (a capped download)
+                    self.close_connection = True
+
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+                pass
+
+        cls = ThreadingHTTPServer
+        if ":" in address:
+            cls = type("V6Server", (ThreadingHTTPServer,), {"address_family": socket.AF_INET6})
+        self.httpd = cls((address, 0), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        host = f"[{address}]" if ":" in address else address
+        self.url = f"http://{host}:{self.port}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join()
+
+
+def run_probe(
+    script: str, args: object, *, timeout: float = 120, check: bool = True
+) -> tuple[dict[str, object], subprocess.CompletedProcess[str]]:
+    """Run ``script`` (a Scrapy crawl that prints its stats as JSON on its last line)
+    with ``args`` as JSON in ``sys.argv[1]``, in the project folder; with ``check``, a
+    non-zero exit or a traceback in its log fails the test."""
+    proc = subprocess.run(
+        [sys.executable, "-c", script, json.dumps(args)],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if check:
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    lines = proc.stdout.strip().splitlines()
+    stats = json.loads(lines[-1]) if lines and lines[-1].startswith("{") else {}
+    return stats, proc

@@ -19,6 +19,16 @@ from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parent.parent
 
+#: the end of a probe script: run the spider class ``Probe`` in ``process`` and print
+#: the crawl's stats as JSON on the last line (what :func:`run_probe` reads)
+RUN_PROBE = """
+crawler = process.create_crawler(Probe)
+process.crawl(crawler)
+process.start()
+print(json.dumps({k: v for k, v in crawler.stats.get_stats().items()
+                  if isinstance(v, (int, float, str))}))
+"""
+
 #: ``(status, headers, body)``; ``None`` closes the connection without an answer
 Answer = tuple[int, dict[str, str], bytes] | None
 

@@ -13,11 +13,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.loopback import Answer, LoopbackServer, run_probe
+from tests.loopback import RUN_PROBE, Answer, LoopbackServer, run_probe
 
 pytestmark = pytest.mark.integration
 
-SCRIPT = """
+SCRIPT = (
+    """
 import json, sys
 import scrapy
 from scrapy.crawler import CrawlerProcess
@@ -52,12 +53,9 @@ process = CrawlerProcess({
     "LOG_LEVEL": "INFO",
     **args["settings"],
 })
-crawler = process.create_crawler(Probe)
-process.crawl(crawler)
-process.start()
-print(json.dumps({k: v for k, v in crawler.stats.get_stats().items()
-                  if isinstance(v, (int, float, str))}))
 """
+    + RUN_PROBE
+)
 
 
 class Host(LoopbackServer):

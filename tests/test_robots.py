@@ -12,14 +12,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.loopback import Answer, LoopbackServer, run_probe
+from tests.loopback import RUN_PROBE, Answer, LoopbackServer, run_probe
 
 pytestmark = pytest.mark.integration
 
 ROBOTS = b"User-agent: *\nDisallow: /private/\n"
 PRIVATE = "/private/p.html"
 
-SCRIPT = """
+SCRIPT = (
+    """
 import asyncio, json, sys
 import scrapy
 from scrapy.crawler import CrawlerProcess
@@ -60,12 +61,9 @@ process = CrawlerProcess({
     # the probe has no seeds: its loopback server is allowed by name
     "FOCUSED_ALLOWED_NETWORKS": ["127.0.0.0/8"],
 })
-crawler = process.create_crawler(Probe)
-process.crawl(crawler)
-process.start()
-print(json.dumps({k: v for k, v in crawler.stats.get_stats().items()
-                  if isinstance(v, (int, float, str))}))
 """
+    + RUN_PROBE
+)
 
 
 class Web(LoopbackServer):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 from dataclasses import dataclass
@@ -62,3 +63,30 @@ def run_crawl(
         assert proc.returncode == 0, crawl.log[-3000:]
         assert "Traceback" not in crawl.log, crawl.log[-5000:]
     return crawl
+
+
+def run_cli(
+    project_root: Path, venv_scrapy: list[str], out: Path, *args: str
+) -> subprocess.CompletedProcess[str]:
+    """``scrapy crawl focused`` with ``args``, output in ``out``, without the caller's
+    ``SCRAPY_*`` environment: for the bad-input tests, which stop before a fetch."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
+    return subprocess.run(
+        crawl_command(None, output_dir=out, scrapy=venv_scrapy, extra_args=args),
+        cwd=project_root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def error_line(result: subprocess.CompletedProcess[str]) -> str:
+    """The single ``focused: error:`` line of a run that stopped with exit status 2
+    before the spider opened, without a traceback."""
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = [x for x in result.stderr.splitlines() if x.startswith("focused: error:")]
+    assert len(lines) == 1, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    assert "Spider opened" not in result.stderr + result.stdout
+    return lines[0]

@@ -5,44 +5,27 @@ Each case runs the real command in a subprocess from the project root (about 1.5
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from bench.command import crawl_command
+from tests.crawling import error_line, run_cli
 
 MakeTopic = Callable[..., Path]
 VALID_NAMES = ("annealing", "best_first", "bfs", "bsbs", "gao", "genetic")
 
 
-def crawl(
-    project_root: Path, venv_scrapy: list[str], out: Path, *args: str
-) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
-    return subprocess.run(
-        crawl_command(None, output_dir=out, scrapy=venv_scrapy, extra_args=args),
-        cwd=project_root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+crawl = run_cli
 
 
 def the_error(result: subprocess.CompletedProcess[str], out: Path) -> str:
     """The single ``focused: error:`` line, after checking that nothing was crawled."""
-    assert result.returncode == 2, result.stderr
-    lines = [line for line in result.stderr.splitlines() if line.startswith("focused: error:")]
-    assert len(lines) == 1, result.stderr
-    assert "Traceback" not in result.stderr
-    output = result.stdout + result.stderr
-    assert "Spider opened" not in output
-    assert "Crawled (" not in output
+    line = error_line(result)
+    assert "Crawled (" not in result.stdout + result.stderr
     assert not out.exists()  # not even the output folder was made
-    return lines[0]
+    return line
 
 
 @pytest.fixture

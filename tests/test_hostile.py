@@ -7,19 +7,16 @@ The crawls run the real ``scrapy crawl focused`` against the sandbox in hostile 
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from crawling import Crawl, run_crawl
+from crawling import Crawl, error_line, run_cli, run_crawl
 from scrapy.http import HtmlResponse, TextResponse
 
-from bench.command import crawl_command
 from focused.output.store import PageStore
 from focused.ranking.relevance import TopicVector, page_relevance
 from focused.robustness import FocusedLinkExtractor, RobustnessMiddleware
@@ -368,25 +365,7 @@ def test_per_host_cap_bounds_an_endless_calendar(tmp_path):
 
 
 # --- bad input: one line, exit status 2, nothing fetched ----------------------------------
-def run_cli(project_root: Path, venv_scrapy: list[str], out: Path, *args: str):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
-    return subprocess.run(
-        crawl_command(None, output_dir=out, scrapy=venv_scrapy, extra_args=args),
-        cwd=project_root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
-def one_line(result: subprocess.CompletedProcess[str]) -> str:
-    assert result.returncode == 2, result.stderr[-2000:]
-    lines = [x for x in result.stderr.splitlines() if x.startswith("focused: error:")]
-    assert len(lines) == 1, result.stderr[-2000:]
-    assert "Traceback" not in result.stderr
-    assert "Spider opened" not in result.stderr + result.stdout
-    return lines[0]
+one_line = error_line
 
 
 TOPIC_CASES = {

@@ -632,23 +632,16 @@ class PageStore:
 
     def rows(self) -> Iterator[dict[str, Any]]:
         """Every row as a dict (``relevant`` bool, ``is_target`` bool or None), by id."""
-        cur = self._db.execute(f"SELECT id, {', '.join(COLUMNS)} FROM pages ORDER BY id")
-        names = [d[0] for d in cur.description]
-        for values in cur:
-            row = dict(zip(names, values, strict=True))
-            for name in _BOOL_COLUMNS:
-                if row[name] is not None:
-                    row[name] = bool(row[name])
-            yield row
+        return self._select("ORDER BY id", ())
 
     def get(self, url: str) -> dict[str, Any] | None:
         """The row of ``url`` or None."""
-        for row in self._rows_where("url = ?", (url,)):
+        for row in self._select("WHERE url = ?", (url,)):
             return row
         return None
 
-    def _rows_where(self, where: str, args: tuple[Any, ...]) -> Iterator[dict[str, Any]]:
-        cur = self._db.execute(f"SELECT id, {', '.join(COLUMNS)} FROM pages WHERE {where}", args)
+    def _select(self, clause: str, args: tuple[Any, ...]) -> Iterator[dict[str, Any]]:
+        cur = self._db.execute(f"SELECT id, {', '.join(COLUMNS)} FROM pages {clause}", args)
         names = [d[0] for d in cur.description]
         for values in cur:
             row = dict(zip(names, values, strict=True))

@@ -281,7 +281,7 @@ class FocusedSpider(scrapy.Spider):
         SimHash within 3 bits): then it is counted and skipped (no item, no links, the
         scheduler told by ``page_skipped``). Otherwise its blocks join its host's
         template counts."""
-        if self.near_duplicates.check(page.content_parts(), title):
+        if self.near_duplicates.check(page.content_folded(), title, folded=True):
             self._count("focused/pages/near_duplicates")
             if self.shapes is not None:
                 self.shapes.observe(response.url, waste=True)

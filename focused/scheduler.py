@@ -578,6 +578,9 @@ class FocusedScheduler(BaseScheduler):
             for handler, signal in self._signals():
                 self.crawler.signals.connect(handler, signal=signal)
             self._check_failure_middleware()
+            self.crawler.signals.send_catch_log(
+                focused_signals.frontier_opened, drop_done=self.drop_done
+            )
         self._update_stats()
 
     def _check_failure_middleware(self) -> None:
@@ -685,6 +688,21 @@ class FocusedScheduler(BaseScheduler):
             elif not request.dont_filter or self._done_in_earlier_run(fp):
                 return self._filter()
         return self._push(self._to_entry(request, fp))
+
+    def drop_done(self, url: str) -> bool:
+        """Whether a plain GET request of ``url`` (not ``dont_filter``) would be filtered
+        because the URL is done (fetched or failed: seen, neither waiting nor in flight);
+        then it is counted as :meth:`enqueue_request` counts it, and the caller does not
+        build it (a page's links to pages fetched already: most of its duplicates).
+
+        A done URL stays done (only a ``dont_filter`` request queues it again), so the
+        answer holds until the link would reach :meth:`enqueue_request`; a URL in flight
+        is not dropped (a retry may make it wait again, and then a link promotes it)."""
+        fp = url_fingerprint(url)
+        if fp in self.in_flight or fp not in self.seen or fp in self.frontier:
+            return False
+        self.filtered += 1
+        return True
 
     def _copy_of(self, request: Request, fp: int) -> tuple[Request, int]:
         """A ``dont_filter`` request for a URL that waits: a copy with a fingerprint of

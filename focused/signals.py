@@ -50,3 +50,11 @@ page_skipped = object()
 #: download of a request failed for good (not retried), whatever its callback and
 #: errback. The scheduler moves the request to the error queue.
 download_failed = object()
+
+#: ``frontier_opened``: sent by :class:`focused.scheduler.FocusedScheduler` when it opens,
+#: with ``drop_done`` (``str -> bool``): whether a link to that URL would be filtered as
+#: done (fetched, or failed, and neither waiting nor in flight), counted as filtered
+#: when it is. The spider then builds no request for it: the scheduler would drop it
+#: (it never promotes a done URL). Only a scheduler whose done state is its own sends it
+#: (not the shared Redis frontier: another worker may change it at any time).
+frontier_opened = object()

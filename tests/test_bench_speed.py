@@ -328,3 +328,21 @@ def test_fast_link_extraction_gives_scrapys_links(max_links: int) -> None:
             assert got == _scrapy_links(a, response), path
             assert fast == slow, path
     assert b._urls  # the cache was used
+
+
+# --- the micro-benchmarks of docs/speed.md run (their numbers are not checked) ---------
+def test_done_links_benchmark_runs() -> None:
+    from bench import done_links
+
+    got = done_links.main(n=60, per_page=30, reps=1)
+    assert set(got) == {"request_us_per_link", "drop_done_us_per_link"}
+    assert all(v >= 0 for v in got.values())
+
+
+def test_content_speed_benchmark_runs(tmp_path: Path) -> None:
+    from bench import content_speed
+
+    site = generate_site(seed=3, pages=300)
+    for i, body in enumerate([b for p, b in site.pages.items() if p.endswith(".html")][:20]):
+        (tmp_path / f"{i}.html").write_bytes(body)
+    assert content_speed.main(str(tmp_path), pages=20, runs=1) >= 0

@@ -165,6 +165,60 @@ def test_annealing_is_seeded_and_cold_annealing_is_best_first():
 
 
 # --- with a crawler: stats and the engine's signals ---------------------------------
+def test_drop_done_answers_as_enqueue_would_and_counts_the_same():
+    """``drop_done`` (the spider builds no request for a link it drops) says True exactly
+    for the links ``enqueue_request`` would filter as done, and counts them as filtered;
+    a waiting URL (promotion) and one in flight (a retry may make it wait) get through."""
+
+    def run(use_drop_done: bool) -> tuple[list[bool], list[str], int, int]:
+        sched = FocusedScheduler()
+        sched.open(DemoSpider())
+        for i in range(5):
+            sched.enqueue_request(_req(i, 10 - i))
+        for _ in range(3):
+            sched.next_request()  # 0, 1, 2 in flight
+        sched._finish(sched._fingerprint(_req(0)), DONE)
+        sched._finish(sched._fingerprint(_req(1)), ERROR)
+        answers, links = [], [0, 1, 2, 3, 9, 0, 4]
+        for i in links:  # done, error, in flight, waiting, new, done again, waiting
+            if use_drop_done and sched.drop_done(_req(i).url):
+                answers.append(False)
+                continue
+            answers.append(sched.enqueue_request(_req(i, 100)))
+        return answers, _drain(sched), sched.filtered, sched.frontier.promoted
+
+    assert run(True) == run(False)
+    sched = FocusedScheduler()
+    sched.open(DemoSpider())
+    sched.enqueue_request(_req(0))
+    assert not sched.drop_done(_req(0).url)  # waiting
+    sched.next_request()
+    assert not sched.drop_done(_req(0).url)  # in flight
+    sched._finish(sched._fingerprint(_req(0)), DONE)
+    assert sched.drop_done(_req(0).url) and sched.filtered == 1  # done
+    assert sched.drop_done("http://127.0.0.1:1/p/0.htm#top")  # the same URL, canonically
+    assert not sched.drop_done(_req(7).url) and sched.filtered == 2  # never seen
+
+
+def test_the_scheduler_hands_its_done_test_to_the_spider():
+    from focused.spiders.focused import FocusedSpider
+
+    crawler = get_crawler(FocusedSpider, {"FOCUSED_STRATEGY": "bfs"})
+    spider = FocusedSpider.from_crawler(crawler, topic="chemistry")
+    crawler.spider = spider
+    assert spider.drop_done is None
+    sched = FocusedScheduler.from_crawler(crawler)
+    sched.open(spider)
+    assert spider.drop_done == sched.drop_done
+    sched.enqueue_request(_req(0))
+    sched.next_request()
+    sched._finish(sched._fingerprint(_req(0)), DONE)
+    assert spider._request(_req(0).url, 0.5, "http://127.0.0.1:1/") is None
+    assert spider._request(_req(1).url, 0.5, "http://127.0.0.1:1/").url == _req(1).url
+    sched.close("finished")
+    spider.close_web(spider)
+
+
 def test_four_queues_in_stats_from_signals_errback_retry_and_redirect():
     sched, crawler = _open({"FOCUSED_STRATEGY": "annealing"})
     assert sched.anneal and sched.annealer.k == 8

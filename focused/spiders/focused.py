@@ -20,7 +20,7 @@ from focused.items import PageItem, excerpt
 from focused.meta import PageFacts
 from focused.ranking.learning import MAX_ANCHOR_CHARS, link_contexts
 from focused.ranking.relevance import TopicVector, page_relevance, term_counts
-from focused.signals import page_skipped
+from focused.signals import frontier_opened, page_skipped
 from focused.strategies import Strategy
 from focused.web.neardup import NearDuplicates
 from focused.web.sanitize import strip_session_ids
@@ -86,7 +86,13 @@ class FocusedSpider(scrapy.Spider):
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.setup(crawler.settings)
         crawler.signals.connect(spider.close_web, signal=signals.spider_closed)
+        crawler.signals.connect(spider._frontier_opened, signal=frontier_opened)
         return spider
+
+    def _frontier_opened(self, drop_done: Callable[[str], bool], **kwargs: Any) -> None:
+        """The scheduler's test for links to URLs it has done (no request is built for
+        them: it would drop them, :meth:`focused.scheduler.FocusedScheduler.drop_done`)."""
+        self.drop_done = drop_done
 
     def setup(self, settings: Any) -> None:
         """Load and check the topic and the settings, then open the web to crawl."""
@@ -137,6 +143,8 @@ class FocusedSpider(scrapy.Spider):
         )
         self.thin_words = int(get(settings, "FOCUSED_THIN_WORDS"))
         self.obey_meta_robots = bool(get(settings, "FOCUSED_OBEY_META_ROBOTS"))
+        #: the scheduler's "is this URL done?" (None: every link gets its request)
+        self.drop_done: Callable[[str], bool] | None = None
         self.logger.info(
             "focused: topic %s on the %s web, %d seeds, %d known targets, strategy %s",
             self.topic.name,
@@ -273,7 +281,7 @@ class FocusedSpider(scrapy.Spider):
         SimHash within 3 bits): then it is counted and skipped (no item, no links, the
         scheduler told by ``page_skipped``). Otherwise its blocks join its host's
         template counts."""
-        if self.near_duplicates.check(page.content_parts(), title):
+        if self.near_duplicates.check(page.content_folded(), title, folded=True):
             self._count("focused/pages/near_duplicates")
             if self.shapes is not None:
                 self.shapes.observe(response.url, waste=True)
@@ -395,11 +403,14 @@ class FocusedSpider(scrapy.Spider):
         return link_contexts(response.selector.root, self._absolute(response))
 
     def _request(self, url: str, anchor_relevance: float, parent: str) -> scrapy.Request | None:
-        """The request of a link, without session ids; None for a URL Scrapy refuses."""
+        """The request of a link, without session ids; None for a URL Scrapy refuses, and
+        for one the scheduler has done (it would drop it: ``drop_done``)."""
         # only a path parameter (";") or a query ("?") can carry a session id
         clean = strip_session_ids(url, self.session_params) if ";" in url or "?" in url else url
         if clean != url:
             self._count("focused/links/session_ids_stripped")
+        elif self.drop_done is not None and self.drop_done(url):
+            return None  # done: the scheduler would drop it (counted there as filtered)
         try:
             return scrapy.Request(
                 clean, meta={meta.ANCHOR_RELEVANCE: anchor_relevance, meta.PARENT_URL: parent}

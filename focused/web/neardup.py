@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Mapping
+from operator import itemgetter
 
 import mmh3
 import numpy as np
@@ -34,13 +35,16 @@ _BAND_BITS = 64 // _BANDS
 _MASK = (1 << _BAND_BITS) - 1
 
 
-def pieces(texts: Iterable[str]) -> dict[str, int]:
-    """The features of a text: its pieces with white space folded, by their length."""
+def pieces(texts: Iterable[str], *, folded: bool = False) -> dict[str, int]:
+    """The features of a text: its pieces with white space folded, by their length
+    (``folded``: the pieces are folded already, as :meth:`focused.web.template.Page.
+    content_folded` gives them)."""
     out: dict[str, int] = {}
+    get = out.get
     for text in texts:
-        piece = " ".join(text.split())
+        piece = text if folded else " ".join(text.split())
         if piece:
-            out[piece] = out.get(piece, 0) + len(piece)
+            out[piece] = get(piece, 0) + len(piece)
     return out
 
 
@@ -48,13 +52,16 @@ def simhash(counts: Mapping[str, int] | Mapping[bytes, int]) -> int:
     """The 64-bit SimHash of features weighted by ``counts`` (0 for none)."""
     if not counts:
         return 0
-    hashes = np.fromiter(
-        (mmh3.hash64(t, signed=False)[0] for t in counts), dtype=np.uint64, count=len(counts)
-    )
-    weights = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
+    n = len(counts)
+    # mmh3's signed 64-bit hashes, read as unsigned: the same bits
+    hashes = np.fromiter(map(_first, map(mmh3.hash64, counts)), dtype=np.int64, count=n)
+    weights = np.fromiter(counts.values(), dtype=np.float64, count=n)
     bits = np.unpackbits(hashes.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
     score = weights @ (bits.astype(np.float64) * 2.0 - 1.0)
     return int(np.packbits(score > 0, bitorder="little").view("<u8")[0])
+
+
+_first = itemgetter(0)
 
 
 def distance(a: int, b: int) -> int:
@@ -109,11 +116,11 @@ class NearDuplicates:
                 if not bucket:
                     del band[key]
 
-    def check(self, texts: Iterable[str], title: str = "") -> bool:
-        """Whether a page titled ``title`` whose content text nodes are ``texts`` is a
-        near-duplicate of one seen (then it is not added); a short page is never one (nor
-        added)."""
-        features = pieces(texts)
+    def check(self, texts: Iterable[str], title: str = "", *, folded: bool = False) -> bool:
+        """Whether a page titled ``title`` whose content text nodes are ``texts`` (white
+        space folded already with ``folded``) is a near-duplicate of one seen (then it is
+        not added); a short page is never one (nor added)."""
+        features = pieces(texts, folded=folded)
         if sum(features.values()) < self.min_chars:
             return False
         fingerprint = simhash(features)

@@ -136,6 +136,8 @@ class Block:
     chrome: bool = False
     _key: int | None = None
     _words: int = 0
+    #: ``texts`` with white space folded (``" ".join(t.split())``), when the walk made them
+    folded: list[str] | None = None
 
     def key(self) -> int:
         """64-bit key of the block: its path and its own text (hrefs with no text)."""
@@ -149,9 +151,16 @@ class Block:
         return self._words
 
     def _norm(self) -> None:
-        words = " ".join(self.texts).split()
-        own = " ".join(words) if words else "\x01" + "\x00".join(self.hrefs)
-        self._words = len(words)
+        folded = self.folded
+        if folded is not None and len(folded) == len(self.texts):
+            # the same words as " ".join(self.texts).split(), each piece split once
+            text = " ".join([f for f in folded if f])
+            n = text.count(" ") + 1 if text else 0
+        else:
+            words = " ".join(self.texts).split()
+            text, n = " ".join(words), len(words)
+        own = text if n else "\x01" + "\x00".join(self.hrefs)
+        self._words = n
         self._key = mmh3.hash64(f"{self.path:x}\x00{own}", signed=False)[0]
 
 
@@ -161,6 +170,9 @@ class Page:
 
     blocks: list[Block]
     parts: list[tuple[int, str]]
+    #: the text of each part with white space folded (``" ".join(t.split())``); None:
+    #: folded when first needed
+    folded: list[str] | None = None
 
     @property
     def has_chrome(self) -> bool:
@@ -175,6 +187,14 @@ class Page:
         """The text nodes of the content blocks, in page order."""
         blocks = self.blocks
         return [t for i, t in self.parts if not blocks[i].chrome]
+
+    def content_folded(self) -> list[str]:
+        """:meth:`content_parts` with white space folded (``" ".join(t.split())``)."""
+        folded = self.folded
+        if folded is None or len(folded) != len(self.parts):
+            folded = self.folded = [" ".join(t.split()) for _, t in self.parts]
+        blocks = self.blocks
+        return [f for (i, _), f in zip(self.parts, folded, strict=True) if not blocks[i].chrome]
 
     def chrome_text(self) -> str:
         blocks = self.blocks
@@ -247,9 +267,15 @@ class _Walk:
             elif self._end(el):
                 break
         blocks = self.blocks
-        for i, text in self.parts:
-            blocks[i].texts.append(text)
-        self.page = Page(blocks, self.parts)
+        # white space folded once per text node: for the block keys and SimHash's pieces
+        folded = [" ".join(text.split()) for _, text in self.parts]
+        for b in blocks:
+            b.folded = []
+        for (i, text), f in zip(self.parts, folded, strict=True):
+            b = blocks[i]
+            b.texts.append(text)
+            b.folded.append(f)  # type: ignore[union-attr]
+        self.page = Page(blocks, self.parts, folded)
 
     def _start(self, el: etree._Element) -> None:
         tag = el.tag

@@ -73,7 +73,9 @@ def test_learning_strategy_labels_through_the_page_model() -> None:
     strategy = LearningStrategy(
         keywords={LISTED: 1.0}, page_model=0.3, page_threshold=THRESHOLD, rescore_links=False
     )
-    off = LearningStrategy(keywords={LISTED: 1.0}, page_threshold=THRESHOLD, rescore_links=False)
+    off = LearningStrategy(
+        keywords={LISTED: 1.0}, page_model=0.0, page_threshold=THRESHOLD, rescore_links=False
+    )
     assert off.page_judge is None
     rng = random.Random(5)
     for i in range(300):
@@ -119,7 +121,9 @@ def test_a_saved_learning_state_keeps_the_page_model() -> None:
     unlisted = PageModel.features([*rng.sample(OTHER, 30), *rng.sample(TOPIC, 6)])
     assert loaded.probability(unlisted) == judge.probability(unlisted) > 0.8
     # a state saved with the model off leaves a fresh model as it is
-    off = LearningStrategy(keywords={LISTED: 1.0}, page_threshold=THRESHOLD, rescore_links=False)
+    off = LearningStrategy(
+        keywords={LISTED: 1.0}, page_model=0.0, page_threshold=THRESHOLD, rescore_links=False
+    )
     off.observe("http://h/x", PageFacts(page_relevance=0.001, terms=(b"word1",)), {})
     again = LearningStrategy(
         keywords={LISTED: 1.0}, page_model=0.3, page_threshold=THRESHOLD, rescore_links=False

@@ -102,7 +102,7 @@ class LearningStrategy(Strategy):
     #: ``optimism * w * k / (n + k)`` more (w the exploration weight; 0: off)
     optimism: float = 0.3
     #: the self-trained page model's cap on a label it raises (0: off)
-    page_model: float = 0.0
+    page_model: float = 0.3
     #: the page threshold (the page model's clear cases are relative to it)
     page_threshold: float = 2.0
     #: give each link its rescoring evidence (the frontier re-orders waiting links)

@@ -93,7 +93,7 @@ DEFAULTS: dict[str, Any] = {
     # self-trained page model (focused.ranking.pagemodel): pages whose keyword relevance
     # is clearly high or low teach a model over all their terms, which can raise a
     # page's learning label up to this cap (0: off)
-    "FOCUSED_LEARNING_PAGE_MODEL": 0.0,
+    "FOCUSED_LEARNING_PAGE_MODEL": 0.3,
     # --- frontier --------------------------------------------------------------
     # rescoring of the waiting links (a strategy that rescores: `learning`): every
     # FOCUSED_RESCORE_EVERY learnt pages (0: never), or every waiting / BUDGET pages

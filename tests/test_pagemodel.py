@@ -6,6 +6,7 @@ import random
 
 from focused.meta import PageFacts
 from focused.ranking.learning import degree, label
+from focused.ranking.modelstate import dumps_state, loads_state
 from focused.ranking.pagemodel import PageModel
 from focused.strategies.learning import LearningStrategy
 
@@ -72,7 +73,9 @@ def test_learning_strategy_labels_through_the_page_model() -> None:
     strategy = LearningStrategy(
         keywords={LISTED: 1.0}, page_model=0.3, page_threshold=THRESHOLD, rescore_links=False
     )
-    off = LearningStrategy(keywords={LISTED: 1.0}, page_threshold=THRESHOLD, rescore_links=False)
+    off = LearningStrategy(
+        keywords={LISTED: 1.0}, page_model=0.0, page_threshold=THRESHOLD, rescore_links=False
+    )
     assert off.page_judge is None
     rng = random.Random(5)
     for i in range(300):
@@ -91,3 +94,39 @@ def test_learning_strategy_labels_through_the_page_model() -> None:
     assert (
         strategy.terms.sums[strategy.terms.feature(word)] >= off.terms.sums[off.terms.feature(word)]
     )
+
+
+def test_a_saved_learning_state_keeps_the_page_model() -> None:
+    """A crawl resumed from its saved model (JOBDIR) judges pages as before it stopped."""
+    strategy = LearningStrategy(
+        keywords={LISTED: 1.0}, page_model=0.3, page_threshold=THRESHOLD, rescore_links=False
+    )
+    rng = random.Random(11)
+    for i in range(200):
+        topic = i % 5 == 0
+        a = 0.5 * THRESHOLD if topic else 0.001
+        terms = tuple(w.encode() for w in _page(rng, topic))
+        strategy.observe(f"http://h/{i}", PageFacts(page_relevance=a, terms=terms), {})
+    judge = strategy.page_judge
+    assert judge is not None and judge.ready
+    state = loads_state(dumps_state(strategy.model_state()))
+    fresh = LearningStrategy(
+        keywords={LISTED: 1.0}, page_model=0.3, page_threshold=THRESHOLD, rescore_links=False
+    )
+    assert fresh.page_judge is not None and not fresh.page_judge.ready
+    fresh.load_model_state(state)
+    loaded = fresh.page_judge
+    assert loaded.ready
+    assert (loaded.positives, loaded.negatives) == (judge.positives, judge.negatives)
+    unlisted = PageModel.features([*rng.sample(OTHER, 30), *rng.sample(TOPIC, 6)])
+    assert loaded.probability(unlisted) == judge.probability(unlisted) > 0.8
+    # a state saved with the model off leaves a fresh model as it is
+    off = LearningStrategy(
+        keywords={LISTED: 1.0}, page_model=0.0, page_threshold=THRESHOLD, rescore_links=False
+    )
+    off.observe("http://h/x", PageFacts(page_relevance=0.001, terms=(b"word1",)), {})
+    again = LearningStrategy(
+        keywords={LISTED: 1.0}, page_model=0.3, page_threshold=THRESHOLD, rescore_links=False
+    )
+    again.load_model_state(loads_state(dumps_state(off.model_state())))
+    assert again.page_judge is not None and again.page_judge.positives == 0

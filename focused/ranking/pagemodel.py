@@ -26,7 +26,8 @@ Bounded so that the topic cannot drift to what the crawl happens to see:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -118,6 +119,31 @@ class PageModel:
             self.negatives += 1
         self.counts[y, buckets] += 1.0
         return y
+
+    def state(self) -> dict[str, Any]:
+        """What it learnt as plain data (the buckets either class holds, their counts and
+        the class sizes), for :meth:`load_state` (a crawl saved under JOBDIR)."""
+        touched = np.flatnonzero(self.counts.any(axis=0))
+        return {
+            "page_buckets": touched.astype(np.int64),
+            "page_counts": self.counts[:, touched],
+            "page_positives": self.positives,
+            "page_negatives": self.negatives,
+        }
+
+    def load_state(self, state: Mapping[str, Any]) -> bool:
+        """Continue from a :meth:`state` (replaces what was learnt); a state without one
+        (saved with the model off) leaves it as it is. Returns whether it loaded."""
+        if "page_buckets" not in state:
+            return False
+        buckets = np.asarray(state["page_buckets"], dtype=np.int64)
+        counts = np.asarray(state["page_counts"], dtype=np.float32).reshape(2, -1)
+        ok = (buckets >= 0) & (buckets < N_FEATURES)
+        self.counts[:] = 0.0
+        self.counts[:, buckets[ok]] = counts[:, ok]
+        self.positives = int(state["page_positives"])
+        self.negatives = int(state["page_negatives"])
+        return True
 
     def label(self, keyword_label: float, buckets: np.ndarray) -> float:
         """The label a learner uses: the keyword label, raised to ``cap x (2p - 1)`` when

@@ -102,7 +102,7 @@ class LearningStrategy(Strategy):
     #: ``optimism * w * k / (n + k)`` more (w the exploration weight; 0: off)
     optimism: float = 0.3
     #: the self-trained page model's cap on a label it raises (0: off)
-    page_model: float = 0.0
+    page_model: float = 0.3
     #: the page threshold (the page model's clear cases are relative to it)
     page_threshold: float = 2.0
     #: give each link its rescoring evidence (the frontier re-orders waiting links)
@@ -403,8 +403,8 @@ class LearningStrategy(Strategy):
     def model_state(self) -> dict[str, Any]:
         """The whole learnt model as plain data (:func:`~focused.ranking.modelstate.dumps_state`):
         the touched buckets' counts and sums, the page count and label total, the relevant
-        pages and the expansion's term frequencies (the link classifier and the hub
-        evidence, both off by default, are not saved)."""
+        pages, the expansion's term frequencies and the page model when it is on (the link
+        classifier and the hub evidence, both off by default, are not saved)."""
         t = self.terms
         touched = np.flatnonzero(t.counts)
         terms = list(self.expander.df_rel)
@@ -420,6 +420,7 @@ class LearningStrategy(Strategy):
             "strategy_pages": self.pages,
             "terms": join_terms(_as_bytes(x) for x in terms),
             "term_df": np.array([self.expander.df_rel[x] for x in terms], dtype=np.int64),
+            **(self.page_judge.state() if self.page_judge is not None else {}),
         }
 
     def load_model_state(self, state: Mapping[str, Any]) -> None:
@@ -441,6 +442,8 @@ class LearningStrategy(Strategy):
         names = split_terms(bytes(state.get("terms", b"")))
         df = np.asarray(state.get("term_df", np.zeros(0)), dtype=np.int64).tolist()
         self.expander.df_rel = Counter(dict(zip(names, df, strict=True)))
+        if self.page_judge is not None:
+            self.page_judge.load_state(state)
         self._vector = None
         self.expanded = 0
         if self.relevant_pages and self.expand_terms:

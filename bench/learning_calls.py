@@ -43,10 +43,9 @@ OBSERVED_META = (
 
 
 def record(out: Path, pages: int, page_model: float, data: Path, site: str) -> None:
+    from bench import command, speed
     from focused import meta
     from focused.strategies.learning import LearningStrategy
-
-    from bench import command, speed
 
     calls: list[tuple[str, Any]] = []
     params: dict[str, Any] = {}

@@ -116,7 +116,10 @@ def url_words(url: str) -> list[str]:
 
 def context_window(before: str, after: str, words: int = CONTEXT_WORDS) -> str:
     """The last ``words`` words of ``before`` and the first ``words`` of ``after``."""
-    text = " ".join(before.split()[-words:] + after.split()[:words])
+    if words > 0:  # split no further than needed (a long paragraph is split once)
+        text = " ".join(before.rsplit(None, words)[-words:] + after.split(None, words)[:words])
+    else:  # as the slices below have always read a count of 0: all of before
+        text = " ".join(before.split()[-words:] + after.split()[:words])
     return text[:MAX_CONTEXT_CHARS]
 
 

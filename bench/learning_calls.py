@@ -13,6 +13,7 @@ trees can be checked to give the same numbers bit for bit (``--compare A B``).
     python -m bench.learning_calls record --out /tmp/calls.pkl --pages 300 [--page-model 0.3]
     python -m bench.learning_calls replay /tmp/calls.pkl --rounds 5 [--outputs out.pkl]
     python -m bench.learning_calls compare out-old.pkl out-new.pkl
+    python -m bench.learning_calls frontier /tmp/calls.pkl   # the frontier's share of rescoring
 
 No Scrapy in ``replay``; run it with ``PYTHONPATH`` set to another tree for a before/after.
 """
@@ -166,6 +167,41 @@ def replay(path: Path, rounds: int, outputs: Path | None) -> dict[str, Any]:
     return result
 
 
+def frontier_rescore(path: Path) -> dict[str, Any]:
+    """The in-memory frontier's share of each recorded rescoring: every batch's links
+    pushed into a :class:`~focused.frontier.memory.MemoryFrontier` (seeded priorities),
+    then ``rescore`` timed against the strategy's own ``rescore`` of the same batch."""
+    import random
+
+    from focused.frontier.memory import Entry, MemoryFrontier
+    from focused.strategies.learning import LearningStrategy
+
+    recorded = pickle.loads(path.read_bytes())
+    pages = sum(1 for c in recorded["calls"] if c[0] == "observe")
+    strategy = LearningStrategy(**recorded["params"])
+    rng = random.Random(1)
+    alone = with_frontier = 0.0
+    for kind, batch in recorded["calls"]:
+        if kind != "rescore":
+            continue
+        frontier = MemoryFrontier()
+        for i, evidence in enumerate(batch):
+            url = f"http://127.0.0.1:1/wiki/P{i}.html"
+            prio = rng.randrange(1_000_000)
+            frontier.push(Entry(url, rng.getrandbits(63), prio, evidence=evidence))
+        t = time.process_time()
+        strategy.rescore(batch)
+        alone += time.process_time() - t
+        t = time.process_time()
+        frontier.rescore(strategy.rescore)
+        with_frontier += time.process_time() - t
+    return {
+        "pages": pages,
+        "strategy_rescore_ms_per_page": round(1000 * alone / max(1, pages), 4),
+        "frontier_rescore_ms_per_page": round(1000 * with_frontier / max(1, pages), 4),
+    }
+
+
 def compare(a: Path, b: Path) -> int:
     old, new = pickle.loads(a.read_bytes()), pickle.loads(b.read_bytes())
     if old == new:
@@ -193,6 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     p_replay.add_argument("calls", type=Path)
     p_replay.add_argument("--rounds", type=int, default=5)
     p_replay.add_argument("--outputs", type=Path)
+    f = sub.add_parser("frontier")
+    f.add_argument("calls", type=Path)
     c = sub.add_parser("compare")
     c.add_argument("a", type=Path)
     c.add_argument("b", type=Path)
@@ -202,6 +240,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.cmd == "replay":
         print(json.dumps(replay(args.calls, args.rounds, args.outputs)))
+        return 0
+    if args.cmd == "frontier":
+        print(json.dumps(frontier_rescore(args.calls)))
         return 0
     return compare(args.a, args.b)
 

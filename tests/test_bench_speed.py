@@ -346,3 +346,28 @@ def test_content_speed_benchmark_runs(tmp_path: Path) -> None:
     for i, body in enumerate([b for p, b in site.pages.items() if p.endswith(".html")][:20]):
         (tmp_path / f"{i}.html").write_bytes(body)
     assert content_speed.main(str(tmp_path), pages=20, runs=1) >= 0
+
+
+def test_learning_contexts_benchmark_runs(tmp_path: Path) -> None:
+    from bench import learning_contexts
+
+    site = generate_site(seed=3, pages=300)
+    (tmp_path / "wiki").mkdir()
+    for i, body in enumerate([b for p, b in site.pages.items() if p.endswith(".html")][:20]):
+        (tmp_path / "wiki" / f"{i}.html").write_bytes(body)
+    # 0: the joiner's contexts are the urljoin ones
+    assert learning_contexts.main(["--data", str(tmp_path), "--pages", "20", "--rounds", "1"]) == 0
+
+
+def test_learning_calls_record_and_replay(tmp_path: Path) -> None:
+    """A real 40-page sandbox crawl recorded, replayed twice: the same outputs."""
+    from bench import learning_calls
+
+    calls = tmp_path / "calls.pkl"
+    cmd = [sys.executable, "-m", "bench.learning_calls", "record", "--site", "sandbox"]
+    cmd += ["--pages", "40", "--out", str(calls)]
+    subprocess.run(cmd, cwd=ROOT, check=True, timeout=300, capture_output=True)
+    got = learning_calls.replay(calls, 1, tmp_path / "a.out")
+    assert got["pages"] >= 40 and got["total_ms_per_page"] >= 0
+    learning_calls.replay(calls, 1, tmp_path / "b.out")
+    assert learning_calls.compare(tmp_path / "a.out", tmp_path / "b.out") == 0

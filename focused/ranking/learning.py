@@ -116,7 +116,10 @@ def url_words(url: str) -> list[str]:
 
 def context_window(before: str, after: str, words: int = CONTEXT_WORDS) -> str:
     """The last ``words`` words of ``before`` and the first ``words`` of ``after``."""
-    text = " ".join(before.split()[-words:] + after.split()[:words])
+    if words > 0:  # split no further than needed (a long paragraph is split once)
+        text = " ".join(before.rsplit(None, words)[-words:] + after.split(None, words)[:words])
+    else:  # as the slices below have always read a count of 0: all of before
+        text = " ".join(before.split()[-words:] + after.split()[:words])
     return text[:MAX_CONTEXT_CHARS]
 
 
@@ -227,9 +230,16 @@ class TermModel:
     def _buckets(self, terms: list[str] | list[bytes] | list[str | bytes]) -> list[int]:
         found = list(map(self._cache.get, terms))
         if None in found:
-            for i, f in enumerate(found):
-                if f is None:
-                    found[i] = self.feature(terms[i])
+            # the terms not met before hashed in one C loop (:func:`hashed_features`
+            # gives :func:`feature`'s buckets), then remembered
+            missing = [i for i, f in enumerate(found) if f is None]
+            fresh = [terms[i] for i in missing]
+            hashed = hashed_features(fresh, len(fresh)).tolist()
+            cache = self._cache
+            if len(cache) + len(fresh) > CACHE_SIZE:
+                cache.clear()
+            for i, term, f in zip(missing, fresh, hashed, strict=True):
+                found[i] = cache[term] = f
         return found  # type: ignore[return-value]
 
     @property
@@ -241,21 +251,26 @@ class TermModel:
         """Fetched pages that used ``term`` (or a term sharing its bucket)."""
         return float(self.counts[self.feature(term)])
 
-    def learn_page(self, terms: Iterable[str | bytes], y: float) -> np.ndarray:
+    def learn_page(
+        self, terms: Iterable[str | bytes], y: float, buckets: np.ndarray | None = None
+    ) -> np.ndarray:
         """One fetched page: each of its distinct ``terms`` gets label ``y`` once (see
         :func:`focused.ranking.relevance.term_counts` for the terms of a text). Returns
-        the page's distinct buckets."""
+        the page's distinct buckets; ``buckets``: those buckets already (ascending and
+        distinct, as :meth:`focused.ranking.pagemodel.PageModel.features` gives them),
+        not hashed again."""
         self.pages += 1
         self.total += y
-        terms = list(terms)
-        if len(terms) >= HASH_IN_C_FROM:
+        if buckets is not None:
+            f = buckets
+        elif len(terms := list(terms)) >= HASH_IN_C_FROM:
             # a long page: hashed in one C loop, distinct buckets in ascending order
             f = np.unique(hashed_features(terms, len(terms)))
         else:
-            buckets = self._buckets(terms)
-            if not buckets:
+            found = self._buckets(terms)
+            if not found:
                 return np.zeros(0, dtype=np.int64)
-            f = np.unique(np.array(buckets, dtype=np.int64))
+            f = np.unique(np.array(found, dtype=np.int64))
         self.counts[f] += 1.0
         self.sums[f] += y
         return f
@@ -482,28 +497,34 @@ def encode_evidence(links: LinkTerms, parent_label: float, parent_id: int = 0) -
 
 def decode_evidence(records: Sequence[bytes]) -> tuple[LinkTerms, np.ndarray, np.ndarray]:
     """The :class:`LinkTerms`, parent labels and parent ids of records made by
-    :func:`encode_evidence` (one pass; a damaged record counts as a link without terms)."""
+    :func:`encode_evidence` (numpy over all the records at once; a damaged record counts
+    as a link without terms)."""
     size = _EVIDENCE.size
-    n_names = np.zeros(len(records), dtype=np.int64)
-    n_contexts = np.zeros(len(records), dtype=np.int64)
-    parents = np.zeros(len(records), dtype=np.float64)
-    parent_ids = np.zeros(len(records), dtype=np.int64)
-    bodies: list[bytes] = []
-    unpack = _EVIDENCE.unpack_from
-    for i, record in enumerate(records):
-        if len(record) < size:
-            continue
-        n, c, p, pid = unpack(record)
-        body = record[size : size + (n + c) * _BUCKET_BYTES]
-        if len(body) != (n + c) * _BUCKET_BYTES:
-            continue
-        n_names[i], n_contexts[i], parents[i], parent_ids[i] = n, c, p, pid
-        bodies.append(body)
-    raw = np.frombuffer(b"".join(bodies), dtype=np.uint8).reshape(-1, _BUCKET_BYTES)
-    wide = np.zeros((len(raw), 4), dtype=np.uint8)
-    wide[:, :_BUCKET_BYTES] = raw
-    buckets = wide.view("<u4").reshape(-1).astype(np.int64)
-    return LinkTerms(buckets, n_names, n_contexts), parents, parent_ids
+    count = len(records)
+    lengths = np.fromiter(map(len, records), dtype=np.int64, count=count)
+    # every record's header gathered from the joined bytes (padded: a short last record
+    # cannot read past the end; a short record's header is read and then ignored)
+    data = np.frombuffer(b"".join(records) + bytes(size), dtype=np.uint8)
+    starts = np.cumsum(lengths) - lengths
+    header = data[starts[:, None] + np.arange(size)]
+    n = header[:, 0].astype(np.int64)
+    c = header[:, 1].astype(np.int64)
+    need = (n + c) * _BUCKET_BYTES
+    ok = (lengths >= size) & (lengths - size >= need)
+    n_names = np.where(ok, n, 0)
+    n_contexts = np.where(ok, c, 0)
+    parents = np.where(ok, np.ascontiguousarray(header[:, 2:10]).view("<f8").reshape(-1), 0.0)
+    parent_ids = np.where(
+        ok, np.ascontiguousarray(header[:, 10:14]).view("<u4").reshape(-1).astype(np.int64), 0
+    )
+    # the bodies of the sound records, one index per byte
+    body_lengths = need[ok]
+    total = int(body_lengths.sum())
+    before = np.cumsum(body_lengths) - body_lengths
+    at = np.repeat(starts[ok] + size - before, body_lengths) + np.arange(total, dtype=np.int64)
+    raw = data[at].reshape(-1, _BUCKET_BYTES).astype(np.int64)
+    buckets = raw[:, 0] | (raw[:, 1] << 8) | (raw[:, 2] << 16)
+    return LinkTerms(buckets, n_names, n_contexts), parents.astype(np.float64), parent_ids
 
 
 class HubModel:

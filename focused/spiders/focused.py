@@ -6,13 +6,13 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 import scrapy
 from scrapy import signals
 from scrapy.http import Response, TextResponse
 from scrapy.utils.response import get_base_url
-from w3lib.url import canonicalize_url, safe_url_string
+from w3lib.url import canonicalize_url
 
 from focused import config, meta, robustness
 from focused.defaults import get
@@ -22,6 +22,7 @@ from focused.ranking.learning import MAX_ANCHOR_CHARS, link_contexts
 from focused.ranking.relevance import TopicVector, page_relevance, term_counts
 from focused.signals import frontier_opened, page_skipped
 from focused.strategies import Strategy
+from focused.web.hrefs import HrefJoiner
 from focused.web.neardup import NearDuplicates
 from focused.web.sanitize import strip_session_ids
 from focused.web.sites import Web, open_web
@@ -80,6 +81,7 @@ class FocusedSpider(scrapy.Spider):
     def __init__(self, topic: str = "", *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.topic_arg = topic
+        self._hrefs = HrefJoiner()
 
     @classmethod
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> FocusedSpider:
@@ -386,16 +388,9 @@ class FocusedSpider(scrapy.Spider):
             self._count("focused/links/chrome")
             yield request
 
-    @staticmethod
-    def _absolute(response: TextResponse) -> Callable[[str], str]:
-        """href -> the link extractor's URL for it."""
-        base, encoding = get_base_url(response), response.encoding
-
-        def absolute(href: str) -> str:  # the link extractor's URL (ASCII: no escaping)
-            url = urljoin(base, href.strip())
-            return url if url.isascii() and " " not in url else safe_url_string(url, encoding)
-
-        return absolute
+    def _absolute(self, response: TextResponse) -> Callable[[str], str]:
+        """href -> the link extractor's URL for it (joined once per folder and href)."""
+        return self._hrefs.for_base(get_base_url(response), response.encoding)
 
     def _contexts(self, response: TextResponse) -> dict[str, str]:
         """For a strategy that asks for link evidence: the text around each link, by the

@@ -227,24 +227,31 @@ class LearningStrategy(Strategy):
         if not kept:
             return scores
         parent_degree = degree(parent.page_relevance, self.title_weight)
-        r_list = r.tolist()
         relevant_list = relevant.tolist()
-        evidence = [
-            LinkEvidence(
-                links[i].url,
-                links[i].anchor_text,
-                links[i].context,
-                parent_degree,
-                r_list[i],
-                states[0 if relevant_list[i] else 1][1],
-            )
-            for i in kept
-        ]
-        link_terms = self.terms.link_terms(evidence)
+        kept_links = [links[i] for i in kept]
+        # the links' terms from their columns (no LinkEvidence unless the classifier
+        # needs one)
+        link_terms = self.terms.terms_of(
+            [link.url for link in kept_links],
+            [link.anchor_text for link in kept_links],
+            [link.context for link in kept_links],
+        )
         terms = self.terms.score_terms(link_terms)
         values = self.exploration.blend(terms, link_terms)
         if self.classifier is not None and self.classifier.ready:
-            evidence = [_with_terms(e, t) for e, t in zip(evidence, terms.tolist(), strict=True)]
+            r_list = r.tolist()
+            evidence = [
+                LinkEvidence(
+                    links[i].url,
+                    links[i].anchor_text,
+                    links[i].context,
+                    parent_degree,
+                    r_list[i],
+                    states[0 if relevant_list[i] else 1][1],
+                    t,
+                )
+                for i, t in zip(kept, terms.tolist(), strict=True)
+            ]
             n = self.classifier.examples
             share = n / (n + self.classifier_prior) if self.classifier_prior > 0 else 1.0
             values = share * self.classifier.predict(evidence) + (1.0 - share) * terms
@@ -325,6 +332,7 @@ class LearningStrategy(Strategy):
         self.exploration.observe(page.relevant)
         self.terms.optimism = self.optimism * self.exploration.weight
         terms = page.terms or ()
+        page_buckets = None
         if self.page_judge is not None and terms:
             # judged before it learns from the page; it can only raise the label
             page_buckets = PageModel.features(terms)
@@ -332,7 +340,8 @@ class LearningStrategy(Strategy):
             self.page_judge.learn(page_buckets, page.page_relevance)
         if self.hubs is not None:
             self.hubs.add(url, y, str(link.get(meta.PARENT_URL) or ""))
-        buckets = self.terms.learn_page(terms, y)
+        # the page's buckets are hashed once, for the page model and the term model
+        buckets = self.terms.learn_page(terms, y, page_buckets)
         if self.recorder is not None:
             counted = page.relevant and bool(self.expand_terms and terms)
             self.recorder.add(buckets, y, page.relevant, terms if counted else None)
@@ -464,9 +473,3 @@ class LearningStrategy(Strategy):
 
 def _as_bytes(term: str | bytes) -> bytes:
     return term if isinstance(term, bytes) else term.encode("utf-8")
-
-
-def _with_terms(e: LinkEvidence, term_score: float) -> LinkEvidence:
-    return LinkEvidence(
-        e.url, e.anchor, e.context, e.parent_relevance, e.anchor_relevance, e.hops, term_score
-    )

@@ -53,16 +53,20 @@ def test_three_waste_pages_make_a_shape_wasteful_on_every_host() -> None:
 
 def test_a_host_s_dominant_shape_is_never_waste() -> None:
     """On a site of short articles most off-topic articles are thin and not relevant:
-    they stay articles, as the shape of most of the host's pages."""
+    they stay articles, as the shape of most of the host's good pages; the pages of
+    another kind (a thread's later pages) stay waste however many of them are fetched."""
     stats = ShapeStats()
-    for i in range(12):
+    for i in range(3):  # no good page yet: the shape of most of the host's pages
+        stats.observe(f"http://a.test/wiki/Art{i}", waste=True)
+    assert not stats.wasteful("http://a.test/wiki/Art99")
+    for i in range(3, 12):
         stats.observe(f"http://a.test/wiki/Art{i}", waste=i % 4 != 0)  # 3 in 4 waste
     assert stats.rate("http://a.test/wiki/Art99") > stats.threshold
     assert not stats.wasteful("http://a.test/wiki/Art99")
-    for i in range(13):  # another kind of page grows past half of the host's pages
-        stats.observe(f"http://a.test/list/L{i}", waste=True)
-    assert stats.wasteful("http://a.test/wiki/Art99")
-    assert not stats.wasteful("http://a.test/list/L99")
+    for i in range(30):  # another kind grows to most of the host's pages, all waste
+        stats.observe(f"http://a.test/wiki/Art{i % 12}?page={i}", waste=True)
+    assert stats.wasteful("http://a.test/wiki/Art99?page=2")
+    assert not stats.wasteful("http://a.test/wiki/Art99")
 
 
 def test_one_good_page_in_four_keeps_a_shape_and_bounds_hold() -> None:

@@ -35,7 +35,11 @@ defaults (``a = 1``, ``b = 3``, ``K = 10``, ``threshold = 0.55``) three waste pa
 shape, on one host or on several, and none good, are enough: (3 + 1) / (3 + 4) = 0.57;
 one good page in four keeps it ((3 + 1) / (4 + 4) = 0.5), a host whose pages of the
 shape were good keeps it whatever other hosts showed, and a shape of good pages never
-gets there, so a few short articles do not hide their kind. The rule is the
+gets there, so a few short articles do not hide their kind. A host's *dominant* shape,
+the one that holds more than half of its good pages (of all its pages while it has no
+good one), is never wasteful: on a site of short articles most off-topic articles are
+thin, and that makes them no other kind of page; the pages a host's pager or comment
+links add, however many, are not what its good pages are. The rule is the
 beta-binomial estimate of a rate (e.g. Gelman et al., *Bayesian Data Analysis*, 2013,
 ch. 2 and 5), applied to URL patterns as URL-based page-type learners do (Bar-Yossef,
 Keidar & Schonfeld 2009, DUST; Koppula et al. 2010 learn URL rewrite rules from
@@ -63,8 +67,8 @@ HOST_SHRINKAGE = 10.0
 THRESHOLD = 0.55
 #: Shapes remembered (host shapes and all-host shapes together).
 MAX_SHAPES = 50_000
-#: A shape that holds more than this share of its host's fetched pages is the host's
-#: kind of article (most of a site's pages are what the site is for): never waste.
+#: A shape that holds more than this share of its host's good pages (of its fetched
+#: pages while none was good) is the host's kind of article: never waste.
 DOMINANT_SHARE = 0.5
 
 _DIGITS = re.compile(r"^\d+$")
@@ -139,8 +143,8 @@ class ShapeStats:
         self.max_shapes = max_shapes
         # shape -> [pages, waste]
         self._counts: OrderedDict[tuple[str, str, str], list[int]] = OrderedDict()
-        # host -> pages fetched (as bounded as the shapes)
-        self._hosts: OrderedDict[str, int] = OrderedDict()
+        # host -> [pages fetched, good pages] (as bounded as the shapes)
+        self._hosts: OrderedDict[str, list[int]] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._counts)
@@ -158,7 +162,10 @@ class ShapeStats:
                 self._counts.move_to_end(key)
             got[0] += 1
             got[1] += int(waste)
-        self._hosts[host] = self._hosts.pop(host, 0) + 1
+        counts = self._hosts.pop(host, None) or [0, 0]
+        counts[0] += 1
+        counts[1] += int(not waste)
+        self._hosts[host] = counts
         while len(self._hosts) > self.max_shapes:
             self._hosts.popitem(last=False)
 
@@ -178,13 +185,17 @@ class ShapeStats:
     def wasteful(self, url: str) -> bool:
         """Whether links of ``url``'s shape should wait at the bottom of the frontier:
         its waste rate reaches the threshold and it is not its host's dominant shape
-        (:data:`DOMINANT_SHARE`; on a site of short articles most articles off the topic
-        are thin and not relevant, and that makes them no other kind of page)."""
+        (:data:`DOMINANT_SHARE` of the host's good pages, or of all its pages while none
+        was good; on a site of short articles most articles off the topic are thin and
+        not relevant, and that makes them no other kind of page)."""
         host, path, keys = cached_shape(url)
         if self._rate(host, path, keys) < self.threshold:
             return False
-        n = self._counts.get((host, path, keys), (0, 0))[0]
-        return not (n and n > DOMINANT_SHARE * self._hosts.get(host, 0))
+        n, w = self._counts.get((host, path, keys), (0, 0))
+        pages, good = self._hosts.get(host) or (0, 0)
+        if good:
+            return not (n - w > DOMINANT_SHARE * good)
+        return not (n and n > DOMINANT_SHARE * pages)
 
 
 def thin(content_words: int, link_words: int, min_words: int = MIN_WORDS) -> bool:

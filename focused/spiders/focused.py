@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -177,7 +178,7 @@ class FocusedSpider(scrapy.Spider):
         relevant = relevance > self.page_threshold
         links = self._followed(self.link_extractor.extract_links(response), robots)
         links, chrome_links = self._split_links(response, page, links)
-        self._learn_shape(response.url, body, links, float(body_cos), noindex="noindex" in robots)
+        self._learn_shape(response.url, body, links, body_terms, title, noindex="noindex" in robots)
         links, waste_links = self._split_waste(links)
         response.meta[meta.PAGE] = PageFacts(
             page_relevance=relevance,
@@ -307,26 +308,35 @@ class FocusedSpider(scrapy.Spider):
         return kept
 
     def _learn_shape(
-        self, url: str, body: str, links: list[Any], body_relevance: float, *, noindex: bool
+        self,
+        url: str,
+        body: str,
+        links: list[Any],
+        body_terms: Counter[bytes],
+        title: str,
+        *,
+        noindex: bool,
     ) -> None:
         """Count the page as one more of its URL shape, waste when it is marked
         ``noindex``, or when its main content is thin (fewer than ``FOCUSED_THIN_WORDS``
-        words outside its content links' anchors) and not relevant *on its body*: the
-        page-relevance rule with the title counted as the body, (w + 1) C, does not pass
-        the page threshold. A thin page is not judged on A = 4B + C: the talk page, the
-        second page of a thread or the comments of an article carry the article's title
-        and little of its subject; a short article on the topic, or a list of links on it
-        (a hub: its anchors are in its body), is relevant in its body."""
+        words outside its content links' anchors) and not relevant *in its own words*:
+        the cosine C' of its main content without the words of its title, counted as
+        the page-relevance rule would count a page whose title said as much,
+        (w + 1) C', does not pass the page threshold. A thin page is not judged on
+        A = 4B + C: a talk page, the second page of a thread or an article's comments
+        carry the article's title (in the title and again as their heading) and little
+        else of its subject; a short article on the topic, or a list of links on it (a
+        hub: its anchors are in its main content), says more than its title."""
         if self.shapes is None:
             return
         waste = noindex
-        if (
-            not waste
-            and page_relevance(body_relevance, body_relevance, self.title_weight)
-            <= self.page_threshold
-        ):
+        if not waste:
             link_words = sum(len(k.text.split()) for k in links)
-            waste = thin(len(body.split()), link_words, self.thin_words)
+            if thin(len(body.split()), link_words, self.thin_words):
+                named = term_counts(title).keys()
+                own = Counter({t: n for t, n in body_terms.items() if t not in named})
+                c = float(self.vector.cosine_of_counts(own))
+                waste = page_relevance(c, c, self.title_weight) <= self.page_threshold
         if waste:
             self._count("focused/pages/waste")
         self.shapes.observe(url, waste=waste)

@@ -483,12 +483,18 @@ class FocusedScheduler(BaseScheduler):
     ``FOCUSED_OUTPUT_DIR``, ``FOCUSED_HOST_AWARE``, ``FOCUSED_HOST_SCAN``, ``JOBDIR``.
     With ``FOCUSED_HOST_AWARE`` the pick is the best (or the annealing choice) among the
     hosts whose download slot can take a request now (:class:`HostGate`).
+    ``FOCUSED_WASTE_SHAPE_RECHECK`` with a spider that has ``wasteful_link(url)`` (the
+    focused spider's URL shapes, :mod:`focused.web.urlshape`): an entry that comes up
+    whose URL shape was learnt wasteful after its link was found is re-queued at the
+    bottom and the pick is made again (:meth:`_requeue_wasteful`). The Redis frontier's
+    scheduler does not re-check: its links keep the priorities they were found with.
     Stats: ``focused/queue/waiting``,
     ``focused/queue/in_flight``, ``focused/queue/done``, ``focused/queue/error``,
     ``focused/frontier/promoted``, ``focused/dupefilter/filtered``,
     ``focused/annealing/accepted_worse``, ``focused/annealing/temperature``,
     ``focused/scheduler/requeued`` (retries), ``focused/scheduler/hosts_busy`` (picks that
-    found no free host), ``scheduler/enqueued``, ``scheduler/dequeued``.
+    found no free host), ``focused/scheduler/waste_requeued`` (entries re-queued at the
+    bottom when they came up), ``scheduler/enqueued``, ``scheduler/dequeued``.
     """
 
     def __init__(

@@ -18,9 +18,10 @@ keys (values dropped): ``("h.test", "/wiki/Talk:*", "")``,
 ``("h.test", "/w/*.php", "action&title")``.
 
 :class:`ShapeStats` counts per shape the pages fetched and the *waste* among them (the
-spider decides what waste is: a near-duplicate, a ``noindex`` page, or a page not
-relevant to the topic whose main content has fewer than :data:`MIN_WORDS` words outside
-its links; a relevant list of links is a hub, not waste). A shape's waste rate is
+spider decides what waste is: a near-duplicate, a ``noindex`` page, or a page whose
+main content has fewer than :data:`MIN_WORDS` words outside its links and is not
+relevant in the words it has beside its title; a short article or a list of links on
+the topic is not waste). A shape's waste rate is
 the posterior mean of a beta prior whose mean is learnt from the same path shape on the
 other hosts (sites that run the same software share their URL layout, so a shape learnt
 on one wiki is known on the next before it costs a page there), with a strength that
@@ -44,6 +45,11 @@ beta-binomial estimate of a rate (e.g. Gelman et al., *Bayesian Data Analysis*, 
 ch. 2 and 5), applied to URL patterns as URL-based page-type learners do (Bar-Yossef,
 Keidar & Schonfeld 2009, DUST; Koppula et al. 2010 learn URL rewrite rules from
 duplicate clusters).
+
+A link is looked at twice: when it is found (a link of a wasteful shape waits at the
+bottom of the frontier) and, with ``FOCUSED_WASTE_SHAPE_RECHECK``, when it comes up
+(:meth:`focused.scheduler.FocusedScheduler.next_request`: a link found before its shape
+was learnt wasteful goes back to the bottom then, instead of being fetched).
 
 Bounded: at most ``max_shapes`` shapes are remembered, the least recently seen first
 forgotten. Pure: no Scrapy.

@@ -142,6 +142,9 @@ DEFAULTS: dict[str, Any] = {
     # same shape on all hosts) reaches this (1: off)
     "FOCUSED_WASTE_SHAPE_THRESHOLD": 0.55,
     "FOCUSED_THIN_WORDS": 100,
+    # a waiting link whose URL shape became wasteful after it was found is re-queued at
+    # the bottom when it comes up, instead of being fetched (in-memory frontier)
+    "FOCUSED_WASTE_SHAPE_RECHECK": True,
     # honour <meta name="robots" content="noindex"> (the page is not stored; its links
     # are followed unless "nofollow" too) and rel="nofollow" links (not followed)
     "FOCUSED_OBEY_META_ROBOTS": True,
@@ -332,6 +335,7 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_MAX_LINKS_PER_PAGE": _int(0),
     "FOCUSED_WASTE_SHAPE_THRESHOLD": _float(0.0, 1.0, open_low=True, open_high=False),
     "FOCUSED_THIN_WORDS": _int(0, 1e9),
+    "FOCUSED_WASTE_SHAPE_RECHECK": _flag(),
     "FOCUSED_OBEY_META_ROBOTS": _flag(),
     "FOCUSED_ALLOWED_DOMAINS": Check("list", special="domains"),
     "FOCUSED_SESSION_PARAMS": Check("list"),

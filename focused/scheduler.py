@@ -7,7 +7,7 @@ import dataclasses
 import hashlib
 import logging
 import pickle
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from time import monotonic
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -45,7 +45,16 @@ from focused.frontier.memory import (
 )
 from focused.frontier.rescoring import RescoreSchedule
 from focused.frontier.seen import SeenSet, url_fingerprint
-from focused.meta import ANCHOR_RELEVANCE, DEPTH, HOPS, LINK_VALUE, PARENT_URL, M
+from focused.meta import (
+    ANCHOR_RELEVANCE,
+    CHROME,
+    CHROME_PRIORITY,
+    DEPTH,
+    HOPS,
+    LINK_VALUE,
+    PARENT_URL,
+    M,
+)
 from focused.output.atomic import write_bytes
 from focused.output.store import DB_NAME as PAGES_DB
 from focused.ranking.annealing import Annealer
@@ -474,12 +483,18 @@ class FocusedScheduler(BaseScheduler):
     ``FOCUSED_OUTPUT_DIR``, ``FOCUSED_HOST_AWARE``, ``FOCUSED_HOST_SCAN``, ``JOBDIR``.
     With ``FOCUSED_HOST_AWARE`` the pick is the best (or the annealing choice) among the
     hosts whose download slot can take a request now (:class:`HostGate`).
+    ``FOCUSED_WASTE_SHAPE_RECHECK`` with a spider that has ``wasteful_link(url)`` (the
+    focused spider's URL shapes, :mod:`focused.web.urlshape`): an entry that comes up
+    whose URL shape was learnt wasteful after its link was found is re-queued at the
+    bottom and the pick is made again (:meth:`_requeue_wasteful`). The Redis frontier's
+    scheduler does not re-check: its links keep the priorities they were found with.
     Stats: ``focused/queue/waiting``,
     ``focused/queue/in_flight``, ``focused/queue/done``, ``focused/queue/error``,
     ``focused/frontier/promoted``, ``focused/dupefilter/filtered``,
     ``focused/annealing/accepted_worse``, ``focused/annealing/temperature``,
     ``focused/scheduler/requeued`` (retries), ``focused/scheduler/hosts_busy`` (picks that
-    found no free host), ``scheduler/enqueued``, ``scheduler/dequeued``.
+    found no free host), ``focused/scheduler/waste_requeued`` (entries re-queued at the
+    bottom when they came up), ``scheduler/enqueued``, ``scheduler/dequeued``.
     """
 
     def __init__(
@@ -502,6 +517,7 @@ class FocusedScheduler(BaseScheduler):
         host_aware: bool = False,
         host_scan: int = DEFAULT_SCAN,
         model_save_every: int = 100,
+        waste_recheck: bool = False,
     ) -> None:
         self.jobdir = jobdir
         #: learnt pages between two saves of the strategy's model under JOBDIR (0: at
@@ -536,6 +552,13 @@ class FocusedScheduler(BaseScheduler):
         #: the hosts that can take a request now (``FOCUSED_HOST_AWARE``; needs a crawler)
         self.gate: HostGate | None = HostGate(crawler) if host_aware and crawler else None
         self.host_scan = max(1, int(host_scan))
+        #: ``FOCUSED_WASTE_SHAPE_RECHECK``: ask the spider's ``wasteful_link(url)`` when
+        #: an entry comes up (set in :meth:`open` when the spider has one)
+        self.waste_recheck = waste_recheck
+        self._wasteful: Callable[[str], bool] | None = None
+        #: entries re-queued at the bottom when they came up (:meth:`_requeue_wasteful`)
+        self.waste_requeued = 0
+        self._annealer_before: tuple[float, int, int] | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -565,11 +588,14 @@ class FocusedScheduler(BaseScheduler):
             host_aware=get(s, "FOCUSED_HOST_AWARE"),
             host_scan=get(s, "FOCUSED_HOST_SCAN"),
             model_save_every=get(s, "FOCUSED_MODEL_SAVE_EVERY"),
+            waste_recheck=get(s, "FOCUSED_WASTE_SHAPE_RECHECK"),
         )
 
     # --- life cycle -----------------------------------------------------------------
     def open(self, spider: Spider) -> None:
         self.spider = spider
+        wasteful = getattr(spider, "wasteful_link", None) if self.waste_recheck else None
+        self._wasteful = wasteful if callable(wasteful) else None
         if self.jobdir:
             self.journal = Journal.in_jobdir(self.jobdir)
             self._restore()
@@ -765,6 +791,9 @@ class FocusedScheduler(BaseScheduler):
         (:class:`HostGate`): ``None`` while every waiting URL's host is busy (the engine
         asks again when a download ends or a delay runs out; the crawl goes on)."""
         entry = self._pick()
+        if self._wasteful is not None:
+            while entry is not None and self._requeue_wasteful(entry):
+                entry = self._pick()
         if entry is None:
             self._commit()
             return None
@@ -781,6 +810,42 @@ class FocusedScheduler(BaseScheduler):
         self._update_stats()
         return request
 
+    def _requeue_wasteful(self, entry: Entry) -> bool:
+        """Whether ``entry``, just taken off the frontier, was put back at the bottom:
+        its URL shape was learnt wasteful (the spider's ``wasteful_link``) after the link
+        was found, so it waits with the chrome links and the links of that shape found
+        since (priority :data:`~focused.meta.CHROME_PRIORITY` minus its depth, value and
+        ``m`` 0, marked chrome, first found first among them). Its rescoring evidence is
+        dropped, so no rescore lifts it again. Only plain entries above the chrome floor
+        are re-queued (a request kept whole, with its own callback, is the user's), each
+        once; the pick that took it does not count as an annealing step (He, Cheng & Cai
+        2009's temperature cools once per URL handed out)."""
+        if entry.priority <= CHROME_PRIORITY or _is_whole(entry):
+            return False
+        assert self._wasteful is not None
+        if not self._wasteful(entry.url):
+            return False
+        extra = dict(entry.extra) if isinstance(entry.extra, dict) else {}
+        extra["meta"] = {**extra.get("meta", {}), CHROME: True}
+        demoted = dataclasses.replace(
+            entry,
+            priority=CHROME_PRIORITY - entry.depth,
+            value=0.0,
+            m=0.0,
+            flags=entry.flags & ~(_NO_VALUE | _NO_M),
+            extra=extra,
+            seq=-1,
+            evidence=b"",
+        )
+        if self.annealer is not None and self._annealer_before is not None:
+            a = self.annealer
+            a.temperature, a.picks, a.accepted_worse = self._annealer_before
+        self.frontier.push(demoted)
+        if self.journal is not None:
+            self.journal.push(demoted, self._dump_extra(demoted.extra))
+        self.waste_requeued += 1
+        return True
+
     def _pick(self) -> Entry | None:
         """Take the next entry off the frontier (see :meth:`next_request`).
 
@@ -789,6 +854,8 @@ class FocusedScheduler(BaseScheduler):
         transfer to end, as without host-awareness, so a crawl of one host keeps its
         order); when every waiting entry's host is held back by its delay, none.
         """
+        a = self.annealer
+        self._annealer_before = (a.temperature, a.picks, a.accepted_worse) if a else None
         gate = self.gate
         pick_available = getattr(self.frontier, "pop_available", None)
         if gate is not None and pick_available is not None:
@@ -1214,6 +1281,8 @@ class FocusedScheduler(BaseScheduler):
             stats.set_value("focused/annealing/temperature", self.annealer.temperature)
         if self.requeued:
             stats.set_value("focused/scheduler/requeued", self.requeued)
+        if self.waste_requeued:
+            stats.set_value("focused/scheduler/waste_requeued", self.waste_requeued)
         stats.set_value("scheduler/enqueued", self.enqueued)
         stats.set_value("scheduler/dequeued", self.dequeued)
         stats.set_value("focused/frontier/promoted", self.frontier.promoted)

@@ -308,6 +308,67 @@ def test_close_and_reopen_continues_the_same_order(tmp_path, strategy):
         assert full != sorted(full, key=lambda u: -((int(u.split("/")[-1][:-4]) * 7) % 13))
 
 
+class WasteSpider(DemoSpider):
+    """A spider that learnt, after their links were found, that ``/talk/`` URLs are
+    waste (the focused spider's URL shapes answer ``wasteful_link`` the same way)."""
+
+    learnt = True
+
+    def wasteful_link(self, url: str) -> bool:
+        return self.learnt and "/talk/" in url
+
+
+def test_waiting_link_of_a_wasteful_shape_is_requeued_at_the_bottom(tmp_path):
+    """Talk links found with the best priority come up, are re-queued below every content
+    link (kept, as chrome, without rescoring evidence), and the re-queue is journaled:
+    a resumed crawl keeps them at the bottom. A re-queued pick does not cool the
+    annealing temperature."""
+    base = "http://127.0.0.1:1"
+    jobdir = str(tmp_path / "job")
+    spider = WasteSpider()
+    sched = FocusedScheduler(jobdir=jobdir, waste_recheck=True)
+    sched.open(spider)
+    for i in range(3):
+        sched.enqueue_request(_req(f"{base}/talk/{i}", 10, link_evidence=b"ev", depth=1))
+    for i in range(3):
+        sched.enqueue_request(_req(f"{base}/p/{i}", 5, depth=1))
+    chrome = _req(f"{base}/nav", keys.CHROME_PRIORITY - 2, depth=2)
+    sched.enqueue_request(chrome)
+    first = sched.next_request()
+    assert first.url == f"{base}/p/0" and sched.waste_requeued == 3
+    sched.close("shutdown")  # p/0 in flight, not stored: waits again after the resume
+
+    spider.learnt = False  # nothing re-checked now: the journal keeps the order
+    sched = FocusedScheduler(jobdir=jobdir, waste_recheck=True)
+    sched.open(spider)
+    out = []
+    while (r := sched.next_request()) is not None:
+        out.append(r)
+    assert [r.url.removeprefix(base) for r in out] == [
+        "/p/0",
+        "/p/1",
+        "/p/2",
+        "/talk/0",
+        "/talk/1",
+        "/talk/2",
+        "/nav",
+    ]
+    talk = out[3]
+    assert talk.priority == keys.CHROME_PRIORITY - 1
+    assert talk.meta[keys.CHROME] is True and talk.meta[keys.LINK_VALUE] == 0.0
+    assert keys.EVIDENCE not in talk.meta  # no rescore lifts it again
+    sched.close("finished")
+
+    sched = FocusedScheduler(waste_recheck=True, anneal=True, t0=0.5, alpha=0.5, k=4, seed=1)
+    sched.open(WasteSpider())
+    for i in range(3):
+        sched.enqueue_request(_req(f"{base}/talk/{i}", 10, value=0.9))
+    for i in range(4):  # the top K once the talk links are down
+        sched.enqueue_request(_req(f"{base}/p/{i}", 5, value=0.5))
+    assert "/p/" in sched.next_request().url and sched.waste_requeued >= 1
+    assert sched.annealer.picks == 1 and sched.annealer.temperature == 0.25
+
+
 def test_in_flight_at_close_is_requeued_unless_stored(tmp_path):
     out = tmp_path / "out"
     out.mkdir()

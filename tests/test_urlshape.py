@@ -53,16 +53,20 @@ def test_three_waste_pages_make_a_shape_wasteful_on_every_host() -> None:
 
 def test_a_host_s_dominant_shape_is_never_waste() -> None:
     """On a site of short articles most off-topic articles are thin and not relevant:
-    they stay articles, as the shape of most of the host's pages."""
+    they stay articles, as the shape of most of the host's good pages; the pages of
+    another kind (a thread's later pages) stay waste however many of them are fetched."""
     stats = ShapeStats()
-    for i in range(12):
+    for i in range(3):  # no good page yet: the shape of most of the host's pages
+        stats.observe(f"http://a.test/wiki/Art{i}", waste=True)
+    assert not stats.wasteful("http://a.test/wiki/Art99")
+    for i in range(3, 12):
         stats.observe(f"http://a.test/wiki/Art{i}", waste=i % 4 != 0)  # 3 in 4 waste
     assert stats.rate("http://a.test/wiki/Art99") > stats.threshold
     assert not stats.wasteful("http://a.test/wiki/Art99")
-    for i in range(13):  # another kind of page grows past half of the host's pages
-        stats.observe(f"http://a.test/list/L{i}", waste=True)
-    assert stats.wasteful("http://a.test/wiki/Art99")
-    assert not stats.wasteful("http://a.test/list/L99")
+    for i in range(30):  # another kind grows to most of the host's pages, all waste
+        stats.observe(f"http://a.test/wiki/Art{i % 12}?page={i}", waste=True)
+    assert stats.wasteful("http://a.test/wiki/Art99?page=2")
+    assert not stats.wasteful("http://a.test/wiki/Art99")
 
 
 def test_one_good_page_in_four_keeps_a_shape_and_bounds_hold() -> None:
@@ -160,3 +164,88 @@ def test_cached_shape_is_shape_and_the_cache_stays_bounded(
         assert urlshape.cached_shape(url) == urlshape.shape(url)
         assert len(urlshape._shapes) <= 8
     urlshape._shapes.clear()
+
+
+TALKS = 8
+#: a discussion page's title names the topic (A = 4B + C passes the page threshold on
+#: the title alone) while its body is a line of talk
+TALK_TITLE = "Talk:Acid base salt chemistry"
+
+
+@pytest.fixture(scope="module")
+def hub_crawls(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, tuple[object, str]]:
+    """One hub page whose links are TALKS talk pages (first, with topical anchors) and
+    TALKS articles, crawled best-first one request at a time, with and without the
+    re-check of waiting links (FOCUSED_WASTE_SHAPE_RECHECK)."""
+    text = " ".join([ARTICLE] * 3)
+    links = [(f"/wiki/Talk:A{i}", f"{TALK_ANCHOR} {i}") for i in range(TALKS)]
+    links += [(f"/wiki/A{i}", f"Acid {i}") for i in range(TALKS)]
+    pages = {"/wiki/Hub": _page("Acid", text, links)}
+    for i in range(TALKS):  # no two main contents alike (a host's repeated block is chrome)
+        pages[f"/wiki/A{i}"] = _page(f"Acid {i}", f"Note {i}. {text}", [])
+        talk = f"I disagree with edit {i} of this page. -- Bob"
+        pages[f"/wiki/Talk:A{i}"] = _page(f"{TALK_TITLE} {i}", talk, [])
+    site = Site(pages)
+    crawls = {}
+    try:
+        for recheck in (True, False):
+            out = tmp_path_factory.mktemp(f"recheck-{recheck}")
+            crawls[recheck] = (
+                run_crawl(
+                    out,
+                    "FOCUSED_WEB=real",
+                    f"FOCUSED_SEEDS={site.base}/wiki/Hub",
+                    "FOCUSED_STRATEGY=best_first",
+                    f"FOCUSED_WASTE_SHAPE_RECHECK={recheck}",
+                    "CONCURRENT_REQUESTS=1",
+                    "ROBOTSTXT_OBEY=False",
+                    timeout=120,
+                ),
+                site.base,
+            )
+    finally:
+        site.close()
+    return crawls
+
+
+def _order(crawl: object, base: str) -> tuple[list[str], list[int], list[int]]:
+    rows = crawl.rows()  # type: ignore[attr-defined]
+    urls = [r["url"].removeprefix(base) for r in rows]
+    talks = [i for i, u in enumerate(urls) if u.startswith("/wiki/Talk:")]
+    articles = [i for i, u in enumerate(urls) if u.startswith("/wiki/A")]
+    return urls, talks, articles
+
+
+def test_thin_discussion_page_titled_with_the_topic_is_waste(hub_crawls) -> None:
+    """Its title makes it relevant (A = 4B + C), its body does not: it counts as waste
+    for its URL shape, and after three of them the shape is wasteful."""
+    crawl, base = hub_crawls[True]
+    rows = crawl.rows()
+    talk_rows = [r for r in rows if "/wiki/Talk:" in r["url"]]
+    assert len(talk_rows) == TALKS
+    assert all(r["relevant"] for r in talk_rows)  # by its title
+    stats = json.loads((crawl.out / "stats.json").read_text())
+    assert stats["focused/pages/waste"] == TALKS  # the talk pages, and only they
+    assert stats.get("focused/scheduler/waste_requeued", 0) >= TALKS - 4
+
+
+def test_waiting_link_of_a_shape_learnt_wasteful_is_served_after_content(hub_crawls) -> None:
+    """The talk links were all found (on the hub) before any talk page was fetched;
+    once three talk pages were waste the others come up, are re-queued at the bottom
+    and are fetched after every article. Without the re-check they keep their place."""
+    crawl, base = hub_crawls[True]
+    urls, talks, articles = _order(crawl, base)
+    assert len(talks) == TALKS and len(articles) == TALKS
+    early = [i for i in talks if i < max(articles)]
+    late = [i for i in talks if i > max(articles)]
+    assert 3 <= len(early) <= 4  # learnt from three (one more may be on its way)
+    assert len(late) == TALKS - len(early)
+    rows = crawl.rows()
+    assert all(float(rows[i]["link_value"]) == 0.0 for i in late)  # waited as chrome
+    stats = json.loads((crawl.out / "stats.json").read_text())
+    assert stats["focused/scheduler/waste_requeued"] == len(late)
+    plain, plain_base = hub_crawls[False]
+    _, plain_talks, plain_articles = _order(plain, plain_base)
+    assert max(plain_talks) < min(plain_articles)  # found first, fetched first
+    plain_stats = json.loads((plain.out / "stats.json").read_text())
+    assert "focused/scheduler/waste_requeued" not in plain_stats

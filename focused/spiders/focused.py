@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -187,7 +188,7 @@ class FocusedSpider(scrapy.Spider):
         relevant = relevance > self.page_threshold
         links = self._followed(self.link_extractor.extract_links(response), robots)
         links, chrome_links = self._split_links(response, page, links)
-        self._learn_shape(response.url, body, links, relevant, noindex="noindex" in robots)
+        self._learn_shape(response.url, body, links, body_terms, title, noindex="noindex" in robots)
         links, waste_links = self._split_waste(links)
         response.meta[meta.PAGE] = PageFacts(
             page_relevance=relevance,
@@ -317,21 +318,45 @@ class FocusedSpider(scrapy.Spider):
         return kept
 
     def _learn_shape(
-        self, url: str, body: str, links: list[Any], relevant: bool, *, noindex: bool
+        self,
+        url: str,
+        body: str,
+        links: list[Any],
+        body_terms: Counter[bytes],
+        title: str,
+        *,
+        noindex: bool,
     ) -> None:
         """Count the page as one more of its URL shape, waste when it is marked
-        ``noindex``, or when it is not relevant and its main content is thin (fewer than
-        ``FOCUSED_THIN_WORDS`` words outside its content links' anchors: a relevant list
-        of links is a hub, not waste)."""
+        ``noindex``, or when its main content is thin (fewer than ``FOCUSED_THIN_WORDS``
+        words outside its content links' anchors) and not relevant *in its own words*:
+        the cosine C' of its main content without the words of its title, counted as
+        the page-relevance rule would count a page whose title said as much,
+        (w + 1) C', does not pass the page threshold. A thin page is not judged on
+        A = 4B + C: a talk page, the second page of a thread or an article's comments
+        carry the article's title (in the title and again as their heading) and little
+        else of its subject; a short article on the topic, or a list of links on it (a
+        hub: its anchors are in its main content), says more than its title."""
         if self.shapes is None:
             return
         waste = noindex
-        if not waste and not relevant:
+        if not waste:
             link_words = sum(len(k.text.split()) for k in links)
-            waste = thin(len(body.split()), link_words, self.thin_words)
+            if thin(len(body.split()), link_words, self.thin_words):
+                named = term_counts(title).keys()
+                own = Counter({t: n for t, n in body_terms.items() if t not in named})
+                c = float(self.vector.cosine_of_counts(own))
+                waste = page_relevance(c, c, self.title_weight) <= self.page_threshold
         if waste:
             self._count("focused/pages/waste")
         self.shapes.observe(url, waste=waste)
+
+    def wasteful_link(self, url: str) -> bool:
+        """Whether a link to ``url`` is of a URL shape learnt wasteful by now (the
+        scheduler asks when the link comes up, so that links found before their shape
+        was learnt wait at the bottom too: ``FOCUSED_WASTE_SHAPE_RECHECK``)."""
+        shapes = self.shapes
+        return shapes is not None and shapes.wasteful(url)
 
     def _split_waste(self, links: list[Any]) -> tuple[list[Any], list[Any]]:
         """The content links as (kept, of a wasteful URL shape): the second wait at the

@@ -18,9 +18,10 @@ keys (values dropped): ``("h.test", "/wiki/Talk:*", "")``,
 ``("h.test", "/w/*.php", "action&title")``.
 
 :class:`ShapeStats` counts per shape the pages fetched and the *waste* among them (the
-spider decides what waste is: a near-duplicate, a ``noindex`` page, or a page not
-relevant to the topic whose main content has fewer than :data:`MIN_WORDS` words outside
-its links; a relevant list of links is a hub, not waste). A shape's waste rate is
+spider decides what waste is: a near-duplicate, a ``noindex`` page, or a page whose
+main content has fewer than :data:`MIN_WORDS` words outside its links and is not
+relevant in the words it has beside its title; a short article or a list of links on
+the topic is not waste). A shape's waste rate is
 the posterior mean of a beta prior whose mean is learnt from the same path shape on the
 other hosts (sites that run the same software share their URL layout, so a shape learnt
 on one wiki is known on the next before it costs a page there), with a strength that
@@ -35,11 +36,20 @@ defaults (``a = 1``, ``b = 3``, ``K = 10``, ``threshold = 0.55``) three waste pa
 shape, on one host or on several, and none good, are enough: (3 + 1) / (3 + 4) = 0.57;
 one good page in four keeps it ((3 + 1) / (4 + 4) = 0.5), a host whose pages of the
 shape were good keeps it whatever other hosts showed, and a shape of good pages never
-gets there, so a few short articles do not hide their kind. The rule is the
+gets there, so a few short articles do not hide their kind. A host's *dominant* shape,
+the one that holds more than half of its good pages (of all its pages while it has no
+good one), is never wasteful: on a site of short articles most off-topic articles are
+thin, and that makes them no other kind of page; the pages a host's pager or comment
+links add, however many, are not what its good pages are. The rule is the
 beta-binomial estimate of a rate (e.g. Gelman et al., *Bayesian Data Analysis*, 2013,
 ch. 2 and 5), applied to URL patterns as URL-based page-type learners do (Bar-Yossef,
 Keidar & Schonfeld 2009, DUST; Koppula et al. 2010 learn URL rewrite rules from
 duplicate clusters).
+
+A link is looked at twice: when it is found (a link of a wasteful shape waits at the
+bottom of the frontier) and, with ``FOCUSED_WASTE_SHAPE_RECHECK``, when it comes up
+(:meth:`focused.scheduler.FocusedScheduler.next_request`: a link found before its shape
+was learnt wasteful goes back to the bottom then, instead of being fetched).
 
 Bounded: at most ``max_shapes`` shapes are remembered, the least recently seen first
 forgotten. Pure: no Scrapy.
@@ -63,8 +73,8 @@ HOST_SHRINKAGE = 10.0
 THRESHOLD = 0.55
 #: Shapes remembered (host shapes and all-host shapes together).
 MAX_SHAPES = 50_000
-#: A shape that holds more than this share of its host's fetched pages is the host's
-#: kind of article (most of a site's pages are what the site is for): never waste.
+#: A shape that holds more than this share of its host's good pages (of its fetched
+#: pages while none was good) is the host's kind of article: never waste.
 DOMINANT_SHARE = 0.5
 
 _DIGITS = re.compile(r"^\d+$")
@@ -139,8 +149,8 @@ class ShapeStats:
         self.max_shapes = max_shapes
         # shape -> [pages, waste]
         self._counts: OrderedDict[tuple[str, str, str], list[int]] = OrderedDict()
-        # host -> pages fetched (as bounded as the shapes)
-        self._hosts: OrderedDict[str, int] = OrderedDict()
+        # host -> [pages fetched, good pages] (as bounded as the shapes)
+        self._hosts: OrderedDict[str, list[int]] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._counts)
@@ -158,7 +168,10 @@ class ShapeStats:
                 self._counts.move_to_end(key)
             got[0] += 1
             got[1] += int(waste)
-        self._hosts[host] = self._hosts.pop(host, 0) + 1
+        counts = self._hosts.pop(host, None) or [0, 0]
+        counts[0] += 1
+        counts[1] += int(not waste)
+        self._hosts[host] = counts
         while len(self._hosts) > self.max_shapes:
             self._hosts.popitem(last=False)
 
@@ -178,13 +191,17 @@ class ShapeStats:
     def wasteful(self, url: str) -> bool:
         """Whether links of ``url``'s shape should wait at the bottom of the frontier:
         its waste rate reaches the threshold and it is not its host's dominant shape
-        (:data:`DOMINANT_SHARE`; on a site of short articles most articles off the topic
-        are thin and not relevant, and that makes them no other kind of page)."""
+        (:data:`DOMINANT_SHARE` of the host's good pages, or of all its pages while none
+        was good; on a site of short articles most articles off the topic are thin and
+        not relevant, and that makes them no other kind of page)."""
         host, path, keys = cached_shape(url)
         if self._rate(host, path, keys) < self.threshold:
             return False
-        n = self._counts.get((host, path, keys), (0, 0))[0]
-        return not (n and n > DOMINANT_SHARE * self._hosts.get(host, 0))
+        n, w = self._counts.get((host, path, keys), (0, 0))
+        pages, good = self._hosts.get(host) or (0, 0)
+        if good:
+            return not (n - w > DOMINANT_SHARE * good)
+        return not (n and n > DOMINANT_SHARE * pages)
 
 
 def thin(content_words: int, link_words: int, min_words: int = MIN_WORDS) -> bool:

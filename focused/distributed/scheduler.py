@@ -87,6 +87,8 @@ _QUEUED = frozenset((ADDED, PROMOTED, REQUEUED, COPIED))
 _UNKNOWN, _GONE = -(2**62), 2**62
 #: stored URLs per reconciling round trip (a restart after kill -9)
 RECONCILE_BATCH = 10_000
+#: a rescoring scan is at most this many times FOCUSED_REDIS_RESCORE_CHUNK entries
+SCAN_CAP = 8
 
 
 class RedisScheduler(FocusedScheduler):
@@ -149,6 +151,7 @@ class RedisScheduler(FocusedScheduler):
         idle_poll_max: float = 0.5,
         output_dir: str = "out/crawl",
         model_every: int = 8,
+        model_young: int = 0,
         rescore_chunk: int = 1000,
         partitions: int = 1,
         wait_replicas: int = 0,
@@ -161,6 +164,9 @@ class RedisScheduler(FocusedScheduler):
         self.wait_replicas = max(0, int(wait_replicas))
         #: learnt pages between two model round trips (0: no shared model)
         self.model_every = max(0, int(model_every))
+        #: while the crawl's model has learnt fewer pages, every learnt page syncs
+        self.model_young = max(0, int(model_young))
+        self._pages_at_scan = 0  # the model's pages when this worker last scanned
         #: waiting entries rescored per model round trip by the lease holder (0: none)
         self.rescore_chunk = max(0, int(rescore_chunk))
         self.model: SharedModel | None = None
@@ -218,6 +224,8 @@ class RedisScheduler(FocusedScheduler):
             host_aware=get(s, "FOCUSED_HOST_AWARE"),
             host_scan=get(s, "FOCUSED_HOST_SCAN"),
             model_every=get(s, "FOCUSED_REDIS_MODEL_EVERY"),
+            model_young=get(s, "FOCUSED_REDIS_MODEL_YOUNG"),
+            rescore_budget=get(s, "FOCUSED_RESCORE_BUDGET"),
             rescore_chunk=get(s, "FOCUSED_REDIS_RESCORE_CHUNK"),
             partitions=get(s, "FOCUSED_REDIS_PARTITIONS"),
             wait_replicas=get(s, "FOCUSED_REDIS_WAIT"),
@@ -752,38 +760,67 @@ class RedisScheduler(FocusedScheduler):
             self.stats.set_value("focused/model/loaded_pages", delta.pages)
 
     def _on_learnt(self, rescorer: Any, **kwargs: Any) -> int:
-        """One more learnt page here: every ``model_every``, one round trip that sends
-        what this worker learnt, merges the others' and (the rescoring lease holder)
-        writes the last rescored chunk and scans the next. Returns the entries moved."""
+        """One more learnt page here: every ``model_every`` (every page while the crawl's
+        model has learnt fewer than ``model_young`` pages), one round trip that sends
+        what this worker learnt, merges the others' and, for the rescoring lease holder,
+        scans the next entries to rescore; their new priorities go out in a second round
+        trip at once. Returns the entries moved."""
         self._learnt_here += 1
-        if self.model is None or self._learnt_here % self.model_every:
+        if self.model is None:
+            return 0
+        if self._learnt_here % self.model_every and not self._young():
             return 0
         return self._model_sync(rescorer)
+
+    def _young(self) -> bool:
+        learner = self._learner()
+        return learner is not None and learner.terms.pages < self.model_young
+
+    def _scan_size(self, learner: Any) -> int:
+        """Entries to scan: ``FOCUSED_RESCORE_BUDGET`` per page the crawl learnt since
+        this worker's last scan (the in-memory frontier's pace), at least
+        ``rescore_chunk`` and at most :data:`SCAN_CAP` times that."""
+        chunk, budget = self.rescore_chunk, self.rescoring.budget
+        if not budget:
+            return chunk
+        learnt = max(0, int(learner.terms.pages) - self._pages_at_scan)
+        return max(chunk, min(SCAN_CAP * chunk, budget * learnt))
 
     def _model_sync(self, rescorer: Any = None, final: bool = False) -> int:
         learner, model = self._learner(), self.model
         if learner is None or model is None:
             return 0
         before = model.moved
-        scan = 0 if final or rescorer is None else self.rescore_chunk
+        scan = (
+            0 if final or rescorer is None or not self.rescore_chunk else self._scan_size(learner)
+        )
         try:
             deltas, scanned = model.sync(learner.take_delta(), scan)
-            if deltas is None:  # fell behind the log: reload the whole model
-                learner.load_model_state(self._initial_model or {})
-                learner.merge(model.snapshot())
-                deltas = []
+            self._merge(learner, model, deltas)
+            if scanned and rescorer is not None:
+                self._pages_at_scan = int(learner.terms.pages)
+                if model.stage_rescore(scanned, rescorer):
+                    # written now, not with the next report: the priorities are fresh
+                    deltas, _ = model.sync(learner.take_delta(), 0)
+                    self._merge(learner, model, deltas)
         except REDIS_DOWN:
             return 0
-        for delta in deltas:
-            learner.merge(delta)
-        if scanned and rescorer is not None:
-            model.stage_rescore(scanned, rescorer)
         if self.stats is not None:
             self.stats.set_value("focused/redis/model_round_trips", model.round_trips)
             self.stats.set_value("focused/model/merged_pages", learner.merged_pages)
             self.stats.set_value("focused/frontier/rescores", model.rescore_rounds)
             self.stats.set_value("focused/frontier/rescore_moved", model.moved)
         return model.moved - before
+
+    def _merge(self, learner: Any, model: SharedModel, deltas: list | None) -> None:
+        """Merge the other workers' reports; ``None``: this worker fell behind the log,
+        so it reloads the whole shared model."""
+        if deltas is None:
+            learner.load_model_state(self._initial_model or {})
+            learner.merge(model.snapshot())
+            return
+        for delta in deltas:
+            learner.merge(delta)
 
     def _close_model(self) -> None:
         if self.model is None:

@@ -624,11 +624,17 @@ class RedisScheduler(FocusedScheduler):
         fp = self._fingerprint(request)
         return fp if fp in self._responded else None
 
+    def _done_unstored(self, response: Response | None, fp: int) -> None:
+        """Done without a row of the page store (none will come)."""
+        if response is not None and self._awaiting:
+            self._awaiting.pop(url_fingerprint(response.url), None)
+        self._finish(fp, DONE)
+
     def _on_item(self, response: Response | None = None, **kwargs: Any) -> None:
         """The callback failed or a pipeline raised: no row will come for this page."""
         fp = self._responded_fp(response)
         if fp is not None:
-            self._finish(fp, DONE)
+            self._done_unstored(response, fp)
 
     def _on_skipped(self, response: Response, **kwargs: Any) -> None:
         """A fetched page the spider yields no item for: done (nothing to store)."""
@@ -661,7 +667,7 @@ class RedisScheduler(FocusedScheduler):
         if self.waits_for_store and isinstance(exception, DropItem) and _store_stopped(exception):
             self._unstored.add(fp)
         else:
-            self._finish(fp, DONE)
+            self._done_unstored(response, fp)
 
     def _on_store_opened(self, **kwargs: Any) -> None:
         """A page store opened: a fetched page is done once it committed it. If the last

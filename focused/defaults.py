@@ -121,8 +121,12 @@ DEFAULTS: dict[str, Any] = {
     # shared frontier: each worker sends what it learnt and merges the others' every
     # this many learnt pages (one round trip; 0: workers do not share a model)
     "FOCUSED_REDIS_MODEL_EVERY": 8,
-    # shared frontier: at most this many waiting links re-valued per model round trip
-    # by the one worker that holds the rescoring lease (0: no rescoring on Redis)
+    # shared frontier: while the crawl's model has learnt fewer pages than this, a worker
+    # reports after every learnt page (the first pages teach the most)
+    "FOCUSED_REDIS_MODEL_YOUNG": 100,
+    # shared frontier: at least this many waiting links re-valued per model round trip
+    # by the one worker that holds the rescoring lease (FOCUSED_RESCORE_BUDGET per page
+    # the crawl learnt since its last scan, up to 8 times this; 0: no rescoring on Redis)
     "FOCUSED_REDIS_RESCORE_CHUNK": 1000,
     # --- a hostile web (focused/robustness.py, focused/web/sanitize.py) ------------
     # at most this many downloads per host name (0: no cap); bounds an endless URL
@@ -329,6 +333,7 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_REDIS_WAIT": _int(0, 100),
     "FOCUSED_MODEL_SAVE_EVERY": _int(0),
     "FOCUSED_REDIS_MODEL_EVERY": _int(0),
+    "FOCUSED_REDIS_MODEL_YOUNG": _int(0),
     "FOCUSED_REDIS_RESCORE_CHUNK": _int(0),
     "FOCUSED_MAX_PAGES_PER_HOST": _int(0),
     "FOCUSED_MAX_TEXT_CHARS": _int(0),

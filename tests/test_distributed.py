@@ -152,6 +152,48 @@ def test_a_killed_worker_s_urls_are_handed_out_again(
         assert fp not in by_fp or by_fp[fp] in a | b
 
 
+def test_a_worker_killed_right_after_a_commit_is_reconciled_when_it_restarts(
+    site: SandboxProcess, redis_url: str, reference: set[str], tmp_path: Path
+) -> None:
+    """The worst moment: the worker dies (``kill -9``, by its own page store) right after
+    the store committed a page and before its "done" went to Redis. Restarted with the
+    same output folder, it marks the pages its store holds done in Redis instead of
+    fetching them again; the crawl ends with every page stored once."""
+    key = "dist:reconcile"
+    settings = (
+        "FOCUSED_REDIS_LEASE=2",  # the dead worker's other URLs come back soon
+        'ITEM_PIPELINES={"tests.kill_pipeline.KillAfterCommitPipeline": 300,'
+        ' "focused.pipelines.MetricsPipeline": 800}',
+        "TEST_KILL_AFTER_COMMITS=30",
+    )
+    frontier = RedisFrontier(redis.Redis.from_url(redis_url), key)
+    victim = run_workers(
+        1, tmp_path, site, redis_url=redis_url, key=key, strategy=STRATEGY, settings=settings
+    ).workers[0]
+    assert victim.returncode == -signal.SIGKILL, victim.log[-3000:]
+    stored = victim.urls
+    assert len(stored) == 30
+    # the last page is stored, and Redis still has it waiting or in flight: no "done"
+    last = url_fingerprint(stored[-1]).to_bytes(8, "big", signed=True)
+    assert frontier.server.hget(frontier.keys[1], last) is not None
+
+    again = run_workers(
+        1, tmp_path, site, redis_url=redis_url, key=key, strategy=STRATEGY, settings=settings[:1]
+    ).workers[0]
+    assert again.returncode == 0, again.log[-3000:]
+    check_clean(again.log)
+    stats = again.stats
+    assert stats.get("focused/duplicates", 0) == 0  # no stored page came back to the store
+    assert stats.get("focused/redis/reconciled", 0) >= 1, again.log[-3000:]
+    urls = again.urls  # the same output folder: both runs' pages
+    assert len(urls) == len(set(urls))
+    assert set(urls) == reference  # nothing lost
+    status = frontier.status()
+    assert status["waiting"] == 0 and status["in_flight"] == 0
+    assert status["seen"] == status["done"] + status["error"]
+    assert frontier.server.hget(frontier.keys[1], last) is None
+
+
 def test_redis_going_down_mid_crawl_loses_nothing(
     site: SandboxProcess, reference: set[str], tmp_path: Path
 ) -> None:

@@ -94,3 +94,32 @@ def test_one_lease_holder_rescores_waiting_links_and_never_a_picked_one(server):
     while (e := frontier.sync(BEST).entry) is not None:
         order.append(e.priority)
     assert order == sorted(order, reverse=True) and len(order) == len(blobs) - 1
+
+
+def test_the_lease_holder_scans_at_the_in_memory_pace(server):
+    """A scan covers FOCUSED_RESCORE_BUDGET entries per page the crawl learnt since the
+    worker's last scan (any worker's pages), within [chunk, 8 x chunk]."""
+    from focused.distributed.scheduler import SCAN_CAP, RedisScheduler
+
+    scheduler = RedisScheduler(server=server, rescore_chunk=100, rescore_budget=10)
+    learner = LearningStrategy(KEYWORDS)
+    learner.share()
+    for url, page in pages(30, 3):
+        learner.observe(url, page, {})
+    assert scheduler._scan_size(learner) == 300
+    scheduler._pages_at_scan = 25
+    assert scheduler._scan_size(learner) == 100  # at least one chunk
+    other = LearningStrategy(KEYWORDS)
+    for url, page in pages(90, 4):
+        other.observe(url, page, {})
+    learner.merge(_delta_of(other))  # another worker's 90 pages count too
+    assert scheduler._scan_size(learner) == SCAN_CAP * 100
+    assert RedisScheduler(server=server, rescore_chunk=100)._scan_size(learner) == 100
+
+
+def _delta_of(strategy: LearningStrategy):
+    from focused.ranking.modelstate import ModelDelta
+
+    t = strategy.terms
+    touched = np.flatnonzero(t.counts)
+    return ModelDelta(touched, t.counts[touched], t.sums[touched], t.pages, t.total)

@@ -406,6 +406,12 @@ class RedisFrontier:
         self._stage(("e" if error else "d", key, b"", b""), self._route_of_fp(key))
         self._where.pop(key, None)
 
+    def stage_stored(self, url: str, fp: int) -> None:
+        """Mark the URL ``url`` (fingerprint ``fp``) done if it still waits or is in
+        flight anywhere (its page is stored: a worker that died before its "done" reached
+        Redis); nothing if it is finished. Routed by the URL's host (the partition)."""
+        self._stage(("d", _FP.pack(fp), b"", b""), self._route_of_url(url))
+
     def stage_release(self, fp: int) -> None:
         """Give an in-flight URL back to the queue, in its old place (not fetched)."""
         key = _FP.pack(fp)

@@ -22,12 +22,17 @@ pop without a lease (a killed worker loses its requests), wipe the queue on clos
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
+import os
+import sqlite3
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
+from scrapy.exceptions import DropItem
 from scrapy.http import TextResponse
 from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.reactor import is_reactor_installed
@@ -54,6 +59,7 @@ from focused.distributed.model import SharedModel
 from focused.errors import RedisLayoutError, RedisUnavailable
 from focused.frontier.journal import DONE, ERROR
 from focused.frontier.seen import FingerprintTable, url_fingerprint
+from focused.output.store import DB_NAME as PAGES_DB
 from focused.scheduler import COPY_META, DONT_FILTER, FocusedScheduler
 from focused.strategies import strategy_class
 
@@ -79,6 +85,10 @@ _QUEUED = frozenset((ADDED, PROMOTED, REQUEUED, COPIED))
 #: in flight or finished (any priority it is pushed with again is ignored), else the
 #: lowest priority it certainly waits with
 _UNKNOWN, _GONE = -(2**62), 2**62
+#: stored URLs per reconciling round trip (a restart after kill -9)
+RECONCILE_BATCH = 10_000
+#: a rescoring scan is at most this many times FOCUSED_REDIS_RESCORE_CHUNK entries
+SCAN_CAP = 8
 
 
 class RedisScheduler(FocusedScheduler):
@@ -127,6 +137,9 @@ class RedisScheduler(FocusedScheduler):
     """
 
     OUTBOX_NAME = "redis-outbox.pickle"
+    #: ``{"key": ..., "closed": bool}``: whether this output folder's last worker closed
+    #: (else it died: its store is reconciled with Redis at the next start)
+    MARKER_NAME = "redis-worker.json"
 
     def __init__(
         self,
@@ -138,6 +151,7 @@ class RedisScheduler(FocusedScheduler):
         idle_poll_max: float = 0.5,
         output_dir: str = "out/crawl",
         model_every: int = 8,
+        model_young: int = 0,
         rescore_chunk: int = 1000,
         partitions: int = 1,
         wait_replicas: int = 0,
@@ -150,6 +164,9 @@ class RedisScheduler(FocusedScheduler):
         self.wait_replicas = max(0, int(wait_replicas))
         #: learnt pages between two model round trips (0: no shared model)
         self.model_every = max(0, int(model_every))
+        #: while the crawl's model has learnt fewer pages, every learnt page syncs
+        self.model_young = max(0, int(model_young))
+        self._pages_at_scan = 0  # the model's pages when this worker last scanned
         #: waiting entries rescored per model round trip by the lease holder (0: none)
         self.rescore_chunk = max(0, int(rescore_chunk))
         self.model: SharedModel | None = None
@@ -168,6 +185,15 @@ class RedisScheduler(FocusedScheduler):
         #: of the shared seen set: see enqueue_request)
         self._known = FingerprintTable(values=True)
         self._responded: set[int] = set()  # in flight here, response in, item pending
+        #: with a page store: response URL fingerprint -> request fingerprint of the pages
+        #: waiting for ``pages_stored``; their items went through the pipelines
+        #: (``_through``), or the store stopped and dropped them (``_unstored``)
+        self._awaiting: dict[int, int] = {}
+        self._through: set[int] = set()
+        self._unstored: set[int] = set()
+        self._reconcile = False  # the last worker of this output folder died
+        #: stored pages of an earlier run whose "done" had not reached Redis (marked now)
+        self.reconciled = 0
         self._counts = Counts()
         self._down_since: float | None = None
         self._closing = False
@@ -198,6 +224,8 @@ class RedisScheduler(FocusedScheduler):
             host_aware=get(s, "FOCUSED_HOST_AWARE"),
             host_scan=get(s, "FOCUSED_HOST_SCAN"),
             model_every=get(s, "FOCUSED_REDIS_MODEL_EVERY"),
+            model_young=get(s, "FOCUSED_REDIS_MODEL_YOUNG"),
+            rescore_budget=get(s, "FOCUSED_RESCORE_BUDGET"),
             rescore_chunk=get(s, "FOCUSED_REDIS_RESCORE_CHUNK"),
             partitions=get(s, "FOCUSED_REDIS_PARTITIONS"),
             wait_replicas=get(s, "FOCUSED_REDIS_WAIT"),
@@ -217,15 +245,18 @@ class RedisScheduler(FocusedScheduler):
 
     def _signals(self) -> list[tuple[Any, object]]:
         """What the scheduler listens to: ``frontier_rescore`` (one per learnt page:
-        the shared model's round trips, :meth:`_on_learnt`), not ``page_skipped`` (no
-        journal to write)."""
+        the shared model's round trips, :meth:`_on_learnt`), the page store's signals
+        (a page is done in Redis right after the store committed it) and the items'."""
         return [
             (self._on_learnt, focused_signals.frontier_rescore),
             (self._on_response, signals.response_received),
-            (self._on_item, signals.item_scraped),
-            (self._on_item, signals.item_dropped),
+            (self._on_scraped, signals.item_scraped),
+            (self._on_dropped, signals.item_dropped),
             (self._on_item, signals.item_error),
             (self._on_item, signals.spider_error),
+            (self._on_skipped, focused_signals.page_skipped),
+            (self._on_store_opened, focused_signals.page_store_opened),
+            (self._on_stored, focused_signals.pages_stored),
             (self._on_checkpoint, focused_signals.frontier_checkpoint),
             (self._on_download_failed, focused_signals.download_failed),
         ]
@@ -260,6 +291,8 @@ class RedisScheduler(FocusedScheduler):
         if restored and step is not None:
             outbox.unlink(missing_ok=True)
             logger.info("focused: sent %d changes saved by an earlier run to Redis", restored)
+        self._reconcile = not self._closed_cleanly()
+        self._write_marker(closed=False)
         self._open_model()
         if self.crawler is not None:
             self._connected = True
@@ -297,7 +330,9 @@ class RedisScheduler(FocusedScheduler):
         if red is None:
             return
         for fp in list(self.in_flight):  # fetched: done; never fetched: back to the queue
-            if fp in self._responded:
+            if fp in self._responded and fp not in self._unstored:
+                # (with a page store, the store closed first: a page it has not
+                # confirmed by now was not meant to be stored)
                 self._finish(fp, DONE)
             else:
                 self.in_flight.discard(fp)
@@ -314,6 +349,7 @@ class RedisScheduler(FocusedScheduler):
                 n,
                 path,
             )
+        self._write_marker(closed=True)  # every "done" is in Redis or in the outbox
         c = self._counts
         logger.info(
             "focused: left the shared frontier %s in Redis (not cleared): %d waiting,"
@@ -548,6 +584,8 @@ class RedisScheduler(FocusedScheduler):
         """
         if self.in_flight and self._engine_idle():
             for fp in list(self.in_flight):
+                if fp in self._through or fp in self._unstored:
+                    continue  # its row may sit in an open transaction / the store stopped
                 self._finish(fp, DONE if fp in self._responded else ERROR)
 
     # --- bookkeeping ----------------------------------------------------------------
@@ -558,6 +596,8 @@ class RedisScheduler(FocusedScheduler):
             return
         self.in_flight.discard(fp)
         self._responded.discard(fp)
+        self._through.discard(fp)
+        self._unstored.discard(fp)
         if state == DONE:
             self.done += 1
         else:
@@ -572,15 +612,134 @@ class RedisScheduler(FocusedScheduler):
             self._finish(fp, ERROR)
         elif 200 <= response.status < 300 and isinstance(response, TextResponse):
             self._responded.add(fp)  # done once its item is stored
+            if self.waits_for_store:
+                self._awaiting[url_fingerprint(response.url)] = fp
         else:
             self._finish(fp, DONE)
 
-    def _on_item(self, response: Response | None = None, **kwargs: Any) -> None:
+    def _responded_fp(self, response: Response | None) -> int | None:
         request = getattr(response, "request", None)
-        if request is not None:
-            fp = self._fingerprint(request)
-            if fp in self._responded:
+        if request is None:
+            return None
+        fp = self._fingerprint(request)
+        return fp if fp in self._responded else None
+
+    def _done_unstored(self, response: Response | None, fp: int) -> None:
+        """Done without a row of the page store (none will come)."""
+        if response is not None and self._awaiting:
+            self._awaiting.pop(url_fingerprint(response.url), None)
+        self._finish(fp, DONE)
+
+    def _on_item(self, response: Response | None = None, **kwargs: Any) -> None:
+        """The callback failed or a pipeline raised: no row will come for this page."""
+        fp = self._responded_fp(response)
+        if fp is not None:
+            self._done_unstored(response, fp)
+
+    def _on_skipped(self, response: Response, **kwargs: Any) -> None:
+        """A fetched page the spider yields no item for: done (nothing to store)."""
+        self._on_item(response)
+
+    def _on_scraped(self, response: Response | None = None, **kwargs: Any) -> None:
+        """The item went through the pipelines. Without a page store: done. With one:
+        done when the store says it committed the row (:meth:`_on_stored`, before this
+        signal unless the row waits in an open transaction, ``FOCUSED_STORE_COMMIT_EVERY``
+        > 1)."""
+        fp = self._responded_fp(response)
+        if fp is None:
+            return
+        if self.waits_for_store:
+            self._through.add(fp)
+        else:
+            self._finish(fp, DONE)
+
+    def _on_dropped(
+        self,
+        response: Response | None = None,
+        exception: BaseException | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """A pipeline dropped the item: done, unless the page store dropped it because it
+        stopped (a full disk): then it is given back to the queue at the close."""
+        fp = self._responded_fp(response)
+        if fp is None:
+            return
+        if self.waits_for_store and isinstance(exception, DropItem) and _store_stopped(exception):
+            self._unstored.add(fp)
+        else:
+            self._done_unstored(response, fp)
+
+    def _on_store_opened(self, **kwargs: Any) -> None:
+        """A page store opened: a fetched page is done once it committed it. If the last
+        worker with this output folder died, the pages it stored whose "done" had not
+        reached Redis are marked done now (:meth:`_reconcile_store`)."""
+        self.waits_for_store = True
+        if self._reconcile:
+            self._reconcile = False
+            self._reconcile_store()
+
+    def _on_stored(self, urls: list[str], **kwargs: Any) -> None:
+        """The page store committed the rows of ``urls``: done, sent to Redis at once
+        (one round trip), so that a worker killed now leaves as few stored pages as
+        possible with no "done" in Redis."""
+        finished = 0
+        for url in urls:
+            fp = self._awaiting.pop(url_fingerprint(url), None)
+            if fp is not None and fp in self._responded:
                 self._finish(fp, DONE)
+                finished += 1
+        if finished:
+            self._sync()
+
+    def _reconcile_store(self) -> None:
+        """Mark done in Redis every page this output folder's store holds that still
+        waits or is in flight there: pages an earlier worker stored right before it was
+        killed, whose "done" never reached Redis. A stored page only: its links were
+        sent before its row was committed, so nothing is lost; and it is not fetched
+        again, unless another worker took it after its lease ran out (then it is in
+        flight there and is fetched once more: a duplicate)."""
+        red = self.redis
+        if red is None:
+            return
+        before = 0
+        for urls in _stored_urls(self.output_dir / PAGES_DB, RECONCILE_BATCH):
+            for url in urls:
+                red.stage_stored(url, url_fingerprint(url))
+            step = self._sync()
+            if step is None:  # Redis went away: the staged marks are sent later
+                break
+            before += sum(1 for op, _, code in step.results if op == "d" and code)
+        self.reconciled = before
+        if before:
+            logger.warning(
+                'focused: %d pages stored here by a worker that died had no "done" in'
+                " Redis: marked done now (not fetched again)",
+                before,
+            )
+        if self.stats is not None:
+            self.stats.set_value("focused/redis/reconciled", before)
+
+    # --- the output folder's marker ----------------------------------------------------
+    def _closed_cleanly(self) -> bool:
+        path = self.output_dir / self.MARKER_NAME
+        try:
+            marker = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False  # none (a first run: the store is empty) or unreadable
+        return bool(marker.get("closed")) and marker.get("key") == getattr(self.redis, "key", None)
+
+    def _write_marker(self, closed: bool) -> None:
+        red = self.redis
+        if red is None:
+            return
+        path = self.output_dir / self.MARKER_NAME
+        tmp = path.with_name(path.name + ".tmp")
+        try:
+            self.output_dir.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps({"key": red.key, "closed": closed}), encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError as exc:  # the next start reconciles (a little more work)
+            logger.warning("focused: could not write %s: %s", path, exc)
 
     # --- one model for all workers (focused.distributed.model) ----------------------
     def _open_model(self) -> None:
@@ -607,38 +766,67 @@ class RedisScheduler(FocusedScheduler):
             self.stats.set_value("focused/model/loaded_pages", delta.pages)
 
     def _on_learnt(self, rescorer: Any, **kwargs: Any) -> int:
-        """One more learnt page here: every ``model_every``, one round trip that sends
-        what this worker learnt, merges the others' and (the rescoring lease holder)
-        writes the last rescored chunk and scans the next. Returns the entries moved."""
+        """One more learnt page here: every ``model_every`` (every page while the crawl's
+        model has learnt fewer than ``model_young`` pages), one round trip that sends
+        what this worker learnt, merges the others' and, for the rescoring lease holder,
+        scans the next entries to rescore; their new priorities go out in a second round
+        trip at once. Returns the entries moved."""
         self._learnt_here += 1
-        if self.model is None or self._learnt_here % self.model_every:
+        if self.model is None:
+            return 0
+        if self._learnt_here % self.model_every and not self._young():
             return 0
         return self._model_sync(rescorer)
+
+    def _young(self) -> bool:
+        learner = self._learner()
+        return learner is not None and learner.terms.pages < self.model_young
+
+    def _scan_size(self, learner: Any) -> int:
+        """Entries to scan: ``FOCUSED_RESCORE_BUDGET`` per page the crawl learnt since
+        this worker's last scan (the in-memory frontier's pace), at least
+        ``rescore_chunk`` and at most :data:`SCAN_CAP` times that."""
+        chunk, budget = self.rescore_chunk, self.rescoring.budget
+        if not budget:
+            return chunk
+        learnt = max(0, int(learner.terms.pages) - self._pages_at_scan)
+        return max(chunk, min(SCAN_CAP * chunk, budget * learnt))
 
     def _model_sync(self, rescorer: Any = None, final: bool = False) -> int:
         learner, model = self._learner(), self.model
         if learner is None or model is None:
             return 0
         before = model.moved
-        scan = 0 if final or rescorer is None else self.rescore_chunk
+        scan = (
+            0 if final or rescorer is None or not self.rescore_chunk else self._scan_size(learner)
+        )
         try:
             deltas, scanned = model.sync(learner.take_delta(), scan)
-            if deltas is None:  # fell behind the log: reload the whole model
-                learner.load_model_state(self._initial_model or {})
-                learner.merge(model.snapshot())
-                deltas = []
+            self._merge(learner, model, deltas)
+            if scanned and rescorer is not None:
+                self._pages_at_scan = int(learner.terms.pages)
+                if model.stage_rescore(scanned, rescorer):
+                    # written now, not with the next report: the priorities are fresh
+                    deltas, _ = model.sync(learner.take_delta(), 0)
+                    self._merge(learner, model, deltas)
         except REDIS_DOWN:
             return 0
-        for delta in deltas:
-            learner.merge(delta)
-        if scanned and rescorer is not None:
-            model.stage_rescore(scanned, rescorer)
         if self.stats is not None:
             self.stats.set_value("focused/redis/model_round_trips", model.round_trips)
             self.stats.set_value("focused/model/merged_pages", learner.merged_pages)
             self.stats.set_value("focused/frontier/rescores", model.rescore_rounds)
             self.stats.set_value("focused/frontier/rescore_moved", model.moved)
         return model.moved - before
+
+    def _merge(self, learner: Any, model: SharedModel, deltas: list | None) -> None:
+        """Merge the other workers' reports; ``None``: this worker fell behind the log,
+        so it reloads the whole shared model."""
+        if deltas is None:
+            learner.load_model_state(self._initial_model or {})
+            learner.merge(model.snapshot())
+            return
+        for delta in deltas:
+            learner.merge(delta)
 
     def _close_model(self) -> None:
         if self.model is None:
@@ -680,6 +868,27 @@ class RedisScheduler(FocusedScheduler):
         if red.wait_replicas:
             stats.set_value("focused/redis/waits", red.waits)
             stats.set_value("focused/redis/waits_short", red.waits_short)
+
+
+def _store_stopped(exc: DropItem) -> bool:
+    """The page store's own drop once it stopped (:func:`focused.pipelines._not_stored`)."""
+    return str(exc).startswith("not stored:")
+
+
+def _stored_urls(db: Path, batch: int) -> Iterator[list[str]]:
+    """The URLs a page store at ``db`` holds, ``batch`` at a time (read-only; nothing
+    when there is no store)."""
+    if not db.is_file():
+        return
+    conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        cur = conn.execute("SELECT url FROM pages")
+        while rows := cur.fetchmany(batch):
+            yield [str(u) for (u,) in rows]
+    except sqlite3.OperationalError:
+        return
+    finally:
+        conn.close()
 
 
 def _keeps_request(entry: Any) -> bool:

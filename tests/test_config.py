@@ -102,6 +102,10 @@ def test_learning_settings_are_checked_by_the_learning_strategy(tmp_path: Path) 
     settings = make_settings(tmp_path, FOCUSED_STRATEGY="learning", FOCUSED_FRONTIER="redis")
     _, params = config.strategy_params(settings)
     assert params.options["rescore_links"] is True  # the Redis frontier rescores too
+    # the page model is per process, not shared by the workers: off on the Redis frontier
+    assert params.options["page_model"] == 0.0
+    memory = make_settings(tmp_path, FOCUSED_STRATEGY="learning")
+    assert config.strategy_params(memory)[1].options["page_model"] > 0
     settings = make_settings(tmp_path, FOCUSED_STRATEGY="learning", FOCUSED_RESCORE_EVERY=0)
     assert config.strategy_params(settings)[1].options["rescore_links"] is False
     # a strategy that reads no setting of its own is not refused for a bad learning one

@@ -26,6 +26,7 @@ mean label.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -61,6 +62,8 @@ from focused.strategies.base import (
     StrategyParams,
     value_priority,
 )
+
+logger = logging.getLogger(__name__)
 
 #: Seeds rank above every link (link values are at most 1).
 SEED_VALUE = 2.0
@@ -150,6 +153,14 @@ class LearningStrategy(Strategy):
         }
         read.in_range("FOCUSED_RESCORE_BUDGET", 0, 1e12, open_low=False)
         values["link_model"] = read.flag("FOCUSED_LEARNING_CLASSIFIER")
+        if values["page_model"] > 0 and read.text("FOCUSED_FRONTIER") == "redis":
+            # the workers share the term model, not (yet) the page model: one judge of
+            # a page's label for the whole crawl, so the page model is off there
+            logger.info(
+                "focused: FOCUSED_LEARNING_PAGE_MODEL is not shared between workers; "
+                "off on the Redis frontier"
+            )
+            values["page_model"] = 0.0
         return values
 
     @classmethod

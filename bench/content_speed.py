@@ -14,13 +14,14 @@ import glob
 import random
 import sys
 import time
+from pathlib import Path
 
 from parsel import Selector
 
 from focused.web.neardup import NearDuplicates
 from focused.web.template import HostTemplates, split_page
 
-WIKI = "/work/shared/data/wikispeedia-site/wiki"
+WIKI = str(Path("..") / "shared" / "data" / "wikispeedia-site" / "wiki")
 
 
 def main(folder: str = WIKI, pages: int = 300, runs: int = 5) -> float:

@@ -248,7 +248,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def speed_default_data() -> Path:
-    return Path("/work/shared/data/wikispeedia-site")
+    from bench.speed import DEFAULT_DATA
+
+    return DEFAULT_DATA
 
 
 if __name__ == "__main__":

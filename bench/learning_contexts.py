@@ -24,7 +24,7 @@ from w3lib.url import safe_url_string
 from focused.ranking.learning import link_contexts
 from focused.web.hrefs import HrefJoiner
 
-DATA = Path("/work/shared/data/wikispeedia-site")
+DATA = Path("..") / "shared" / "data" / "wikispeedia-site"
 
 
 def _old(response: HtmlResponse) -> Callable[[str], str]:

@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--strategies", default="bfs")
     p.add_argument("--pages", type=int, default=300)
     p.add_argument("--concurrency", type=int, default=16)
-    p.add_argument("--data", type=Path, default=Path("/work/shared/data/wikispeedia-site"))
+    p.add_argument("--data", type=Path, default=Path("..") / "shared" / "data" / "wikispeedia-site")
     p.add_argument("--out", type=Path, default=Path("out/bench/trees.json"))
     args = p.parse_args(argv)
     trees = dict(t.split("=", 1) for t in args.trees)

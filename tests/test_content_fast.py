@@ -21,7 +21,7 @@ from focused.web.neardup import NearDuplicates
 from focused.web.sandbox import generate_site
 from focused.web.template import MAX_DEPTH, SKIPPED, Block, HostTemplates, Page, split_page
 
-WIKI = Path("/work/shared/data/wikispeedia-site/wiki")
+WIKI = Path(__file__).resolve().parents[2] / "shared" / "data" / "wikispeedia-site" / "wiki"
 
 
 class _ReferenceWalk:

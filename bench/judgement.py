@@ -236,9 +236,15 @@ def model_judgement(
     return relevant, labels
 
 
-def seed_sets(topics: Sequence[str], site: Site) -> list[tuple[str, tuple[str, ...]]]:
-    """(topic argument, seeds) of every seed set :mod:`bench.quality` crawls them from."""
-    args = build_parser().parse_args(["--topic", *topics, "--held-out"])
+def seed_sets(
+    topics: Sequence[str], site: Site, *, held_out_set: bool = False
+) -> list[tuple[str, tuple[str, ...]]]:
+    """(topic argument, seeds) of every seed set :mod:`bench.quality` crawls them from.
+
+    With ``held_out_set`` the frozen held-out topics' seed sets follow the topics'.
+    """
+    extra = ["--held-out-set"] if held_out_set else ["--held-out"]
+    args = build_parser().parse_args(["--topic", *topics, *extra])
     return [(g.topic_arg, g.seeds) for g in plan(args, site)]
 
 
@@ -254,12 +260,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="CAP",
         help="widen the judgement with the self-trained page model of this cap",
     )
+    parser.add_argument(
+        "--held-out-set",
+        action="store_true",
+        help="also the frozen held-out topics (bench/topics/heldout), as bench.quality "
+        "crawls them; a measurement only, never a basis for a choice",
+    )
     parser.add_argument("--out", default=str(ROOT / "out" / "bench" / "judgement.json"))
     args = parser.parse_args(argv)
     site = Site.load(args.data)
     pages = page_texts(site)
     rows = []
-    for topic, seeds in seed_sets(args.topic, site):
+    for topic, seeds in seed_sets(args.topic, site, held_out_set=args.held_out_set):
         relevant, scores = (
             model_judgement(
                 site, pages, topic, seeds, budget_ratio=args.budget, cap=args.page_model

@@ -83,25 +83,24 @@ CSV_COLUMNS = (
 )
 #: Columns that are the median over the repeated crawls of a row (``--repeat``).
 MEDIAN_COLUMNS = ("recall", "precision", "oracle_recall", "recall_over_oracle", "auc_recall")
+#: The realistic web's measures of a crawl that its table in ``quality.md`` shows (column
+#: -> heading): the share of the budget by URL class, pages stored per second, and the
+#: host measures of :mod:`bench.realweb.measure`.
+REALISTIC_SHOWN: dict[str, str] = {
+    "non_article_share": "non-article",
+    "fetched_non_article_share": "fetched non-article",
+    "duplicate_share": "duplicate",
+    "meta_share": "meta",
+    "chrome_share": "chrome",
+    "pages_per_s": "pages/s",
+    "host_busy": "host busy",
+    "host_utilisation": "host utilisation",
+    "mean_waiting_hosts": "mean waiting hosts",
+}
 #: More columns of ``quality.csv`` on the realistic web (``--web realistic``), after the
 #: clean web's, each a median over repeats (see docs/quality.md, "Realistic web"): the
-#: share of the budget by URL class, pages stored per second, the two host measures of
-#: :mod:`bench.realweb.measure`, requests answered and hosts served, and the settings.
-REALISTIC_COLUMNS = (
-    "non_article_share",
-    "fetched_non_article_share",
-    "duplicate_share",
-    "meta_share",
-    "chrome_share",
-    "pages_per_s",
-    "host_busy",
-    "host_utilisation",
-    "mean_waiting_hosts",
-    "requests",
-    "hosts_served",
-    "download_delay",
-    "hosts",
-)
+#: :data:`REALISTIC_SHOWN` measures, requests answered and hosts served, and the settings.
+REALISTIC_COLUMNS = (*REALISTIC_SHOWN, "requests", "hosts_served", "download_delay", "hosts")
 
 ORACLE = "oracle"
 #: The oracle is not in the ``focused`` package: its crawls name its class.
@@ -992,6 +991,7 @@ def _means(rows: Sequence[dict[str, object]]) -> list[str]:
 def realistic_section(rows: Sequence[dict[str, object]]) -> list[str]:
     """The realistic web's table: recall, precision, where the budget went, speed and
     host use of every crawl, then the means per strategy."""
+    shown = {"recall": "recall", "precision": "precision", **REALISTIC_SHOWN}
     lines = [
         "## Realistic web: where the budget went",
         "",
@@ -1001,29 +1001,12 @@ def realistic_section(rows: Sequence[dict[str, object]]) -> list[str]:
         "crawl; host busy = busy-host-seconds / waiting-host-seconds; host utilisation "
         "(with DOWNLOAD_DELAY=d) = requests / (waiting-host-seconds / d) (docs/quality.md).",
         "",
-        "| topic | seeds | strategy | recall | precision | non-article | fetched non-article "
-        "| duplicate | meta | chrome | pages/s | host busy | host utilisation "
-        "| mean waiting hosts |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| topic | seeds | strategy | " + " | ".join(shown.values()) + " |",
+        "|---|---|---|" + "---:|" * len(shown),
     ]
     for row in rows:
         name = str(row["strategy"]) + (f" (failed: {row['_error']})" if row["_error"] else "")
-        cells = [
-            _fmt(row.get(c), 3 if c != "pages_per_s" else 1)
-            for c in (
-                "recall",
-                "precision",
-                "non_article_share",
-                "fetched_non_article_share",
-                "duplicate_share",
-                "meta_share",
-                "chrome_share",
-                "pages_per_s",
-                "host_busy",
-                "host_utilisation",
-                "mean_waiting_hosts",
-            )
-        ]
+        cells = [_fmt(row.get(c), 3 if c != "pages_per_s" else 1) for c in shown]
         lines.append(f"| {row['topic']} | {row['seeds']} | {name} | " + " | ".join(cells) + " |")
     keys = ("recall", "precision", "non_article_share", "fetched_non_article_share")
     keys += ("pages_per_s", "host_busy")

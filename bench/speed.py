@@ -427,6 +427,25 @@ def _median(values: Sequence[float | None]) -> float | None:
     return round(statistics.median(got), 4) if got else None
 
 
+#: (key of a row, key of its crawls): the medians over a row's crawls, in the JSON's order
+_MEDIANS = (
+    ("median_pages_s", "pages_s"),
+    ("median_cpu_ms_per_page", "cpu_ms_per_page"),
+    ("median_sys_ms_per_page", "sys_ms_per_page"),
+    ("median_thread_cpu_ms_per_page", "thread_cpu_ms_per_page"),
+    ("median_kb_per_page", "kb_per_page"),
+    ("median_links_per_page", "links_per_page"),
+)
+
+
+def _medians(
+    runs: Sequence[dict[str, Any]], keys: Sequence[tuple[str, str]] = _MEDIANS
+) -> dict[str, Any]:
+    """The medians (``keys``) over ``runs``, the crawls of one row (a crawl without a
+    number does not count)."""
+    return {name: _median([x.get(key) for x in runs]) for name, key in keys}
+
+
 def throughput(
     sites: dict[str, tuple[list[str], str]], strategies: Sequence[str], plan: RunPlan
 ) -> dict[str, Any]:
@@ -464,30 +483,13 @@ def throughput(
                 )
         plain = runs["plain"]
         site_out: dict[str, Any] = {
-            "plain": {
-                "median_pages_s": _median([x["pages_s"] for x in plain]),
-                "median_cpu_ms_per_page": _median([x["cpu_ms_per_page"] for x in plain]),
-                "median_sys_ms_per_page": _median([x.get("sys_ms_per_page") for x in plain]),
-                "median_thread_cpu_ms_per_page": _median(
-                    [x.get("thread_cpu_ms_per_page") for x in plain]
-                ),
-                "median_kb_per_page": _median([x.get("kb_per_page") for x in plain]),
-                "median_links_per_page": _median([x.get("links_per_page") for x in plain]),
-                "runs": plain,
-            },
+            "plain": {**_medians(plain), "runs": plain},
             "strategies": {},
         }
         for s in strategies:
             ratio = _median(pair_ratios[s])
             site_out["strategies"][s] = {
-                "median_pages_s": _median([x["pages_s"] for x in runs[s]]),
-                "median_cpu_ms_per_page": _median([x["cpu_ms_per_page"] for x in runs[s]]),
-                "median_sys_ms_per_page": _median([x.get("sys_ms_per_page") for x in runs[s]]),
-                "median_thread_cpu_ms_per_page": _median(
-                    [x.get("thread_cpu_ms_per_page") for x in runs[s]]
-                ),
-                "median_kb_per_page": _median([x.get("kb_per_page") for x in runs[s]]),
-                "median_links_per_page": _median([x.get("links_per_page") for x in runs[s]]),
+                **_medians(runs[s]),
                 "ratio": ratio,
                 "pair_ratios": [round(x, 4) for x in pair_ratios[s]],
                 "cpu_ratio": _median(cpu_ratios[s]),
@@ -657,14 +659,10 @@ def ablation(
     out: dict[str, Any] = {"site": plan.site, "strategy": strategy, "reps": reps, "rows": {}}
     full = _median([x["cpu_ms_per_page"] for x in runs["full"]])
     for name, rs in runs.items():
-        cpu = _median([x["cpu_ms_per_page"] for x in rs])
-        out["rows"][name] = {
-            "median_pages_s": _median([x["pages_s"] for x in rs]),
-            "median_cpu_ms_per_page": cpu,
-            "median_sys_ms_per_page": _median([x.get("sys_ms_per_page") for x in rs]),
-            "median_thread_cpu_ms_per_page": _median([x.get("thread_cpu_ms_per_page") for x in rs]),
-            "cpu_ms_saved": None if cpu is None or full is None else round(full - cpu, 3),
-        }
+        row = _medians(rs, _MEDIANS[:4])  # per page: no bytes or links
+        cpu = row["median_cpu_ms_per_page"]
+        row["cpu_ms_saved"] = None if cpu is None or full is None else round(full - cpu, 3)
+        out["rows"][name] = row
     return out
 
 

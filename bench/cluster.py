@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Self
 
@@ -484,31 +484,54 @@ def cluster_results(
         )
         reference = single.union()
         log(f"reference: {len(reference)} pages on {len(site.hosts)} hosts")
-        with RedisServer() as one:
-            client = redis.Redis.from_url(one.url)
+
+        def measure_on(
+            backend: str,
+            name: str,
+            server: Any,
+            *,
+            url: str,
+            ports: Callable[[], list[int]],
+            partitions: int,
+            settings: tuple[str, ...],
+        ) -> None:
+            """A crawl row per worker count on ``server`` (folders and keys named
+            ``name``), then the memory per waiting URL on the ``ports()`` nodes."""
             for n in workers:
                 row = _crawl_row(
                     run_workers,
                     measure,
-                    root / f"single-{n}",
+                    root / f"{name}-{n}",
                     site,
                     reference,
                     workers=n,
-                    partitions=1,
-                    url=one.url,
-                    ports=[one.port],
-                    server=client,
-                    settings=quick,
-                    key=f"bench:single:{n}",
+                    partitions=partitions,
+                    url=url,
+                    ports=ports(),
+                    server=server,
+                    settings=settings,
+                    key=f"bench:{name}:{n}",
                 )
-                row["backend"] = "redis"
+                row["backend"] = backend
                 rows.append(row)
                 log(json.dumps(row))
             if memory_urls:
-                got = measure_memory(client, [one.port], "bench:memory", memory_urls, 1)
-                got["backend"] = "redis"
+                got = measure_memory(server, ports(), "bench:memory", memory_urls, partitions)
+                got["backend"] = backend
                 memory.append(got)
                 log(json.dumps(got))
+
+        with RedisServer() as one:
+            client = redis.Redis.from_url(one.url)
+            measure_on(
+                "redis",
+                "single",
+                client,
+                url=one.url,
+                ports=lambda: [one.port],
+                partitions=1,
+                settings=quick,
+            )
             client.close()
         with RedisClusterProcesses(3, 1, node_timeout=3000) as cluster:
             server = connect_cluster(cluster)
@@ -518,31 +541,15 @@ def cluster_results(
                 "FOCUSED_REDIS_WAIT=1",
                 *quick,
             )
-            for n in workers:
-                row = _crawl_row(
-                    run_workers,
-                    measure,
-                    root / f"cluster-{n}",
-                    site,
-                    reference,
-                    workers=n,
-                    partitions=partitions,
-                    url=cluster.url,
-                    ports=cluster.master_ports(),
-                    server=server,
-                    settings=settings,
-                    key=f"bench:cluster:{n}",
-                )
-                row["backend"] = "cluster"
-                rows.append(row)
-                log(json.dumps(row))
-            if memory_urls:
-                got = measure_memory(
-                    server, cluster.master_ports(), "bench:memory", memory_urls, partitions
-                )
-                got["backend"] = "cluster"
-                memory.append(got)
-                log(json.dumps(got))
+            measure_on(
+                "cluster",
+                "cluster",
+                server,
+                url=cluster.url,
+                ports=cluster.master_ports,
+                partitions=partitions,
+                settings=settings,
+            )
             rows.append(
                 _failover_row(
                     root,

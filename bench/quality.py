@@ -83,25 +83,24 @@ CSV_COLUMNS = (
 )
 #: Columns that are the median over the repeated crawls of a row (``--repeat``).
 MEDIAN_COLUMNS = ("recall", "precision", "oracle_recall", "recall_over_oracle", "auc_recall")
+#: The realistic web's measures of a crawl that its table in ``quality.md`` shows (column
+#: -> heading): the share of the budget by URL class, pages stored per second, and the
+#: host measures of :mod:`bench.realweb.measure`.
+REALISTIC_SHOWN: dict[str, str] = {
+    "non_article_share": "non-article",
+    "fetched_non_article_share": "fetched non-article",
+    "duplicate_share": "duplicate",
+    "meta_share": "meta",
+    "chrome_share": "chrome",
+    "pages_per_s": "pages/s",
+    "host_busy": "host busy",
+    "host_utilisation": "host utilisation",
+    "mean_waiting_hosts": "mean waiting hosts",
+}
 #: More columns of ``quality.csv`` on the realistic web (``--web realistic``), after the
 #: clean web's, each a median over repeats (see docs/quality.md, "Realistic web"): the
-#: share of the budget by URL class, pages stored per second, the two host measures of
-#: :mod:`bench.realweb.measure`, requests answered and hosts served, and the settings.
-REALISTIC_COLUMNS = (
-    "non_article_share",
-    "fetched_non_article_share",
-    "duplicate_share",
-    "meta_share",
-    "chrome_share",
-    "pages_per_s",
-    "host_busy",
-    "host_utilisation",
-    "mean_waiting_hosts",
-    "requests",
-    "hosts_served",
-    "download_delay",
-    "hosts",
-)
+#: :data:`REALISTIC_SHOWN` measures, requests answered and hosts served, and the settings.
+REALISTIC_COLUMNS = (*REALISTIC_SHOWN, "requests", "hosts_served", "download_delay", "hosts")
 
 ORACLE = "oracle"
 #: The oracle is not in the ``focused`` package: its crawls name its class.
@@ -319,23 +318,63 @@ def project_concurrency() -> tuple[int, int]:
     return settings.getint("CONCURRENT_REQUESTS"), settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
 
 
-def default_scheduler() -> str:
-    """``""`` (the project's ``SCHEDULER``) once ``focused/scheduler.py`` is committed,
-    else Scrapy's own scheduler (with the project's global priority queue)."""
-    path = ROOT / "focused" / "scheduler.py"
+#: Scrapy's own scheduler (with the project's global priority queue).
+SCRAPY_SCHEDULER = "scrapy.core.scheduler.Scheduler"
+
+
+def git_tracks(path: Path, root: Path) -> bool | None:
+    """Whether git tracks ``path`` in the checkout that holds ``root``; None when
+    ``root`` is in no git checkout (a copy made by ``git archive``, an installed copy) or
+    git is not installed."""
     try:
-        tracked = (
-            subprocess.run(
-                ["git", "ls-files", "--error-unmatch", str(path)],
-                cwd=ROOT,
-                capture_output=True,
-                check=False,
-            ).returncode
-            == 0
+        inside = subprocess.run(
+            ["git", "rev-parse", "--is-inside-work-tree"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=False,
         )
-    except OSError:  # no git: an installed copy, trust the file
-        tracked = path.is_file()
-    return "" if tracked and path.is_file() else "scrapy.core.scheduler.Scheduler"
+        if inside.returncode != 0 or inside.stdout.strip() != "true":
+            return None
+        listed = subprocess.run(
+            ["git", "ls-files", "--error-unmatch", str(path)],
+            cwd=root,
+            capture_output=True,
+            check=False,
+        )
+    except OSError:
+        return None
+    return listed.returncode == 0
+
+
+def default_scheduler(root: Path = ROOT) -> str:
+    """The crawls' ``SCHEDULER`` when ``--scheduler`` is not given: ``""`` (the
+    project's, ``focused.scheduler.FocusedScheduler``) when ``root/focused/scheduler.py``
+    is committed, or is there in a copy outside git (said on stderr: the file is all
+    there is); Scrapy's own scheduler, said on stderr, when the file is missing (an
+    older tree). :class:`BenchError` when the file is there but git does not track it
+    (a file being written, perhaps by someone else): ``--scheduler`` says which."""
+    path = root / "focused" / "scheduler.py"
+    if not path.is_file():
+        print(
+            f"warning: no {path}: the crawls use Scrapy's own scheduler ({SCRAPY_SCHEDULER})",
+            file=sys.stderr,
+        )
+        return SCRAPY_SCHEDULER
+    tracked = git_tracks(path, root)
+    if tracked is None:
+        print(
+            f"note: {root} is not a git checkout: the crawls use its focused/scheduler.py"
+            " as it is (the project's scheduler)",
+            file=sys.stderr,
+        )
+    elif not tracked:
+        raise BenchError(
+            f"{path} is not tracked by git: commit it, or say which scheduler to crawl with"
+            " (--scheduler focused.scheduler.FocusedScheduler, or --scheduler"
+            f" {SCRAPY_SCHEDULER})"
+        )
+    return ""
 
 
 def strategy_setting(name: str) -> str:
@@ -992,6 +1031,7 @@ def _means(rows: Sequence[dict[str, object]]) -> list[str]:
 def realistic_section(rows: Sequence[dict[str, object]]) -> list[str]:
     """The realistic web's table: recall, precision, where the budget went, speed and
     host use of every crawl, then the means per strategy."""
+    shown = {"recall": "recall", "precision": "precision", **REALISTIC_SHOWN}
     lines = [
         "## Realistic web: where the budget went",
         "",
@@ -1001,29 +1041,12 @@ def realistic_section(rows: Sequence[dict[str, object]]) -> list[str]:
         "crawl; host busy = busy-host-seconds / waiting-host-seconds; host utilisation "
         "(with DOWNLOAD_DELAY=d) = requests / (waiting-host-seconds / d) (docs/quality.md).",
         "",
-        "| topic | seeds | strategy | recall | precision | non-article | fetched non-article "
-        "| duplicate | meta | chrome | pages/s | host busy | host utilisation "
-        "| mean waiting hosts |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| topic | seeds | strategy | " + " | ".join(shown.values()) + " |",
+        "|---|---|---|" + "---:|" * len(shown),
     ]
     for row in rows:
         name = str(row["strategy"]) + (f" (failed: {row['_error']})" if row["_error"] else "")
-        cells = [
-            _fmt(row.get(c), 3 if c != "pages_per_s" else 1)
-            for c in (
-                "recall",
-                "precision",
-                "non_article_share",
-                "fetched_non_article_share",
-                "duplicate_share",
-                "meta_share",
-                "chrome_share",
-                "pages_per_s",
-                "host_busy",
-                "host_utilisation",
-                "mean_waiting_hosts",
-            )
-        ]
+        cells = [_fmt(row.get(c), 3 if c != "pages_per_s" else 1) for c in shown]
         lines.append(f"| {row['topic']} | {row['seeds']} | {name} | " + " | ".join(cells) + " |")
     keys = ("recall", "precision", "non_article_share", "fetched_non_article_share")
     keys += ("pages_per_s", "host_busy")
@@ -1423,7 +1446,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--scheduler",
         help="SCHEDULER of the crawls (default: the project's when focused/scheduler.py "
-        "exists, else scrapy.core.scheduler.Scheduler)",
+        "is committed, or there in a copy outside git; scrapy.core.scheduler.Scheduler "
+        "when it is missing; an error when git does not track it)",
     )
     p.add_argument("--log-level", default="INFO", help="LOG_LEVEL of the crawls' logs")
     p.add_argument(
@@ -1667,13 +1691,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         groups = plan(args, site)
         names = strategies_of(args)
         realistic = realistic_of(args, site)
+        scheduler = args.scheduler if args.scheduler is not None else default_scheduler()
     except BenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     default_out = DEFAULT_OUT if realistic is None else DEFAULT_REALISTIC_OUT
     out = (args.out if args.out is not None else ROOT / default_out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    scheduler = args.scheduler if args.scheduler is not None else default_scheduler()
     extra = _extra_settings(args.settings)
     label = _concurrency_label(args.concurrency)
     levels: list[int | None] = [args.concurrency]

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import gc
 import json
 import os
@@ -334,44 +335,67 @@ class Children:
                 proc.kill()
 
 
+def _no_log(msg: str) -> None:
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class RunPlan:
+    """What the crawls of one part share: each crawl's page budget (``pages``),
+    ``CONCURRENT_REQUESTS`` (``concurrency``), the scratch folder (``work``), the seconds a
+    crawl may take (``timeout``), the rounds of pairs (``pairs``) and the progress
+    ``log``; :meth:`on` gives the plan of one site (its name, seed URLs and labels)."""
+
+    pages: int
+    concurrency: int
+    work: Path
+    timeout: float
+    pairs: int = 1
+    log: Callable[[str], None] = _no_log
+    site: str = ""
+    seeds: Sequence[str] = ()
+    labels: str = ""
+
+    def on(self, site: str, seeds: Sequence[str], labels: str) -> RunPlan:
+        """This plan on ``site``."""
+        return dataclasses.replace(self, site=site, seeds=seeds, labels=labels)
+
+    def command(self, kind: str, out_dir: Path, probe_file: Path, **kw: Any) -> list[str]:
+        """:func:`crawl_command` of a ``kind`` crawl of this plan's site."""
+        return crawl_command(
+            kind,
+            seeds=self.seeds,
+            labels=self.labels,
+            out_dir=out_dir,
+            pages=self.pages,
+            concurrency=self.concurrency,
+            probe_file=probe_file,
+            **kw,
+        )
+
+
 def run_crawl(
     kind: str,
+    plan: RunPlan,
     *,
-    site: str,
-    seeds: Sequence[str],
-    labels: str,
-    work: Path,
-    pages: int,
-    concurrency: int,
-    timeout: float,
     tag: str,
     extra: dict[str, str] | None = None,
     replay: Path | None = None,
 ) -> dict[str, Any]:
-    """One crawl in a subprocess; its probe's numbers plus pages/s and CPU ms per page.
-    ``extra[TREE]``: crawl with the copy of the project in that folder (a before/after);
-    ``replay``: a plain crawl of exactly the URLs listed in that file."""
+    """One crawl of ``plan``'s site in a subprocess; its probe's numbers plus pages/s and
+    CPU ms per page. ``extra[TREE]``: crawl with the copy of the project in that folder (a
+    before/after); ``replay``: a plain crawl of exactly the URLs listed in that file."""
     extra = dict(extra or {})
     tree = Path(extra.pop(TREE, ROOT))
     if probe_class(tree) != PROBE:  # an older tree crawls with its own probe
         extra["EXTENSIONS"] = json.dumps({probe_class(tree): 0})
-    out_dir = work / f"{site}-{kind}-{tag}"
+    out_dir = plan.work / f"{plan.site}-{kind}-{tag}"
     shutil.rmtree(out_dir, ignore_errors=True)
     out_dir.mkdir(parents=True)
     probe_file = out_dir / "probe.json"
-    cmd = crawl_command(
-        kind,
-        seeds=seeds,
-        labels=labels,
-        out_dir=out_dir,
-        pages=pages,
-        concurrency=concurrency,
-        probe_file=probe_file,
-        extra=extra,
-        replay=replay,
-    )
+    cmd = plan.command(kind, out_dir, probe_file, extra=extra, replay=replay)
     started = time.monotonic()
-    code = Children.run(cmd, timeout, out_dir / "crawl.log", cwd=tree)
+    code = Children.run(cmd, plan.timeout, out_dir / "crawl.log", cwd=tree)
     result: dict[str, Any] = {"kind": kind, "returncode": code}
     result["wall_s"] = round(time.monotonic() - started, 3)
     if probe_file.exists():
@@ -403,27 +427,41 @@ def _median(values: Sequence[float | None]) -> float | None:
     return round(statistics.median(got), 4) if got else None
 
 
-def throughput(
-    sites: dict[str, tuple[list[str], str]],
-    strategies: Sequence[str],
-    *,
-    pairs: int,
-    pages: int,
-    concurrency: int,
-    work: Path,
-    timeout: float,
-    log: Any,
+#: (key of a row, key of its crawls): the medians over a row's crawls, in the JSON's order
+_MEDIANS = (
+    ("median_pages_s", "pages_s"),
+    ("median_cpu_ms_per_page", "cpu_ms_per_page"),
+    ("median_sys_ms_per_page", "sys_ms_per_page"),
+    ("median_thread_cpu_ms_per_page", "thread_cpu_ms_per_page"),
+    ("median_kb_per_page", "kb_per_page"),
+    ("median_links_per_page", "links_per_page"),
+)
+
+
+def _medians(
+    runs: Sequence[dict[str, Any]], keys: Sequence[tuple[str, str]] = _MEDIANS
 ) -> dict[str, Any]:
-    """Alternating plain / focused runs; per site and strategy the medians and ratios."""
+    """The medians (``keys``) over ``runs``, the crawls of one row (a crawl without a
+    number does not count)."""
+    return {name: _median([x.get(key) for x in runs]) for name, key in keys}
+
+
+def throughput(
+    sites: dict[str, tuple[list[str], str]], strategies: Sequence[str], plan: RunPlan
+) -> dict[str, Any]:
+    """Alternating plain / focused runs (``plan.pairs`` rounds); per site and strategy the
+    medians and ratios."""
+    pairs, log = plan.pairs, plan.log
     out: dict[str, Any] = {
-        "pages_per_run": pages,
+        "pages_per_run": plan.pages,
         "pairs": pairs,
-        "concurrency": concurrency,
+        "concurrency": plan.concurrency,
         "order": "per round, for each strategy: plain then focused (A B A B ...)",
         "sites": {},
     }
     ratios: dict[str, float] = {}
     for site, (seeds, labels) in sites.items():
+        at = plan.on(site, seeds, labels)
         runs: dict[str, list[dict[str, Any]]] = {"plain": []}
         pair_ratios: dict[str, list[float]] = {s: [] for s in strategies}
         cpu_ratios: dict[str, list[float]] = {s: [] for s in strategies}
@@ -431,18 +469,8 @@ def throughput(
             runs[s] = []
         for r in range(pairs):
             for s in strategies:
-                kw = dict(
-                    site=site,
-                    seeds=seeds,
-                    labels=labels,
-                    work=work,
-                    pages=pages,
-                    concurrency=concurrency,
-                    timeout=timeout,
-                    tag=str(r),
-                )
-                a = run_crawl("plain", **kw)
-                b = run_crawl(s, **kw)
+                a = run_crawl("plain", at, tag=str(r))
+                b = run_crawl(s, at, tag=str(r))
                 runs["plain"].append({**a, "round": r, "paired_with": s})
                 runs[s].append({**b, "round": r})
                 if a["pages_s"] and b["pages_s"]:
@@ -455,30 +483,13 @@ def throughput(
                 )
         plain = runs["plain"]
         site_out: dict[str, Any] = {
-            "plain": {
-                "median_pages_s": _median([x["pages_s"] for x in plain]),
-                "median_cpu_ms_per_page": _median([x["cpu_ms_per_page"] for x in plain]),
-                "median_sys_ms_per_page": _median([x.get("sys_ms_per_page") for x in plain]),
-                "median_thread_cpu_ms_per_page": _median(
-                    [x.get("thread_cpu_ms_per_page") for x in plain]
-                ),
-                "median_kb_per_page": _median([x.get("kb_per_page") for x in plain]),
-                "median_links_per_page": _median([x.get("links_per_page") for x in plain]),
-                "runs": plain,
-            },
+            "plain": {**_medians(plain), "runs": plain},
             "strategies": {},
         }
         for s in strategies:
             ratio = _median(pair_ratios[s])
             site_out["strategies"][s] = {
-                "median_pages_s": _median([x["pages_s"] for x in runs[s]]),
-                "median_cpu_ms_per_page": _median([x["cpu_ms_per_page"] for x in runs[s]]),
-                "median_sys_ms_per_page": _median([x.get("sys_ms_per_page") for x in runs[s]]),
-                "median_thread_cpu_ms_per_page": _median(
-                    [x.get("thread_cpu_ms_per_page") for x in runs[s]]
-                ),
-                "median_kb_per_page": _median([x.get("kb_per_page") for x in runs[s]]),
-                "median_links_per_page": _median([x.get("links_per_page") for x in runs[s]]),
+                **_medians(runs[s]),
                 "ratio": ratio,
                 "pair_ratios": [round(x, 4) for x in pair_ratios[s]],
                 "cpu_ratio": _median(cpu_ratios[s]),
@@ -502,24 +513,23 @@ def _spread(values: Sequence[float | None]) -> list[float] | None:
     return [round(min(got), 4), round(max(got), 4)] if got else None
 
 
-def _replay_pair(
-    strategy: str, *, site: str, r: int, work: Path, kw: dict[str, Any]
-) -> dict[str, Any]:
-    """A focused crawl that lists the pages it fetched, then plain Scrapy replaying them."""
-    lists = work / "replay-lists"
+def _replay_pair(strategy: str, plan: RunPlan, r: int) -> dict[str, Any]:
+    """A focused crawl of ``plan``'s site that lists the pages it fetched, then plain
+    Scrapy replaying them."""
+    lists = plan.work / "replay-lists"
     lists.mkdir(exist_ok=True)
-    listed = lists / f"{site}-{strategy}-{r}.txt"
-    plain_urls = lists / f"{site}-{strategy}-{r}-plain.txt"
-    b = run_crawl(strategy, tag=f"replay-{r}", extra={"SPEED_URLS_FILE": str(listed)}, **kw)
+    listed = lists / f"{plan.site}-{strategy}-{r}.txt"
+    plain_urls = lists / f"{plan.site}-{strategy}-{r}-plain.txt"
+    b = run_crawl(strategy, plan, tag=f"replay-{r}", extra={"SPEED_URLS_FILE": str(listed)})
     urls = listed.read_text(encoding="utf-8").split() if listed.exists() else []
     a: dict[str, Any] = {"returncode": None, "cpu_ms_per_fetched": None, "fetched_s": None}
     if urls:
         a = run_crawl(
             "plain",
+            plan,
             tag=f"replay-{r}-{strategy}",
             extra={"SPEED_URLS_FILE": str(plain_urls)},
             replay=listed,
-            **kw,
         )
     got = set(plain_urls.read_text(encoding="utf-8").split()) if plain_urls.exists() else set()
     same = len(got & set(urls)) / len(urls) if urls else None
@@ -539,37 +549,22 @@ def _replay_pair(
 
 
 def replay(
-    sites: dict[str, tuple[list[str], str]],
-    strategies: Sequence[str],
-    *,
-    pairs: int,
-    pages: int,
-    concurrency: int,
-    work: Path,
-    timeout: float,
-    log: Any,
+    sites: dict[str, tuple[list[str], str]], strategies: Sequence[str], plan: RunPlan
 ) -> dict[str, Any]:
-    """Per site and strategy, ``pairs`` alternated pairs: a focused crawl of ``pages``
-    items that lists the pages it fetched, then plain Scrapy (:mod:`bench.plain`,
-    ``-a replay=``) fetching exactly that list with the same concurrency from the same
-    server. Per pair: CPU ms per page fetched (user + sys from the first item to the
-    last, over the responses in that span) of both, and plain / focused; per strategy
-    the medians and their spreads (min, max)."""
-    out: dict[str, Any] = {"pages_per_run": pages, "pairs": pairs, "sites": {}}
+    """Per site and strategy, ``plan.pairs`` alternated pairs: a focused crawl of
+    ``plan.pages`` items that lists the pages it fetched, then plain Scrapy
+    (:mod:`bench.plain`, ``-a replay=``) fetching exactly that list with the same
+    concurrency from the same server. Per pair: CPU ms per page fetched (user + sys from
+    the first item to the last, over the responses in that span) of both, and plain /
+    focused; per strategy the medians and their spreads (min, max)."""
+    pairs, log = plan.pairs, plan.log
+    out: dict[str, Any] = {"pages_per_run": plan.pages, "pairs": pairs, "sites": {}}
     for site, (seeds, labels) in sites.items():
-        kw = dict(
-            site=site,
-            seeds=seeds,
-            labels=labels,
-            work=work,
-            pages=pages,
-            concurrency=concurrency,
-            timeout=timeout,
-        )
+        at = plan.on(site, seeds, labels)
         runs: dict[str, list[dict[str, Any]]] = {s: [] for s in strategies}
         for r in range(pairs):
             for s in strategies:
-                pair = _replay_pair(s, site=site, r=r, work=work, kw=kw)
+                pair = _replay_pair(s, at, r)
                 runs[s].append(pair)
                 log(
                     f"replay {site} round {r + 1}/{pairs} {s}:"
@@ -604,33 +599,14 @@ def replay(
     return out
 
 
-def peak_rss(
-    site: str,
-    seeds: Sequence[str],
-    labels: str,
-    *,
-    strategy: str,
-    pages: int,
-    concurrency: int,
-    work: Path,
-    timeout: float,
-    log: Any,
-) -> dict[str, Any]:
-    """One plain and one focused crawl of up to ``pages`` pages of ``site``: the peak
-    resident set of each crawler process (``ru_maxrss`` at close) and focused / plain."""
-    out: dict[str, Any] = {"site": site, "pages_per_run": pages, "strategy": strategy}
+def peak_rss(plan: RunPlan, *, strategy: str) -> dict[str, Any]:
+    """One plain and one focused crawl of up to ``plan.pages`` pages of ``plan.site``: the
+    peak resident set of each crawler process (``ru_maxrss`` at close) and focused /
+    plain."""
+    site = plan.site
+    out: dict[str, Any] = {"site": site, "pages_per_run": plan.pages, "strategy": strategy}
     for kind in ("plain", strategy):
-        run = run_crawl(
-            kind,
-            site=site,
-            seeds=seeds,
-            labels=labels,
-            work=work,
-            pages=pages,
-            concurrency=concurrency,
-            timeout=timeout,
-            tag="rss",
-        )
+        run = run_crawl(kind, plan, tag="rss")
         row = {
             "items": run.get("items"),
             "max_rss_mb": round(run["max_rss_kb"] / 1024, 1) if "max_rss_kb" in run else None,
@@ -639,7 +615,7 @@ def peak_rss(
             "returncode": run.get("returncode"),
         }
         out["plain" if kind == "plain" else "focused"] = row
-        log(f"peak RSS {site} {kind}: {row}")
+        plan.log(f"peak RSS {site} {kind}: {row}")
     a, b = out["plain"]["max_rss_mb"], out["focused"]["max_rss_mb"]
     out["ratio"] = round(b / a, 3) if a and b else None
     return out
@@ -667,20 +643,10 @@ ABLATIONS: dict[str, dict[str, str]] = {
 
 
 def ablation(
-    site: str,
-    seeds: Sequence[str],
-    labels: str,
-    *,
-    strategy: str,
-    reps: int,
-    trees: Sequence[Path] = (),
-    pages: int,
-    concurrency: int,
-    work: Path,
-    timeout: float,
-    log: Any,
+    plan: RunPlan, *, strategy: str, reps: int, trees: Sequence[Path] = ()
 ) -> dict[str, Any]:
-    """Plain, full focused, and focused with one part out, in turn, ``reps`` rounds."""
+    """Plain, full focused, and focused with one part out, in turn, ``reps`` rounds, on
+    ``plan``'s site."""
     variants = {**ABLATIONS, **{f"the tree in {t}": {TREE: str(t)} for t in trees}}
     runs: dict[str, list[dict[str, Any]]] = {"plain": [], **{name: [] for name in variants}}
     for r in range(reps):
@@ -688,32 +654,15 @@ def ablation(
             kind = "plain" if name == "plain" else strategy
             extra = None if name == "plain" else variants[name]
             tag = f"ablation-{r}-{len(runs[name])}-{abs(hash(name)) % 10**6}"
-            runs[name].append(
-                run_crawl(
-                    kind,
-                    site=site,
-                    seeds=seeds,
-                    labels=labels,
-                    work=work,
-                    pages=pages,
-                    concurrency=concurrency,
-                    timeout=timeout,
-                    tag=tag,
-                    extra=extra,
-                )
-            )
-        log(f"ablation round {r + 1}/{reps} done")
-    out: dict[str, Any] = {"site": site, "strategy": strategy, "reps": reps, "rows": {}}
+            runs[name].append(run_crawl(kind, plan, tag=tag, extra=extra))
+        plan.log(f"ablation round {r + 1}/{reps} done")
+    out: dict[str, Any] = {"site": plan.site, "strategy": strategy, "reps": reps, "rows": {}}
     full = _median([x["cpu_ms_per_page"] for x in runs["full"]])
     for name, rs in runs.items():
-        cpu = _median([x["cpu_ms_per_page"] for x in rs])
-        out["rows"][name] = {
-            "median_pages_s": _median([x["pages_s"] for x in rs]),
-            "median_cpu_ms_per_page": cpu,
-            "median_sys_ms_per_page": _median([x.get("sys_ms_per_page") for x in rs]),
-            "median_thread_cpu_ms_per_page": _median([x.get("thread_cpu_ms_per_page") for x in rs]),
-            "cpu_ms_saved": None if cpu is None or full is None else round(full - cpu, 3),
-        }
+        row = _medians(rs, _MEDIANS[:4])  # per page: no bytes or links
+        cpu = row["median_cpu_ms_per_page"]
+        row["cpu_ms_saved"] = None if cpu is None or full is None else round(full - cpu, 3)
+        out["rows"][name] = row
     return out
 
 
@@ -789,38 +738,22 @@ def _source_line(file: str, line: int) -> str:
     return ""
 
 
-def profile(
-    site: str,
-    seeds: Sequence[str],
-    labels: str,
-    *,
-    strategy: str,
-    pages: int,
-    concurrency: int,
-    work: Path,
-    timeout: float,
-) -> dict[str, Any]:
-    """A focused and a plain crawl of ``site`` under cProfile; cost per page by category."""
+def profile(plan: RunPlan, *, strategy: str) -> dict[str, Any]:
+    """A focused and a plain crawl of ``plan``'s site under cProfile; cost per page by
+    category."""
+    site, pages = plan.site, plan.pages
     out: dict[str, Any] = {"site": site, "strategy": strategy, "pages_per_run": pages}
     for kind in ("plain", strategy):
-        out_dir = work / f"profile-{site}-{kind}"
+        out_dir = plan.work / f"profile-{site}-{kind}"
         shutil.rmtree(out_dir, ignore_errors=True)
         out_dir.mkdir(parents=True)
         probe_file = out_dir / "probe.json"
         prof = out_dir / "crawl.prof"
-        cmd = crawl_command(
-            kind,
-            seeds=seeds,
-            labels=labels,
-            out_dir=out_dir,
-            pages=pages,
-            concurrency=concurrency,
-            probe_file=probe_file,
-        )
+        cmd = plan.command(kind, out_dir, probe_file)
         cmd += ["-s", f"SPEED_PROFILE_FILE={prof}"]
         if kind != "plain":  # cProfile sees one thread: the page store's work on Scrapy's
             cmd += ["-s", "FOCUSED_STORE_THREAD=False"]  # (the default, said again)
-        Children.run(cmd, timeout, out_dir / "crawl.log")
+        Children.run(cmd, plan.timeout, out_dir / "crawl.log")
         items = pages
         if probe_file.exists():
             items = json.loads(probe_file.read_text(encoding="utf-8"))["items"] or pages
@@ -1627,11 +1560,11 @@ def _serve_sites(
     return sites
 
 
-def _profiled_site(args: argparse.Namespace, sites: Sites) -> tuple[str, list[str], str]:
-    """(site, seeds, labels) of the profiled and ablation crawls."""
+def _profiled_site(args: argparse.Namespace, sites: Sites, plan: RunPlan) -> RunPlan:
+    """``plan`` on the site of the profiled and ablation crawls."""
     site = args.profile_site if args.profile_site in sites else next(iter(sites))
     seeds, labels = sites[site]
-    return site, seeds, labels
+    return plan.on(site, seeds, labels)
 
 
 def _profiled_strategy(strategies: list[str]) -> str:
@@ -1639,20 +1572,11 @@ def _profiled_strategy(strategies: list[str]) -> str:
 
 
 def _profile_part(
-    args: argparse.Namespace, sites: Sites, strategies: list[str], *, work: Path, out_dir: Path
+    args: argparse.Namespace, sites: Sites, strategies: list[str], plan: RunPlan, out_dir: Path
 ) -> dict[str, Any]:
     """Profile one plain and one focused crawl; keep their profiles in ``out_dir``."""
-    site, seeds, labels = _profiled_site(args, sites)
-    result = profile(
-        site,
-        seeds,
-        labels,
-        strategy=_profiled_strategy(strategies),
-        pages=args.profile_pages,
-        concurrency=args.concurrency,
-        work=work,
-        timeout=args.timeout,
-    )
+    at = _profiled_site(args, sites, dataclasses.replace(plan, pages=args.profile_pages))
+    result = profile(at, strategy=_profiled_strategy(strategies))
     prof_out = out_dir / "speed-profiles"
     prof_out.mkdir(exist_ok=True)
     for kind in ("plain", "focused"):
@@ -1669,23 +1593,14 @@ def _replay_part(
     data: dict[str, Any],
     sites: Sites,
     strategies: list[str],
-    *,
-    work: Path,
-    log: Callable[[str], None],
+    plan: RunPlan,
 ) -> None:
     """The replay pairs on ``--replay-sites``; the headline ratios into ``throughput``."""
     wanted = [x.strip() for x in args.replay_sites.split(",") if x.strip()]
     chosen = {k: v for k, v in sites.items() if k in wanted} or dict([next(iter(sites.items()))])
-    rp = replay(
-        chosen,
-        strategies,
-        pairs=args.replay_pairs,
-        pages=args.replay_pages,
-        concurrency=args.concurrency,
-        work=work,
-        timeout=args.timeout,
-        log=log,
-    )
+    plan = dataclasses.replace(plan, pages=args.replay_pages, pairs=args.replay_pairs)
+    rp = replay(chosen, strategies, plan)
+    log = plan.log
     tp = data.setdefault("throughput", {})
     tp["replay"] = rp
     tp["cpu_ratio_replay"] = rp["cpu_ratio"]
@@ -1710,6 +1625,14 @@ def _crawl_parts(
     that stop when they are done."""
     servers: list[ServerProcess] = []
     work = Path(tempfile.mkdtemp(prefix="focused-speed-"))
+    plan = RunPlan(
+        pages=args.pages,
+        concurrency=args.concurrency,
+        work=work,
+        timeout=args.timeout,
+        pairs=args.pairs,
+        log=log,
+    )
     try:
         sites: Sites = {}
         if not {"throughput", "profile", "replay", "rss"} <= skip or args.ablation:
@@ -1722,48 +1645,24 @@ def _crawl_parts(
                 log=log,
             )
         if "throughput" not in skip and sites:
-            data["throughput"] = throughput(
-                sites,
-                strategies,
-                pairs=args.pairs,
-                pages=args.pages,
-                concurrency=args.concurrency,
-                work=work,
-                timeout=args.timeout,
-                log=log,
-            )
+            data["throughput"] = throughput(sites, strategies, plan)
         if "replay" not in skip and sites:
-            _replay_part(args, data, sites, strategies, work=work, log=log)
+            _replay_part(args, data, sites, strategies, plan)
         if "rss" not in skip and "sandbox" in sites:
-            seeds, labels = sites["sandbox"]
+            timeout = max(args.timeout, 3 * args.rss_pages / 10)
+            rss = dataclasses.replace(plan, pages=args.rss_pages, timeout=timeout)
             data["rss"] = peak_rss(
-                "sandbox",
-                seeds,
-                labels,
-                strategy=_profiled_strategy(strategies),
-                pages=args.rss_pages,
-                concurrency=args.concurrency,
-                work=work,
-                timeout=max(args.timeout, 3 * args.rss_pages / 10),
-                log=log,
+                rss.on("sandbox", *sites["sandbox"]), strategy=_profiled_strategy(strategies)
             )
         if "profile" not in skip and sites:
-            data["profile"] = _profile_part(args, sites, strategies, work=work, out_dir=out_dir)
+            data["profile"] = _profile_part(args, sites, strategies, plan, out_dir)
             log("profile done")
         if args.ablation and sites:
-            site, seeds, labels = _profiled_site(args, sites)
             data["ablation"] = ablation(
-                site,
-                seeds,
-                labels,
+                _profiled_site(args, sites, plan),
                 strategy=_profiled_strategy(strategies),
                 reps=args.ablation,
                 trees=[t.resolve() for t in args.ablation_tree],
-                pages=args.pages,
-                concurrency=args.concurrency,
-                work=work,
-                timeout=args.timeout,
-                log=log,
             )
     finally:
         for server in servers:

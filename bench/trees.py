@@ -36,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     base = server.start()
     seeds, labels = [base + speed.WIKI_SEED], str(args.data / "labels.tsv")
     work = Path(tempfile.mkdtemp(prefix="focused-trees-"))
+    plan = speed.RunPlan(pages=args.pages, concurrency=args.concurrency, work=work, timeout=600)
+    plan = plan.on("wikispeedia", seeds, labels)
     runs: dict[str, list[dict[str, Any]]] = {}
     try:
         for r in range(args.rounds):
@@ -45,13 +47,7 @@ def main(argv: list[str] | None = None) -> int:
                     key = "plain" if name == "plain" else f"{s}/{name}"
                     res = speed.run_crawl(
                         kind,
-                        site="wikispeedia",
-                        seeds=seeds,
-                        labels=labels,
-                        work=work,
-                        pages=args.pages,
-                        concurrency=args.concurrency,
-                        timeout=600,
+                        plan,
                         tag=f"t{r}-{len(runs.get(key, []))}-{abs(hash(key)) % 10**6}",
                         extra=None if name == "plain" else {speed.TREE: trees[name]},
                     )

@@ -309,3 +309,62 @@ def test_repeated_crawls_report_the_median_and_range_per_row(tmp_path: Path) -> 
     # all crawls of a row failed: the row says so
     failed = quality.rows_of([result("oracle", 0, 2), result("bfs", 0, 0, error="boom")])
     assert [r["_error"] for r in failed if r["strategy"] == "bfs"] == ["boom"]
+
+
+# --- which scheduler the crawls use when --scheduler is not given ---------------------
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_the_scheduler_is_never_swapped_for_scrapys_silently(tmp_path: Path, capsys) -> None:
+    root = tmp_path / "copy"
+    (root / "focused").mkdir(parents=True)
+    shutil.copy(ROOT / "focused" / "scheduler.py", root / "focused" / "scheduler.py")
+    # a copy outside git (as `git archive` makes): its scheduler.py is used, and said so
+    assert quality.git_tracks(root / "focused" / "scheduler.py", root) is None
+    assert quality.default_scheduler(root) == ""
+    err = capsys.readouterr().err
+    assert "not a git checkout" in err and "project's scheduler" in err and err.count("\n") == 1
+    # in a checkout that does not track the file: refused, in one line
+    _git(root, "init", "-q")
+    with pytest.raises(quality.BenchError, match="not tracked by git") as refused:
+        quality.default_scheduler(root)
+    assert "\n" not in str(refused.value) and "--scheduler" in str(refused.value)
+    _git(root, "add", "focused/scheduler.py")  # tracked: the project's, nothing said
+    assert quality.default_scheduler(root) == ""
+    assert capsys.readouterr().err == ""
+    (root / "focused" / "scheduler.py").unlink()  # an older tree without one: said
+    assert quality.default_scheduler(root) == quality.SCRAPY_SCHEDULER
+    assert "Scrapy's own scheduler" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_the_benchmark_in_a_checkout_that_does_not_track_the_scheduler_stops_first(
+    tmp_path: Path,
+) -> None:
+    if quality.git_tracks(ROOT / "focused" / "scheduler.py", ROOT) is not True:
+        pytest.skip("the project is not a git checkout that tracks focused/scheduler.py")
+    copy = tmp_path / "copy"
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    )
+    for name in filter(None, listed.stdout.decode().split("\0")):  # the working tree's files
+        if (ROOT / name).is_file() and not (ROOT / name).is_symlink():
+            (copy / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(ROOT / name, copy / name)
+    _git(copy, "init", "-q")  # a checkout in which nothing is tracked yet
+    site = tmp_path / "site"
+    site.mkdir()
+    _site(site)
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "bench.quality", "--topic", "chemistry", "--seeds", "S.html"]
+    cmd += ["--data", str(site), "--out", str(out), "--strategies", "bfs", "--timeout", "60"]
+    done = subprocess.run(cmd, cwd=copy, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1
+    assert "scheduler.py is not tracked by git" in done.stderr
+    assert not out.exists()  # nothing crawled, nothing written

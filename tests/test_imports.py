@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PURE_FOLDERS = ("focused/ranking", "focused/strategies", "focused/frontier", "focused/output")
 PURE_FILES = (
     "focused/meta.py",
+    "focused/bounded.py",
     "focused/defaults.py",
     "focused/web/topics.py",
     "focused/web/sanitize.py",

@@ -413,3 +413,32 @@ def test_gzip_level_and_a_removed_folder_is_made_again(tmp_path: Path) -> None:
             assert store.add(record("http://h/b"), same_folder)
             assert store.body("http://h/b") == same_folder
     assert sizes[9] < sizes[1]
+
+
+def test_a_segment_writer_puts_the_pages_fields_in_its_warc_records(tmp_path: Path) -> None:
+    from warcio.archiveiterator import ArchiveIterator
+
+    body = "<html><title>Säure</title></html>".encode()
+    digest = hashlib.sha256(body).hexdigest()
+    page = segments.WarcPage(
+        "http://h.test/wiki/Acid.html?x=1", body, digest, 404, "utf-8", 1700000000.5
+    )
+    writer = segments.SegmentWriter(tmp_path)
+    try:
+        where = writer.append(page)
+        assert writer.records(page)[0] != b""  # the same records, without I/O
+    finally:
+        writer.close()
+    assert segments.read_payload(tmp_path / where.file_path, where.offset, where.length) == body
+    with open(tmp_path / where.file_path, "rb") as fh:
+        records = [(r.rec_type, r.rec_headers, r.http_headers) for r in ArchiveIterator(fh)]
+    assert [t for t, _, _ in records] == ["warcinfo", "response", "request"]
+    _, response, http = records[1]
+    assert response.get_header("WARC-Target-URI") == page.url
+    assert response.get_header("WARC-Date") == "2023-11-14T22:13:20.500000Z"
+    assert response.get_header("WARC-Payload-Digest") == "sha256:" + digest
+    assert http.get_statuscode() == "404"
+    assert http.get_header("Content-Type") == "text/html; charset=utf-8"
+    request = records[2][2]
+    assert request.statusline == "/wiki/Acid.html?x=1 HTTP/1.1" and request.protocol == "GET"
+    assert request.get_header("Host") == "h.test"

@@ -37,6 +37,7 @@ import re
 import threading
 import uuid
 import zlib
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from http.client import responses
 from pathlib import Path
@@ -50,8 +51,9 @@ from warcio.warcwriter import WARCWriter
 __all__ = [
     "SEGMENT_DIR",
     "SEGMENT_RE",
-    "Written",
     "SegmentWriter",
+    "WarcPage",
+    "Written",
     "read_payload",
     "truncate_to",
     "whole_end",
@@ -64,6 +66,20 @@ SEGMENT_SUFFIX = ".warc.gz"
 SEGMENT_RE = re.compile(r"^\d{8}T\d{6}-\d+-[0-9a-f]{8}-\d{5}\.warc\.gz$")
 SOFTWARE = "focused (Scrapy focused crawler) with warcio"
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | getattr(os, "O_BINARY", 0)
+
+
+@dataclass(frozen=True, slots=True)
+class WarcPage:
+    """What a page's WARC records hold: its ``url``, the raw ``body``, the body's SHA-256
+    in hex (``digest``), the HTTP ``status``, the body's ``encoding`` (``""`` when not
+    known) and the Unix time it was fetched (``fetched_at``; now when None)."""
+
+    url: str
+    body: bytes
+    digest: str
+    status: int = 200
+    encoding: str = ""
+    fetched_at: float | None = None
 
 
 class Written(NamedTuple):
@@ -211,29 +227,21 @@ class SegmentWriter:
         self._pages = 0
         self._unsynced = self._dir_unsynced = True
 
-    def records(
-        self,
-        url: str,
-        body: bytes,
-        *,
-        digest: str,
-        status: int = 200,
-        encoding: str = "",
-        fetched_at: float | None = None,
-    ) -> tuple[bytes, bytes]:
-        """The gzipped ``response`` and ``request`` records of a page (no I/O)."""
+    def records(self, page: WarcPage) -> tuple[bytes, bytes]:
+        """The gzipped ``response`` and ``request`` records of ``page`` (no I/O)."""
         w = self._warc
-        date = warc_date(fetched_at)
+        url, body = page.url, page.body
+        date = warc_date(page.fetched_at)
         split = urlsplit(url)
         target = (split.path or "/") + (f"?{split.query}" if split.query else "")
-        status = int(status or 200)
-        charset = f"; charset={encoding}" if encoding else ""
+        status = int(page.status or 200)
+        charset = f"; charset={page.encoding}" if page.encoding else ""
         response = w.create_warc_record(
             url,
             "response",
             payload=io.BytesIO(body),
             length=len(body),
-            warc_headers_dict={"WARC-Date": date, "WARC-Payload-Digest": sha256_label(digest)},
+            warc_headers_dict={"WARC-Date": date, "WARC-Payload-Digest": sha256_label(page.digest)},
             http_headers=StatusAndHeaders(
                 f"{status} {responses.get(status, 'Unknown')}",
                 [("Content-Type", f"text/html{charset}"), ("Content-Length", str(len(body)))],
@@ -257,20 +265,9 @@ class SegmentWriter:
         )
         return self._record_bytes(response), self._record_bytes(request)
 
-    def append(
-        self,
-        url: str,
-        body: bytes,
-        *,
-        digest: str,
-        status: int = 200,
-        encoding: str = "",
-        fetched_at: float | None = None,
-    ) -> Written:
-        """Write a page's records at the end of the current segment; where they are."""
-        resp, req = self.records(
-            url, body, digest=digest, status=status, encoding=encoding, fetched_at=fetched_at
-        )
+    def append(self, page: WarcPage) -> Written:
+        """Write ``page``'s records at the end of the current segment; where they are."""
+        resp, req = self.records(page)
         size = len(resp) + len(req)
         with self._lock:
             full = self._pages and self._size + size > self.max_bytes

@@ -61,7 +61,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from focused.output import fulltext, segments
-from focused.output.segments import SEGMENT_DIR, SEGMENT_RE, SegmentWriter
+from focused.output.segments import SEGMENT_DIR, SEGMENT_RE, SegmentWriter, WarcPage
 
 try:  # POSIX advisory locks; without them repair always runs at open
     import fcntl
@@ -497,14 +497,15 @@ class PageStore:
             self._write_file(rel, digest, body)
             return Location(digest, rel)
         rec = record or {}
-        where = self.writer.append(
+        page = WarcPage(
             str(rec.get("url") or ""),
             body,
-            digest=digest,
+            digest,
             status=int(rec.get("status") or 200),
             encoding=str(rec.get("encoding") or ""),
             fetched_at=rec.get("fetched_at"),
         )
+        where = self.writer.append(page)
         return Location(digest, where.file_path, where.offset, where.length, where.end)
 
     def add_written(self, record: Mapping[str, Any], where: Location) -> bool:

@@ -47,6 +47,8 @@ from dataclasses import dataclass, field
 import mmh3
 from lxml import etree
 
+from focused.bounded import recent
+
 #: Elements that open a block of their own.
 CONTAINERS = frozenset(
     (
@@ -355,14 +357,7 @@ class HostTemplates:
 
     def learn(self, host: str, page: Page) -> None:
         """Count ``page``'s blocks as seen once more on ``host``."""
-        hosts = self._hosts
-        counts = hosts.get(host)
-        if counts is None:
-            counts = hosts[host] = {}
-            while len(hosts) > self.max_hosts:
-                hosts.popitem(last=False)
-        else:
-            hosts.move_to_end(host)
+        counts = recent(self._hosts, host, dict, self.max_hosts)
         full = len(counts) >= self.max_keys
         for k in page.block_keys():
             n = counts.get(k)

@@ -61,6 +61,8 @@ import re
 from collections import OrderedDict
 from urllib.parse import unquote, urlsplit
 
+from focused.bounded import recent, remember
+
 #: A main content with fewer words than this outside its links is thin (a list of links,
 #: a form, a few one-line replies): one waste outcome for its shape.
 MIN_WORDS = 100
@@ -90,11 +92,7 @@ _shapes: dict[str, tuple[str, str, str]] = {}
 def cached_shape(url: str) -> tuple[str, str, str]:
     """:func:`shape`, from a bounded cache."""
     got = _shapes.get(url)
-    if got is None:
-        if len(_shapes) >= SHAPE_CACHE_SIZE:
-            _shapes.clear()
-        got = _shapes[url] = shape(url)
-    return got
+    return got if got is not None else remember(_shapes, url, shape(url), SHAPE_CACHE_SIZE)
 
 
 def shape(url: str) -> tuple[str, str, str]:
@@ -159,21 +157,12 @@ class ShapeStats:
         """A fetched page of ``url``'s shape, waste or not."""
         host, path, keys = cached_shape(url)
         for key in ((host, path, keys), (_ALL, path, keys)):
-            got = self._counts.get(key)
-            if got is None:
-                got = self._counts[key] = [0, 0]
-                while len(self._counts) > self.max_shapes:
-                    self._counts.popitem(last=False)
-            else:
-                self._counts.move_to_end(key)
+            got = recent(self._counts, key, _no_pages, self.max_shapes)
             got[0] += 1
             got[1] += int(waste)
-        counts = self._hosts.pop(host, None) or [0, 0]
+        counts = recent(self._hosts, host, _no_pages, self.max_shapes)
         counts[0] += 1
         counts[1] += int(not waste)
-        self._hosts[host] = counts
-        while len(self._hosts) > self.max_shapes:
-            self._hosts.popitem(last=False)
 
     def rate(self, url: str) -> float:
         """The waste rate of ``url``'s shape (the prior mean for a shape never seen)."""
@@ -202,6 +191,10 @@ class ShapeStats:
         if good:
             return not (n - w > DOMINANT_SHARE * good)
         return not (n and n > DOMINANT_SHARE * pages)
+
+
+def _no_pages() -> list[int]:
+    return [0, 0]
 
 
 def thin(content_words: int, link_words: int, min_words: int = MIN_WORDS) -> bool:

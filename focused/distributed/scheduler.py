@@ -126,6 +126,12 @@ class RedisScheduler(FocusedScheduler):
     scrapy-redis) gives each spider and topic its own frontier. ``enqueue_request``
     answers ``False`` for a duplicate this worker knows of (see there).
 
+    ``FOCUSED_WASTE_SHAPE_RECHECK``: as in memory, the worker re-checks each entry it
+    picks with the predicate a :data:`focused.signals.frontier_waste_check` handler
+    returned at open (its own spider's URL shapes); one whose shape became wasteful goes
+    back to the bottom of the shared queue instead of being fetched, once per entry
+    (:meth:`_requeue_shared`; stat ``focused/scheduler/waste_requeued``).
+
     ``FOCUSED_REDIS_PARTITIONS`` splits the frontier by host into partitions under hash
     tags (:mod:`focused.distributed.partition`); ``FOCUSED_REDIS_CLUSTER_NODES`` puts it
     on a Redis Cluster; ``FOCUSED_REDIS_WAIT`` waits for replicas after the round trips
@@ -133,9 +139,9 @@ class RedisScheduler(FocusedScheduler):
 
     Settings: ``REDIS_URL`` (or ``REDIS_HOST``/``REDIS_PORT``), ``REDIS_PARAMS``,
     ``FOCUSED_REDIS_KEY``, ``FOCUSED_REDIS_LEASE``, ``FOCUSED_REDIS_PARTITIONS``,
-    ``FOCUSED_REDIS_CLUSTER_NODES``, ``FOCUSED_REDIS_WAIT``, ``FOCUSED_OUTPUT_DIR`` and the
-    annealing settings of the base class. Stats: those of the base class
-    (``focused/queue/*`` are the shared queues' sizes) and
+    ``FOCUSED_REDIS_CLUSTER_NODES``, ``FOCUSED_REDIS_WAIT``, ``FOCUSED_OUTPUT_DIR``,
+    ``FOCUSED_WASTE_SHAPE_RECHECK`` and the annealing settings of the base class. Stats:
+    those of the base class (``focused/queue/*`` are the shared queues' sizes) and
     ``focused/redis/round_trips``, ``focused/redis/pushed``, ``focused/redis/ignored``,
     ``focused/redis/in_flight_here``, ``focused/redis/released`` (with partitions
     ``focused/redis/partitions``, ``focused/redis/pick_retries``; with

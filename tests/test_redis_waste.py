@@ -147,6 +147,28 @@ def test_a_link_whose_shape_became_wasteful_waits_at_the_bottom_and_is_fetched_o
     sched.close("finished")
 
 
+def test_with_partitions_the_re_queue_goes_to_the_entry_s_partition(
+    redis_url: str, key: str, tmp_path: Path
+) -> None:
+    """The frontier split by host into 4 partitions: each talk link goes back to the bottom
+    of its own partition, and the articles of every partition are handed out first."""
+    sched, _, _ = _worker(redis_url, tmp_path, key, FOCUSED_REDIS_PARTITIONS=4)
+    hosts = [f"http://127.0.0.{n}:1" for n in range(2, 6)]
+    for host in hosts:
+        for i in range(2):
+            sched.enqueue_request(Request(f"{host}/talk/{i}", priority=10))
+            sched.enqueue_request(Request(f"{host}/p/{i}", priority=5))
+    out = [r.url for r in _drain(sched)]
+    assert len(out) == len(set(out)) == 16
+    assert all("/p/" in u for u in out[:8]) and all("/talk/" in u for u in out[8:]), out
+    assert sched.waste_requeued == 8
+    frontier = RedisFrontier(redis.Redis.from_url(redis_url), key, partitions=4)
+    assert len({frontier.layout.partition_of_url(h) for h in hosts}) == 4  # one each
+    status = frontier.status()
+    assert status["in_flight"] == 16 and status["waiting"] == 0 and status["seen"] == 16
+    sched.close("finished")
+
+
 def test_without_the_setting_or_a_judgement_nothing_is_re_checked(
     redis_url: str, key: str, tmp_path: Path
 ) -> None:

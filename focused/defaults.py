@@ -147,7 +147,8 @@ DEFAULTS: dict[str, Any] = {
     "FOCUSED_WASTE_SHAPE_THRESHOLD": 0.55,
     "FOCUSED_THIN_WORDS": 100,
     # a waiting link whose URL shape became wasteful after it was found is re-queued at
-    # the bottom when it comes up, instead of being fetched (in-memory frontier)
+    # the bottom when it comes up, instead of being fetched, once (in-memory and Redis
+    # frontiers; the judgement comes from a focused.signals.frontier_waste_check handler)
     "FOCUSED_WASTE_SHAPE_RECHECK": True,
     # honour <meta name="robots" content="noindex"> (the page is not stored; its links
     # are followed unless "nofollow" too) and rel="nofollow" links (not followed)

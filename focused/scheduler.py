@@ -483,11 +483,15 @@ class FocusedScheduler(BaseScheduler):
     ``FOCUSED_OUTPUT_DIR``, ``FOCUSED_HOST_AWARE``, ``FOCUSED_HOST_SCAN``, ``JOBDIR``.
     With ``FOCUSED_HOST_AWARE`` the pick is the best (or the annealing choice) among the
     hosts whose download slot can take a request now (:class:`HostGate`).
-    ``FOCUSED_WASTE_SHAPE_RECHECK`` with a spider that has ``wasteful_link(url)`` (the
-    focused spider's URL shapes, :mod:`focused.web.urlshape`): an entry that comes up
-    whose URL shape was learnt wasteful after its link was found is re-queued at the
-    bottom and the pick is made again (:meth:`_requeue_wasteful`). The Redis frontier's
-    scheduler does not re-check: its links keep the priorities they were found with.
+    ``FOCUSED_WASTE_SHAPE_RECHECK``: an entry that comes up whose URL shape was learnt
+    wasteful after its link was found is re-queued at the bottom and the pick is made
+    again (:meth:`_requeue_wasteful`). Who judges is handed over explicitly, at open:
+    the scheduler sends :data:`focused.signals.frontier_waste_check` and re-checks with
+    the ``str -> bool`` a handler returns. The focused spider connects one in its
+    ``from_crawler`` (its URL shapes, :mod:`focused.web.urlshape`); a spider of your own
+    that connects none (or whose handler returns ``None``) gets no re-check, whatever
+    methods it has. The Redis frontier's scheduler re-checks the same way
+    (:class:`focused.distributed.scheduler.RedisScheduler`).
     Stats: ``focused/queue/waiting``,
     ``focused/queue/in_flight``, ``focused/queue/done``, ``focused/queue/error``,
     ``focused/frontier/promoted``, ``focused/dupefilter/filtered``,
@@ -552,8 +556,8 @@ class FocusedScheduler(BaseScheduler):
         #: the hosts that can take a request now (``FOCUSED_HOST_AWARE``; needs a crawler)
         self.gate: HostGate | None = HostGate(crawler) if host_aware and crawler else None
         self.host_scan = max(1, int(host_scan))
-        #: ``FOCUSED_WASTE_SHAPE_RECHECK``: ask the spider's ``wasteful_link(url)`` when
-        #: an entry comes up (set in :meth:`open` when the spider has one)
+        #: ``FOCUSED_WASTE_SHAPE_RECHECK``: re-check an entry when it comes up, with the
+        #: predicate a ``frontier_waste_check`` handler returned at :meth:`open`
         self.waste_recheck = waste_recheck
         self._wasteful: Callable[[str], bool] | None = None
         #: entries re-queued at the bottom when they came up (:meth:`_requeue_wasteful`)
@@ -594,8 +598,6 @@ class FocusedScheduler(BaseScheduler):
     # --- life cycle -----------------------------------------------------------------
     def open(self, spider: Spider) -> None:
         self.spider = spider
-        wasteful = getattr(spider, "wasteful_link", None) if self.waste_recheck else None
-        self._wasteful = wasteful if callable(wasteful) else None
         if self.jobdir:
             self.journal = Journal.in_jobdir(self.jobdir)
             self._restore()
@@ -607,7 +609,21 @@ class FocusedScheduler(BaseScheduler):
             self.crawler.signals.send_catch_log(
                 focused_signals.frontier_opened, drop_done=self.drop_done
             )
+        self._wasteful = self._waste_check()
         self._update_stats()
+
+    def _waste_check(self) -> Callable[[str], bool] | None:
+        """With ``FOCUSED_WASTE_SHAPE_RECHECK``, the re-check of entries that come up: the
+        predicates the :data:`focused.signals.frontier_waste_check` handlers return (a URL
+        is wasteful when one says so); ``None`` when off, without a crawler, or when no
+        handler returns one."""
+        if not self.waste_recheck or self.crawler is None:
+            return None
+        replies = self.crawler.signals.send_catch_log(focused_signals.frontier_waste_check)
+        checks: list[Callable[[str], bool]] = [r for _, r in replies if callable(r)]
+        if len(checks) <= 1:
+            return checks[0] if checks else None
+        return lambda url: any(check(url) for check in checks)
 
     def _check_failure_middleware(self) -> None:
         """Warn when no :class:`DownloadFailureMiddleware` reports download failures."""
@@ -812,22 +828,37 @@ class FocusedScheduler(BaseScheduler):
 
     def _requeue_wasteful(self, entry: Entry) -> bool:
         """Whether ``entry``, just taken off the frontier, was put back at the bottom:
-        its URL shape was learnt wasteful (the spider's ``wasteful_link``) after the link
-        was found, so it waits with the chrome links and the links of that shape found
-        since (priority :data:`~focused.meta.CHROME_PRIORITY` minus its depth, value and
+        its URL shape was learnt wasteful (the ``frontier_waste_check`` predicate) after
+        the link was found, so it waits with the chrome links and the links of that shape
+        found since (priority :data:`~focused.meta.CHROME_PRIORITY` minus its depth, value and
         ``m`` 0, marked chrome, first found first among them). Its rescoring evidence is
         dropped, so no rescore lifts it again. Only plain entries above the chrome floor
         are re-queued (a request kept whole, with its own callback, is the user's), each
         once; the pick that took it does not count as an annealing step (He, Cheng & Cai
         2009's temperature cools once per URL handed out)."""
+        demoted = self._waste_demoted(entry)
+        if demoted is None:
+            return False
+        if self.annealer is not None and self._annealer_before is not None:
+            a = self.annealer
+            a.temperature, a.picks, a.accepted_worse = self._annealer_before
+        self.frontier.push(demoted)
+        if self.journal is not None:
+            self.journal.push(demoted, self._dump_extra(demoted.extra))
+        self.waste_requeued += 1
+        return True
+
+    def _waste_demoted(self, entry: Entry) -> Entry | None:
+        """``entry`` as it waits once re-queued at the bottom (:meth:`_requeue_wasteful`),
+        or ``None`` when it is not re-queued: at or below the chrome floor, kept whole,
+        or of a URL shape the re-check does not call wasteful."""
         if entry.priority <= CHROME_PRIORITY or _is_whole(entry):
-            return False
-        assert self._wasteful is not None
-        if not self._wasteful(entry.url):
-            return False
+            return None
+        if self._wasteful is None or not self._wasteful(entry.url):
+            return None
         extra = dict(entry.extra) if isinstance(entry.extra, dict) else {}
         extra["meta"] = {**extra.get("meta", {}), CHROME: True}
-        demoted = dataclasses.replace(
+        return dataclasses.replace(
             entry,
             priority=CHROME_PRIORITY - entry.depth,
             value=0.0,
@@ -837,14 +868,6 @@ class FocusedScheduler(BaseScheduler):
             seq=-1,
             evidence=b"",
         )
-        if self.annealer is not None and self._annealer_before is not None:
-            a = self.annealer
-            a.temperature, a.picks, a.accepted_worse = self._annealer_before
-        self.frontier.push(demoted)
-        if self.journal is not None:
-            self.journal.push(demoted, self._dump_extra(demoted.extra))
-        self.waste_requeued += 1
-        return True
 
     def _pick(self) -> Entry | None:
         """Take the next entry off the frontier (see :meth:`next_request`).

@@ -58,3 +58,14 @@ download_failed = object()
 #: (it never promotes a done URL). Only a scheduler whose done state is its own sends it
 #: (not the shared Redis frontier: another worker may change it at any time).
 frontier_opened = object()
+
+#: ``frontier_waste_check``: sent by :class:`focused.scheduler.FocusedScheduler` and
+#: :class:`focused.distributed.scheduler.RedisScheduler` when they open with
+#: ``FOCUSED_WASTE_SHAPE_RECHECK`` on, without arguments. A handler (the focused spider
+#: connects one in ``from_crawler``) returns a ``str -> bool``: whether a link to that URL
+#: is of a URL shape learnt wasteful *by now* (:mod:`focused.web.urlshape`), asked when a
+#: waiting link comes up; or ``None`` (no such judgement). With no handler, or none that
+#: returns a callable, waiting links are not re-checked; with several, a URL is wasteful
+#: when one of them says so. The predicate must be cheap (it runs on every pick) and must
+#: not raise.
+frontier_waste_check = object()

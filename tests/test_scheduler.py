@@ -310,12 +310,28 @@ def test_close_and_reopen_continues_the_same_order(tmp_path, strategy):
 
 class WasteSpider(DemoSpider):
     """A spider that learnt, after their links were found, that ``/talk/`` URLs are
-    waste (the focused spider's URL shapes answer ``wasteful_link`` the same way)."""
+    waste, and hands that judgement to the scheduler as the focused spider hands over its
+    URL shapes: a ``frontier_waste_check`` handler connected in ``from_crawler``."""
 
     learnt = True
 
-    def wasteful_link(self, url: str) -> bool:
+    @classmethod
+    def from_crawler(cls, crawler, *args, **kwargs):
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        crawler.signals.connect(spider._waste_check, signal=focused_signals.frontier_waste_check)
+        return spider
+
+    def _waste_check(self):
+        return self.wasteful
+
+    def wasteful(self, url: str) -> bool:
         return self.learnt and "/talk/" in url
+
+
+def _waste_crawler(spidercls: type[Spider] = WasteSpider) -> tuple[object, Spider]:
+    crawler = get_crawler(spidercls)
+    crawler.spider = spider = spidercls.from_crawler(crawler)
+    return crawler, spider
 
 
 def test_waiting_link_of_a_wasteful_shape_is_requeued_at_the_bottom(tmp_path):
@@ -325,8 +341,8 @@ def test_waiting_link_of_a_wasteful_shape_is_requeued_at_the_bottom(tmp_path):
     annealing temperature."""
     base = "http://127.0.0.1:1"
     jobdir = str(tmp_path / "job")
-    spider = WasteSpider()
-    sched = FocusedScheduler(jobdir=jobdir, waste_recheck=True)
+    crawler, spider = _waste_crawler()
+    sched = FocusedScheduler(jobdir=jobdir, waste_recheck=True, crawler=crawler)
     sched.open(spider)
     for i in range(3):
         sched.enqueue_request(_req(f"{base}/talk/{i}", 10, link_evidence=b"ev", depth=1))
@@ -339,7 +355,7 @@ def test_waiting_link_of_a_wasteful_shape_is_requeued_at_the_bottom(tmp_path):
     sched.close("shutdown")  # p/0 in flight, not stored: waits again after the resume
 
     spider.learnt = False  # nothing re-checked now: the journal keeps the order
-    sched = FocusedScheduler(jobdir=jobdir, waste_recheck=True)
+    sched = FocusedScheduler(jobdir=jobdir, waste_recheck=True, crawler=crawler)
     sched.open(spider)
     out = []
     while (r := sched.next_request()) is not None:
@@ -359,14 +375,57 @@ def test_waiting_link_of_a_wasteful_shape_is_requeued_at_the_bottom(tmp_path):
     assert keys.EVIDENCE not in talk.meta  # no rescore lifts it again
     sched.close("finished")
 
-    sched = FocusedScheduler(waste_recheck=True, anneal=True, t0=0.5, alpha=0.5, k=4, seed=1)
-    sched.open(WasteSpider())
+    crawler, spider = _waste_crawler()
+    sched = FocusedScheduler(
+        waste_recheck=True, anneal=True, t0=0.5, alpha=0.5, k=4, seed=1, crawler=crawler
+    )
+    sched.open(spider)
     for i in range(3):
         sched.enqueue_request(_req(f"{base}/talk/{i}", 10, value=0.9))
     for i in range(4):  # the top K once the talk links are down
         sched.enqueue_request(_req(f"{base}/p/{i}", 5, value=0.5))
     assert "/p/" in sched.next_request().url and sched.waste_requeued >= 1
     assert sched.annealer.picks == 1 and sched.annealer.temperature == 0.25
+
+
+class DuckSpider(DemoSpider):
+    """Has a method named as the focused spider's, but hands nothing over."""
+
+    def wasteful_link(self, url: str) -> bool:  # pragma: no cover - must not be called
+        raise AssertionError("the scheduler probed the spider")
+
+
+def test_only_a_handed_over_check_re_checks_waiting_links():
+    """No ``frontier_waste_check`` handler: no re-check, whatever the spider's methods;
+    with the setting off, a handler is not asked; with two, either one's verdict counts."""
+    base = "http://127.0.0.1:1"
+    for spidercls, recheck, want in (
+        (DuckSpider, True, ["/talk/0", "/p/0"]),
+        (WasteSpider, False, ["/talk/0", "/p/0"]),
+        (WasteSpider, True, ["/p/0", "/talk/0"]),
+    ):
+        crawler, spider = _waste_crawler(spidercls)
+        sched = FocusedScheduler(waste_recheck=recheck, crawler=crawler)
+        sched.open(spider)
+        sched.enqueue_request(_req(f"{base}/talk/0", 10))
+        sched.enqueue_request(_req(f"{base}/p/0", 5))
+        assert [u.removeprefix(base) for u in _drain(sched)] == want, spidercls
+        assert sched.waste_requeued == (want[0] == "/p/0")
+        sched.close("finished")
+
+    crawler, spider = _waste_crawler()
+
+    def forum(url: str) -> bool:
+        return "/forum/" in url
+
+    crawler.signals.connect(lambda: forum, signal=focused_signals.frontier_waste_check, weak=False)
+    crawler.signals.connect(lambda: None, signal=focused_signals.frontier_waste_check, weak=False)
+    sched = FocusedScheduler(waste_recheck=True, crawler=crawler)
+    sched.open(spider)
+    for path, priority in (("/forum/0", 10), ("/talk/0", 9), ("/p/0", 5)):
+        sched.enqueue_request(_req(base + path, priority))
+    assert [u.removeprefix(base) for u in _drain(sched)] == ["/p/0", "/forum/0", "/talk/0"]
+    assert sched.waste_requeued == 2
 
 
 def test_in_flight_at_close_is_requeued_unless_stored(tmp_path):

@@ -21,7 +21,8 @@ under ``<key>:model:*``.
 
 Every change is one Lua script run atomically on the server (``pick.lua`` next to this
 module, read with :mod:`importlib.resources`, so it works from a zipped egg): it applies a
-batch of staged operations (push with promotion, done, error, release, lease renewal),
+batch of staged operations (push with promotion, done, error, release, lease renewal,
+the re-queue at the bottom of a picked entry whose URL shape became wasteful),
 hands expired leases back to the queue, and optionally picks the next URL: the best one,
 or the simulated-annealing choice with tunneling of He, Cheng & Cai (2009) between the
 best and a uniformly drawn one of the top ``K`` (Metropolis test ``u < exp(-(v_best -
@@ -75,6 +76,7 @@ __all__ = [
     "PROMOTED",
     "REQUEUED",
     "STEP_LUA",
+    "WASTE_REQUEUED",
     "clamp_priority",
     "Counts",
     "RedisFrontier",
@@ -93,6 +95,13 @@ _PRIORITY_LIMIT = float(2**53)  # priorities are exact doubles up to here
 #: what follows the URLs in a packed entry: no extra, an extra, one that could not be
 #: serialised, an extra that holds the whole request (kept when a duplicate promotes it)
 _EXTRA_NONE, _EXTRA_BLOB, _EXTRA_LOST, _EXTRA_WHOLE = 0, 1, 2, 3
+
+#: entry flag bit: re-queued once at the bottom as waste (:meth:`RedisFrontier.stage_waste`);
+#: the script keeps it when a duplicate promotes the entry (bits 0-7 are the scheduler's)
+WASTE_REQUEUED = 0x100
+#: the staged operations of a waste re-queue (plain, an annealing pick taken back, one that
+#: had accepted a worse candidate)
+_WASTE_OPS = frozenset("wWV")
 
 #: pick modes of :meth:`RedisFrontier.sync`
 NO_PICK, BEST, ANNEAL = 0, 1, 2
@@ -366,7 +375,7 @@ class RedisFrontier:
         operation on a fingerprint a partition does not hold does nothing)."""
         if self.partitions == 1:
             return 0
-        if op[0] in "pPC":
+        if op[0] in "pPCwWV":
             nu = _URL_LEN.unpack_from(op[3], _URL_LEN_AT)[0]
             return self._route_of_url(op[3][_HEAD.size : _HEAD.size + nu].decode("utf-8"))
         return self._route_of_fp(op[1])
@@ -417,6 +426,40 @@ class RedisFrontier:
         key = _FP.pack(fp)
         self._stage(("r", key, b"", b""), self._route_of_fp(key))
         self._where.pop(key, None)
+
+    def stage_waste(
+        self, entry: Entry, *, annealed: bool = False, accepted_worse: bool = False
+    ) -> None:
+        """Put a URL this client picked (in flight) back into the queue as ``entry``: its
+        priority and packed fields (the bottom of the queue, not fetched), flagged
+        :data:`WASTE_REQUEUED`; nothing if it is no longer in flight. ``annealed``: the
+        annealing pick that handed it out is taken back (the crawl's pick count, and its
+        accepted worse candidate with ``accepted_worse``), so the shared temperature cools
+        once per URL handed out. Send it with the next :meth:`sync` or drop it
+        (:meth:`drop_waste`): sent after the lease ran out, it would take the URL from
+        the worker it was handed to since."""
+        op = ("V" if accepted_worse else "W") if annealed else "w"
+        key = _FP.pack(entry.fp)
+        self._stage(
+            (
+                op,
+                key,
+                repr(float(clamp_priority(entry.priority))).encode(),
+                self._payload(entry),
+            ),
+            self._route_of_url(entry.url),
+        )
+        self._where.pop(key, None)
+
+    def drop_waste(self) -> int:
+        """Drop the staged waste re-queues (a round trip failed): their URLs stay in
+        flight and their leases hand them back in their old place. The number dropped."""
+        keep = [i for i, op in enumerate(self.outbox) if op[0] not in _WASTE_OPS]
+        dropped = len(self.outbox) - len(keep)
+        if dropped:
+            self.outbox = [self.outbox[i] for i in keep]
+            self._routes = [self._routes[i] for i in keep]
+        return dropped
 
     def stage_renew(self, fps: Iterator[int] | list[int] | set[int]) -> None:
         """Extend the leases of these in-flight URLs to ``now + lease``."""
@@ -794,7 +837,8 @@ class RedisFrontier:
     def save_outbox(self, path: str | os.PathLike[str]) -> int:
         """Append the staged operations to ``path``; the number written."""
         path = Path(path)
-        ops = [op for op in self.outbox if op[0] != "l"]  # leases die with this worker
+        # leases die with this worker, and so do waste re-queues (stage_waste)
+        ops = [op for op in self.outbox if op[0] != "l" and op[0] not in _WASTE_OPS]
         saved = load_outbox_file(path, self.key) + ops
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_bytes(pickle.dumps({"key": self.key, "ops": saved}))

@@ -9,7 +9,11 @@
 --   op 'p' push, 'P' push of a dont_filter request (a retry), 'C' push of a dont_filter
 --      request that is not a retry (a copy of its own when the URL waits or is in
 --      flight), 'd' done, 'e' error, 'r' release (back to the queue, old place),
---      'l' renew the lease.
+--      'l' renew the lease, 'w' waste re-queue: an in-flight entry the worker did not
+--      fetch because its URL shape became wasteful goes back to the queue with the
+--      priority and packed entry sent (the bottom, marked re-queued: flag 0x100),
+--      'W' the same for an annealing pick (the pick is taken back: picks - 1), 'V' the
+--      same for an annealing pick that took a worse candidate (accepted_worse - 1 too).
 --   After the operations (optional): scan, the number of full hosts, their names, the
 --   number of delayed hosts, their names. With busy (full or delayed) hosts, the pick
 --   takes the best entry (or the top K for annealing) whose URL's host is neither,
@@ -62,6 +66,17 @@ local function kept(d, prio)
   -- the waiting entry d with priority prio (value, flags, URL, extra unchanged)
   return string.sub(d, 24, 31) .. struct.pack('>d', prio) .. string.sub(d, 40)
 end
+-- flag 0x100 (bytes 17-18 of a payload, 40-41 of data): re-queued once as waste ('w');
+-- a promotion keeps it, so the entry is never re-queued as waste again
+local REQUEUED = 256
+local function flagged(f) return math.floor(f / REQUEUED) % 2 == 1 end
+local function marked(payload, d)
+  -- payload, with the waiting entry d's waste re-queue mark
+  if not flagged((struct.unpack('>H', d, 40))) then return payload end
+  local f = struct.unpack('>H', payload, 17)
+  if flagged(f) then return payload end
+  return string.sub(payload, 1, 16) .. struct.pack('>H', f + REQUEUED) .. string.sub(payload, 19)
+end
 local function copy_of(fp, n)
   -- the fingerprint of the n-th copy of fp: 8 bytes of SHA-1
   local h = string.sub(redis.sha1hex(fp .. ':' .. n), 1, 16)
@@ -89,6 +104,8 @@ for n = 1, nops do
         redis.call('ZREM', queue, string.sub(d, 1, 23))
         if string.byte(d, 66) % 128 == WHOLE or string.byte(payload, 43) % 128 == WHOLE then
           payload = kept(d, prio)  -- a whole request stays the one that waits
+        else
+          payload = marked(payload, d)
         end
         enqueue(fp, prio, payload)
         redis.call('HINCRBY', stats, 'promoted', 1)
@@ -133,6 +150,17 @@ for n = 1, nops do
     local d = redis.call('HGET', data, fp)
     if d and redis.call('ZREM', inflight, fp) == 1 then
       requeue(d)
+      code = 1
+    end
+  elseif op == 'w' or op == 'W' or op == 'V' then
+    -- only while it is in flight (picked and not finished); the worker sends it in the
+    -- round trip right after the pick or never (its lease then hands it back unchanged)
+    if redis.call('HEXISTS', data, fp) == 1 and redis.call('ZREM', inflight, fp) == 1 then
+      enqueue(fp, tonumber(prio), payload)
+      if op ~= 'w' then
+        redis.call('HINCRBY', stats, 'picks', -1)
+        if op == 'V' then redis.call('HINCRBY', stats, 'accepted_worse', -1) end
+      end
       code = 1
     end
   elseif op == 'l' then

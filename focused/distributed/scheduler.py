@@ -22,6 +22,7 @@ pop without a lease (a killed worker loses its requests), wipe the queue on clos
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -50,6 +51,7 @@ from focused.distributed.frontier import (
     NO_PICK,
     PROMOTED,
     REQUEUED,
+    WASTE_REQUEUED,
     Counts,
     RedisFrontier,
     Step,
@@ -71,6 +73,8 @@ if TYPE_CHECKING:
     from scrapy.http import Request, Response
     from scrapy.spiders import Spider
 
+    from focused.frontier.memory import Entry
+
 __all__ = ["RedisScheduler"]
 
 logger = logging.getLogger(__name__)
@@ -81,6 +85,8 @@ DEFAULT_KEY = "%(spider)s:%(topic)s"
 #: a push that queued something
 _PUSHES = frozenset("pPC")
 _QUEUED = frozenset((ADDED, PROMOTED, REQUEUED, COPIED))
+#: the operations of a waste re-queue (RedisFrontier.stage_waste)
+_WASTE = frozenset("wWV")
 #: what a worker knows of a URL (:attr:`RedisScheduler._known`): nothing, or that it is
 #: in flight or finished (any priority it is pushed with again is ignored), else the
 #: lowest priority it certainly waits with
@@ -120,6 +126,12 @@ class RedisScheduler(FocusedScheduler):
     scrapy-redis) gives each spider and topic its own frontier. ``enqueue_request``
     answers ``False`` for a duplicate this worker knows of (see there).
 
+    ``FOCUSED_WASTE_SHAPE_RECHECK``: as in memory, the worker re-checks each entry it
+    picks with the predicate a :data:`focused.signals.frontier_waste_check` handler
+    returned at open (its own spider's URL shapes); one whose shape became wasteful goes
+    back to the bottom of the shared queue instead of being fetched, once per entry
+    (:meth:`_requeue_shared`; stat ``focused/scheduler/waste_requeued``).
+
     ``FOCUSED_REDIS_PARTITIONS`` splits the frontier by host into partitions under hash
     tags (:mod:`focused.distributed.partition`); ``FOCUSED_REDIS_CLUSTER_NODES`` puts it
     on a Redis Cluster; ``FOCUSED_REDIS_WAIT`` waits for replicas after the round trips
@@ -127,9 +139,9 @@ class RedisScheduler(FocusedScheduler):
 
     Settings: ``REDIS_URL`` (or ``REDIS_HOST``/``REDIS_PORT``), ``REDIS_PARAMS``,
     ``FOCUSED_REDIS_KEY``, ``FOCUSED_REDIS_LEASE``, ``FOCUSED_REDIS_PARTITIONS``,
-    ``FOCUSED_REDIS_CLUSTER_NODES``, ``FOCUSED_REDIS_WAIT``, ``FOCUSED_OUTPUT_DIR`` and the
-    annealing settings of the base class. Stats: those of the base class
-    (``focused/queue/*`` are the shared queues' sizes) and
+    ``FOCUSED_REDIS_CLUSTER_NODES``, ``FOCUSED_REDIS_WAIT``, ``FOCUSED_OUTPUT_DIR``,
+    ``FOCUSED_WASTE_SHAPE_RECHECK`` and the annealing settings of the base class. Stats:
+    those of the base class (``focused/queue/*`` are the shared queues' sizes) and
     ``focused/redis/round_trips``, ``focused/redis/pushed``, ``focused/redis/ignored``,
     ``focused/redis/in_flight_here``, ``focused/redis/released`` (with partitions
     ``focused/redis/partitions``, ``focused/redis/pick_retries``; with
@@ -229,6 +241,7 @@ class RedisScheduler(FocusedScheduler):
             rescore_chunk=get(s, "FOCUSED_REDIS_RESCORE_CHUNK"),
             partitions=get(s, "FOCUSED_REDIS_PARTITIONS"),
             wait_replicas=get(s, "FOCUSED_REDIS_WAIT"),
+            waste_recheck=get(s, "FOCUSED_WASTE_SHAPE_RECHECK"),
         )
 
     def key_for(self, spider: Spider) -> str:
@@ -298,6 +311,7 @@ class RedisScheduler(FocusedScheduler):
             self._connected = True
             for handler, signal in self._signals():
                 self.crawler.signals.connect(handler, signal=signal)
+        self._wasteful = self._waste_check()
         if is_reactor_installed():  # always in a crawl; not for a test's get_crawler()
             from twisted.internet import task
 
@@ -434,8 +448,10 @@ class RedisScheduler(FocusedScheduler):
         and gets the best URL of the others (``None`` while every waiting URL's host is
         busy: the engine asks again when a download ends or a delay runs out)."""
         mode = ANNEAL if self.annealer is not None else BEST
+        a = self.annealer
         while True:
             busy, delayed = self.gate.blocked() if self.gate is not None else (set(), set())
+            self._annealer_before = (a.temperature, a.picks, a.accepted_worse) if a else None
             step = self._sync(mode, busy_hosts=busy, delayed_hosts=delayed)
             if step is None:
                 return None
@@ -451,6 +467,8 @@ class RedisScheduler(FocusedScheduler):
             if entry.extra is LOST:  # could not be serialised when pushed
                 self.redis.stage_finish(entry.fp, error=True)  # type: ignore[union-attr]
                 continue
+            if self._wasteful is not None and self._requeue_shared(entry, step):
+                continue
             break
         request = self._picked(entry)
         if self.gate is not None:
@@ -461,6 +479,34 @@ class RedisScheduler(FocusedScheduler):
         self.dequeued += 1
         self._update_stats()
         return request
+
+    def _requeue_shared(self, entry: Entry, step: Step) -> bool:
+        """Whether the picked ``entry`` goes back into the shared queue at the bottom
+        instead of being fetched: its URL shape became wasteful (this worker's
+        ``frontier_waste_check`` predicate) after its link was found. As in memory
+        (:meth:`~focused.scheduler.FocusedScheduler._requeue_wasteful`: the same demoted
+        entry, an annealing pick taken back, locally and in Redis), and at most once per
+        entry, whichever worker judges it: the re-queued entry is flagged
+        :data:`~focused.distributed.frontier.WASTE_REQUEUED` (kept by a promotion), and
+        a flagged one is fetched when it comes up. The re-queue goes out with the next
+        pick, in the same Lua call, before it (the entry is still in flight under this
+        worker's lease); if that round trip fails it is dropped (:meth:`_sync`) and the
+        lease gives the URL back in its old place. Counted in
+        ``focused/scheduler/waste_requeued`` once Redis applied it."""
+        red = self.redis
+        if red is None or entry.flags & WASTE_REQUEUED:
+            return False
+        demoted = self._waste_demoted(entry)
+        if demoted is None:
+            return False
+        demoted = dataclasses.replace(demoted, flags=demoted.flags | WASTE_REQUEUED)
+        annealed = self.annealer is not None and step.picks >= 0
+        if annealed and self._annealer_before is not None:
+            a = self.annealer
+            a.temperature, a.picks, a.accepted_worse = self._annealer_before  # type: ignore[union-attr]
+        red.stage_waste(demoted, annealed=annealed, accepted_worse=annealed and step.accepted_worse)
+        self._known.set(entry.fp, demoted.priority)  # it waits with that priority now
+        return True
 
     def _picked(self, entry: Any) -> Request:
         """The request of a picked entry: a whole request promoted while it waited takes
@@ -500,6 +546,7 @@ class RedisScheduler(FocusedScheduler):
                 refresh=refresh,
             )
         except REDIS_DOWN as exc:
+            red.drop_waste()  # sent right after their pick or never (stage_waste)
             now = time.monotonic()
             if self._down_since is None:
                 self._down_since = now
@@ -519,6 +566,9 @@ class RedisScheduler(FocusedScheduler):
             self._poke_later()  # the engine may be waiting for its next heartbeat
         self._counts = step.counts
         for op, fp, code in step.results:
+            if op in _WASTE:
+                self.waste_requeued += int(code == 1)
+                continue
             if op not in _PUSHES:
                 continue
             if code in _QUEUED:

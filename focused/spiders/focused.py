@@ -21,7 +21,7 @@ from focused.items import PageItem, excerpt
 from focused.meta import PageFacts
 from focused.ranking.learning import MAX_ANCHOR_CHARS, link_contexts
 from focused.ranking.relevance import TopicVector, page_relevance, term_counts
-from focused.signals import frontier_opened, page_skipped
+from focused.signals import frontier_opened, frontier_waste_check, page_skipped
 from focused.strategies import Strategy
 from focused.web.hrefs import HrefJoiner
 from focused.web.neardup import NearDuplicates
@@ -74,7 +74,10 @@ class FocusedSpider(scrapy.Spider):
     (or ``X-Robots-Tag`` header) says ``noindex`` is not stored, ``nofollow`` (there, or
     ``rel="nofollow"`` on a link) is not followed. ``FOCUSED_WASTE_SHAPE_THRESHOLD`` and
     ``FOCUSED_THIN_WORDS``: the links of a URL shape whose pages keep being waste wait at
-    the bottom of the frontier with the chrome links (:mod:`focused.web.urlshape`).
+    the bottom of the frontier with the chrome links (:mod:`focused.web.urlshape`); with
+    ``FOCUSED_WASTE_SHAPE_RECHECK`` the spider hands :meth:`wasteful_link` to the scheduler
+    (in-memory or Redis) through :data:`focused.signals.frontier_waste_check`, so that a
+    link found before its shape was learnt wasteful is re-checked when it comes up.
     """
 
     name = "focused"
@@ -90,12 +93,19 @@ class FocusedSpider(scrapy.Spider):
         spider.setup(crawler.settings)
         crawler.signals.connect(spider.close_web, signal=signals.spider_closed)
         crawler.signals.connect(spider._frontier_opened, signal=frontier_opened)
+        crawler.signals.connect(spider._waste_check, signal=frontier_waste_check)
         return spider
 
     def _frontier_opened(self, drop_done: Callable[[str], bool], **kwargs: Any) -> None:
         """The scheduler's test for links to URLs it has done (no request is built for
         them: it would drop them, :meth:`focused.scheduler.FocusedScheduler.drop_done`)."""
         self.drop_done = drop_done
+
+    def _waste_check(self, **kwargs: Any) -> Callable[[str], bool] | None:
+        """The scheduler asks, when it opens, how to re-check a waiting link when it
+        comes up (``FOCUSED_WASTE_SHAPE_RECHECK``): :meth:`wasteful_link`, or ``None``
+        when URL shapes are off (``FOCUSED_WASTE_SHAPE_THRESHOLD`` = 1)."""
+        return self.wasteful_link if self.shapes is not None else None
 
     def setup(self, settings: Any) -> None:
         """Load and check the topic and the settings, then open the web to crawl."""
@@ -354,7 +364,8 @@ class FocusedSpider(scrapy.Spider):
     def wasteful_link(self, url: str) -> bool:
         """Whether a link to ``url`` is of a URL shape learnt wasteful by now (the
         scheduler asks when the link comes up, so that links found before their shape
-        was learnt wait at the bottom too: ``FOCUSED_WASTE_SHAPE_RECHECK``)."""
+        was learnt wait at the bottom too: ``FOCUSED_WASTE_SHAPE_RECHECK``, handed over
+        by :meth:`_waste_check`)."""
         shapes = self.shapes
         return shapes is not None and shapes.wasteful(url)
 

@@ -48,8 +48,9 @@ duplicate clusters).
 
 A link is looked at twice: when it is found (a link of a wasteful shape waits at the
 bottom of the frontier) and, with ``FOCUSED_WASTE_SHAPE_RECHECK``, when it comes up
-(:meth:`focused.scheduler.FocusedScheduler.next_request`: a link found before its shape
-was learnt wasteful goes back to the bottom then, instead of being fetched).
+(:meth:`focused.scheduler.FocusedScheduler.next_request`, and the Redis frontier's
+:meth:`focused.distributed.scheduler.RedisScheduler.next_request`: a link found before
+its shape was learnt wasteful goes back to the bottom then, instead of being fetched).
 
 Bounded: at most ``max_shapes`` shapes are remembered, the least recently seen first
 forgotten. Pure: no Scrapy.

@@ -12,7 +12,6 @@ from urllib.parse import urlsplit
 import scrapy
 from scrapy import signals
 from scrapy.http import Response, TextResponse
-from scrapy.utils.response import get_base_url
 from w3lib.url import canonicalize_url
 
 from focused import config, meta, robustness
@@ -23,7 +22,6 @@ from focused.ranking.learning import MAX_ANCHOR_CHARS, link_contexts
 from focused.ranking.relevance import TopicVector, page_relevance, term_counts
 from focused.signals import frontier_opened, page_skipped
 from focused.strategies import Strategy
-from focused.web.hrefs import HrefJoiner
 from focused.web.neardup import NearDuplicates
 from focused.web.sanitize import strip_session_ids
 from focused.web.sites import Web, open_web
@@ -82,7 +80,6 @@ class FocusedSpider(scrapy.Spider):
     def __init__(self, topic: str = "", *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.topic_arg = topic
-        self._hrefs = HrefJoiner()
 
     @classmethod
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> FocusedSpider:
@@ -186,8 +183,10 @@ class FocusedSpider(scrapy.Spider):
         body_cos = self.vector.cosine_of_counts(body_terms)
         relevance = page_relevance(title_cos, body_cos, self.title_weight)
         relevant = relevance > self.page_threshold
-        links = self._followed(self.link_extractor.extract_links(response), robots)
-        links, chrome_links = self._split_links(response, page, links)
+        # href -> the extractor's URL of it on this page: no href is joined twice
+        found, url_of = self.link_extractor.links_and_urls(response)
+        links = self._followed(found, robots)
+        links, chrome_links = self._split_links(page, links, url_of)
         self._learn_shape(response.url, body, links, body_terms, title, noindex="noindex" in robots)
         links, waste_links = self._split_waste(links)
         response.meta[meta.PAGE] = PageFacts(
@@ -199,7 +198,7 @@ class FocusedSpider(scrapy.Spider):
             terms=tuple(body_terms.keys() | term_counts(title).keys()) if self.learns else None,
         )
         anchors = self.vector.cosines([link.text for link in links])
-        contexts = self._contexts(response) if self.link_evidence else None
+        contexts = link_contexts(response.selector.root, url_of) if self.link_evidence else None
         for link, r in zip(links, anchors, strict=True):
             request = self._request(link.url, float(r), response.url)
             if request is not None:
@@ -372,13 +371,13 @@ class FocusedSpider(scrapy.Spider):
         return kept, waste
 
     def _split_links(
-        self, response: TextResponse, page: Page | None, links: list[Any]
+        self, page: Page | None, links: list[Any], url_of: Callable[[str], str]
     ) -> tuple[list[Any], list[Any]]:
         """The page's links as (content links, chrome links): a chrome link stands only
-        in chrome blocks."""
+        in chrome blocks (``url_of``: ``href`` -> the link extractor's URL)."""
         if page is None or not page.has_chrome:
             return links, []
-        chrome = chrome_urls(page, self._absolute(response))
+        chrome = chrome_urls(page, url_of)
         if not chrome:
             return links, []
         return [k for k in links if k.url not in chrome], [k for k in links if k.url in chrome]
@@ -412,15 +411,6 @@ class FocusedSpider(scrapy.Spider):
             )
             self._count("focused/links/chrome")
             yield request
-
-    def _absolute(self, response: TextResponse) -> Callable[[str], str]:
-        """href -> the link extractor's URL for it (joined once per folder and href)."""
-        return self._hrefs.for_base(get_base_url(response), response.encoding)
-
-    def _contexts(self, response: TextResponse) -> dict[str, str]:
-        """For a strategy that asks for link evidence: the text around each link, by the
-        link extractor's URL."""
-        return link_contexts(response.selector.root, self._absolute(response))
 
     def _request(self, url: str, anchor_relevance: float, parent: str) -> scrapy.Request | None:
         """The request of a link, without session ids; None for a URL Scrapy refuses, and

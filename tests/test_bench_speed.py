@@ -339,6 +339,20 @@ def test_done_links_benchmark_runs() -> None:
     assert all(v >= 0 for v in got.values())
 
 
+def test_waiting_links_benchmark_runs() -> None:
+    from bench import waiting_links
+
+    got = waiting_links.main(n=60, per_page=30, reps=1)
+    assert got["request_us_per_link"] >= 0 and got["drop_waiting_us_per_link"] >= 0
+    # every link filtered either way; with drop_waiting none reached the scheduler
+    assert got["filtered_per_round"] == {
+        "request": 60,
+        "request_reached_scheduler": 60,
+        "drop_waiting": 60,
+        "drop_waiting_reached_scheduler": 0,
+    }
+
+
 def test_content_speed_benchmark_runs(tmp_path: Path) -> None:
     from bench import content_speed
 

@@ -19,7 +19,12 @@ from focused.defaults import get
 from focused.items import PageItem, excerpt
 from focused.meta import PageFacts
 from focused.ranking.learning import MAX_ANCHOR_CHARS, link_contexts
-from focused.ranking.relevance import TopicVector, page_relevance, term_counts
+from focused.ranking.relevance import (
+    TopicVector,
+    joined_and_counts,
+    page_relevance,
+    term_counts,
+)
 from focused.signals import frontier_opened, page_skipped
 from focused.strategies import Strategy
 from focused.web.neardup import NearDuplicates
@@ -178,7 +183,12 @@ class FocusedSpider(scrapy.Spider):
             return
         if cap is not None and len(body) > cap:
             self._count("focused/pages/text_capped")
-        body_terms = term_counts(body[:cap])  # counted once: a learning strategy learns them
+        text_terms = None  # the index's terms of the text, when it is indexed whole
+        if self.index_chars and len(body) <= self.index_chars and (cap is None or len(body) <= cap):
+            # cut once for the relevance and the full-text index (jieba too)
+            text_terms, body_terms = joined_and_counts(body)
+        else:
+            body_terms = term_counts(body[:cap])  # counted once: a learning strategy learns them
         title_cos = self.vector.cosine(title)
         body_cos = self.vector.cosine_of_counts(body_terms)
         relevance = page_relevance(title_cos, body_cos, self.title_weight)
@@ -213,7 +223,7 @@ class FocusedSpider(scrapy.Spider):
             self.crawler.signals.send_catch_log(page_skipped, response=response)
             return
         got = response.meta
-        yield PageItem(
+        item = PageItem(
             url=response.url,
             title=title[:1000],
             title_relevance=float(title_cos),
@@ -235,6 +245,8 @@ class FocusedSpider(scrapy.Spider):
             excerpt=excerpt(body),
             text=body[: self.index_chars] if self.index_chars else "",
         )
+        item.text_terms = text_terms
+        yield item
 
     def _parse_feed(self, response: TextResponse, feed: robustness.Feed) -> Iterator[Any]:
         """An RSS or Atom feed is a list of links, not a page: each item's link is

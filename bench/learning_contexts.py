@@ -1,8 +1,9 @@
 """Micro-benchmark: the text around each link (:func:`focused.ranking.learning.link_contexts`,
 the spider's pass for a strategy that learns from link evidence), on stored wikispeedia
-pages, with every ``href`` joined by ``urljoin`` (the old way) and with
-:class:`focused.web.hrefs.HrefJoiner` (joined once per folder and ``href``), alternated.
-Checks that both give the same contexts under the same URLs.
+pages, after the link extraction, with every ``href`` joined again by ``urljoin`` (the
+old way) and with the URLs the link extractor made of them on the page
+(:meth:`focused.robustness.FocusedLinkExtractor.links_and_urls`: no second join),
+alternated. Checks that both give every extracted link the same context.
 
     python -m bench.learning_contexts [--pages 300] [--rounds 7]
 """
@@ -22,7 +23,7 @@ from scrapy.utils.response import get_base_url
 from w3lib.url import safe_url_string
 
 from focused.ranking.learning import link_contexts
-from focused.web.hrefs import HrefJoiner
+from focused.robustness import FocusedLinkExtractor
 
 DATA = Path("..") / "shared" / "data" / "wikispeedia-site"
 
@@ -50,24 +51,26 @@ def main(argv: list[str] | None = None) -> int:
         _ = r.selector.root  # parsed before the clock
         get_base_url(r)
         responses.append(r)
-    old_out = [link_contexts(r.selector.root, _old(r)) for r in responses]
-    joiner = HrefJoiner()
-    new_out = [
-        link_contexts(r.selector.root, joiner.for_base(get_base_url(r), r.encoding))
-        for r in responses
-    ]
-    same = old_out == new_out
-    times: dict[str, list[float]] = {"urljoin": [], "joiner": []}
+    extractor = FocusedLinkExtractor()
+
+    def old(r: HtmlResponse) -> list[str]:
+        links = extractor.extract_links(r)
+        contexts = link_contexts(r.selector.root, _old(r))
+        return [contexts.get(k.url, "") for k in links]
+
+    def new(r: HtmlResponse) -> list[str]:
+        links, url_of = extractor.links_and_urls(r)
+        contexts = link_contexts(r.selector.root, url_of)
+        return [contexts.get(k.url, "") for k in links]
+
+    same = [old(r) for r in responses] == [new(r) for r in responses]
+    times: dict[str, list[float]] = {"urljoin": [], "extractor": []}
     for _ in range(args.rounds):
-        t = time.process_time()
-        for r in responses:
-            link_contexts(r.selector.root, _old(r))
-        times["urljoin"].append(time.process_time() - t)
-        joiner = HrefJoiner()  # a crawl's joiner: empty at its first page
-        t = time.process_time()
-        for r in responses:
-            link_contexts(r.selector.root, joiner.for_base(get_base_url(r), r.encoding))
-        times["joiner"].append(time.process_time() - t)
+        for name, run in (("urljoin", old), ("extractor", new)):
+            t = time.process_time()
+            for r in responses:
+                run(r)
+            times[name].append(time.process_time() - t)
     n = len(responses)
     out = {"pages": n, "same_contexts": same}
     for k, v in times.items():

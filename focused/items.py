@@ -9,9 +9,21 @@ EXCERPT_CHARS = 300
 
 
 class _RawBody:
-    """Where a :class:`PageItem` keeps the raw response bytes: a slot, not a field."""
+    """Where a :class:`PageItem` keeps the raw response bytes (and its main text cut
+    into terms for the full-text index): slots, not fields."""
 
-    __slots__ = ("_raw_body",)
+    __slots__ = ("_raw_body", "_text_terms")
+
+    @property
+    def text_terms(self) -> str | None:
+        """``text`` cut into the index's terms, joined by spaces
+        (:func:`focused.ranking.relevance.joined_terms`), when the spider cut it already;
+        None: the store cuts it. The store pipeline takes it (then None)."""
+        return getattr(self, "_text_terms", None)
+
+    @text_terms.setter
+    def text_terms(self, value: str | None) -> None:
+        self._text_terms = value
 
     @property
     def body(self) -> bytes:

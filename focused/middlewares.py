@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
@@ -73,6 +73,11 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
         # scored: the link text is not needed again (unless the strategy keeps it)
         self._drop_text = strategy.link_evidence and not strategy.keeps_link_text
         self._warned_no_rescore = False
+        #: the scheduler's "would this link be no promotion of a waiting URL?"
+        #: (:meth:`focused.scheduler.FocusedScheduler.drop_waiting`); None: all go on
+        self.drop_waiting: Callable[[str, int], bool] | None = None
+        #: ``URLLENGTH_LIMIT``: a longer URL is left to Scrapy's ``UrlLengthMiddleware``
+        self.url_length_limit = 0
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FocusedPriorityMiddleware:
@@ -84,8 +89,31 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
             )
         o = cls(strategy, crawler.stats)
         o.crawler = crawler
+        o.url_length_limit = crawler.settings.getint("URLLENGTH_LIMIT")
         crawler.signals.connect(o._flush_counts, signal=signals.spider_closed)
+        crawler.signals.connect(o._frontier_opened, signal=focused_signals.frontier_opened)
         return o
+
+    def _frontier_opened(
+        self, drop_waiting: Callable[[str, int], bool] | None = None, **kwargs: Any
+    ) -> None:
+        self.drop_waiting = drop_waiting
+
+    def _dropped_as_waiting(self, request: Request) -> bool:
+        """Whether the scheduler counted ``request`` as filtered: a plain link, scored,
+        to a URL that waits at a priority at least as high (it would ignore it). Such a
+        link goes no further: not through the spider middlewares below this one, the
+        engine's ``request_scheduled`` and ``request_dropped`` signals, nor the
+        scheduler. The strategy has scored it (what it learns from a repeated link, it
+        has learnt)."""
+        drop = self.drop_waiting
+        if drop is None or request.dont_filter or request.method != "GET" or request.body:
+            return False
+        url = request.url
+        limit = self.url_length_limit
+        if (limit and len(url) > limit) or "redirect_urls" in request.meta:
+            return False
+        return drop(url, request.priority)
 
     def _parent(self, response: Response) -> Parent:
         cached = self._parent_of
@@ -204,9 +232,11 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
             batch = self.strategy.score_links(self._parent(response), [_link(r) for r in todo])
             scores = {id(r): s for r, s in zip(todo, batch, strict=True)}
         drop_text = self._drop_text
+        waiting = self.drop_waiting is not None
         for request in requests:
-            if id(request) not in scores:  # already scored (a retry or a redirect)
-                yield request
+            if id(request) not in scores:  # already scored (a chrome link, retry, redirect)
+                if not (waiting and self._dropped_as_waiting(request)):
+                    yield request
                 continue
             score = scores[id(request)]
             if score is None:
@@ -214,6 +244,8 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
                 continue
             self._inc("focused/links/scored")
             self._apply(request, score)
+            if waiting and self._dropped_as_waiting(request):
+                continue
             if drop_text:  # scored: the text is not needed again
                 request.meta.pop(meta.ANCHOR_TEXT, None)
                 request.meta.pop(meta.LINK_CONTEXT, None)

@@ -279,6 +279,8 @@ class PageStorePipeline:
         assert store is not None
         record = {name: adapter.get(name) for name in _RECORD_FIELDS}
         record["text"] = adapter.get("text") or ""  # for the full-text index
+        if isinstance(item, PageItem):  # the text already cut into terms (or None)
+            record["text_terms"], item.text_terms = item.text_terms, None
         body = _take_body(item, adapter)
         if self._writer is None:
             added = self._attempt(lambda: store.add(record, body))

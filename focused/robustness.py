@@ -227,16 +227,50 @@ class FocusedLinkExtractor(LinkExtractor):
             parser._iter_links = self._capped(parser._iter_links)  # type: ignore[method-assign]
 
     def extract_links(self, response: TextResponse) -> list[Link]:
-        root = response.selector.root
-        if self._fast and hasattr(root, "iter") and hasattr(root, "xpath"):
-            return self._fast_links(root, response.url, response.encoding, get_base_url(response))
-        return super().extract_links(response)
+        return self.links_and_urls(response)[0]
 
-    def _fast_links(self, root: Any, page_url: str, encoding: str, base_url: str) -> list[Link]:
+    def links_and_urls(self, response: TextResponse) -> tuple[list[Link], Callable[[str], str]]:
+        """The page's links (:meth:`extract_links`), and ``href`` -> the URL this
+        extractor makes of it on this page (a link's ``url`` for its ``href``; raises
+        ``ValueError`` for an ``href`` that makes no URL). The ``href``s read for the
+        links are not joined again: the text around each link and the chrome links
+        (:mod:`focused.web.template`) look their URLs up here."""
+        root = response.selector.root
+        base_url, encoding, page_url = get_base_url(response), response.encoding, response.url
+        urls: dict[str, str] = {}
+        if self._fast and hasattr(root, "iter") and hasattr(root, "xpath"):
+            links = self._fast_links(root, page_url, encoding, base_url, urls)
+        else:
+            links = super().extract_links(response)
+
+        def url_of(href: str) -> str:
+            url = urls.get(href)
+            if url is not None:
+                return url
+            got = self._resolve(urljoin(base_url, strip_html5_whitespace(href)), encoding, page_url)
+            if got is None:
+                raise ValueError(f"no URL: {href!r}")
+            urls[href] = got[0]
+            return got[0]
+
+        return links, url_of
+
+    def _fast_links(
+        self,
+        root: Any,
+        page_url: str,
+        encoding: str,
+        base_url: str,
+        urls: dict[str, str] | None = None,
+    ) -> list[Link]:
         """Scrapy's ``LxmlLinkExtractor.extract_links`` (unique links, no restriction,
-        filters by scheme and extension) for the document ``root``; see the class."""
+        filters by scheme and extension) for the document ``root``; see the class.
+        ``urls`` gets ``href`` -> URL for every ``href`` read that makes one (a repeated
+        ``href`` is not joined again: its URL is already among the links or dropped)."""
         out: list[Link] = []
         seen: set[str] = set()
+        if urls is None:
+            urls = {}
         cap, read = self.max_links, 0
         for el in root.iter(*_LINK_TAGS):
             href = el.get("href")
@@ -247,14 +281,19 @@ class FocusedLinkExtractor(LinkExtractor):
                 if self.count is not None:
                     self.count("focused/links/capped", max(1, int(root.xpath(_LINK_COUNT)) - cap))
                 break
+            if href in urls:  # its URL is in seen: a duplicate
+                continue
             try:
                 joined = urljoin(base_url, strip_html5_whitespace(href))
             except ValueError:
                 continue
             got = self._resolve(joined, encoding, page_url)
-            if got is None or got[0] in seen:
+            if got is None:
                 continue
             url, verdict = got
+            urls[href] = url
+            if url in seen:
+                continue
             seen.add(url)
             if verdict:
                 if verdict != "-" and self.count is not None:

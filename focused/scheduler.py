@@ -606,8 +606,11 @@ class FocusedScheduler(BaseScheduler):
             for handler, signal in self._signals():
                 self.crawler.signals.connect(handler, signal=signal)
             self._check_failure_middleware()
+            ignores = getattr(self.frontier, "ignores", None)
             self.crawler.signals.send_catch_log(
-                focused_signals.frontier_opened, drop_done=self.drop_done
+                focused_signals.frontier_opened,
+                drop_done=self.drop_done,
+                drop_waiting=self.drop_waiting if callable(ignores) else None,
             )
         self._wasteful = self._waste_check()
         self._update_stats()
@@ -742,6 +745,22 @@ class FocusedScheduler(BaseScheduler):
         is not dropped (a retry may make it wait again, and then a link promotes it)."""
         fp = url_fingerprint(url)
         if fp in self.in_flight or fp not in self.seen or fp in self.frontier:
+            return False
+        self.filtered += 1
+        return True
+
+    def drop_waiting(self, url: str, priority: int) -> bool:
+        """Whether a plain GET request of ``url`` (not ``dont_filter``) at ``priority``
+        would be filtered because the URL waits at a priority at least as high (the
+        frontier ignores a push that is no promotion); then it is counted as
+        :meth:`enqueue_request` counts it, and the caller drops the request before it
+        reaches the engine (its signals) and this scheduler. Asked with the priority the
+        strategy gave, just before the request goes on to the scheduler; a URL in flight
+        is not dropped (as in :meth:`drop_done`)."""
+        fp = url_fingerprint(url)
+        if fp in self.in_flight:
+            return False
+        if not self.frontier.ignores(fp, priority):  # type: ignore[attr-defined]
             return False
         self.filtered += 1
         return True

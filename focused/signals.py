@@ -55,8 +55,12 @@ download_failed = object()
 #: with ``drop_done`` (``str -> bool``): whether a link to that URL would be filtered as
 #: done (fetched, or failed, and neither waiting nor in flight), counted as filtered
 #: when it is. The spider then builds no request for it: the scheduler would drop it
-#: (it never promotes a done URL). Only a scheduler whose done state is its own sends it
-#: (not the shared Redis frontier: another worker may change it at any time).
+#: (it never promotes a done URL). With it, ``drop_waiting`` (``(str, int) -> bool``, or
+#: None when the frontier cannot tell): whether a link to that URL at that priority would
+#: be filtered because the URL waits at a priority at least as high (no promotion),
+#: counted as filtered when it is; the priority middleware then drops the scored request.
+#: Only a scheduler whose done state is its own sends it (not the shared Redis frontier:
+#: another worker may change it at any time).
 frontier_opened = object()
 
 #: ``frontier_waste_check``: sent by :class:`focused.scheduler.FocusedScheduler` and

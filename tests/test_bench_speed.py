@@ -19,7 +19,13 @@ from parsel import Selector
 from focused.frontier.memory import Entry, MemoryFrontier
 from focused.frontier.seen import FingerprintTable, SeenSet
 from focused.ranking.annealing import Annealer
-from focused.ranking.relevance import TopicVector, joined_terms, term_counts, tokenize
+from focused.ranking.relevance import (
+    TopicVector,
+    joined_and_counts,
+    joined_terms,
+    term_counts,
+    tokenize,
+)
 from focused.spiders.focused import BODY_TEXT
 from focused.web.sandbox import generate_site
 from focused.web.topics import load_topic
@@ -138,6 +144,15 @@ def test_term_counts_are_the_counts_of_tokenize(text: str) -> None:
 def test_joined_terms_is_tokenize_joined(parts: list[str]) -> None:
     text = "".join(parts)
     assert joined_terms(text) == " ".join(tokenize(text))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(TEXTS, st.sampled_from(["化学反应", "和", "水H2O化学"])), max_size=4))
+def test_joined_and_counts_are_joined_terms_and_term_counts(parts: list[str]) -> None:
+    text = "".join(parts)
+    joined, counts = joined_and_counts(text)
+    assert joined == joined_terms(text)
+    assert counts == term_counts(text)
 
 
 @pytest.fixture(scope="module")
@@ -337,6 +352,20 @@ def test_done_links_benchmark_runs() -> None:
     got = done_links.main(n=60, per_page=30, reps=1)
     assert set(got) == {"request_us_per_link", "drop_done_us_per_link"}
     assert all(v >= 0 for v in got.values())
+
+
+def test_waiting_links_benchmark_runs() -> None:
+    from bench import waiting_links
+
+    got = waiting_links.main(n=60, per_page=30, reps=1)
+    assert got["request_us_per_link"] >= 0 and got["drop_waiting_us_per_link"] >= 0
+    # every link filtered either way; with drop_waiting none reached the scheduler
+    assert got["filtered_per_round"] == {
+        "request": 60,
+        "request_reached_scheduler": 60,
+        "drop_waiting": 60,
+        "drop_waiting_reached_scheduler": 0,
+    }
 
 
 def test_content_speed_benchmark_runs(tmp_path: Path) -> None:

@@ -200,6 +200,82 @@ def test_drop_done_answers_as_enqueue_would_and_counts_the_same():
     assert not sched.drop_done(_req(7).url) and sched.filtered == 2  # never seen
 
 
+def test_drop_waiting_answers_as_enqueue_would_and_counts_the_same():
+    """``drop_waiting`` (the priority middleware drops a scored link it says True for)
+    says True exactly for the links ``enqueue_request`` would filter because their URL
+    waits at a priority at least as high, and counts them as filtered: same answers,
+    same order out, same counts, same promotions as with every link enqueued."""
+
+    def run(use: bool) -> tuple[list[bool], list[str], int, int, int]:
+        sched = FocusedScheduler()
+        sched.open(DemoSpider())
+        for i in range(8):
+            sched.enqueue_request(_req(i, 10 - i))
+        for _ in range(2):
+            sched.next_request()  # 0, 1 in flight
+        sched._finish(sched._fingerprint(_req(0)), DONE)
+        answers = []
+        # done, in flight, waiting: lower, equal, higher, new, waiting again
+        links = [(0, 50), (1, 50), (2, 3), (3, 7), (4, 7), (9, 1), (4, 6), (5, -(1 << 70))]
+        for i, prio in links:
+            if use and sched.drop_waiting(_req(i).url, prio):
+                answers.append(False)
+                continue
+            answers.append(sched.enqueue_request(_req(i, prio)))
+        promoted = sched.frontier.promoted
+        return answers, _drain(sched), sched.filtered, promoted, sched.enqueued
+
+    assert run(True) == run(False)
+    sched = FocusedScheduler()
+    sched.open(DemoSpider())
+    sched.enqueue_request(_req(0, 5))
+    assert not sched.drop_waiting(_req(0).url, 6)  # a promotion
+    assert sched.drop_waiting(_req(0).url, 5) and sched.filtered == 1
+    assert sched.drop_waiting("http://127.0.0.1:1/p/0.htm#top", 4)  # the same URL
+    assert not sched.drop_waiting(_req(7).url, 0)  # never seen
+    sched.next_request()
+    assert not sched.drop_waiting(_req(0).url, 0)  # in flight
+    sched._finish(sched._fingerprint(_req(0)), DONE)
+    assert not sched.drop_waiting(_req(0).url, 0) and sched.filtered == 2  # done
+
+
+def test_the_priority_middleware_drops_scored_links_that_would_promote_nothing():
+    """With the scheduler's ``drop_waiting``, a page's scored link to a URL waiting at a
+    priority at least as high leaves the priority middleware no more (counted as
+    filtered, scored as before); a promotion, a new URL, a ``dont_filter`` request and
+    a URL over ``URLLENGTH_LIMIT`` go on."""
+    from focused.items import PageItem
+    from focused.middlewares import FocusedPriorityMiddleware
+    from focused.spiders.focused import FocusedSpider
+
+    crawler = get_crawler(FocusedSpider, {"FOCUSED_STRATEGY": "bfs", "URLLENGTH_LIMIT": 60})
+    spider = FocusedSpider.from_crawler(crawler, topic="chemistry")
+    crawler.spider = spider
+    mw = FocusedPriorityMiddleware.from_crawler(crawler)
+    assert mw.drop_waiting is None
+    sched = FocusedScheduler.from_crawler(crawler)
+    sched.open(spider)
+    assert mw.drop_waiting == sched.drop_waiting
+    long_url = "http://127.0.0.1:1/p/" + "x" * 60
+    for url, depth in ((_req(0).url, 1), (_req(1).url, 5), (long_url, 1)):
+        sched.enqueue_request(Request(url, priority=-depth, meta={keys.DEPTH: depth}))
+    parent = Request("http://127.0.0.1:1/", meta={keys.DEPTH: 1})
+    response = HtmlResponse(parent.url, body=b"<html></html>", request=parent)
+    links = [_req(0).url, _req(1).url, _req(2).url, long_url]
+    out = [Request(u, meta={keys.DEPTH: 2}) for u in links]
+    out.append(Request(_req(0).url, dont_filter=True, meta={keys.DEPTH: 2}))
+    out.append(PageItem(url=parent.url))
+    got = list(mw.process_spider_output(response, out))
+    passed = [o.url for o in got if isinstance(o, Request)]
+    # 0 waits at depth 1 (bfs: not lower than depth 2's priority): dropped, counted
+    assert passed == [_req(1).url, _req(2).url, long_url, _req(0).url]
+    assert sched.filtered == 1
+    mw._flush_counts()
+    assert crawler.stats.get_value("focused/links/scored") == 5
+    sched.close("finished")
+    spider.close_web(spider)
+
+
 def test_the_scheduler_hands_its_done_test_to_the_spider():
     from focused.spiders.focused import FocusedSpider
 

@@ -120,6 +120,32 @@ def test_index_text_is_capped(tmp_path: Path) -> None:
     assert search(tmp_path, "zeta") == []
 
 
+def test_text_cut_by_the_spider_indexes_as_the_store_would_cut_it(tmp_path: Path) -> None:
+    """The spider hands the store the text already cut into terms (``text_terms``, from
+    its relevance pass): the index rows are those the store makes from the text; past
+    the cap the store cuts the capped text itself."""
+    from focused.ranking.relevance import joined_and_counts
+
+    def rows(out: Path, handed: bool, cap: int = 100_000) -> list[tuple]:
+        with PageStore(out, index_max_chars=cap) as store:
+            for url, (title, text) in PAGES.items():
+                record = {"url": url, "title": title, "text": text}
+                if handed:
+                    record["text_terms"] = joined_and_counts(text)[0]
+                store.add(record, html(title, text))
+        conn = sqlite3.connect(out / "pages.sqlite3")
+        try:
+            query = "SELECT rowid, title, text FROM pages_fts ORDER BY rowid"
+            return conn.execute(query).fetchall()
+        finally:
+            conn.close()
+
+    want = rows(tmp_path / "store", False)
+    assert rows(tmp_path / "spider", True) == want
+    assert any("催化剂" in r[2] for r in want)
+    assert rows(tmp_path / "capped", True, cap=12) == rows(tmp_path / "capped0", False, cap=12)
+
+
 CRASH = textwrap.dedent(
     """
     import os, sys

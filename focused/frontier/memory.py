@@ -496,6 +496,15 @@ class MemoryFrontier:
                     _SIZE.pack_into(data, at, size | _DEAD)
                 at += size
 
+    def ignores(self, fp: int, priority: int) -> bool:
+        """Whether :meth:`push` of ``fp`` at ``priority`` would be ignored because
+        ``fp`` waits at a priority at least as high (it would be no promotion)."""
+        val = self._table.get(fp)
+        if val < 0:
+            return False
+        b = self._by_id[val >> _SEQ_BITS]
+        return b is not None and _clamp(int(priority), _MIN, _MAX) <= b.prio
+
     def get(self, fp: int) -> Entry | None:
         found = self._find(fp)
         return None if found is None else self._unpack(found[0].data, found[1], found[0].prio)

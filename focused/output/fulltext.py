@@ -77,12 +77,20 @@ def index_page(
     title: str,
     text: str,
     max_chars: int = DEFAULT_MAX_CHARS,
+    *,
+    text_terms: str | None = None,
 ) -> None:
     """Index one page (in the caller's transaction): its title and first ``max_chars``
-    characters of text, segmented."""
+    characters of text, segmented. ``text_terms``: ``segment(text)``, when the caller
+    has it (the spider cut the text for its relevance), used when ``text`` is within
+    ``max_chars``."""
+    text = text or ""
+    cap = max(0, max_chars)
+    if text_terms is None or len(text) > cap:
+        text_terms = segment(text[:cap])
     conn.execute(
         f"INSERT INTO {FTS_TABLE} (rowid, title, text) VALUES (?, ?, ?)",
-        (rowid, segment(title or ""), segment((text or "")[: max(0, max_chars)])),
+        (rowid, segment(title or ""), text_terms),
     )
 
 

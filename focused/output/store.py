@@ -526,12 +526,14 @@ class PageStore:
         if end is not None and end > self._ends.get(rel, 0):
             self._ends[rel] = end
         if self.index:  # same transaction as the row: they commit together
+            terms = record.get("text_terms")
             fulltext.index_page(
                 self._db,
                 self._last_rowid,
                 str(record.get("title") or ""),
                 str(record.get("text") or ""),
                 self.index_max_chars,
+                text_terms=terms if isinstance(terms, str) else None,
             )
         self.stored += 1
         self._fill(record, digest, rel, offset, length)

@@ -221,6 +221,18 @@ def joined_terms(text: str) -> str:
     return " ".join(out)
 
 
+def joined_and_counts(text: str) -> tuple[str, Counter[bytes]]:
+    """``(joined_terms(text), term_counts(text))`` from one pass over ``text``: the
+    counts are those of the joined terms (no term holds ASCII white space), so a page's
+    text is cut once (jieba too) for its relevance and its full-text index."""
+    joined = joined_terms(text)
+    try:
+        data = joined.encode("utf-8")
+    except UnicodeError:  # a lone surrogate
+        return joined, term_counts(text)
+    return joined, Counter(data.split())
+
+
 # ASCII bytes stay, every other byte becomes 0x80: one ``find`` in C reaches the next
 # word holding a non-ASCII character
 _MARK_HIGH = bytes(b if b < 128 else 128 for b in range(256))

@@ -12,7 +12,6 @@ from urllib.parse import urlsplit
 import scrapy
 from scrapy import signals
 from scrapy.http import Response, TextResponse
-from scrapy.utils.response import get_base_url
 from w3lib.url import canonicalize_url
 
 from focused import config, meta, robustness
@@ -20,10 +19,14 @@ from focused.defaults import get
 from focused.items import PageItem, excerpt
 from focused.meta import PageFacts
 from focused.ranking.learning import MAX_ANCHOR_CHARS, link_contexts
-from focused.ranking.relevance import TopicVector, page_relevance, term_counts
+from focused.ranking.relevance import (
+    TopicVector,
+    joined_and_counts,
+    page_relevance,
+    term_counts,
+)
 from focused.signals import frontier_opened, frontier_waste_check, page_skipped
 from focused.strategies import Strategy
-from focused.web.hrefs import HrefJoiner
 from focused.web.neardup import NearDuplicates
 from focused.web.sanitize import strip_session_ids
 from focused.web.sites import Web, open_web
@@ -85,7 +88,6 @@ class FocusedSpider(scrapy.Spider):
     def __init__(self, topic: str = "", *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.topic_arg = topic
-        self._hrefs = HrefJoiner()
 
     @classmethod
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> FocusedSpider:
@@ -191,13 +193,20 @@ class FocusedSpider(scrapy.Spider):
             return
         if cap is not None and len(body) > cap:
             self._count("focused/pages/text_capped")
-        body_terms = term_counts(body[:cap])  # counted once: a learning strategy learns them
+        text_terms = None  # the index's terms of the text, when it is indexed whole
+        if self.index_chars and len(body) <= self.index_chars and (cap is None or len(body) <= cap):
+            # cut once for the relevance and the full-text index (jieba too)
+            text_terms, body_terms = joined_and_counts(body)
+        else:
+            body_terms = term_counts(body[:cap])  # counted once: a learning strategy learns them
         title_cos = self.vector.cosine(title)
         body_cos = self.vector.cosine_of_counts(body_terms)
         relevance = page_relevance(title_cos, body_cos, self.title_weight)
         relevant = relevance > self.page_threshold
-        links = self._followed(self.link_extractor.extract_links(response), robots)
-        links, chrome_links = self._split_links(response, page, links)
+        # href -> the extractor's URL of it on this page: no href is joined twice
+        found, url_of = self.link_extractor.links_and_urls(response)
+        links = self._followed(found, robots)
+        links, chrome_links = self._split_links(page, links, url_of)
         self._learn_shape(response.url, body, links, body_terms, title, noindex="noindex" in robots)
         links, waste_links = self._split_waste(links)
         response.meta[meta.PAGE] = PageFacts(
@@ -209,7 +218,7 @@ class FocusedSpider(scrapy.Spider):
             terms=tuple(body_terms.keys() | term_counts(title).keys()) if self.learns else None,
         )
         anchors = self.vector.cosines([link.text for link in links])
-        contexts = self._contexts(response) if self.link_evidence else None
+        contexts = link_contexts(response.selector.root, url_of) if self.link_evidence else None
         for link, r in zip(links, anchors, strict=True):
             request = self._request(link.url, float(r), response.url)
             if request is not None:
@@ -224,7 +233,7 @@ class FocusedSpider(scrapy.Spider):
             self.crawler.signals.send_catch_log(page_skipped, response=response)
             return
         got = response.meta
-        yield PageItem(
+        item = PageItem(
             url=response.url,
             title=title[:1000],
             title_relevance=float(title_cos),
@@ -246,6 +255,8 @@ class FocusedSpider(scrapy.Spider):
             excerpt=excerpt(body),
             text=body[: self.index_chars] if self.index_chars else "",
         )
+        item.text_terms = text_terms
+        yield item
 
     def _parse_feed(self, response: TextResponse, feed: robustness.Feed) -> Iterator[Any]:
         """An RSS or Atom feed is a list of links, not a page: each item's link is
@@ -383,13 +394,13 @@ class FocusedSpider(scrapy.Spider):
         return kept, waste
 
     def _split_links(
-        self, response: TextResponse, page: Page | None, links: list[Any]
+        self, page: Page | None, links: list[Any], url_of: Callable[[str], str]
     ) -> tuple[list[Any], list[Any]]:
         """The page's links as (content links, chrome links): a chrome link stands only
-        in chrome blocks."""
+        in chrome blocks (``url_of``: ``href`` -> the link extractor's URL)."""
         if page is None or not page.has_chrome:
             return links, []
-        chrome = chrome_urls(page, self._absolute(response))
+        chrome = chrome_urls(page, url_of)
         if not chrome:
             return links, []
         return [k for k in links if k.url not in chrome], [k for k in links if k.url in chrome]
@@ -423,15 +434,6 @@ class FocusedSpider(scrapy.Spider):
             )
             self._count("focused/links/chrome")
             yield request
-
-    def _absolute(self, response: TextResponse) -> Callable[[str], str]:
-        """href -> the link extractor's URL for it (joined once per folder and href)."""
-        return self._hrefs.for_base(get_base_url(response), response.encoding)
-
-    def _contexts(self, response: TextResponse) -> dict[str, str]:
-        """For a strategy that asks for link evidence: the text around each link, by the
-        link extractor's URL."""
-        return link_contexts(response.selector.root, self._absolute(response))
 
     def _request(self, url: str, anchor_relevance: float, parent: str) -> scrapy.Request | None:
         """The request of a link, without session ids; None for a URL Scrapy refuses, and

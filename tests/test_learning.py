@@ -289,6 +289,49 @@ def test_the_parent_label_discounts_links_of_irrelevant_pages():
     assert good.value == pytest.approx(learnt**0.5 * parent_label**0.5, rel=1e-9)  # type: ignore[union-attr]
 
 
+def _talk_page(s: LearningStrategy, waste: bool) -> None:
+    """A thread's second page: its title names the topic (A high), its own words are a
+    user's name and a line of talk."""
+    own = tuple(term_counts("Alder wrote: I read about it too."))
+    s.observe("http://f/thread/Acid?page=2", PageFacts(2.5, True, 0.0, 3, own, waste), {})
+
+
+def test_a_waste_page_is_never_a_positive_label():
+    """A page the spider judged waste teaches its words a label of 0, however relevant
+    its title made it; the same page not judged waste teaches them its high label."""
+    waste, plain = LearningStrategy(keywords=CHEM), LearningStrategy(keywords=CHEM)
+    for s in (waste, plain):
+        learn(s, "http://h/c", 1.5, True, "acid base salt chemistry")
+        learn(s, "http://h/f", 0.01, False, "striker goal football")
+    _talk_page(waste, waste=True)
+    _talk_page(plain, waste=False)
+    user = [Link("http://f/user/Alder", 0.0, "Alder", "")]
+    on = waste.score_links(PARENT, user)[0]
+    off = plain.score_links(PARENT, user)[0]
+    assert on is not None and off is not None
+    assert on.value < off.value
+    # the label of 0 puts the user's name below a word never seen
+    t = waste.terms
+    alder, unseen = t.score_terms(
+        t.terms_of(["http://f/", "http://f/"], ["alder", "zyx"], ["", ""])
+    )
+    assert alder < unseen
+    assert waste.exploration.relevant == 1 and plain.exploration.relevant == 2
+    assert waste.expander.relevant_pages == 1  # no relevance feedback from it
+    # a waste page's links have a parent worth nothing: discounted like those of an
+    # irrelevant page
+    link = [Link("http://h/wiki/Acid.html", 0.5, "acid", "")]
+    talk = Parent("http://f/thread/Acid?page=2", 2.5, True, 0.0, 100.0, 0, 1, 3, True)
+    article = Parent("http://f/thread/Acid?page=2", 2.5, True, 0.0, 100.0, 0, 1, 3)
+    assert waste.score_links(talk, link)[0].value < waste.score_links(article, link)[0].value  # type: ignore[union-attr]
+    # FOCUSED_LEARNING_WASTE_LABEL=False: the page's keyword label as before
+    old = LearningStrategy(keywords=CHEM, waste_label=False)
+    learn(old, "http://h/c", 1.5, True, "acid base salt chemistry")
+    learn(old, "http://h/f", 0.01, False, "striker goal football")
+    _talk_page(old, waste=True)
+    assert old.score_links(PARENT, user)[0].value == pytest.approx(off.value)  # type: ignore[union-attr]
+
+
 def test_seed_outranks_every_link():
     s = LearningStrategy(keywords=CHEM)
     learn(s, "http://h/wiki/Acid.html", 5.0, True, "acid acid acid chemistry")

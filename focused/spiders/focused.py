@@ -182,21 +182,29 @@ class FocusedSpider(scrapy.Spider):
         if cap is not None and len(body) > cap:
             self._count("focused/pages/text_capped")
         body_terms = term_counts(body[:cap])  # counted once: a learning strategy learns them
+        title_terms = term_counts(title).keys()
         title_cos = self.vector.cosine(title)
         body_cos = self.vector.cosine_of_counts(body_terms)
         relevance = page_relevance(title_cos, body_cos, self.title_weight)
         relevant = relevance > self.page_threshold
         links = self._followed(self.link_extractor.extract_links(response), robots)
         links, chrome_links = self._split_links(response, page, links)
-        self._learn_shape(response.url, body, links, body_terms, title, noindex="noindex" in robots)
+        own = self._learn_shape(
+            response.url, body, links, body_terms, title, noindex="noindex" in robots
+        )
         links, waste_links = self._split_waste(links)
+        terms: tuple[bytes, ...] | None = None
+        if self.learns:
+            # the page's distinct terms (title and body, UTF-8) for a strategy that learns;
+            # of a waste page, the words of its main content beside its title's
+            terms = tuple(own) if own is not None else tuple(body_terms.keys() | title_terms)
         response.meta[meta.PAGE] = PageFacts(
             page_relevance=relevance,
             relevant=relevant,
             body_relevance=float(body_cos),
             link_count=len(links),
-            # the page's distinct terms (title and body, UTF-8) for a strategy that learns
-            terms=tuple(body_terms.keys() | term_counts(title).keys()) if self.learns else None,
+            terms=terms,
+            waste=own is not None,
         )
         anchors = self.vector.cosines([link.text for link in links])
         contexts = self._contexts(response) if self.link_evidence else None
@@ -326,7 +334,7 @@ class FocusedSpider(scrapy.Spider):
         title: str,
         *,
         noindex: bool,
-    ) -> None:
+    ) -> Counter[bytes] | None:
         """Count the page as one more of its URL shape, waste when it is marked
         ``noindex``, or when its main content is thin (fewer than ``FOCUSED_THIN_WORDS``
         words outside its content links' anchors) and not relevant *in its own words*:
@@ -336,10 +344,16 @@ class FocusedSpider(scrapy.Spider):
         A = 4B + C: a talk page, the second page of a thread or an article's comments
         carry the article's title (in the title and again as their heading) and little
         else of its subject; a short article on the topic, or a list of links on it (a
-        hub: its anchors are in its main content), says more than its title."""
+        hub: its anchors are in its main content), says more than its title.
+
+        Returns the terms of a waste page's main content without its title's words
+        (those of a page marked ``noindex`` too; the strategy learns from neither as a
+        good page: :attr:`focused.meta.PageFacts.waste`), None for a page that is no
+        waste (and always while shapes are off)."""
         if self.shapes is None:
-            return
+            return None
         waste = noindex
+        own: Counter[bytes] | None = None
         if not waste:
             link_words = sum(len(k.text.split()) for k in links)
             if thin(len(body.split()), link_words, self.thin_words):
@@ -350,6 +364,12 @@ class FocusedSpider(scrapy.Spider):
         if waste:
             self._count("focused/pages/waste")
         self.shapes.observe(url, waste=waste)
+        if not waste:
+            return None
+        if own is None:
+            named = term_counts(title).keys()
+            own = Counter({t: n for t, n in body_terms.items() if t not in named})
+        return own
 
     def wasteful_link(self, url: str) -> bool:
         """Whether a link to ``url`` is of a URL shape learnt wasteful by now (the

@@ -2,8 +2,11 @@
 
 ACHE-style: every fetched page is a labelled example — labelled by the crawler's own
 page relevance A (the page-relevance rule A = 4B + C), graded on a log scale
-(:func:`focused.ranking.learning.label`) — and the models it trains score the links
-found after it (:mod:`focused.ranking.learning`):
+(:func:`focused.ranking.learning.label`), or 0 for a page the spider judged waste for
+its URL shape (``waste_label``: a talk page or a thread's second page carries the
+article's title, so A calls it relevant, and its user names and boilerplate would be
+learnt as topic terms) — and the models it trains score the links found after it
+(:mod:`focused.ranking.learning`):
 
 - the **term model** (always): a link's value is the best learnt term of its anchor
   text and URL words, mixed with the mean term of the text around it (``context``);
@@ -110,6 +113,9 @@ class LearningStrategy(Strategy):
     page_threshold: float = 2.0
     #: give each link its rescoring evidence (the frontier re-orders waiting links)
     rescore_links: bool = True
+    #: a page the spider judged waste (:attr:`focused.meta.PageFacts.waste`) is a label
+    #: of 0 for the link that led to it, and its links' parent is worth 0
+    waste_label: bool = True
     name = "learning"
     #: the spider puts anchor text and context in the meta, and the page's terms in its
     #: facts
@@ -146,6 +152,7 @@ class LearningStrategy(Strategy):
             "page_model": read.in_range(
                 "FOCUSED_LEARNING_PAGE_MODEL", 0.0, 1.0, open_low=False, open_high=False
             ),
+            "waste_label": read.flag("FOCUSED_LEARNING_WASTE_LABEL"),
             # links carry rescoring evidence only for a frontier that will rescore them
             "rescore_links": int(read.in_range("FOCUSED_RESCORE_EVERY", 0, 1e12, open_low=False))
             > 0
@@ -237,7 +244,11 @@ class LearningStrategy(Strategy):
         scores: list[LinkScore | None] = [None] * len(links)
         if not kept:
             return scores
-        parent_degree = degree(parent.page_relevance, self.title_weight)
+        parent_degree = (
+            0.0
+            if parent.waste and self.waste_label
+            else degree(parent.page_relevance, self.title_weight)
+        )
         relevant_list = relevant.tolist()
         kept_links = [links[i] for i in kept]
         # the links' terms from their columns (no LinkEvidence unless the classifier
@@ -337,14 +348,23 @@ class LearningStrategy(Strategy):
     def observe(self, url: str, page: PageFacts, link: Mapping[str, Any]) -> None:
         """A fetched page: its relevance labels the link that led to it (``link``: the
         request's meta) and its distinct terms (``page.terms``, title and body, UTF-8:
-        :func:`focused.ranking.relevance.term_counts`) teach the term model."""
-        y = label(degree(page.page_relevance, self.title_weight), self.label_floor)
+        :func:`focused.ranking.relevance.term_counts`) teach the term model. A waste page
+        (``page.waste``, with ``waste_label``) is a label of 0 on the words of its main
+        content beside its title, is no relevant page (no exploration, no relevance
+        feedback) and does not teach the page model."""
+        waste = page.waste and self.waste_label
+        relevant = page.relevant and not waste
+        # a waste page (a talk page, a thread's second page: the article's title over a
+        # few lines of their own) says the link led nowhere, however relevant its title
+        y = 0.0
+        if not waste:
+            y = label(degree(page.page_relevance, self.title_weight), self.label_floor)
         self.pages += 1
-        self.exploration.observe(page.relevant)
+        self.exploration.observe(relevant)
         self.terms.optimism = self.optimism * self.exploration.weight
         terms = page.terms or ()
         page_buckets = None
-        if self.page_judge is not None and terms:
+        if self.page_judge is not None and terms and not waste:
             # judged before it learns from the page; it can only raise the label
             page_buckets = PageModel.features(terms)
             y = self.page_judge.label(y, page_buckets)
@@ -354,7 +374,7 @@ class LearningStrategy(Strategy):
         # the page's buckets are hashed once, for the page model and the term model
         buckets = self.terms.learn_page(terms, y, page_buckets)
         if self.recorder is not None:
-            counted = page.relevant and bool(self.expand_terms and terms)
+            counted = relevant and bool(self.expand_terms and terms)
             self.recorder.add(buckets, y, page.relevant, terms if counted else None)
         if self.classifier is not None and meta.ANCHOR_TEXT in link:
             self.classifier.learn(
@@ -369,7 +389,7 @@ class LearningStrategy(Strategy):
                 ),
                 y,
             )
-        if page.relevant and self.expand_terms and terms:
+        if relevant and self.expand_terms and terms:
             # background frequencies: the term model's (no second count of every page)
             self.expander.add_relevant(terms)  # UTF-8 terms, decoded only when added
             self.relevant_pages += 1

@@ -28,6 +28,8 @@ from focused.ranking.learning import (
     degree,
     label,
     link_contexts,
+    page_name,
+    same_page_name,
     url_words,
 )
 from focused.ranking.relevance import TopicVector, term_counts
@@ -330,6 +332,49 @@ def test_a_waste_page_is_never_a_positive_label():
     learn(old, "http://h/f", 0.01, False, "striker goal football")
     _talk_page(old, waste=True)
     assert old.score_links(PARENT, user)[0].value == pytest.approx(off.value)  # type: ignore[union-attr]
+
+
+def test_page_name_is_shared_by_a_page_s_variants():
+    iron = page_name("http://w/wiki/Iron")
+    assert iron == ("wiki", "iron")
+    for url in (
+        "http://w/wiki/Talk:Iron",
+        "http://w/wiki/Iron?printable=yes",
+        "http://w/m/wiki/Iron",
+        "http://x/wiki/Iron.html?oldid=3",
+    ):
+        assert same_page_name(page_name(url), iron), url
+    thread = page_name("http://f/thread/Iron")
+    assert same_page_name(page_name("http://f/thread/Iron?page=2"), thread)
+    assert same_page_name(page_name("http://f/m/thread/Iron"), thread)
+    assert not same_page_name(page_name("http://w/wiki/Iron_oxide"), iron)
+    # the same file name in another folder is another page
+    assert not same_page_name(page_name("http://s/physics/p20.html"), page_name("http://s/c/p20"))
+    assert page_name("http://w/") == () and not same_page_name((), ())
+
+
+def test_a_link_to_a_variant_of_its_page_is_not_valued_by_the_page_s_name():
+    """On the Acid page, the links to its talk page and its second page carry "acid" in
+    their URLs, the page's own name: they are valued by their anchors ("Talk", "2")
+    alone, below a link to another acid article; from another page the same talk link
+    keeps its URL's words. FOCUSED_LEARNING_OWN_NAME=False: valued by them."""
+    on, off = LearningStrategy(keywords=CHEM), LearningStrategy(keywords=CHEM, own_name=False)
+    for s in (on, off):
+        learn(s, "http://h/wiki/Acid", 2.0, True, "acid base salt chemistry")
+        learn(s, "http://h/wiki/Goal", 0.01, False, "striker goal football")
+    acid = Parent("http://h/wiki/Acid", 2.0, True, 0.4, 100.0, 0, 1, 3)
+    salt = Parent("http://h/wiki/Salt", 2.0, True, 0.4, 100.0, 0, 1, 3)
+    links = [
+        Link("http://h/wiki/Talk:Acid", 0.0, "Talk", ""),
+        Link("http://h/wiki/Acid?page=2", 0.0, "2", ""),
+        Link("http://h/wiki/Acid_rain", 0.0, "Acid rain", ""),
+    ]
+    talk, second, rain = (x.value for x in on.score_links(acid, links))  # type: ignore[union-attr]
+    assert talk < rain and second < rain
+    elsewhere = on.score_links(salt, links[:1])[0].value  # type: ignore[union-attr]
+    assert talk < elsewhere
+    old = [x.value for x in off.score_links(acid, links)]  # type: ignore[union-attr]
+    assert old[0] == pytest.approx(elsewhere) and old[2] == pytest.approx(rain)
 
 
 def test_seed_outranks_every_link():

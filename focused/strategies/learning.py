@@ -10,6 +10,9 @@ learnt as topic terms) — and the models it trains score the links found after 
 
 - the **term model** (always): a link's value is the best learnt term of its anchor
   text and URL words, mixed with the mean term of the text around it (``context``);
+  the URL words of a link to a variant of its own page (``own_name``: the same
+  :func:`~focused.ranking.learning.page_name`, e.g. its talk page or second page) do
+  not count, as they are the page's own name;
 - the **link classifier** (``link_model=True``): an ``SGDRegressor`` on the evidence of
   the link that led to each page, blended in as ``n / (n + classifier_prior)``;
 - the **m-value channel** (Liu, Xia & Xu 2010): a link keeps ``m = M0`` when its anchor is
@@ -53,6 +56,9 @@ from focused.ranking.learning import (
     degree,
     encode_evidence,
     label,
+    page_name,
+    remember,
+    same_page_name,
 )
 from focused.ranking.modelstate import DeltaRecorder, ModelDelta, join_terms, split_terms
 from focused.ranking.pagemodel import PageModel
@@ -116,6 +122,10 @@ class LearningStrategy(Strategy):
     #: a page the spider judged waste (:attr:`focused.meta.PageFacts.waste`) is a label
     #: of 0 for the link that led to it, and its links' parent is worth 0
     waste_label: bool = True
+    #: a link whose URL gives its page the name of the page it stands on (a variant of
+    #: that page: its talk page, print copy, second page) is valued without its URL's
+    #: words (:func:`focused.ranking.learning.page_name`)
+    own_name: bool = True
     name = "learning"
     #: the spider puts anchor text and context in the meta, and the page's terms in its
     #: facts
@@ -153,6 +163,7 @@ class LearningStrategy(Strategy):
                 "FOCUSED_LEARNING_PAGE_MODEL", 0.0, 1.0, open_low=False, open_high=False
             ),
             "waste_label": read.flag("FOCUSED_LEARNING_WASTE_LABEL"),
+            "own_name": read.flag("FOCUSED_LEARNING_OWN_NAME"),
             # links carry rescoring evidence only for a frontier that will rescore them
             "rescore_links": int(read.in_range("FOCUSED_RESCORE_EVERY", 0, 1e12, open_low=False))
             > 0
@@ -216,6 +227,7 @@ class LearningStrategy(Strategy):
         #: what this process learnt since the last :meth:`take_delta` (a shared model)
         self.recorder: DeltaRecorder | None = None
         self.merged_pages = 0  # pages other workers learnt from, merged here
+        self._names: dict[str, tuple[str, ...]] = {}  # URL -> page_name(URL), bounded
 
     # --- scoring --------------------------------------------------------------------
     def seed(self) -> LinkScore:
@@ -244,17 +256,13 @@ class LearningStrategy(Strategy):
         scores: list[LinkScore | None] = [None] * len(links)
         if not kept:
             return scores
-        parent_degree = (
-            0.0
-            if parent.waste and self.waste_label
-            else degree(parent.page_relevance, self.title_weight)
-        )
+        parent_degree = self._parent_degree(parent)
         relevant_list = relevant.tolist()
         kept_links = [links[i] for i in kept]
         # the links' terms from their columns (no LinkEvidence unless the classifier
         # needs one)
         link_terms = self.terms.terms_of(
-            [link.url for link in kept_links],
+            self._named_urls(parent, kept_links),
             [link.anchor_text for link in kept_links],
             [link.context for link in kept_links],
         )
@@ -304,6 +312,29 @@ class LearningStrategy(Strategy):
             m, hops = states[0 if relevant_list[i] else 1]
             scores[i] = LinkScore(priorities[j], value, m, hops, metas[j])
         return scores
+
+    def _parent_degree(self, parent: Parent) -> float:
+        """The parent's relevance degree; 0 for a page judged waste (``waste_label``)."""
+        if parent.waste and self.waste_label:
+            return 0.0
+        return degree(parent.page_relevance, self.title_weight)
+
+    def _named_urls(self, parent: Parent, links: Sequence[Link]) -> list[str]:
+        """The links' URLs whose words count as their names: ``""`` for a link to a
+        variant of the parent itself (``own_name``: :func:`same_page_name`), whose
+        URL words are the parent's own name; they say how good the parent was, not
+        what is behind the link."""
+        urls = [link.url for link in links]
+        own = self._page_name(parent.url) if self.own_name else ()
+        if not own:
+            return urls
+        name = self._page_name
+        return ["" if same_page_name(name(u), own) else u for u in urls]
+
+    def _page_name(self, url: str) -> tuple[str, ...]:
+        """:func:`page_name`, from a bounded cache (a link comes back page after page)."""
+        got = self._names.get(url)
+        return got if got is not None else remember(self._names, url, page_name(url))
 
     def _with_parent(self, values: np.ndarray, parent_label: np.ndarray | float) -> np.ndarray:
         """The parent's own label weighs in geometrically: a link of a page the crawl

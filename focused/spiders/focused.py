@@ -346,10 +346,12 @@ class FocusedSpider(scrapy.Spider):
         else of its subject; a short article on the topic, or a list of links on it (a
         hub: its anchors are in its main content), says more than its title.
 
-        Returns the terms of a waste page's main content without its title's words
-        (those of a page marked ``noindex`` too; the strategy learns from neither as a
-        good page: :attr:`focused.meta.PageFacts.waste`), None for a page that is no
-        waste (and always while shapes are off)."""
+        Returns the terms of a thin waste page's main content without its title's
+        words (the strategy must not learn from it as a good page:
+        :attr:`focused.meta.PageFacts.waste`), None for any other page (a page marked
+        ``noindex`` is no outcome a strategy learns from, and its links keep its
+        relevance as their parent's: a site's search results may be a good list of
+        links), and always while shapes are off."""
         if self.shapes is None:
             return None
         waste = noindex
@@ -364,12 +366,7 @@ class FocusedSpider(scrapy.Spider):
         if waste:
             self._count("focused/pages/waste")
         self.shapes.observe(url, waste=waste)
-        if not waste:
-            return None
-        if own is None:
-            named = term_counts(title).keys()
-            own = Counter({t: n for t, n in body_terms.items() if t not in named})
-        return own
+        return own if waste else None
 
     def wasteful_link(self, url: str) -> bool:
         """Whether a link to ``url`` is of a URL shape learnt wasteful by now (the

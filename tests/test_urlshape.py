@@ -311,3 +311,52 @@ def test_a_waste_page_teaches_learning_no_good_label(talk_crawls) -> None:
         assert len(users) == TALKS
         values[on] = users
     assert max(values[True]) < min(values[False])
+
+
+def test_learning_fetches_another_article_before_its_page_s_own_variants(tmp_path: Path) -> None:
+    """From an off-topic seed the crawl reaches a chemistry page, then the Acid article;
+    both name sodium and acid. Acid's links to its own second page, print copy and talk
+    page hold "acid" in their URLs, as the Acid page's own URL does; its link to the
+    Sodium article is named "sodium". With FOCUSED_LEARNING_OWN_NAME the variants are
+    valued by their anchors ("2", "Printable version", "Talk": words of the Acid page
+    alone) and Sodium comes first; without it the first variant, named "acid" like
+    Sodium is named "sodium" (words of both good pages), ties with Sodium and, found
+    first, is fetched first."""
+    text = " ".join([ARTICLE] * 3) + " Sodium hydroxide is a strong base."
+    links = [
+        ("/wiki/Acid?page=2", "2"),
+        ("/wiki/Acid?printable=yes", "Printable version"),
+        ("/wiki/Talk:Acid", "Talk"),
+        ("/wiki/Sodium", "Sodium"),
+    ]
+    pages = {
+        "/wiki/Goal": _page("Goal", " ".join([FOOTBALL] * 4), [("/wiki/Chem", "Chem")]),
+        "/wiki/Chem": _page("Chemistry", f"Chemistry. {text}", [("/wiki/Acid", "Acid")]),
+        "/wiki/Acid": _page("Acid", text, links),
+        "/wiki/Acid?page=2": _page("Acid - page 2", f"Page two. {text}", []),
+        "/wiki/Acid?printable=yes": _page("Acid", text, []),
+        "/wiki/Talk:Acid": _page("Talk:Acid", "I disagree. -- Bob", []),
+        "/wiki/Sodium": _page("Sodium", f"Sodium is a metal. {text}", []),
+    }
+    site = Site(pages)
+    after = {}
+    try:
+        for on in (True, False):
+            crawl = run_crawl(
+                tmp_path / f"own-{on}",
+                "FOCUSED_WEB=real",
+                f"FOCUSED_SEEDS={site.base}/wiki/Goal",
+                "FOCUSED_STRATEGY=learning",
+                f"FOCUSED_LEARNING_OWN_NAME={on}",
+                "CONCURRENT_REQUESTS=1",
+                "ROBOTSTXT_OBEY=False",
+                timeout=120,
+            )
+            urls = [r["url"].removeprefix(site.base) for r in crawl.rows()]
+            assert urls[:3] == ["/wiki/Goal", "/wiki/Chem", "/wiki/Acid"]
+            assert "/wiki/Sodium" in urls
+            after[on] = urls[3]
+    finally:
+        site.close()
+    assert after[True] == "/wiki/Sodium"
+    assert after[False] == "/wiki/Acid?page=2"

@@ -295,7 +295,9 @@ def _talk_page(s: LearningStrategy, waste: bool) -> None:
     """A thread's second page: its title names the topic (A high), its own words are a
     user's name and a line of talk."""
     own = tuple(term_counts("Alder wrote: I read about it too."))
-    s.observe("http://f/thread/Acid?page=2", PageFacts(2.5, True, 0.0, 3, own, waste), {})
+    terms = own + tuple(term_counts("Acid - page 2"))
+    facts = PageFacts(2.5, True, 0.0, 3, terms, waste, own if waste else None)
+    s.observe("http://f/thread/Acid?page=2", facts, {})
 
 
 def test_a_waste_page_is_never_a_positive_label():

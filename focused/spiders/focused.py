@@ -193,18 +193,17 @@ class FocusedSpider(scrapy.Spider):
             response.url, body, links, body_terms, title, noindex="noindex" in robots
         )
         links, waste_links = self._split_waste(links)
-        terms: tuple[bytes, ...] | None = None
-        if self.learns:
-            # the page's distinct terms (title and body, UTF-8) for a strategy that learns;
-            # of a waste page, the words of its main content beside its title's
-            terms = tuple(own) if own is not None else tuple(body_terms.keys() | title_terms)
+        learns = self.learns
         response.meta[meta.PAGE] = PageFacts(
             page_relevance=relevance,
             relevant=relevant,
             body_relevance=float(body_cos),
             link_count=len(links),
-            terms=terms,
+            # the page's distinct terms (title and body, UTF-8) for a strategy that learns
+            terms=tuple(body_terms.keys() | title_terms) if learns else None,
             waste=own is not None,
+            # of a waste page, the words of its main content beside its title's
+            own_terms=tuple(own) if learns and own is not None else None,
         )
         anchors = self.vector.cosines([link.text for link in links])
         contexts = self._contexts(response) if self.link_evidence else None

@@ -393,7 +393,7 @@ class LearningStrategy(Strategy):
         self.pages += 1
         self.exploration.observe(relevant)
         self.terms.optimism = self.optimism * self.exploration.weight
-        terms = page.terms or ()
+        terms = (page.own_terms if waste else page.terms) or ()
         page_buckets = None
         if self.page_judge is not None and terms and not waste:
             # judged before it learns from the page; it can only raise the label
@@ -406,7 +406,7 @@ class LearningStrategy(Strategy):
         buckets = self.terms.learn_page(terms, y, page_buckets)
         if self.recorder is not None:
             counted = relevant and bool(self.expand_terms and terms)
-            self.recorder.add(buckets, y, page.relevant, terms if counted else None)
+            self.recorder.add(buckets, y, relevant, terms if counted else None)
         if self.classifier is not None and meta.ANCHOR_TEXT in link:
             self.classifier.learn(
                 LinkEvidence(

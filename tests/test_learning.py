@@ -321,6 +321,7 @@ def test_a_waste_page_is_never_a_positive_label():
     )
     assert alder < unseen
     assert waste.exploration.relevant == 1 and plain.exploration.relevant == 2
+    assert waste.stats()["waste_pages"] == 1.0 and plain.stats()["waste_pages"] == 0.0
     assert waste.expander.relevant_pages == 1  # no relevance feedback from it
     # a waste page's links have a parent worth nothing: discounted like those of an
     # irrelevant page
@@ -375,6 +376,7 @@ def test_a_link_to_a_variant_of_its_page_is_not_valued_by_the_page_s_name():
     assert talk < rain and second < rain
     elsewhere = on.score_links(salt, links[:1])[0].value  # type: ignore[union-attr]
     assert talk < elsewhere
+    assert on.stats()["own_name_links"] == 2.0  # the talk page and the second page
     old = [x.value for x in off.score_links(acid, links)]  # type: ignore[union-attr]
     assert old[0] == pytest.approx(elsewhere) and old[2] == pytest.approx(rain)
 

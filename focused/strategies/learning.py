@@ -228,6 +228,8 @@ class LearningStrategy(Strategy):
         self.recorder: DeltaRecorder | None = None
         self.merged_pages = 0  # pages other workers learnt from, merged here
         self._names: dict[str, tuple[str, ...]] = {}  # URL -> page_name(URL), bounded
+        self.own_name_links = 0  # links valued without their URL's words (own_name)
+        self.waste_pages = 0  # pages learnt as waste (waste_label)
 
     # --- scoring --------------------------------------------------------------------
     def seed(self) -> LinkScore:
@@ -329,7 +331,9 @@ class LearningStrategy(Strategy):
         if not own:
             return urls
         name = self._page_name
-        return ["" if same_page_name(name(u), own) else u for u in urls]
+        named = ["" if same_page_name(name(u), own) else u for u in urls]
+        self.own_name_links += named.count("")
+        return named
 
     def _page_name(self, url: str) -> tuple[str, ...]:
         """:func:`page_name`, from a bounded cache (a link comes back page after page)."""
@@ -385,6 +389,7 @@ class LearningStrategy(Strategy):
         feedback) and does not teach the page model."""
         waste = page.waste and self.waste_label
         relevant = page.relevant and not waste
+        self.waste_pages += waste
         # a waste page (a talk page, a thread's second page: the article's title over a
         # few lines of their own) says the link led nowhere, however relevant its title
         y = 0.0
@@ -527,6 +532,8 @@ class LearningStrategy(Strategy):
             "mean_label": round(self.terms.mean, 4),
             "expanded_terms": float(self.expanded),
             "explore_weight": round(self.exploration.weight, 4),
+            "own_name_links": float(self.own_name_links),
+            "waste_pages": float(self.waste_pages),
         }
         if self.classifier is not None:
             out["classifier_examples"] = float(self.classifier.examples)

@@ -94,6 +94,13 @@ DEFAULTS: dict[str, Any] = {
     # is clearly high or low teach a model over all their terms, which can raise a
     # page's learning label up to this cap (0: off)
     "FOCUSED_LEARNING_PAGE_MODEL": 0.3,
+    # a page the spider judged waste for its URL shape (FOCUSED_WASTE_SHAPE_THRESHOLD)
+    # is a label of 0 for the link that led to it, not its keyword relevance
+    "FOCUSED_LEARNING_WASTE_LABEL": True,
+    # a link whose URL names the page it stands on (the same last path segment, a
+    # namespace like Talk: left out: a variant of that page) is valued without its
+    # URL's words
+    "FOCUSED_LEARNING_OWN_NAME": True,
     # --- frontier --------------------------------------------------------------
     # rescoring of the waiting links (a strategy that rescores: `learning`): every
     # FOCUSED_RESCORE_EVERY learnt pages (0: never), or every waiting / BUDGET pages
@@ -324,6 +331,8 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_LEARNING_EXPLORE_PRIOR": _float(0.0, 1e6),
     "FOCUSED_LEARNING_OPTIMISM": _float(0.0, 1.0),
     "FOCUSED_LEARNING_PAGE_MODEL": _float(0.0, 1.0, open_high=False),
+    "FOCUSED_LEARNING_WASTE_LABEL": _flag(),
+    "FOCUSED_LEARNING_OWN_NAME": _flag(),
     "FOCUSED_RESCORE_EVERY": _int(0, 1e12),
     "FOCUSED_RESCORE_BUDGET": _int(0, 1e12),
     "FOCUSED_FRONTIER": _text("memory", "redis"),

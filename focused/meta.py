@@ -75,6 +75,12 @@ class PageFacts:
     and C are computed on the page's main content (:mod:`focused.web.template`).
     ``terms`` (the page's distinct terms, UTF-8) is filled only for a strategy that
     learns from pages (:attr:`focused.strategies.base.Strategy.learns`).
+    ``waste``: the spider judged the page waste for its URL shape (a thin main content
+    not relevant in its own words: a talk page, a thread's second page, an article's
+    comments; :mod:`focused.web.urlshape`); its relevance A is still the page's, but a
+    strategy that learns must not take it as a good outcome of the link that led to it.
+    ``own_terms``: of a waste page, for a strategy that learns, the distinct terms of
+    its main content without its title's words (None otherwise).
     """
 
     page_relevance: float = 0.0
@@ -82,3 +88,5 @@ class PageFacts:
     body_relevance: float = 0.0
     link_count: int = 0
     terms: tuple[bytes, ...] | None = None
+    waste: bool = False
+    own_terms: tuple[bytes, ...] | None = None

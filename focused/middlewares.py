@@ -130,6 +130,7 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
             hops=got.get(meta.HOPS, 0),
             depth=got.get(meta.DEPTH, 0),
             link_count=page.link_count,
+            waste=page.waste,
         )
         self._parent_of = (response, parent)
         return parent

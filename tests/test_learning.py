@@ -28,6 +28,8 @@ from focused.ranking.learning import (
     degree,
     label,
     link_contexts,
+    page_name,
+    same_page_name,
     url_words,
 )
 from focused.ranking.relevance import TopicVector, term_counts
@@ -287,6 +289,96 @@ def test_the_parent_label_discounts_links_of_irrelevant_pages():
     learnt = alone.score_links(PARENT, link)[0].value  # type: ignore[union-attr]
     parent_label = label(degree(PARENT.page_relevance))
     assert good.value == pytest.approx(learnt**0.5 * parent_label**0.5, rel=1e-9)  # type: ignore[union-attr]
+
+
+def _talk_page(s: LearningStrategy, waste: bool) -> None:
+    """A thread's second page: its title names the topic (A high), its own words are a
+    user's name and a line of talk."""
+    own = tuple(term_counts("Alder wrote: I read about it too."))
+    terms = own + tuple(term_counts("Acid - page 2"))
+    facts = PageFacts(2.5, True, 0.0, 3, terms, waste, own if waste else None)
+    s.observe("http://f/thread/Acid?page=2", facts, {})
+
+
+def test_a_waste_page_is_never_a_positive_label():
+    """A page the spider judged waste teaches its words a label of 0, however relevant
+    its title made it; the same page not judged waste teaches them its high label."""
+    waste, plain = LearningStrategy(keywords=CHEM), LearningStrategy(keywords=CHEM)
+    for s in (waste, plain):
+        learn(s, "http://h/c", 1.5, True, "acid base salt chemistry")
+        learn(s, "http://h/f", 0.01, False, "striker goal football")
+    _talk_page(waste, waste=True)
+    _talk_page(plain, waste=False)
+    user = [Link("http://f/user/Alder", 0.0, "Alder", "")]
+    on = waste.score_links(PARENT, user)[0]
+    off = plain.score_links(PARENT, user)[0]
+    assert on is not None and off is not None
+    assert on.value < off.value
+    # the label of 0 puts the user's name below a word never seen
+    t = waste.terms
+    alder, unseen = t.score_terms(
+        t.terms_of(["http://f/", "http://f/"], ["alder", "zyx"], ["", ""])
+    )
+    assert alder < unseen
+    assert waste.exploration.relevant == 1 and plain.exploration.relevant == 2
+    assert waste.stats()["waste_pages"] == 1.0 and plain.stats()["waste_pages"] == 0.0
+    assert waste.expander.relevant_pages == 1  # no relevance feedback from it
+    # a waste page's links have a parent worth nothing: discounted like those of an
+    # irrelevant page
+    link = [Link("http://h/wiki/Acid.html", 0.5, "acid", "")]
+    talk = Parent("http://f/thread/Acid?page=2", 2.5, True, 0.0, 100.0, 0, 1, 3, True)
+    article = Parent("http://f/thread/Acid?page=2", 2.5, True, 0.0, 100.0, 0, 1, 3)
+    assert waste.score_links(talk, link)[0].value < waste.score_links(article, link)[0].value  # type: ignore[union-attr]
+    # FOCUSED_LEARNING_WASTE_LABEL=False: the page's keyword label as before
+    old = LearningStrategy(keywords=CHEM, waste_label=False)
+    learn(old, "http://h/c", 1.5, True, "acid base salt chemistry")
+    learn(old, "http://h/f", 0.01, False, "striker goal football")
+    _talk_page(old, waste=True)
+    assert old.score_links(PARENT, user)[0].value == pytest.approx(off.value)  # type: ignore[union-attr]
+
+
+def test_page_name_is_shared_by_a_page_s_variants():
+    iron = page_name("http://w/wiki/Iron")
+    assert iron == ("wiki", "iron")
+    for url in (
+        "http://w/wiki/Talk:Iron",
+        "http://w/wiki/Iron?printable=yes",
+        "http://w/m/wiki/Iron",
+        "http://x/wiki/Iron.html?oldid=3",
+    ):
+        assert same_page_name(page_name(url), iron), url
+    thread = page_name("http://f/thread/Iron")
+    assert same_page_name(page_name("http://f/thread/Iron?page=2"), thread)
+    assert same_page_name(page_name("http://f/m/thread/Iron"), thread)
+    assert not same_page_name(page_name("http://w/wiki/Iron_oxide"), iron)
+    # the same file name in another folder is another page
+    assert not same_page_name(page_name("http://s/physics/p20.html"), page_name("http://s/c/p20"))
+    assert page_name("http://w/") == () and not same_page_name((), ())
+
+
+def test_a_link_to_a_variant_of_its_page_is_not_valued_by_the_page_s_name():
+    """On the Acid page, the links to its talk page and its second page carry "acid" in
+    their URLs, the page's own name: they are valued by their anchors ("Talk", "2")
+    alone, below a link to another acid article; from another page the same talk link
+    keeps its URL's words. FOCUSED_LEARNING_OWN_NAME=False: valued by them."""
+    on, off = LearningStrategy(keywords=CHEM), LearningStrategy(keywords=CHEM, own_name=False)
+    for s in (on, off):
+        learn(s, "http://h/wiki/Acid", 2.0, True, "acid base salt chemistry")
+        learn(s, "http://h/wiki/Goal", 0.01, False, "striker goal football")
+    acid = Parent("http://h/wiki/Acid", 2.0, True, 0.4, 100.0, 0, 1, 3)
+    salt = Parent("http://h/wiki/Salt", 2.0, True, 0.4, 100.0, 0, 1, 3)
+    links = [
+        Link("http://h/wiki/Talk:Acid", 0.0, "Talk", ""),
+        Link("http://h/wiki/Acid?page=2", 0.0, "2", ""),
+        Link("http://h/wiki/Acid_rain", 0.0, "Acid rain", ""),
+    ]
+    talk, second, rain = (x.value for x in on.score_links(acid, links))  # type: ignore[union-attr]
+    assert talk < rain and second < rain
+    elsewhere = on.score_links(salt, links[:1])[0].value  # type: ignore[union-attr]
+    assert talk < elsewhere
+    assert on.stats()["own_name_links"] == 2.0  # the talk page and the second page
+    old = [x.value for x in off.score_links(acid, links)]  # type: ignore[union-attr]
+    assert old[0] == pytest.approx(elsewhere) and old[2] == pytest.approx(rain)
 
 
 def test_seed_outranks_every_link():

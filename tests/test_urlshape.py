@@ -249,3 +249,114 @@ def test_waiting_link_of_a_shape_learnt_wasteful_is_served_after_content(hub_cra
     assert max(plain_talks) < min(plain_articles)  # found first, fetched first
     plain_stats = json.loads((plain.out / "stats.json").read_text())
     assert "focused/scheduler/waste_requeued" not in plain_stats
+
+
+FOOTBALL = (
+    "A striker scored twice in the second half, the keeper saved a penalty and the"
+    " midfield held the ball until the final whistle of the league match."
+)
+
+
+@pytest.fixture(scope="module")
+def talk_crawls(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, tuple[object, str]]:
+    """A hub whose links are TALKS talk pages (titled with the topic, thin, waste) and
+    articles; each talk page links its poster's user page (a long page off the topic),
+    whose name is seen nowhere else. Crawled by ``learning`` one request at a time, with
+    and without FOCUSED_LEARNING_WASTE_LABEL."""
+    text = " ".join([ARTICLE] * 3)
+    links = [(f"/wiki/Talk:A{i}", f"{TALK_ANCHOR} {i}") for i in range(TALKS)]
+    links += [(f"/wiki/A{i}", f"Acid {i}") for i in range(TALKS)]
+    pages = {"/wiki/Hub": _page("Acid", text, links)}
+    for i in range(TALKS):
+        user = f"Poster{chr(ord('a') + i)}"
+        pages[f"/wiki/A{i}"] = _page(f"Acid {i}", f"Note {i}. {text}", [])
+        talk = f"{user} wrote: I disagree with edit {i} of this page."
+        pages[f"/wiki/Talk:A{i}"] = _page(f"{TALK_TITLE} {i}", talk, [(f"/u/{user}", user)])
+        pages[f"/u/{user}"] = _page(user, " ".join([f"{user} {FOOTBALL}"] * 4), [])
+    site = Site(pages)
+    crawls = {}
+    try:
+        for on in (True, False):
+            out = tmp_path_factory.mktemp(f"waste-label-{on}")
+            crawls[on] = (
+                run_crawl(
+                    out,
+                    "FOCUSED_WEB=real",
+                    f"FOCUSED_SEEDS={site.base}/wiki/Hub",
+                    "FOCUSED_STRATEGY=learning",
+                    f"FOCUSED_LEARNING_WASTE_LABEL={on}",
+                    "CONCURRENT_REQUESTS=1",
+                    "ROBOTSTXT_OBEY=False",
+                    timeout=120,
+                ),
+                site.base,
+            )
+    finally:
+        site.close()
+    return crawls
+
+
+def test_a_waste_page_teaches_learning_no_good_label(talk_crawls) -> None:
+    """The talk pages are relevant by their titles and waste by their own words: with
+    the waste label the links they hold (their posters' pages) are valued lower than
+    when the talk pages' high keyword label is learnt; the crawl is otherwise the same."""
+    values = {}
+    for on, (crawl, _base) in talk_crawls.items():
+        rows = crawl.rows()  # type: ignore[attr-defined]
+        stats = json.loads((crawl.out / "stats.json").read_text())  # type: ignore[attr-defined]
+        assert stats["focused/pages/waste"] == TALKS
+        talks = [r for r in rows if "/wiki/Talk:" in r["url"]]
+        assert len(talks) == TALKS and all(r["relevant"] for r in talks)
+        users = [float(r["link_value"]) for r in rows if "/u/" in r["url"]]
+        assert len(users) == TALKS
+        values[on] = users
+    assert max(values[True]) < min(values[False])
+
+
+def test_learning_fetches_another_article_before_its_page_s_own_variants(tmp_path: Path) -> None:
+    """From an off-topic seed the crawl reaches a chemistry page, then the Acid article;
+    both name sodium and acid. Acid's links to its own second page, print copy and talk
+    page hold "acid" in their URLs, as the Acid page's own URL does; its link to the
+    Sodium article is named "sodium". With FOCUSED_LEARNING_OWN_NAME the variants are
+    valued by their anchors ("2", "Printable version", "Talk": words of the Acid page
+    alone) and Sodium comes first; without it the first variant, named "acid" like
+    Sodium is named "sodium" (words of both good pages), ties with Sodium and, found
+    first, is fetched first."""
+    text = " ".join([ARTICLE] * 3) + " Sodium hydroxide is a strong base."
+    links = [
+        ("/wiki/Acid?page=2", "2"),
+        ("/wiki/Acid?printable=yes", "Printable version"),
+        ("/wiki/Talk:Acid", "Talk"),
+        ("/wiki/Sodium", "Sodium"),
+    ]
+    pages = {
+        "/wiki/Goal": _page("Goal", " ".join([FOOTBALL] * 4), [("/wiki/Chem", "Chem")]),
+        "/wiki/Chem": _page("Chemistry", f"Chemistry. {text}", [("/wiki/Acid", "Acid")]),
+        "/wiki/Acid": _page("Acid", text, links),
+        "/wiki/Acid?page=2": _page("Acid - page 2", f"Page two. {text}", []),
+        "/wiki/Acid?printable=yes": _page("Acid", text, []),
+        "/wiki/Talk:Acid": _page("Talk:Acid", "I disagree. -- Bob", []),
+        "/wiki/Sodium": _page("Sodium", f"Sodium is a metal. {text}", []),
+    }
+    site = Site(pages)
+    after = {}
+    try:
+        for on in (True, False):
+            crawl = run_crawl(
+                tmp_path / f"own-{on}",
+                "FOCUSED_WEB=real",
+                f"FOCUSED_SEEDS={site.base}/wiki/Goal",
+                "FOCUSED_STRATEGY=learning",
+                f"FOCUSED_LEARNING_OWN_NAME={on}",
+                "CONCURRENT_REQUESTS=1",
+                "ROBOTSTXT_OBEY=False",
+                timeout=120,
+            )
+            urls = [r["url"].removeprefix(site.base) for r in crawl.rows()]
+            assert urls[:3] == ["/wiki/Goal", "/wiki/Chem", "/wiki/Acid"]
+            assert "/wiki/Sodium" in urls
+            after[on] = urls[3]
+    finally:
+        site.close()
+    assert after[True] == "/wiki/Sodium"
+    assert after[False] == "/wiki/Acid?page=2"

@@ -69,6 +69,8 @@ __all__ = [
     "encode_evidence",
     "label",
     "link_contexts",
+    "page_name",
+    "same_page_name",
     "url_words",
 ]
 
@@ -112,6 +114,39 @@ def url_words(url: str) -> list[str]:
     if dot and stem and 1 <= len(ext) <= 5:
         last = stem
     return tokenize(_URL_SPLIT.sub(" ", last))
+
+
+_NAMESPACE = re.compile(r"^[^\W\d_][\w -]{0,30}:(?=.)")
+
+
+def page_name(url: str) -> tuple[str, ...]:
+    """The name a URL gives its page: its path's segments, unquoted and lower-cased, the
+    last without a file extension or a ``Talk:``-like namespace (``()`` for a root URL).
+
+    The variants of one page share it, or end with it (:func:`same_page_name`): its
+    talk page (``/wiki/Talk:Iron``), its print and mobile copies
+    (``/wiki/Iron?printable=yes``, ``/m/wiki/Iron``), its old revisions, its comments
+    (``/story/Iron?comments=1``), its second page (``/thread/Iron?page=2``)."""
+    segments = [s for s in unquote(urlsplit(url).path).lower().split("/") if s]
+    if not segments:
+        return ()
+    last = segments[-1]
+    stem, dot, ext = last.rpartition(".")
+    if dot and stem and 1 <= len(ext) <= 5:
+        last = stem
+    segments[-1] = _NAMESPACE.sub("", last)
+    return tuple(segments)
+
+
+def same_page_name(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """Whether two :func:`page_name` s name one page: one ends with the other
+    (``/m/wiki/iron`` and ``/wiki/iron``; ``/chemistry/p20`` and ``/physics/p20`` do
+    not)."""
+    if not a or not b:
+        return False
+    if len(a) < len(b):
+        a, b = b, a
+    return a[len(a) - len(b) :] == b
 
 
 def context_window(before: str, after: str, words: int = CONTEXT_WORDS) -> str:

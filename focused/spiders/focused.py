@@ -199,6 +199,7 @@ class FocusedSpider(scrapy.Spider):
             text_terms, body_terms = joined_and_counts(body)
         else:
             body_terms = term_counts(body[:cap])  # counted once: a learning strategy learns them
+        title_terms = term_counts(title).keys()
         title_cos = self.vector.cosine(title)
         body_cos = self.vector.cosine_of_counts(body_terms)
         relevance = page_relevance(title_cos, body_cos, self.title_weight)
@@ -207,15 +208,21 @@ class FocusedSpider(scrapy.Spider):
         found, url_of = self.link_extractor.links_and_urls(response)
         links = self._followed(found, robots)
         links, chrome_links = self._split_links(page, links, url_of)
-        self._learn_shape(response.url, body, links, body_terms, title, noindex="noindex" in robots)
+        own = self._learn_shape(
+            response.url, body, links, body_terms, title, noindex="noindex" in robots
+        )
         links, waste_links = self._split_waste(links)
+        learns = self.learns
         response.meta[meta.PAGE] = PageFacts(
             page_relevance=relevance,
             relevant=relevant,
             body_relevance=float(body_cos),
             link_count=len(links),
             # the page's distinct terms (title and body, UTF-8) for a strategy that learns
-            terms=tuple(body_terms.keys() | term_counts(title).keys()) if self.learns else None,
+            terms=tuple(body_terms.keys() | title_terms) if learns else None,
+            waste=own is not None,
+            # of a waste page, the words of its main content beside its title's
+            own_terms=tuple(own) if learns and own is not None else None,
         )
         anchors = self.vector.cosines([link.text for link in links])
         contexts = link_contexts(response.selector.root, url_of) if self.link_evidence else None
@@ -347,7 +354,7 @@ class FocusedSpider(scrapy.Spider):
         title: str,
         *,
         noindex: bool,
-    ) -> None:
+    ) -> Counter[bytes] | None:
         """Count the page as one more of its URL shape, waste when it is marked
         ``noindex``, or when its main content is thin (fewer than ``FOCUSED_THIN_WORDS``
         words outside its content links' anchors) and not relevant *in its own words*:
@@ -357,10 +364,18 @@ class FocusedSpider(scrapy.Spider):
         A = 4B + C: a talk page, the second page of a thread or an article's comments
         carry the article's title (in the title and again as their heading) and little
         else of its subject; a short article on the topic, or a list of links on it (a
-        hub: its anchors are in its main content), says more than its title."""
+        hub: its anchors are in its main content), says more than its title.
+
+        Returns the terms of a thin waste page's main content without its title's
+        words (the strategy must not learn from it as a good page:
+        :attr:`focused.meta.PageFacts.waste`), None for any other page (a page marked
+        ``noindex`` is no outcome a strategy learns from, and its links keep its
+        relevance as their parent's: a site's search results may be a good list of
+        links), and always while shapes are off."""
         if self.shapes is None:
-            return
+            return None
         waste = noindex
+        own: Counter[bytes] | None = None
         if not waste:
             link_words = sum(len(k.text.split()) for k in links)
             if thin(len(body.split()), link_words, self.thin_words):
@@ -371,6 +386,7 @@ class FocusedSpider(scrapy.Spider):
         if waste:
             self._count("focused/pages/waste")
         self.shapes.observe(url, waste=waste)
+        return own if waste else None
 
     def wasteful_link(self, url: str) -> bool:
         """Whether a link to ``url`` is of a URL shape learnt wasteful by now (the

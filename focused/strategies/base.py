@@ -56,6 +56,8 @@ class Parent:
     hops: int  # irrelevant pages crossed since the last relevant one
     depth: int
     link_count: int  # t in Gao & Han's link weight
+    #: the spider judged the page waste for its URL shape (:class:`focused.meta.PageFacts`)
+    waste: bool = False
 
 
 class Link(NamedTuple):

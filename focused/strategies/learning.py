@@ -2,11 +2,17 @@
 
 ACHE-style: every fetched page is a labelled example — labelled by the crawler's own
 page relevance A (the page-relevance rule A = 4B + C), graded on a log scale
-(:func:`focused.ranking.learning.label`) — and the models it trains score the links
-found after it (:mod:`focused.ranking.learning`):
+(:func:`focused.ranking.learning.label`), or 0 for a page the spider judged waste for
+its URL shape (``waste_label``: a talk page or a thread's second page carries the
+article's title, so A calls it relevant, and its user names and boilerplate would be
+learnt as topic terms) — and the models it trains score the links found after it
+(:mod:`focused.ranking.learning`):
 
 - the **term model** (always): a link's value is the best learnt term of its anchor
   text and URL words, mixed with the mean term of the text around it (``context``);
+  the URL words of a link to a variant of its own page (``own_name``: the same
+  :func:`~focused.ranking.learning.page_name`, e.g. its talk page or second page) do
+  not count, as they are the page's own name;
 - the **link classifier** (``link_model=True``): an ``SGDRegressor`` on the evidence of
   the link that led to each page, blended in as ``n / (n + classifier_prior)``;
 - the **m-value channel** (Liu, Xia & Xu 2010): a link keeps ``m = M0`` when its anchor is
@@ -50,6 +56,9 @@ from focused.ranking.learning import (
     degree,
     encode_evidence,
     label,
+    page_name,
+    remember,
+    same_page_name,
 )
 from focused.ranking.modelstate import DeltaRecorder, ModelDelta, join_terms, split_terms
 from focused.ranking.pagemodel import PageModel
@@ -110,6 +119,13 @@ class LearningStrategy(Strategy):
     page_threshold: float = 2.0
     #: give each link its rescoring evidence (the frontier re-orders waiting links)
     rescore_links: bool = True
+    #: a page the spider judged waste (:attr:`focused.meta.PageFacts.waste`) is a label
+    #: of 0 for the link that led to it, and its links' parent is worth 0
+    waste_label: bool = True
+    #: a link whose URL gives its page the name of the page it stands on (a variant of
+    #: that page: its talk page, print copy, second page) is valued without its URL's
+    #: words (:func:`focused.ranking.learning.page_name`)
+    own_name: bool = True
     name = "learning"
     #: the spider puts anchor text and context in the meta, and the page's terms in its
     #: facts
@@ -146,6 +162,8 @@ class LearningStrategy(Strategy):
             "page_model": read.in_range(
                 "FOCUSED_LEARNING_PAGE_MODEL", 0.0, 1.0, open_low=False, open_high=False
             ),
+            "waste_label": read.flag("FOCUSED_LEARNING_WASTE_LABEL"),
+            "own_name": read.flag("FOCUSED_LEARNING_OWN_NAME"),
             # links carry rescoring evidence only for a frontier that will rescore them
             "rescore_links": int(read.in_range("FOCUSED_RESCORE_EVERY", 0, 1e12, open_low=False))
             > 0
@@ -209,6 +227,9 @@ class LearningStrategy(Strategy):
         #: what this process learnt since the last :meth:`take_delta` (a shared model)
         self.recorder: DeltaRecorder | None = None
         self.merged_pages = 0  # pages other workers learnt from, merged here
+        self._names: dict[str, tuple[str, ...]] = {}  # URL -> page_name(URL), bounded
+        self.own_name_links = 0  # links valued without their URL's words (own_name)
+        self.waste_pages = 0  # pages learnt as waste (waste_label)
 
     # --- scoring --------------------------------------------------------------------
     def seed(self) -> LinkScore:
@@ -237,13 +258,13 @@ class LearningStrategy(Strategy):
         scores: list[LinkScore | None] = [None] * len(links)
         if not kept:
             return scores
-        parent_degree = degree(parent.page_relevance, self.title_weight)
+        parent_degree = self._parent_degree(parent)
         relevant_list = relevant.tolist()
         kept_links = [links[i] for i in kept]
         # the links' terms from their columns (no LinkEvidence unless the classifier
         # needs one)
         link_terms = self.terms.terms_of(
-            [link.url for link in kept_links],
+            self._named_urls(parent, kept_links),
             [link.anchor_text for link in kept_links],
             [link.context for link in kept_links],
         )
@@ -294,6 +315,31 @@ class LearningStrategy(Strategy):
             scores[i] = LinkScore(priorities[j], value, m, hops, metas[j])
         return scores
 
+    def _parent_degree(self, parent: Parent) -> float:
+        """The parent's relevance degree; 0 for a page judged waste (``waste_label``)."""
+        if parent.waste and self.waste_label:
+            return 0.0
+        return degree(parent.page_relevance, self.title_weight)
+
+    def _named_urls(self, parent: Parent, links: Sequence[Link]) -> list[str]:
+        """The links' URLs whose words count as their names: ``""`` for a link to a
+        variant of the parent itself (``own_name``: :func:`same_page_name`), whose
+        URL words are the parent's own name; they say how good the parent was, not
+        what is behind the link."""
+        urls = [link.url for link in links]
+        own = self._page_name(parent.url) if self.own_name else ()
+        if not own:
+            return urls
+        name = self._page_name
+        named = ["" if same_page_name(name(u), own) else u for u in urls]
+        self.own_name_links += named.count("")
+        return named
+
+    def _page_name(self, url: str) -> tuple[str, ...]:
+        """:func:`page_name`, from a bounded cache (a link comes back page after page)."""
+        got = self._names.get(url)
+        return got if got is not None else remember(self._names, url, page_name(url))
+
     def _with_parent(self, values: np.ndarray, parent_label: np.ndarray | float) -> np.ndarray:
         """The parent's own label weighs in geometrically: a link of a page the crawl
         judged irrelevant is discounted, never dropped (He, Cheng & Cai 2009 weigh the
@@ -337,14 +383,24 @@ class LearningStrategy(Strategy):
     def observe(self, url: str, page: PageFacts, link: Mapping[str, Any]) -> None:
         """A fetched page: its relevance labels the link that led to it (``link``: the
         request's meta) and its distinct terms (``page.terms``, title and body, UTF-8:
-        :func:`focused.ranking.relevance.term_counts`) teach the term model."""
-        y = label(degree(page.page_relevance, self.title_weight), self.label_floor)
+        :func:`focused.ranking.relevance.term_counts`) teach the term model. A waste page
+        (``page.waste``, with ``waste_label``) is a label of 0 on the words of its main
+        content beside its title, is no relevant page (no exploration, no relevance
+        feedback) and does not teach the page model."""
+        waste = page.waste and self.waste_label
+        relevant = page.relevant and not waste
+        self.waste_pages += waste
+        # a waste page (a talk page, a thread's second page: the article's title over a
+        # few lines of their own) says the link led nowhere, however relevant its title
+        y = 0.0
+        if not waste:
+            y = label(degree(page.page_relevance, self.title_weight), self.label_floor)
         self.pages += 1
-        self.exploration.observe(page.relevant)
+        self.exploration.observe(relevant)
         self.terms.optimism = self.optimism * self.exploration.weight
-        terms = page.terms or ()
+        terms = (page.own_terms if waste else page.terms) or ()
         page_buckets = None
-        if self.page_judge is not None and terms:
+        if self.page_judge is not None and terms and not waste:
             # judged before it learns from the page; it can only raise the label
             page_buckets = PageModel.features(terms)
             y = self.page_judge.label(y, page_buckets)
@@ -354,8 +410,8 @@ class LearningStrategy(Strategy):
         # the page's buckets are hashed once, for the page model and the term model
         buckets = self.terms.learn_page(terms, y, page_buckets)
         if self.recorder is not None:
-            counted = page.relevant and bool(self.expand_terms and terms)
-            self.recorder.add(buckets, y, page.relevant, terms if counted else None)
+            counted = relevant and bool(self.expand_terms and terms)
+            self.recorder.add(buckets, y, relevant, terms if counted else None)
         if self.classifier is not None and meta.ANCHOR_TEXT in link:
             self.classifier.learn(
                 LinkEvidence(
@@ -369,7 +425,7 @@ class LearningStrategy(Strategy):
                 ),
                 y,
             )
-        if page.relevant and self.expand_terms and terms:
+        if relevant and self.expand_terms and terms:
             # background frequencies: the term model's (no second count of every page)
             self.expander.add_relevant(terms)  # UTF-8 terms, decoded only when added
             self.relevant_pages += 1
@@ -476,6 +532,8 @@ class LearningStrategy(Strategy):
             "mean_label": round(self.terms.mean, 4),
             "expanded_terms": float(self.expanded),
             "explore_weight": round(self.exploration.weight, 4),
+            "own_name_links": float(self.own_name_links),
+            "waste_pages": float(self.waste_pages),
         }
         if self.classifier is not None:
             out["classifier_examples"] = float(self.classifier.examples)

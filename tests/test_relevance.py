@@ -233,3 +233,21 @@ def test_chinese_check_in_c_agrees_with_the_regular_expression() -> None:
     for _ in range(20_000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8)))
         assert relevance._has_cjk(text) == (cjk.search(text) is not None), repr(text)
+
+
+def test_cached_jieba_words_are_jiebas_and_share_one_string_per_word() -> None:
+    """The cut cache gives ``jieba.lcut``'s words for every run, cached or not, and
+    keeps one string per distinct word (its memory: a list per run, not the words)."""
+    import jieba
+
+    from focused.ranking import relevance
+
+    relevance._cut_cache.clear()
+    relevance._cut_words.clear()
+    runs = ["化学反应和化学", "化学", "物理和化学反应", "化学反应和化学"] + ["元素" * 40]
+    for run in runs * 2:
+        assert relevance._cut(run) == jieba.lcut(run)
+    cached = [w for words in relevance._cut_cache.values() for w in words]
+    assert "化学" in cached
+    same = [w for w in cached if w == "化学"]
+    assert len(same) > 1 and all(w is same[0] for w in same)

@@ -139,9 +139,12 @@ def tokenize(text: str) -> list[str]:
 
 #: Chinese runs whose jieba words are cached (cleared when full or when jieba's
 #: dictionary changes, e.g. after ``jieba.add_word``): pages repeat most of their phrases.
+#: The cached lists share one string per distinct word (``_cut_words``): a run then costs
+#: its key and its list, not a string per word (~1.3 KB a run on the sandbox before).
 CUT_CACHE_SIZE = 1 << 16
 CUT_CACHE_MAX_CHARS = 64
 _cut_cache: dict[str, list[str]] = {}
+_cut_words: dict[str, str] = {}
 _cut_dictionary: tuple[int, int, int] = (0, 0, 0)
 
 
@@ -154,10 +157,12 @@ def _cut(run: str) -> list[str]:
     state = (id(dt.FREQ), dt.total, len(dt.FREQ))
     if state != _cut_dictionary or len(_cut_cache) >= CUT_CACHE_SIZE:
         _cut_cache.clear()
+        _cut_words.clear()
         _cut_dictionary = state
     words = _cut_cache.get(run)
     if words is None:
-        words = _cut_cache[run] = jieba.lcut(run)
+        shared = _cut_words.setdefault
+        words = _cut_cache[run] = [shared(w, w) for w in jieba.lcut(run)]
         _cut_dictionary = (id(dt.FREQ), dt.total, len(dt.FREQ))  # lcut may load the dict
     return words
 

@@ -203,3 +203,26 @@ def test_print_copy_is_stored_once(tmp_path: Path) -> None:
     assert stats["focused/links/chrome"] >= 5
     # the chrome links (404 here) come after the article's: Base is fetched first
     assert urls.index("/wiki/Base") == 1
+
+
+def test_an_href_that_makes_no_url_is_no_chrome_link() -> None:
+    """A hostile chrome block with ``//[x`` (urljoin raises "Invalid IPv6 URL"): the
+    page's other chrome links are still found, and nothing raises."""
+    from focused.robustness import FocusedLinkExtractor
+
+    broken = nav().replace(
+        "<li><a href='/Main'>", "<li><a href='//[x'>broken</a></li><li><a href='/Main'>"
+    )
+    templates = HostTemplates()
+    found = []
+    for name in ("a", "b"):
+        r = parsed(
+            html(name, ARTICLE, [("/Salt", "article link")], broken), f"http://wiki.test/{name}"
+        )
+        links, url_of = FocusedLinkExtractor().links_and_urls(r)
+        page = templates.classify("wiki.test", split_page(r.selector.root))
+        templates.learn("wiki.test", page)
+        with pytest.raises(ValueError):
+            url_of("//[x")
+        found.append(chrome_urls(page, url_of))
+    assert "http://wiki.test/Donate" in found[1] and "http://wiki.test/Salt" not in found[1]

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import mmh3
@@ -371,12 +371,23 @@ class HostTemplates:
 
 
 def chrome_urls(page: Page, absolute: Callable[[str], str]) -> set[str]:
-    """Absolute URLs (by ``absolute(href)``) of the links that stand only in chrome."""
+    """Absolute URLs (by ``absolute(href)``) of the links that stand only in chrome.
+
+    An ``href`` that makes no URL (``absolute`` raises ``ValueError``, e.g. ``//[x``)
+    is no link: it is left out, and the page is judged on the rest."""
     hrefs = page.chrome_hrefs()
     if not hrefs:
         return set()
-    content = {absolute(h) for b in page.blocks if not b.chrome for h in b.hrefs}
-    return {u for u in (absolute(h) for h in hrefs) if u not in content}
+
+    def urls(of: Iterable[str]) -> Iterator[str]:
+        for h in of:
+            try:
+                yield absolute(h)
+            except ValueError:
+                continue
+
+    content = set(urls(h for b in page.blocks if not b.chrome for h in b.hrefs))
+    return {u for u in urls(hrefs) if u not in content}
 
 
 def blocks_text(blocks: Iterable[Block]) -> str:

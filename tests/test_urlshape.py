@@ -185,18 +185,32 @@ def hub_crawls(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, tuple[obj
         pages[f"/wiki/A{i}"] = _page(f"Acid {i}", f"Note {i}. {text}", [])
         talk = f"I disagree with edit {i} of this page. -- Bob"
         pages[f"/wiki/Talk:A{i}"] = _page(f"{TALK_TITLE} {i}", talk, [])
+    return _crawl_on_and_off(
+        tmp_path_factory, pages, "FOCUSED_WASTE_SHAPE_RECHECK", strategy="best_first"
+    )
+
+
+def _crawl_on_and_off(
+    tmp_path_factory: pytest.TempPathFactory,
+    pages: dict[str, bytes],
+    setting: str,
+    *,
+    strategy: str,
+) -> dict[bool, tuple[object, str]]:
+    """The site of ``pages`` crawled from /wiki/Hub one request at a time, with the
+    boolean ``setting`` on and off: {on: (crawl, the site's base URL)}."""
     site = Site(pages)
     crawls = {}
     try:
-        for recheck in (True, False):
-            out = tmp_path_factory.mktemp(f"recheck-{recheck}")
-            crawls[recheck] = (
+        for on in (True, False):
+            out = tmp_path_factory.mktemp(f"{setting.lower()}-{on}")
+            crawls[on] = (
                 run_crawl(
                     out,
                     "FOCUSED_WEB=real",
                     f"FOCUSED_SEEDS={site.base}/wiki/Hub",
-                    "FOCUSED_STRATEGY=best_first",
-                    f"FOCUSED_WASTE_SHAPE_RECHECK={recheck}",
+                    f"FOCUSED_STRATEGY={strategy}",
+                    f"{setting}={on}",
                     "CONCURRENT_REQUESTS=1",
                     "ROBOTSTXT_OBEY=False",
                     timeout=120,
@@ -273,27 +287,9 @@ def talk_crawls(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, tuple[ob
         talk = f"{user} wrote: I disagree with edit {i} of this page."
         pages[f"/wiki/Talk:A{i}"] = _page(f"{TALK_TITLE} {i}", talk, [(f"/u/{user}", user)])
         pages[f"/u/{user}"] = _page(user, " ".join([f"{user} {FOOTBALL}"] * 4), [])
-    site = Site(pages)
-    crawls = {}
-    try:
-        for on in (True, False):
-            out = tmp_path_factory.mktemp(f"waste-label-{on}")
-            crawls[on] = (
-                run_crawl(
-                    out,
-                    "FOCUSED_WEB=real",
-                    f"FOCUSED_SEEDS={site.base}/wiki/Hub",
-                    "FOCUSED_STRATEGY=learning",
-                    f"FOCUSED_LEARNING_WASTE_LABEL={on}",
-                    "CONCURRENT_REQUESTS=1",
-                    "ROBOTSTXT_OBEY=False",
-                    timeout=120,
-                ),
-                site.base,
-            )
-    finally:
-        site.close()
-    return crawls
+    return _crawl_on_and_off(
+        tmp_path_factory, pages, "FOCUSED_LEARNING_WASTE_LABEL", strategy="learning"
+    )
 
 
 def test_a_waste_page_teaches_learning_no_good_label(talk_crawls) -> None:

@@ -32,6 +32,7 @@ from scrapy.utils.response import get_base_url
 from w3lib.html import strip_html5_whitespace
 from w3lib.url import safe_url_string
 
+from focused.bounded import remember
 from focused.defaults import get
 from focused.web import sanitize
 
@@ -322,10 +323,7 @@ class FocusedLinkExtractor(LinkExtractor):
             got = (url, problem)
             if not _HAS_HOST.match(safe):  # the join with the page URL depends on the page
                 return got
-        if len(self._urls) >= self.CACHE_SIZE:
-            self._urls.clear()
-        self._urls[key] = got
-        return got
+        return remember(self._urls, key, got, self.CACHE_SIZE)
 
     def _capped(
         self, iter_links: Callable[[Any], Iterator[tuple[Any, str, str]]]

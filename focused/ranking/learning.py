@@ -37,11 +37,12 @@ import struct
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 import numpy as np
 
+from focused.bounded import remember
 from focused.ranking.relevance import (
     HASH_IN_C_FROM,
     N_FEATURES,
@@ -80,21 +81,9 @@ MAX_CONTEXT_CHARS = 160
 #: Words on each side of a link that make its context.
 CONTEXT_WORDS = 8
 
-#: Terms (and URLs) whose bucket (words) are cached; the cache is cleared when full.
+#: Terms (and URLs) whose bucket (words) are cached; the cache is cleared when full
+#: (:func:`focused.bounded.remember`).
 CACHE_SIZE = 1 << 18
-
-
-K = TypeVar("K")
-V = TypeVar("V")
-
-
-def remember(cache: dict[K, V], key: K, value: V) -> V:
-    """Put ``value`` in ``cache`` under ``key`` and return it; a cache that holds
-    ``CACHE_SIZE`` entries is emptied first (bounded memory on the open web)."""
-    if len(cache) >= CACHE_SIZE:
-        cache.clear()
-    cache[key] = value
-    return value
 
 
 _URL_SPLIT = re.compile(r"[\W_]+")
@@ -260,7 +249,7 @@ class TermModel:
     def feature(self, term: str | bytes) -> int:
         """Bucket of ``term`` (``str`` or its UTF-8: the same bucket)."""
         f = self._cache.get(term)
-        return f if f is not None else remember(self._cache, term, feature(term))
+        return f if f is not None else remember(self._cache, term, feature(term), CACHE_SIZE)
 
     def _buckets(self, terms: list[str] | list[bytes] | list[str | bytes]) -> list[int]:
         found = list(map(self._cache.get, terms))
@@ -332,11 +321,15 @@ class TermModel:
 
     def _anchor_words(self, anchor: str) -> list[str]:
         words = self._anchors.get(anchor)
-        return words if words is not None else remember(self._anchors, anchor, tokenize(anchor))
+        if words is None:
+            words = remember(self._anchors, anchor, tokenize(anchor), CACHE_SIZE)
+        return words
 
     def _words_of_url(self, url: str) -> list[str]:
         words = self._url_words.get(url)
-        return words if words is not None else remember(self._url_words, url, url_words(url))
+        if words is None:
+            words = remember(self._url_words, url, url_words(url), CACHE_SIZE)
+        return words
 
     def link_terms(self, evidence: Sequence[LinkEvidence]) -> LinkTerms:
         """The buckets of each link's name terms (anchor and URL) and context terms."""
@@ -740,7 +733,7 @@ class TermWeights:
             dot = sum(n * weights.get(t, 0.0) for t, n in counts.items())
             cos = min(1.0, max(0.0, dot / math.sqrt(sum(n * n for n in counts.values()))))
         if len(text) <= MAX_ANCHOR_CHARS:
-            remember(self._short, text, cos)
+            remember(self._short, text, cos, CACHE_SIZE)
         return cos
 
     def cosines(self, texts: Iterable[str]) -> np.ndarray:

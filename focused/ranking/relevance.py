@@ -32,6 +32,8 @@ import jieba
 import mmh3
 import numpy as np
 
+from focused.bounded import remember
+
 jieba.setLogLevel(logging.WARNING)
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -409,9 +411,7 @@ class TopicVector:
         short = self._short
         cos = short.get(text)
         if cos is None:
-            if len(short) >= TEXT_CACHE_SIZE:
-                short.clear()
-            cos = short[text] = self._cosine(text)
+            cos = remember(short, text, self._cosine(text), TEXT_CACHE_SIZE)
         return cos
 
     def cosines(self, texts: Sequence[str] | Iterable[str]) -> np.ndarray:

@@ -42,9 +42,11 @@ from typing import Any
 import numpy as np
 
 from focused import meta
+from focused.bounded import remember
 from focused.meta import PageFacts
 from focused.ranking import mvalue
 from focused.ranking.learning import (
+    CACHE_SIZE,
     Exploration,
     HubModel,
     LinkClassifier,
@@ -57,7 +59,6 @@ from focused.ranking.learning import (
     encode_evidence,
     label,
     page_name,
-    remember,
     same_page_name,
 )
 from focused.ranking.modelstate import DeltaRecorder, ModelDelta, join_terms, split_terms
@@ -338,7 +339,7 @@ class LearningStrategy(Strategy):
     def _page_name(self, url: str) -> tuple[str, ...]:
         """:func:`page_name`, from a bounded cache (a link comes back page after page)."""
         got = self._names.get(url)
-        return got if got is not None else remember(self._names, url, page_name(url))
+        return got if got is not None else remember(self._names, url, page_name(url), CACHE_SIZE)
 
     def _with_parent(self, values: np.ndarray, parent_label: np.ndarray | float) -> np.ndarray:
         """The parent's own label weighs in geometrically: a link of a page the crawl

@@ -550,6 +550,7 @@ def test_a_release_saved_while_redis_was_down_never_brings_back_another_worker_s
         a.close("shutdown")  # Redis unreachable: the outbox file
         outbox = tmp_path / "a" / a.OUTBOX_NAME
         assert outbox.exists()
+        assert a.crawler.stats.get_value("focused/redis/released") == 0  # /x not released
         server.start()
         client = redis.Redis.from_url(server.url)
         frontier = RedisFrontier(client, key)

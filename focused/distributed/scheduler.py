@@ -10,7 +10,9 @@ next pick, so a request costs one round trip (the pick); the page store's
 committed (a stored page never has its links only in memory). If Redis cannot be
 reached, the staged changes stay in memory and are retried; after ``FOCUSED_REDIS_LEASE``
 seconds the worker stops and writes them to ``<FOCUSED_OUTPUT_DIR>/redis-outbox.pickle``,
-which the next start sends first: nothing is lost.
+which the next start sends first: nothing is lost. Releases of unfetched URLs are not
+saved (sent late, one could take a URL another worker holds since): the lease hands
+those URLs back.
 
 From scrapy-redis (0.9.1) this package uses the connection helper
 (:mod:`focused.distributed.connection`) and its convention of one key prefix per crawl
@@ -356,12 +358,16 @@ class RedisScheduler(FocusedScheduler):
         step = self._sync(final=True)
         if step is None and red.pending:
             path = self.output_dir / self.OUTBOX_NAME
+            unreleased = sum(op[0] == "r" for op in red.outbox)
+            self.released -= unreleased  # counted once they reach Redis
             n = red.save_outbox(path)
             logger.error(
                 "focused: error: Redis unreachable at the close; %d changes saved in %s"
-                " and sent at the next start",
+                " and sent at the next start; %d unfetched URLs not released (their"
+                " lease hands them back)",
                 n,
                 path,
+                unreleased,
             )
         self._write_marker(closed=True)  # every "done" is in Redis or in the outbox
         c = self._counts

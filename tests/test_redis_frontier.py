@@ -614,3 +614,46 @@ def test_an_outbox_never_keeps_releases_renewals_or_waste_re_queues(
     path.write_bytes(pickle.dumps({"key": key, "ops": old}))
     assert f.restore_outbox(path) == 1
     assert [op[0] for op in f.outbox] == ["d"]
+
+
+def test_a_worker_that_lost_redis_does_not_release_at_its_close_when_redis_is_back(
+    tmp_path: Path,
+) -> None:
+    """Worker A picked /x, then a round trip failed (Redis down); Redis came back, A's
+    lease ran out and worker B took /x before A's close reached Redis: A's close does not
+    release /x (that would queue B's URL for a second fetch), the lease gave it back."""
+    from scrapy import Request
+
+    server = RedisServer(persist=True)
+    server.start()
+    try:
+        key = "release:late"
+        a, a_spider = _scheduler(
+            server.url, tmp_path / "a", "worker", FOCUSED_REDIS_KEY=key, FOCUSED_REDIS_LEASE=1.0
+        )
+        a.open(a_spider)
+        assert a.enqueue_request(Request("http://h.test/x", priority=10))
+        assert a.next_request().url == "http://h.test/x"
+        server.kill()
+        assert a.next_request() is None  # the round trip fails: Redis is down
+        server.start()
+        client = redis.Redis.from_url(server.url)
+        frontier = RedisFrontier(client, key)
+        (deadline,) = [int(s) for _, s in client.zrange(frontier.keys[2], 0, -1, withscores=True)]
+        while True:  # until A's lease ran out by the server's clock
+            sec, usec = client.time()
+            if sec * 1000 + usec // 1000 > deadline:
+                break
+            time.sleep(0.05)
+        b, b_spider = _scheduler(server.url, tmp_path / "b", "worker", FOCUSED_REDIS_KEY=key)
+        b.open(b_spider)
+        assert b.next_request().url == "http://h.test/x"
+        a.close("redis_unreachable")  # Redis is back: the close's round trip goes through
+        assert not (tmp_path / "a" / a.OUTBOX_NAME).exists()
+        status = frontier.status()
+        assert (status["waiting"], status["in_flight"]) == (0, 1)  # /x is still B's
+        assert a.crawler.stats.get_value("focused/redis/released") == 0
+        b.close("finished")
+        client.close()
+    finally:
+        server.stop()

@@ -523,3 +523,137 @@ def test_a_plain_spider_s_crawl_ends_when_its_last_pages_yield_nothing(
     status = RedisFrontier(client, "plain").status()  # the default key: the spider's name
     assert status["in_flight"] == 0 and status["waiting"] == 0
     assert status["done"] == len(SITE) and status["error"] == 1
+
+
+def test_a_release_saved_while_redis_was_down_never_brings_back_another_worker_s_url(
+    tmp_path: Path,
+) -> None:
+    """Worker A picked /x, Redis died, A closed: its push of /z is saved in the outbox,
+    its release of /x is not. The lease ran out, worker B took /x; A started again and
+    sent its outbox: /x stays B's (not queued again, not handed to A), /z arrives, and /x
+    is fetched once. With the release sent late, A got /x a second time."""
+    from scrapy import Request, signals
+    from scrapy.http import HtmlResponse
+
+    server = RedisServer(persist=True)
+    server.start()
+    try:
+        key = "release:down"
+        a, a_spider = _scheduler(
+            server.url, tmp_path / "a", "worker", FOCUSED_REDIS_KEY=key, FOCUSED_REDIS_LEASE=1.0
+        )
+        a.open(a_spider)
+        assert a.enqueue_request(Request("http://h.test/x", priority=10))
+        assert a.next_request().url == "http://h.test/x"  # in flight at A, never fetched
+        server.kill()
+        assert a.enqueue_request(Request("http://h.test/z", priority=1))  # staged only
+        a.close("shutdown")  # Redis unreachable: the outbox file
+        outbox = tmp_path / "a" / a.OUTBOX_NAME
+        assert outbox.exists()
+        assert a.crawler.stats.get_value("focused/redis/released") == 0  # /x not released
+        server.start()
+        client = redis.Redis.from_url(server.url)
+        frontier = RedisFrontier(client, key)
+        (deadline,) = [int(s) for _, s in client.zrange(frontier.keys[2], 0, -1, withscores=True)]
+        while True:  # until A's lease ran out by the server's clock
+            sec, usec = client.time()
+            if sec * 1000 + usec // 1000 > deadline:
+                break
+            time.sleep(0.05)
+        b, b_spider = _scheduler(server.url, tmp_path / "b", "worker", FOCUSED_REDIS_KEY=key)
+        b.open(b_spider)
+        got = b.next_request()  # the lease handed /x back: B takes it
+        assert got.url == "http://h.test/x"
+        assert frontier.status()["reclaimed"] == 1
+
+        again, again_spider = _scheduler(
+            server.url, tmp_path / "a", "worker", FOCUSED_REDIS_KEY=key, FOCUSED_REDIS_LEASE=1.0
+        )
+        again.open(again_spider)  # sends A's outbox
+        assert not outbox.exists()
+        status = frontier.status()
+        assert (status["waiting"], status["in_flight"]) == (1, 1)  # /z waits, /x is B's
+        assert again.next_request().url == "http://h.test/z"
+        assert again.next_request() is None  # /x is not handed out a second time
+
+        # B fetches /x and finishes it; nothing brings it back either
+        page = HtmlResponse(got.url, body=b"<html></html>", request=got)
+        sent = b.crawler.signals.send_catch_log
+        sent(signals.response_received, response=page, request=got, spider=b_spider)
+        sent(signals.item_scraped, item={}, response=page, spider=b_spider)
+        b.close("finished")
+        again.close("finished")  # /z was never fetched: released (Redis is up)
+        status = frontier.status()
+        assert (status["done"], status["waiting"], status["in_flight"]) == (1, 1, 0)
+        last, last_spider = _scheduler(server.url, tmp_path / "c", "worker", FOCUSED_REDIS_KEY=key)
+        last.open(last_spider)
+        assert last.next_request().url == "http://h.test/z"
+        assert last.next_request() is None
+        last.close("finished")
+        client.close()
+    finally:
+        server.stop()
+
+
+def test_an_outbox_never_keeps_releases_renewals_or_waste_re_queues(
+    client: redis.Redis, key: str, tmp_path: Path
+) -> None:
+    """Only pushes and finishes are saved; an outbox file an older version wrote with
+    releases in it is restored without them."""
+    import pickle
+
+    f = RedisFrontier(client, key)
+    f.stage_push(entry(1))
+    f.stage_release(1002)
+    f.stage_renew([1003])
+    f.stage_finish(1004)
+    path = tmp_path / "outbox.pickle"
+    assert f.save_outbox(path) == 2 and f.pending == 0
+    assert [op[0] for op in pickle.loads(path.read_bytes())["ops"]] == ["p", "d"]
+    old = [("r", (1005).to_bytes(8, "big"), b"", b""), ("d", (1006).to_bytes(8, "big"), b"", b"")]
+    path.write_bytes(pickle.dumps({"key": key, "ops": old}))
+    assert f.restore_outbox(path) == 1
+    assert [op[0] for op in f.outbox] == ["d"]
+
+
+def test_a_worker_that_lost_redis_does_not_release_at_its_close_when_redis_is_back(
+    tmp_path: Path,
+) -> None:
+    """Worker A picked /x, then a round trip failed (Redis down); Redis came back, A's
+    lease ran out and worker B took /x before A's close reached Redis: A's close does not
+    release /x (that would queue B's URL for a second fetch), the lease gave it back."""
+    from scrapy import Request
+
+    server = RedisServer(persist=True)
+    server.start()
+    try:
+        key = "release:late"
+        a, a_spider = _scheduler(
+            server.url, tmp_path / "a", "worker", FOCUSED_REDIS_KEY=key, FOCUSED_REDIS_LEASE=1.0
+        )
+        a.open(a_spider)
+        assert a.enqueue_request(Request("http://h.test/x", priority=10))
+        assert a.next_request().url == "http://h.test/x"
+        server.kill()
+        assert a.next_request() is None  # the round trip fails: Redis is down
+        server.start()
+        client = redis.Redis.from_url(server.url)
+        frontier = RedisFrontier(client, key)
+        (deadline,) = [int(s) for _, s in client.zrange(frontier.keys[2], 0, -1, withscores=True)]
+        while True:  # until A's lease ran out by the server's clock
+            sec, usec = client.time()
+            if sec * 1000 + usec // 1000 > deadline:
+                break
+            time.sleep(0.05)
+        b, b_spider = _scheduler(server.url, tmp_path / "b", "worker", FOCUSED_REDIS_KEY=key)
+        b.open(b_spider)
+        assert b.next_request().url == "http://h.test/x"
+        a.close("redis_unreachable")  # Redis is back: the close's round trip goes through
+        assert not (tmp_path / "a" / a.OUTBOX_NAME).exists()
+        status = frontier.status()
+        assert (status["waiting"], status["in_flight"]) == (0, 1)  # /x is still B's
+        assert a.crawler.stats.get_value("focused/redis/released") == 0
+        b.close("finished")
+        client.close()
+    finally:
+        server.stop()

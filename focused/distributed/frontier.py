@@ -102,6 +102,10 @@ WASTE_REQUEUED = 0x100
 #: the staged operations of a waste re-queue (plain, an annealing pick taken back, one that
 #: had accepted a worse candidate)
 _WASTE_OPS = frozenset("wWV")
+#: the staged operations that act on this client's leases (renew, release, waste re-queue):
+#: never saved in the outbox nor restored from it; sent at a later start, after the lease
+#: ran out, they would act on a URL handed to another worker since (its lease hands it back)
+_LEASED_OPS = frozenset("lr") | _WASTE_OPS
 
 #: pick modes of :meth:`RedisFrontier.sync`
 NO_PICK, BEST, ANNEAL = 0, 1, 2
@@ -422,7 +426,10 @@ class RedisFrontier:
         self._stage(("d", _FP.pack(fp), b"", b""), self._route_of_url(url))
 
     def stage_release(self, fp: int) -> None:
-        """Give an in-flight URL back to the queue, in its old place (not fetched)."""
+        """Give an in-flight URL back to the queue, in its old place (not fetched). Sent
+        with the next :meth:`sync` or never: :meth:`save_outbox` drops it (sent after the
+        lease ran out, it would take the URL from the worker it was handed to since, and
+        queue it for a second fetch); the lease then hands the URL back by itself."""
         key = _FP.pack(fp)
         self._stage(("r", key, b"", b""), self._route_of_fp(key))
         self._where.pop(key, None)
@@ -837,8 +844,9 @@ class RedisFrontier:
     def save_outbox(self, path: str | os.PathLike[str]) -> int:
         """Append the staged operations to ``path``; the number written."""
         path = Path(path)
-        # leases die with this worker, and so do waste re-queues (stage_waste)
-        ops = [op for op in self.outbox if op[0] != "l" and op[0] not in _WASTE_OPS]
+        # leases die with this worker, and so do releases and waste re-queues: the lease
+        # hands their URLs back by itself (_LEASED_OPS)
+        ops = [op for op in self.outbox if op[0] not in _LEASED_OPS]
         saved = load_outbox_file(path, self.key) + ops
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_bytes(pickle.dumps({"key": self.key, "ops": saved}))
@@ -847,8 +855,10 @@ class RedisFrontier:
         return len(ops)
 
     def restore_outbox(self, path: str | os.PathLike[str]) -> int:
-        """Stage the operations a previous run saved in ``path`` (same key); the number."""
-        ops = load_outbox_file(Path(path), self.key)
+        """Stage the operations a previous run saved in ``path`` (same key); the number.
+        Releases, renewals and waste re-queues an older version saved are skipped
+        (:data:`_LEASED_OPS`)."""
+        ops = [op for op in load_outbox_file(Path(path), self.key) if op[0] not in _LEASED_OPS]
         self.outbox = ops + self.outbox
         self._routes = [self._route_of(op) for op in ops] + self._routes
         return len(ops)

@@ -10,7 +10,9 @@ next pick, so a request costs one round trip (the pick); the page store's
 committed (a stored page never has its links only in memory). If Redis cannot be
 reached, the staged changes stay in memory and are retried; after ``FOCUSED_REDIS_LEASE``
 seconds the worker stops and writes them to ``<FOCUSED_OUTPUT_DIR>/redis-outbox.pickle``,
-which the next start sends first: nothing is lost.
+which the next start sends first: nothing is lost. Releases of unfetched URLs are not
+saved (sent late, one could take a URL another worker holds since): the lease hands
+those URLs back.
 
 From scrapy-redis (0.9.1) this package uses the connection helper
 (:mod:`focused.distributed.connection`) and its convention of one key prefix per crawl
@@ -343,26 +345,10 @@ class RedisScheduler(FocusedScheduler):
         red = self.redis
         if red is None:
             return
-        for fp in list(self.in_flight):  # fetched: done; never fetched: back to the queue
-            if fp in self._responded and fp not in self._unstored:
-                # (with a page store, the store closed first: a page it has not
-                # confirmed by now was not meant to be stored)
-                self._finish(fp, DONE)
-            else:
-                self.in_flight.discard(fp)
-                red.stage_release(fp)
-                self.released += 1
+        unreleased = self._hand_back(red)
         self._close_model()
         step = self._sync(final=True)
-        if step is None and red.pending:
-            path = self.output_dir / self.OUTBOX_NAME
-            n = red.save_outbox(path)
-            logger.error(
-                "focused: error: Redis unreachable at the close; %d changes saved in %s"
-                " and sent at the next start",
-                n,
-                path,
-            )
+        self._leave_unsent(red, step, unreleased)
         self._write_marker(closed=True)  # every "done" is in Redis or in the outbox
         c = self._counts
         logger.info(
@@ -376,6 +362,52 @@ class RedisScheduler(FocusedScheduler):
         )
         self._update_stats()
         red.close()
+
+    def _hand_back(self, red: RedisFrontier) -> int:
+        """At the close: this worker's fetched URLs done, the others released; the number
+        left to their lease instead. Redis unreachable at the last round trip: the leases
+        may have run out since (no renewal got through), so a release could take a URL
+        handed to another worker; the lease hands them back (RedisFrontier.stage_release)."""
+        late = self._down_since is not None
+        unreleased = 0
+        for fp in list(self.in_flight):  # fetched: done; never fetched: back to the queue
+            if fp in self._responded and fp not in self._unstored:
+                # (with a page store, the store closed first: a page it has not
+                # confirmed by now was not meant to be stored)
+                self._finish(fp, DONE)
+                continue
+            self.in_flight.discard(fp)
+            if late:
+                unreleased += 1
+            else:
+                red.stage_release(fp)
+                self.released += 1
+        return unreleased
+
+    def _leave_unsent(self, red: RedisFrontier, step: Step | None, unreleased: int) -> None:
+        """After the close's round trip: what did not reach Redis goes to the outbox file
+        (pushes, done and error marks; never a release)."""
+        if step is None:  # the releases staged at the close are not sent (not saved either)
+            failed = sum(op[0] == "r" for op in red.outbox)
+            self.released -= failed
+            unreleased += failed
+        if step is None and red.pending:
+            path = self.output_dir / self.OUTBOX_NAME
+            n = red.save_outbox(path)
+            logger.error(
+                "focused: error: Redis unreachable at the close; %d changes saved in %s"
+                " and sent at the next start; %d unfetched URLs not released (their"
+                " lease hands them back)",
+                n,
+                path,
+                unreleased,
+            )
+        elif unreleased:
+            logger.warning(
+                "focused: %d unfetched URLs not released: Redis was unreachable before the"
+                " close (their lease hands them back)",
+                unreleased,
+            )
 
     def has_pending_requests(self) -> bool:
         if self.redis is None:  # unreachable at the start: closing

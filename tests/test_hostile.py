@@ -268,14 +268,14 @@ def test_failures_are_retried_then_land_in_the_error_queue(hostile_crawl):
         assert s[f"retry/reason_count/{reason}"] == 2, reason  # RETRY_TIMES = 2
     # hang.html times out 3 times (2 retries); on a loaded machine the ~2 s the
     # 200,000-link page holds the reactor (docs/robustness.md) can time out another
-    # download under DOWNLOAD_TIMEOUT=2 once, which its retry then fetches
+    # download under the hostile DOWNLOAD_TIMEOUT once, which its retry then fetches
     timeouts = s["retry/reason_count/scrapy.exceptions.DownloadTimeoutError"]
     assert timeouts >= 2, timeouts
     assert s["retry/max_reached"] >= 5
     assert s["httperror/response_ignored_status_count/404"] >= 1
     # huge.html is cancelled from its Content-Length; huge-stream.html is cancelled once
     # past DOWNLOAD_MAXSIZE, or, when two cores are shared with other jobs, its 50 MB
-    # stream can hit DOWNLOAD_TIMEOUT=2 first and be retried (it is in the error queue
+    # stream can hit the hostile DOWNLOAD_TIMEOUT first and be retried (it is in the error queue
     # either way, asserted above)
     cancelled = s["downloader/exception_type_count/scrapy.exceptions.DownloadCancelledError"]
     assert cancelled >= 1, cancelled

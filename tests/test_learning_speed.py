@@ -314,6 +314,8 @@ def test_contexts_and_chrome_links_from_the_extractor_s_urls_are_the_previous_on
         if page is not None and page.has_chrome:
             assert chrome_urls(page, url_of) == old_chrome
             chrome_pages += bool(old_chrome)
+    if not files:  # the sandbox pages above were compared; theirs have no chrome
+        pytest.skip("no wikispeedia corpus (../shared): compared on sandbox pages only")
     assert checked > 0 and chrome_pages > 0  # the test saw contexts and chrome
 
 

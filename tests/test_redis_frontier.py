@@ -525,6 +525,16 @@ def test_a_plain_spider_s_crawl_ends_when_its_last_pages_yield_nothing(
     assert status["done"] == len(SITE) and status["error"] == 1
 
 
+def _wait_for_the_lease_to_run_out(client: redis.Redis, frontier: RedisFrontier) -> None:
+    """Until the one in-flight URL's lease ran out by the server's clock."""
+    (deadline,) = [int(s) for _, s in client.zrange(frontier.keys[2], 0, -1, withscores=True)]
+    while True:
+        sec, usec = client.time()
+        if sec * 1000 + usec // 1000 > deadline:
+            return
+        time.sleep(0.05)
+
+
 def test_a_release_saved_while_redis_was_down_never_brings_back_another_worker_s_url(
     tmp_path: Path,
 ) -> None:
@@ -554,12 +564,7 @@ def test_a_release_saved_while_redis_was_down_never_brings_back_another_worker_s
         server.start()
         client = redis.Redis.from_url(server.url)
         frontier = RedisFrontier(client, key)
-        (deadline,) = [int(s) for _, s in client.zrange(frontier.keys[2], 0, -1, withscores=True)]
-        while True:  # until A's lease ran out by the server's clock
-            sec, usec = client.time()
-            if sec * 1000 + usec // 1000 > deadline:
-                break
-            time.sleep(0.05)
+        _wait_for_the_lease_to_run_out(client, frontier)
         b, b_spider = _scheduler(server.url, tmp_path / "b", "worker", FOCUSED_REDIS_KEY=key)
         b.open(b_spider)
         got = b.next_request()  # the lease handed /x back: B takes it
@@ -639,12 +644,7 @@ def test_a_worker_that_lost_redis_does_not_release_at_its_close_when_redis_is_ba
         server.start()
         client = redis.Redis.from_url(server.url)
         frontier = RedisFrontier(client, key)
-        (deadline,) = [int(s) for _, s in client.zrange(frontier.keys[2], 0, -1, withscores=True)]
-        while True:  # until A's lease ran out by the server's clock
-            sec, usec = client.time()
-            if sec * 1000 + usec // 1000 > deadline:
-                break
-            time.sleep(0.05)
+        _wait_for_the_lease_to_run_out(client, frontier)
         b, b_spider = _scheduler(server.url, tmp_path / "b", "worker", FOCUSED_REDIS_KEY=key)
         b.open(b_spider)
         assert b.next_request().url == "http://h.test/x"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -199,7 +199,7 @@ class FocusedSpider(scrapy.Spider):
             text_terms, body_terms = joined_and_counts(body)
         else:
             body_terms = term_counts(body[:cap])  # counted once: a learning strategy learns them
-        title_terms = term_counts(title).keys()
+        title_terms = term_counts(title).keys()  # counted once: the strategy, thin pages
         title_cos = self.vector.cosine(title)
         body_cos = self.vector.cosine_of_counts(body_terms)
         relevance = page_relevance(title_cos, body_cos, self.title_weight)
@@ -209,7 +209,7 @@ class FocusedSpider(scrapy.Spider):
         links = self._followed(found, robots)
         links, chrome_links = self._split_links(page, links, url_of)
         own = self._learn_shape(
-            response.url, body, links, body_terms, title, noindex="noindex" in robots
+            response.url, body, links, body_terms, title_terms, noindex="noindex" in robots
         )
         links, waste_links = self._split_waste(links)
         learns = self.learns
@@ -351,7 +351,7 @@ class FocusedSpider(scrapy.Spider):
         body: str,
         links: list[Any],
         body_terms: Counter[bytes],
-        title: str,
+        title_terms: Collection[bytes],
         *,
         noindex: bool,
     ) -> Counter[bytes] | None:
@@ -379,8 +379,7 @@ class FocusedSpider(scrapy.Spider):
         if not waste:
             link_words = sum(len(k.text.split()) for k in links)
             if thin(len(body.split()), link_words, self.thin_words):
-                named = term_counts(title).keys()
-                own = Counter({t: n for t, n in body_terms.items() if t not in named})
+                own = Counter({t: n for t, n in body_terms.items() if t not in title_terms})
                 c = float(self.vector.cosine_of_counts(own))
                 waste = page_relevance(c, c, self.title_weight) <= self.page_threshold
         if waste:

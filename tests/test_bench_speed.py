@@ -345,6 +345,60 @@ def test_fast_link_extraction_gives_scrapys_links(max_links: int) -> None:
     assert b._urls  # the cache was used
 
 
+_EXTENSIONS = ("pdf", "PDF", "rss", "jpg", "tar.gz", "gz", "html", "htm", "x", "")
+_URL_PARTS = st.sampled_from(
+    [
+        "http://",
+        "https://",
+        "HTTP://",
+        "ftp://",
+        "file://",
+        "mailto:",
+        "h",
+        "/",
+        ".",
+        "?",
+        "#",
+        ";",
+        "a",
+        "Z",
+        "%2E",
+        "é",
+        "pdf",
+        "PDF",
+        ".pdf",
+        ".Pdf",
+        ".rss",
+        ".tar.gz",
+        "x.jpg?y=1",
+        "x.html#p.pdf",
+        "/a.b/",
+        "::",
+        "@",
+        ":80",
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(_URL_PARTS, max_size=10).map("".join),
+    st.sampled_from([None, (), ("pdf",), ("rss", "PDF", "tar.gz", "jpg")]),
+)
+def test_link_verdict_is_scrapys(url: str, deny: tuple[str, ...] | None) -> None:
+    """The fast extension test gives Scrapy's ``_link_allowed`` verdict on any URL."""
+    from scrapy.link import Link
+    from scrapy.linkextractors import LinkExtractor
+
+    from focused.robustness import FocusedLinkExtractor
+
+    ext = FocusedLinkExtractor() if deny is None else FocusedLinkExtractor(deny_extensions=deny)
+    assert ext._scrapy_allows(url) == LinkExtractor._link_allowed(ext, Link(url))
+    for e in _EXTENSIONS:  # each extension at the end of the path, then a query
+        for u in (f"{url}.{e}", f"http://h.example/{url}.{e}", f"http://h/p.{e}?q={url}"):
+            assert ext._scrapy_allows(u) == LinkExtractor._link_allowed(ext, Link(u)), u
+
+
 # --- the micro-benchmarks of docs/speed.md run (their numbers are not checked) ---------
 def test_done_links_benchmark_runs() -> None:
     from bench import done_links

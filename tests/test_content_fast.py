@@ -155,6 +155,8 @@ def test_split_page_and_near_duplicates_as_before() -> None:
         old_t.classify(host, old)
         assert [b.chrome for b in new.blocks] == [b.chrome for b in old.blocks], name
         assert new.content_text() == old.content_text(), name
+        # the thin-page test's word count, from the blocks
+        assert new.content_words() == len(old.content_text().split()), name
         folded = new.content_folded()
         assert folded == [" ".join(t.split()) for t in old.content_parts()], name
         assert neardup.pieces(folded, folded=True) == neardup.pieces(old.content_parts())
@@ -180,3 +182,28 @@ def test_folded_key_and_simhash_match_the_reference(texts: list[str]) -> None:
 def test_a_page_made_by_hand_folds_its_parts_when_asked(text: str) -> None:
     page = Page([Block(1, False)], [(0, f"  {text} \n y ")])
     assert page.content_folded() == [f"{text} y".strip()]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 3), st.text(st.sampled_from(" \t\n\xa0\u2003\x1c\x85ab\u00e9\u4e2d"))
+        ),
+        max_size=12,
+    ),
+    st.lists(st.booleans(), min_size=4, max_size=4),
+    st.booleans(),
+)
+def test_content_words_are_the_words_of_the_content_text(
+    parts: list[tuple[int, str]], chrome: list[bool], walked: bool
+) -> None:
+    """The word count of the main content from its blocks (folded by the walk, or not)
+    is ``len(content_text().split())``, whichever blocks are chrome."""
+    blocks = [Block(i, False, chrome=c) for i, c in enumerate(chrome)]
+    for i, text in parts:
+        blocks[i].texts.append(text)
+        if walked:
+            blocks[i].folded = [*(blocks[i].folded or []), " ".join(text.split())]
+    page = Page(blocks, parts)
+    assert page.content_words() == len(page.content_text().split())

@@ -209,7 +209,13 @@ class FocusedSpider(scrapy.Spider):
         links = self._followed(found, robots)
         links, chrome_links = self._split_links(page, links, url_of)
         own = self._learn_shape(
-            response.url, body, links, body_terms, title_terms, noindex="noindex" in robots
+            response.url,
+            body,
+            links,
+            body_terms,
+            title_terms,
+            noindex="noindex" in robots,
+            page=page,
         )
         links, waste_links = self._split_waste(links)
         learns = self.learns
@@ -354,6 +360,7 @@ class FocusedSpider(scrapy.Spider):
         title_terms: Collection[bytes],
         *,
         noindex: bool,
+        page: Page | None = None,
     ) -> Counter[bytes] | None:
         """Count the page as one more of its URL shape, waste when it is marked
         ``noindex``, or when its main content is thin (fewer than ``FOCUSED_THIN_WORDS``
@@ -371,14 +378,17 @@ class FocusedSpider(scrapy.Spider):
         :attr:`focused.meta.PageFacts.waste`), None for any other page (a page marked
         ``noindex`` is no outcome a strategy learns from, and its links keep its
         relevance as their parent's: a site's search results may be a good list of
-        links), and always while shapes are off."""
+        links), and always while shapes are off. ``page``: the blocks whose content
+        text ``body`` is (their word counts are its words), None when it is not."""
         if self.shapes is None:
             return None
         waste = noindex
         own: Counter[bytes] | None = None
         if not waste:
             link_words = sum(len(k.text.split()) for k in links)
-            if thin(len(body.split()), link_words, self.thin_words):
+            # the words of the main content (``body``): counted by the blocks of its page
+            words = page.content_words() if page is not None else len(body.split())
+            if thin(words, link_words, self.thin_words):
                 own = Counter({t: n for t, n in body_terms.items() if t not in title_terms})
                 c = float(self.vector.cosine_of_counts(own))
                 waste = page_relevance(c, c, self.title_weight) <= self.page_threshold

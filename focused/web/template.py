@@ -185,6 +185,12 @@ class Page:
         blocks = self.blocks
         return " ".join(t for i, t in self.parts if not blocks[i].chrome)
 
+    def content_words(self) -> int:
+        """``len(self.content_text().split())``, from the blocks' word counts (the walk
+        split each text node once already; :meth:`content_text` joins them by spaces, so
+        no word spans two of them)."""
+        return sum(b.words() for b in self.blocks if not b.chrome)
+
     def content_parts(self) -> list[str]:
         """The text nodes of the content blocks, in page order."""
         blocks = self.blocks

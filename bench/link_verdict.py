@@ -48,7 +48,7 @@ def responses(data: Path, urls: Path | None, pages: int) -> list[HtmlResponse]:
     return out
 
 
-def run(pages: list[HtmlResponse], old: bool) -> tuple[float, int, list[Any]]:
+def run(pages: list[HtmlResponse], old: bool, judged: list[str]) -> tuple[float, int, list[Any]]:
     ext = FocusedLinkExtractor()
     verdicts = 0
     fast = ext._scrapy_allows
@@ -56,6 +56,7 @@ def run(pages: list[HtmlResponse], old: bool) -> tuple[float, int, list[Any]]:
     def counted(url: str) -> bool:
         nonlocal verdicts
         verdicts += 1
+        judged.append(url)
         return fast(url)
 
     def scrapys(url: str) -> bool:
@@ -87,13 +88,27 @@ def main(argv: list[str] | None = None) -> int:
     times: dict[str, list[float]] = {"scrapy": [], "one call": []}
     ref: list[Any] | None = None
     verdicts = 0
+    judged: list[str] = []
     for _ in range(args.rounds):
         for name in times:
-            ms, verdicts, links = run(pages, old=name == "scrapy")
+            ms, verdicts, links = run(pages, old=name == "scrapy", judged=judged)
             ref = links if ref is None else ref
             if links != ref:
                 raise SystemExit(f"{name}: other links than Scrapy's verdict gave")
             times[name].append(ms)
+    # the verdicts alone, on the URLs judged in one round
+    judged = judged[:verdicts]
+    ext = FocusedLinkExtractor()
+    alone: dict[str, list[float]] = {"scrapy": [], "one call": []}
+    for _ in range(args.rounds):
+        for name, verdict in (
+            ("scrapy", lambda u: LinkExtractor._link_allowed(ext, Link(u))),
+            ("one call", ext._scrapy_allows),
+        ):
+            start = time.process_time()
+            for url in judged:
+                verdict(url)
+            alone[name].append(1e6 * (time.process_time() - start) / max(1, len(judged)))
     n = sum(len(x) for x in ref or [])
     print(
         f"{len(pages)} pages, {n / len(pages):.1f} links/page,"
@@ -101,6 +116,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     for name, ts in times.items():
         print(f"{name}: {statistics.median(ts):.3f} CPU ms/page ({min(ts):.3f}-{max(ts):.3f})")
+    for name, ts in alone.items():
+        print(
+            f"verdict alone, {name}: {statistics.median(ts):.2f} CPU us per new URL"
+            f" ({min(ts):.2f}-{max(ts):.2f})"
+        )
     return 0
 
 

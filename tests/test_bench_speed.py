@@ -431,6 +431,21 @@ def test_content_speed_benchmark_runs(tmp_path: Path) -> None:
     assert content_speed.main(str(tmp_path), pages=20, runs=1) >= 0
 
 
+@pytest.mark.parametrize("name", ["link_verdict", "warc_records", "content_words"])
+def test_cpu_micro_benchmarks_run(
+    tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import importlib
+
+    site = generate_site(seed=3, pages=300)
+    (tmp_path / "wiki").mkdir()
+    for i, body in enumerate([b for p, b in site.pages.items() if p.endswith(".html")][:20]):
+        (tmp_path / "wiki" / f"{i}.html").write_bytes(body)
+    bench = importlib.import_module(f"bench.{name}")
+    assert bench.main(["--data", str(tmp_path), "--pages", "20", "--rounds", "1"]) == 0
+    assert "CPU" in capsys.readouterr().out  # the two ways gave the same results
+
+
 def test_learning_contexts_benchmark_runs(tmp_path: Path) -> None:
     from bench import learning_contexts
 

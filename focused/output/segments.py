@@ -121,14 +121,10 @@ class _Member:
         pass
 
     def data(self) -> bytes:
-        return _gzip_member(b"".join(self.parts), self.level)
-
-
-def _gzip_member(raw: bytes, level: int) -> bytes:
-    """``raw`` as one gzip member."""
-    # a small record (the request) needs no 32 KiB window: cheaper to set up
-    wbits = 16 + (9 if len(raw) <= 512 else zlib.MAX_WBITS)
-    return zlib.compress(raw, level, wbits)
+        raw = b"".join(self.parts)
+        # a small record (the request) needs no 32 KiB window: cheaper to set up
+        wbits = 16 + (9 if len(raw) <= 512 else zlib.MAX_WBITS)
+        return zlib.compress(raw, self.level, wbits)
 
 
 class _Sha256:
@@ -232,49 +228,7 @@ class SegmentWriter:
         self._unsynced = self._dir_unsynced = True
 
     def records(self, page: WarcPage) -> tuple[bytes, bytes]:
-        """The gzipped ``response`` and ``request`` records of ``page`` (no I/O).
-
-        A page whose URL and encoding are ASCII (every URL the crawler fetches: Scrapy
-        makes them safe) gets warcio's bytes from one format string per record, without
-        warcio's header objects; any other page goes through warcio
-        (:meth:`warcio_records`), which percent-encodes or refuses what is not ASCII."""
-        url, encoding = page.url, page.encoding
-        if not (url and url.isascii() and encoding.isascii()):
-            return self.warcio_records(page)
-        body = page.body
-        date = warc_date(page.fetched_at)
-        split = urlsplit(url)
-        target = (split.path or "/") + (f"?{split.query}" if split.query else "")
-        status = int(page.status or 200)
-        charset = f"; charset={encoding}" if encoding else ""
-        http = (
-            f"HTTP/1.1 {status} {responses.get(status, 'Unknown')}\r\n"
-            f"Content-Type: text/html{charset}\r\nContent-Length: {len(body)}\r\n\r\n"
-        ).encode("ascii")
-        response_id = f"<urn:uuid:{uuid.uuid4()}>"
-        head = (
-            f"{self._warc.warc_version}\r\nWARC-Date: {date}\r\n"
-            f"WARC-Payload-Digest: {sha256_label(page.digest)}\r\nWARC-Type: response\r\n"
-            f"WARC-Record-ID: {response_id}\r\nWARC-Target-URI: {url}\r\n"
-            "Content-Type: application/http; msgtype=response\r\n"
-            f"Content-Length: {len(http) + len(body)}\r\n\r\n"
-        ).encode("ascii")
-        request_http = f"GET {target} HTTP/1.1\r\nHost: {split.netloc}\r\n\r\n"
-        request = (
-            f"{self._warc.warc_version}\r\nWARC-Date: {date}\r\n"
-            f"WARC-Concurrent-To: {response_id}\r\nWARC-Type: request\r\n"
-            f"WARC-Record-ID: <urn:uuid:{uuid.uuid4()}>\r\nWARC-Target-URI: {url}\r\n"
-            "Content-Type: application/http; msgtype=request\r\n"
-            f"Content-Length: {len(request_http)}\r\n\r\n{request_http}\r\n\r\n"
-        ).encode("ascii")
-        level = self.gzip_level
-        return _gzip_member(b"".join((head, http, body, b"\r\n\r\n")), level), _gzip_member(
-            request, level
-        )
-
-    def warcio_records(self, page: WarcPage) -> tuple[bytes, bytes]:
-        """:meth:`records` made by warcio's record builder and writer (any page; the
-        reference the shorter path is tested against)."""
+        """The gzipped ``response`` and ``request`` records of ``page`` (no I/O)."""
         w = self._warc
         url, body = page.url, page.body
         date = warc_date(page.fetched_at)

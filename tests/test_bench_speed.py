@@ -431,7 +431,7 @@ def test_content_speed_benchmark_runs(tmp_path: Path) -> None:
     assert content_speed.main(str(tmp_path), pages=20, runs=1) >= 0
 
 
-@pytest.mark.parametrize("name", ["link_verdict", "warc_records", "content_words"])
+@pytest.mark.parametrize("name", ["link_verdict", "content_words"])
 def test_cpu_micro_benchmarks_run(
     tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -57,6 +57,7 @@ from scrapy import signals
 
 from bench import command
 from bench.process import URLServer
+from focused import settings as project_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path("..") / "shared" / "data" / "wikispeedia-site"
@@ -286,6 +287,9 @@ def crawl_command(
                 "FOCUSED_TARGET_CATEGORY": CHEMISTRY,
                 "FOCUSED_STRATEGY": kind,
                 "FOCUSED_METRICS_LOG_EVERY": "0",
+                # the project's own extensions (the crawl's output, the atomic
+                # spider.state) stay on beside the probe: their cost is the crawl's
+                "EXTENSIONS": json.dumps({**project_settings.EXTENSIONS, PROBE: 0}),
             }
         )
         settings.update(extra or {})

@@ -469,3 +469,29 @@ def test_learning_calls_record_and_replay(tmp_path: Path) -> None:
     assert got["pages"] >= 40 and got["total_ms_per_page"] >= 0
     learning_calls.replay(calls, 1, tmp_path / "b.out")
     assert learning_calls.compare(tmp_path / "a.out", tmp_path / "b.out") == 0
+
+
+def test_focused_crawls_keep_the_project_extensions(tmp_path: Path) -> None:
+    """The probe is added to the project's extensions, not put in their place: their
+    cost (the crawl's output, the atomic spider.state) is part of a focused crawl's."""
+    from bench import speed
+    from focused import settings as project_settings
+
+    def extensions(kind: str) -> dict[str, int | None]:
+        cmd = speed.crawl_command(
+            kind,
+            seeds=["http://127.0.0.1:1/a.html"],
+            labels="",
+            out_dir=tmp_path,
+            pages=10,
+            concurrency=2,
+            probe_file=tmp_path / "probe.json",
+        )
+        (value,) = [a.split("=", 1)[1] for a in cmd if a.startswith("EXTENSIONS=")]
+        return json.loads(value)
+
+    focused = extensions("annealing")
+    assert focused[speed.PROBE] == 0
+    for name, order in project_settings.EXTENSIONS.items():
+        assert focused[name] == order
+    assert extensions("plain") == {speed.PROBE: 0}

@@ -138,12 +138,14 @@ def structures(min_bytes: int = 200_000) -> list[dict[str, Any]]:
 class GrowthProbe:
     """Extension: one JSON line at each page count of ``RSS_GROWTH_AT`` (comma-separated)
     to the file ``RSS_GROWTH_FILE``; ``RSS_GROWTH_TRACE_FROM`` > 0 starts ``tracemalloc``
-    at that page count and reports its growth since then at the later counts."""
+    at that page count (``RSS_GROWTH_FRAMES`` frames a trace, default 2) and reports its
+    growth since then at the later counts."""
 
-    def __init__(self, path: str, at: list[int], trace_from: int) -> None:
+    def __init__(self, path: str, at: list[int], trace_from: int, frames: int = 2) -> None:
         self.path = Path(path)
         self.at = sorted(at)
         self.trace_from = trace_from
+        self.frames = frames
         self.items = 0
         self.base: tracemalloc.Snapshot | None = None
         self.started = time.monotonic()
@@ -152,7 +154,12 @@ class GrowthProbe:
     def from_crawler(cls, crawler: Any) -> GrowthProbe:
         s = crawler.settings
         at = [int(x) for x in s.get("RSS_GROWTH_AT", "").split(",") if x.strip()]
-        probe = cls(s.get("RSS_GROWTH_FILE"), at, s.getint("RSS_GROWTH_TRACE_FROM"))
+        probe = cls(
+            s.get("RSS_GROWTH_FILE"),
+            at,
+            s.getint("RSS_GROWTH_TRACE_FROM"),
+            s.getint("RSS_GROWTH_FRAMES", 2),
+        )
         crawler.signals.connect(probe.item_scraped, signal=signals.item_scraped)
         probe.crawler = crawler
         return probe
@@ -161,7 +168,7 @@ class GrowthProbe:
         self.items += 1
         if self.trace_from and self.items == self.trace_from:
             gc.collect()
-            tracemalloc.start(8)
+            tracemalloc.start(self.frames)
             self.base = tracemalloc.take_snapshot()
         if self.items in self.at:
             self.report()

@@ -191,3 +191,82 @@ def test_an_empty_crawl_plots_without_a_warning(tmp_path: Path) -> None:
         for curves in ({"annealing": []}, [], {"annealing": [], "bfs": []}):
             png = plot_curves(curves, tmp_path / "empty.png", "chemistry / annealing: 0 pages")
             assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _points_as_before(targets: frozenset[str], pages: list[tuple]) -> list[tuple]:
+    """The points :class:`HarvestCurve` kept before its columns: one made per page as it
+    was added, with the counts and ratios of that moment."""
+    from w3lib.url import canonicalize_url
+
+    seen: set[str] = set()
+    found: set[str] = set()
+    out: list[tuple] = []
+    n = relevant_pages = 0
+    for url, relevant, is_target, elapsed, queues in pages:
+        canon = canonicalize_url(url)
+        if canon in seen:
+            continue
+        seen.add(canon)
+        if is_target is None and targets:
+            is_target = canon in targets
+        n += 1
+        relevant_pages += bool(relevant)
+        if is_target:
+            found.add(canon)
+        hits = len(found) if targets else relevant_pages
+        recall = min(1.0, len(found) / len(targets)) if targets else None
+        sizes = [(queues or {}).get(q) for q in ("waiting", "in_flight", "done", "error")]
+        out.append(
+            (n, hits / n, recall, relevant_pages, len(found), url, bool(relevant), is_target)
+            + (elapsed, *sizes)
+        )
+    return out
+
+
+@pytest.mark.parametrize("with_targets", [True, False])
+def test_curve_columns_give_the_points_made_page_by_page(
+    tmp_path: Path, with_targets: bool
+) -> None:
+    """Every point (counts, precision, recall, the page's own fields, unknown cells), the
+    CSV read back and the summary numbers match the points made as each page came."""
+    import random
+
+    rng = random.Random(11)
+    urls = [f"http://h.test/p{i}" for i in range(400)]
+    targets = frozenset(u for u in urls[::7]) if with_targets else frozenset()
+    pages = []
+    for _ in range(1500):
+        queues = None
+        if rng.random() < 0.8:
+            queues = {"waiting": rng.randrange(900), "in_flight": rng.randrange(16)}
+            if rng.random() < 0.5:
+                queues |= {"done": rng.randrange(500), "error": None}
+        pages.append(
+            (
+                rng.choice(urls),
+                rng.random() < 0.4,
+                rng.choice([None, None, True, False]),
+                None if rng.random() < 0.1 else rng.random() * 100,
+                queues,
+            )
+        )
+    curve = HarvestCurve(targets)
+    for url, relevant, is_target, elapsed, queues in pages:
+        curve.add(url, relevant, is_target, elapsed_s=elapsed, queues=queues)
+    before = _points_as_before(targets, pages)
+    assert [tuple(p) for p in curve.points] == before
+    assert len(before) == curve.pages > 300
+    curve.to_csv(tmp_path / "m.csv")
+    back = read_points_csv(tmp_path / "m.csv")
+    assert [p.pages for p in back] == [p[0] for p in before]
+    assert [p.url for p in back] == [p[5] for p in before]
+    assert [p.waiting for p in back] == [p[9] for p in before]
+    for k in (1, 17, curve.pages, curve.pages + 50):
+        point = before[min(k, len(before)) - 1]
+        assert curve.precision_at(k) == point[1]
+        assert curve.recall_at(k) == point[2]
+    if with_targets:
+        budget = curve.pages + 30
+        recalls = [p[2] for p in before]
+        expected = (sum(recalls) + recalls[-1] * 30) / budget
+        assert curve.auc_recall(budget) == pytest.approx(expected, rel=1e-12)

@@ -251,3 +251,32 @@ def test_cached_jieba_words_are_jiebas_and_share_one_string_per_word() -> None:
     assert "化学" in cached
     same = [w for w in cached if w == "化学"]
     assert len(same) > 1 and all(w is same[0] for w in same)
+
+
+def test_the_cut_cache_holds_at_most_its_bound_and_gives_jiebas_words_across_a_clear() -> None:
+    """Past :data:`CUT_CACHE_SIZE` runs the cache is emptied (it and its shared words never
+    hold more), and the words of every run stay ``jieba.lcut``'s, before and after."""
+    import random
+
+    import jieba
+
+    from focused.ranking import relevance
+
+    relevance._cut_cache.clear()
+    relevance._cut_words.clear()
+    rng = random.Random(3)
+    words = ["化学", "反应", "分子", "物理", "元素", "实验", "研究", "结构", "能量", "原子"]
+    runs = ["".join(rng.choices(words, k=rng.randint(2, 6))) for _ in range(200)]
+    runs = list(dict.fromkeys(runs))  # distinct runs, each new to the cache
+    extra = relevance.CUT_CACHE_SIZE + len(runs)
+    most = 0
+    for i in range(extra):
+        run = runs[i % len(runs)] if i < len(runs) else f"{runs[i % len(runs)]}元{i:x}素"
+        assert relevance._cut(run) == jieba.lcut(run)
+        most = max(most, len(relevance._cut_cache))
+    assert most == relevance.CUT_CACHE_SIZE
+    assert len(relevance._cut_cache) < relevance.CUT_CACHE_SIZE  # it was emptied once
+    # the shared words are those of the cached runs: emptied with them
+    assert set(relevance._cut_words) == {w for ws in relevance._cut_cache.values() for w in ws}
+    for run in runs:  # cut again after the clear: the same words
+        assert relevance._cut(run) == jieba.lcut(run)

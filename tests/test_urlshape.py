@@ -158,12 +158,18 @@ def test_cached_shape_is_shape_and_the_cache_stays_bounded(
 
     monkeypatch.setattr(urlshape, "SHAPE_CACHE_SIZE", 8)
     urlshape._shapes.clear()
+    urlshape._shape_values.clear()
     urls = [f"http://h.test/wiki/Talk:A{i}?b=1&a={i}" for i in range(20)]
     urls += ["http://h.test/w/index.php?title=X&action=edit", "http://h.test/2024/05/x"]
     for url in urls + urls:
         assert urlshape.cached_shape(url) == urlshape.shape(url)
         assert len(urlshape._shapes) <= 8
+        assert len(urlshape._shape_values) <= len(urlshape._shapes)
+    # the URLs of one shape share its tuple
+    talks = {id(urlshape._shapes[u]) for u in urlshape._shapes if "Talk:" in u}
+    assert len(urlshape._shapes) > 2 and len(talks) == 1
     urlshape._shapes.clear()
+    urlshape._shape_values.clear()
 
 
 TALKS = 8

@@ -15,8 +15,10 @@ Pure module: no Scrapy import (w3lib only), so the benchmark and the tests use i
 from __future__ import annotations
 
 import csv
+import math
 import os
-from collections.abc import Iterable, Mapping
+from array import array
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 from urllib.parse import urljoin
 
@@ -133,7 +135,13 @@ class HarvestCurve:
         self._found: set[str] = set()
         self.pages = 0
         self.relevant_pages = 0
-        self.points: list[Point] = []
+        # the points in columns (a Point a page was ~320 bytes; ~50 here beside its URL):
+        # what each page brought, from which :meth:`iter_points` counts the rest again
+        self._urls: list[str] = []
+        self._relevant = bytearray()  # 0 or 1
+        self._target = bytearray()  # 0: unknown (None), 1: no, 2: yes
+        self._elapsed = array("d")  # NaN: unknown
+        self._queues = array("q")  # len(QUEUES) a page; -1: unknown
 
     @property
     def targets_known(self) -> bool:
@@ -182,26 +190,57 @@ class HarvestCurve:
             self.relevant_pages += 1
         if is_target:
             self._found.add(canon)
-        self.points.append(
-            Point(
-                self.pages,
-                self.precision,
-                self.recall,
-                self.relevant_pages,
-                self.targets_found,
-                url,
-                bool(relevant),
-                is_target,
-                elapsed_s,
-                *((queues or {}).get(name) for name in QUEUES),
-            )
-        )
+        self._urls.append(url)
+        self._relevant.append(1 if relevant else 0)
+        self._target.append(0 if is_target is None else 2 if is_target else 1)
+        self._elapsed.append(math.nan if elapsed_s is None else elapsed_s)
+        sizes = queues or {}
+        for name in QUEUES:
+            n = sizes.get(name)
+            self._queues.append(-1 if n is None else int(n))
         return True
 
+    def iter_points(self) -> Iterator[Point]:
+        """One :class:`Point` per page added, in order, made as they are read: the
+        counts, precision and recall after each page are counted again from what each
+        page brought (the same numbers :meth:`add` reached: a page adds one page, and one
+        target when it is one, since a URL counts once)."""
+        known, n_targets, width = self.targets_known, len(self.targets), len(QUEUES)
+        relevant_pages = found = 0
+        queues = self._queues
+        for i, url in enumerate(self._urls):
+            pages = i + 1
+            relevant, target = self._relevant[i], self._target[i]
+            relevant_pages += relevant
+            found += target == 2
+            elapsed = self._elapsed[i]
+            yield Point(
+                pages,
+                (found if known else relevant_pages) / pages,
+                min(1.0, found / n_targets) if known else None,
+                relevant_pages,
+                found,
+                url,
+                bool(relevant),
+                None if target == 0 else target == 2,
+                None if math.isnan(elapsed) else elapsed,
+                *(None if q < 0 else q for q in queues[i * width : (i + 1) * width]),
+            )
+
+    @property
+    def points(self) -> list[Point]:
+        """:meth:`iter_points` as a list (made on each call: iterate :meth:`iter_points`
+        where a list is not needed)."""
+        return list(self.iter_points())
+
     def _at(self, pages: int) -> Point | None:
-        if pages < 1 or not self.points:
+        if pages < 1 or not self._urls:
             return None
-        return self.points[min(pages, len(self.points)) - 1]
+        last = min(pages, len(self._urls))
+        for point in self.iter_points():
+            if point.pages == last:
+                return point
+        return None
 
     def recall_at(self, pages: int) -> float | None:
         """Recall after ``pages`` pages (the last value when the crawl was shorter)."""
@@ -225,10 +264,12 @@ class HarvestCurve:
             raise ValueError("budget must be >= 1")
         total = 0.0
         last = 0.0
-        for point in self.points[:budget]:
+        for point in self.iter_points():
+            if point.pages > budget:
+                break
             last = point.recall or 0.0
             total += last
-        total += last * max(0, budget - len(self.points))
+        total += last * max(0, budget - len(self._urls))
         return total / budget
 
     def summary(self) -> dict[str, object]:
@@ -250,7 +291,7 @@ class HarvestCurve:
         with atomic_write(path, "w", newline="", encoding="utf-8") as fh:
             writer = csv.writer(fh)
             writer.writerow(CSV_FIELDS)
-            for p in self.points:
+            for p in self.iter_points():
                 writer.writerow(
                     [
                         p.pages,

@@ -20,7 +20,7 @@ never called a duplicate (short pages look alike).
 
 from __future__ import annotations
 
-from collections import deque
+from array import array
 from collections.abc import Iterable, Mapping
 from operator import itemgetter
 
@@ -69,7 +69,16 @@ def distance(a: int, b: int) -> int:
 
 
 class NearDuplicates:
-    """Fingerprints seen so far, searched for one within ``max_distance`` bits."""
+    """Fingerprints seen so far, searched for one within ``max_distance`` bits.
+
+    Packed, not a dict of lists per band (~650-790 bytes a page, 130 MB at
+    :data:`MAX_FINGERPRINTS`): each fingerprint (unsigned 64-bit, as :func:`simhash` gives)
+    and its title hash sit in a ring of ``capacity`` slots (entry ``n`` in slot
+    ``n % capacity``), and each band's buckets are chains through the entries: the
+    bucket's newest entry number in a table of 2**16 heads, each entry's next older one in
+    the bucket beside it. 48 bytes a page and 2 MB of heads; an entry older than the
+    ``capacity`` newest is forgotten, and the chains end there (they run newest to oldest).
+    """
 
     def __init__(
         self,
@@ -81,40 +90,60 @@ class NearDuplicates:
         if not 0 <= max_distance < _BANDS:
             raise ValueError(f"max_distance must be in [0, {_BANDS - 1}], got {max_distance}")
         self.max_distance = max_distance
-        self.capacity = capacity
+        self.capacity = max(0, capacity)
         self.min_chars = min_chars
-        # entries are (fingerprint, title hash)
-        self._bands: list[dict[int, list[tuple[int, int]]]] = [{} for _ in range(_BANDS)]
-        self._order: deque[tuple[int, int]] = deque()
+        self._added = 0  # entries ever added: the next entry's number
+        self._fingerprints = array("Q")  # by slot
+        self._titles = array("Q")
+        # per band: the number of the next older entry of the same bucket, -1: none
+        self._older = [array("q") for _ in range(_BANDS)]
+        self._heads = [array("q", [-1]) * (1 << _BAND_BITS) for _ in range(_BANDS)]
 
     def __len__(self) -> int:
-        return len(self._order)
+        return min(self._added, self.capacity)
 
     def find(self, fingerprint: int, title: int = 0) -> int | None:
         """A fingerprint seen with ``title`` (a hash) within ``max_distance`` bits of
-        ``fingerprint``, or None."""
-        for i, band in enumerate(self._bands):
-            for seen, seen_title in band.get((fingerprint >> (i * _BAND_BITS)) & _MASK, ()):
-                if seen_title == title and (seen ^ fingerprint).bit_count() <= self.max_distance:
-                    return seen
+        ``fingerprint``, or None: of the first band that holds one, the oldest."""
+        capacity = self.capacity
+        oldest = self._added - min(self._added, capacity)
+        fingerprints, titles, limit = self._fingerprints, self._titles, self.max_distance
+        for i in range(_BANDS):
+            n = self._heads[i][(fingerprint >> (i * _BAND_BITS)) & _MASK]
+            older = self._older[i]
+            found = None
+            while n >= oldest:
+                slot = n % capacity
+                seen = fingerprints[slot]
+                if titles[slot] == title and (seen ^ fingerprint).bit_count() <= limit:
+                    found = seen  # an older one may follow
+                n = older[slot]
+            if found is not None:
+                return found
         return None
 
     def add(self, fingerprint: int, title: int = 0) -> None:
-        entry = (fingerprint, title)
-        for i, band in enumerate(self._bands):
-            band.setdefault((fingerprint >> (i * _BAND_BITS)) & _MASK, []).append(entry)
-        self._order.append(entry)
-        while len(self._order) > self.capacity:
-            self._forget(self._order.popleft())
-
-    def _forget(self, entry: tuple[int, int]) -> None:
-        for i, band in enumerate(self._bands):
-            key = (entry[0] >> (i * _BAND_BITS)) & _MASK
-            bucket = band.get(key)
-            if bucket is not None:
-                bucket.remove(entry)
-                if not bucket:
-                    del band[key]
+        """Remember ``fingerprint`` seen with ``title`` (both unsigned 64-bit); the oldest
+        entry is forgotten once ``capacity`` are held."""
+        if not self.capacity:
+            return
+        n = self._added
+        slot = n % self.capacity
+        new = slot == len(self._fingerprints)
+        if new:
+            self._fingerprints.append(fingerprint)
+            self._titles.append(title)
+        else:
+            self._fingerprints[slot] = fingerprint
+            self._titles[slot] = title
+        for i in range(_BANDS):
+            heads, key = self._heads[i], (fingerprint >> (i * _BAND_BITS)) & _MASK
+            if new:
+                self._older[i].append(heads[key])
+            else:
+                self._older[i][slot] = heads[key]
+            heads[key] = n
+        self._added = n + 1
 
     def check(self, texts: Iterable[str], title: str = "", *, folded: bool = False) -> bool:
         """Whether a page titled ``title`` whose content text nodes are ``texts`` (white

@@ -170,3 +170,26 @@ def test_an_entry_with_its_own_slot_is_asked_with_its_extra():
 
     assert f.pop_available(free).fp == 1
     assert f.pop_available(free) is None
+
+
+def test_a_priority_per_entry_deep_walks_leave_the_order_whole():
+    """Each entry in a bucket of its own (a priority each, some pushed again at a higher
+    one): picks that walk hundreds of buckets find the best entry of the free host and
+    leave every other entry where it was."""
+    rng = random.Random(7)
+    a, b = MemoryFrontier(), MemoryFrontier()
+    for i in range(600):
+        e = _e(i, f"h{i % 8}.test", rng.randrange(10**6))
+        a.push(e)
+        b.push(e)
+    for i in range(0, 600, 5):  # promotions: a second heap entry for some priorities
+        e = _e(i, f"h{i % 8}.test", 2 * 10**6 + rng.randrange(10**6))
+        a.push(e)
+        b.push(e)
+    only = "http://h7.test"
+    strict = _drain(a.pop)
+    best_of_h7 = next(fp for fp in strict if fp % 8 == 7)
+    assert b.pop_available(lambda host, extra: host == only, scan=10**6).fp == best_of_h7
+    for _ in range(20):  # picks that find nothing walk the whole heap and put it back
+        assert b.pop_available(lambda host, extra: False, scan=10**6) is None
+    assert _drain(b.pop) == [fp for fp in strict if fp != best_of_h7]

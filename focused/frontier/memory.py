@@ -442,15 +442,17 @@ class MemoryFrontier:
         memo = HostMemo(available)
         hosts, extras = self._host_list, self._extra
         prios, buckets = self._prios, self._buckets
-        taken: list[int] = []
+        taken: list[int] = []  # popped off the heap, pushed back below
+        walked: set[int] = set()  # a set: with a priority per entry, 1024 buckets deep
         cands: list[tuple[_Bucket, int, int, int, float]] = []
         looked = 0
         while len(cands) < want and looked < scan and prios:
             p = heapq.heappop(prios)
             b = buckets.get(-p)
-            if b is None or p in taken:
+            if b is None or p in walked:
                 continue
             taken.append(p)
+            walked.add(p)
             data = b.data
             for at, size, fp, value in self._scan(b):
                 looked += 1

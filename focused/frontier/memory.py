@@ -442,8 +442,9 @@ class MemoryFrontier:
         memo = HostMemo(available)
         hosts, extras = self._host_list, self._extra
         prios, buckets = self._prios, self._buckets
-        taken: list[int] = []  # popped off the heap, pushed back below
-        walked: set[int] = set()  # a set: with a priority per entry, 1024 buckets deep
+        # popped off the heap, pushed back below; a set: with a priority per entry the
+        # walk goes up to ``scan`` buckets deep
+        walked: set[int] = set()
         cands: list[tuple[_Bucket, int, int, int, float]] = []
         looked = 0
         while len(cands) < want and looked < scan and prios:
@@ -451,7 +452,6 @@ class MemoryFrontier:
             b = buckets.get(-p)
             if b is None or p in walked:
                 continue
-            taken.append(p)
             walked.add(p)
             data = b.data
             for at, size, fp, value in self._scan(b):
@@ -464,7 +464,7 @@ class MemoryFrontier:
                         break
                 if looked >= scan:
                     break
-        for p in taken:
+        for p in walked:
             heapq.heappush(prios, p)
         if not cands:
             return None

@@ -535,6 +535,19 @@ def _wait_for_the_lease_to_run_out(client: redis.Redis, frontier: RedisFrontier)
         time.sleep(0.05)
 
 
+def _worker_a_holding_x(server: RedisServer, tmp_path: Path, key: str):
+    """Worker A (a lease of 1 s) with /x picked: in flight at A, never fetched."""
+    from scrapy import Request
+
+    a, a_spider = _scheduler(
+        server.url, tmp_path / "a", "worker", FOCUSED_REDIS_KEY=key, FOCUSED_REDIS_LEASE=1.0
+    )
+    a.open(a_spider)
+    assert a.enqueue_request(Request("http://h.test/x", priority=10))
+    assert a.next_request().url == "http://h.test/x"
+    return a, a_spider
+
+
 def test_a_release_saved_while_redis_was_down_never_brings_back_another_worker_s_url(
     tmp_path: Path,
 ) -> None:
@@ -549,12 +562,7 @@ def test_a_release_saved_while_redis_was_down_never_brings_back_another_worker_s
     server.start()
     try:
         key = "release:down"
-        a, a_spider = _scheduler(
-            server.url, tmp_path / "a", "worker", FOCUSED_REDIS_KEY=key, FOCUSED_REDIS_LEASE=1.0
-        )
-        a.open(a_spider)
-        assert a.enqueue_request(Request("http://h.test/x", priority=10))
-        assert a.next_request().url == "http://h.test/x"  # in flight at A, never fetched
+        a, _ = _worker_a_holding_x(server, tmp_path, key)
         server.kill()
         assert a.enqueue_request(Request("http://h.test/z", priority=1))  # staged only
         a.close("shutdown")  # Redis unreachable: the outbox file
@@ -627,18 +635,12 @@ def test_a_worker_that_lost_redis_does_not_release_at_its_close_when_redis_is_ba
     """Worker A picked /x, then a round trip failed (Redis down); Redis came back, A's
     lease ran out and worker B took /x before A's close reached Redis: A's close does not
     release /x (that would queue B's URL for a second fetch), the lease gave it back."""
-    from scrapy import Request
 
     server = RedisServer(persist=True)
     server.start()
     try:
         key = "release:late"
-        a, a_spider = _scheduler(
-            server.url, tmp_path / "a", "worker", FOCUSED_REDIS_KEY=key, FOCUSED_REDIS_LEASE=1.0
-        )
-        a.open(a_spider)
-        assert a.enqueue_request(Request("http://h.test/x", priority=10))
-        assert a.next_request().url == "http://h.test/x"
+        a, a_spider = _worker_a_holding_x(server, tmp_path, key)
         server.kill()
         assert a.next_request() is None  # the round trip fails: Redis is down
         server.start()

@@ -548,6 +548,17 @@ def _worker_a_holding_x(server: RedisServer, tmp_path: Path, key: str):
     return a, a_spider
 
 
+def _worker_b_after_the_lease(server: RedisServer, tmp_path: Path, key: str):
+    """Redis back up: once worker A's lease on /x ran out, worker B opens; returns a
+    client, the frontier, B and its spider."""
+    client = redis.Redis.from_url(server.url)
+    frontier = RedisFrontier(client, key)
+    _wait_for_the_lease_to_run_out(client, frontier)
+    b, b_spider = _scheduler(server.url, tmp_path / "b", "worker", FOCUSED_REDIS_KEY=key)
+    b.open(b_spider)
+    return client, frontier, b, b_spider
+
+
 def test_a_release_saved_while_redis_was_down_never_brings_back_another_worker_s_url(
     tmp_path: Path,
 ) -> None:
@@ -570,11 +581,7 @@ def test_a_release_saved_while_redis_was_down_never_brings_back_another_worker_s
         assert outbox.exists()
         assert a.crawler.stats.get_value("focused/redis/released") == 0  # /x not released
         server.start()
-        client = redis.Redis.from_url(server.url)
-        frontier = RedisFrontier(client, key)
-        _wait_for_the_lease_to_run_out(client, frontier)
-        b, b_spider = _scheduler(server.url, tmp_path / "b", "worker", FOCUSED_REDIS_KEY=key)
-        b.open(b_spider)
+        client, frontier, b, b_spider = _worker_b_after_the_lease(server, tmp_path, key)
         got = b.next_request()  # the lease handed /x back: B takes it
         assert got.url == "http://h.test/x"
         assert frontier.status()["reclaimed"] == 1
@@ -644,11 +651,7 @@ def test_a_worker_that_lost_redis_does_not_release_at_its_close_when_redis_is_ba
         server.kill()
         assert a.next_request() is None  # the round trip fails: Redis is down
         server.start()
-        client = redis.Redis.from_url(server.url)
-        frontier = RedisFrontier(client, key)
-        _wait_for_the_lease_to_run_out(client, frontier)
-        b, b_spider = _scheduler(server.url, tmp_path / "b", "worker", FOCUSED_REDIS_KEY=key)
-        b.open(b_spider)
+        client, frontier, b, b_spider = _worker_b_after_the_lease(server, tmp_path, key)
         assert b.next_request().url == "http://h.test/x"
         a.close("redis_unreachable")  # Redis is back: the close's round trip goes through
         assert not (tmp_path / "a" / a.OUTBOX_NAME).exists()

@@ -263,6 +263,10 @@ def common_settings(pages: int, concurrency: int, probe_file: Path) -> dict[str,
     }
 
 
+#: the project's garbage-collector tuning (``--plain-gc-tuning`` gives it to plain Scrapy)
+GC_TUNING = "focused.collector.GarbageCollectorTuning"
+
+
 def crawl_command(
     kind: str,
     *,
@@ -274,9 +278,12 @@ def crawl_command(
     probe_file: Path,
     extra: dict[str, str] | None = None,
     replay: Path | None = None,
+    plain_extensions: Sequence[str] = (),
 ) -> list[str]:
     """``kind`` is ``plain`` or a strategy name; ``extra`` settings go last. ``replay``
-    (plain only): fetch exactly the URLs listed in that file (:mod:`bench.plain`)."""
+    (plain only): fetch exactly the URLs listed in that file (:mod:`bench.plain`).
+    ``plain_extensions``: extensions a plain crawl runs beside the probe (e.g. the
+    project's garbage-collector tuning, for a like-for-like baseline)."""
     settings = common_settings(pages, concurrency, probe_file)
     if kind != "plain":
         settings.update(
@@ -294,6 +301,8 @@ def crawl_command(
         )
         settings.update(extra or {})
         return command.crawl_command("chemistry", output_dir=out_dir, settings=settings)
+    if plain_extensions:
+        settings["EXTENSIONS"] = json.dumps({PROBE: 0, **dict.fromkeys(plain_extensions, 0)})
     cmd = [sys.executable, "-m", "scrapy", "runspider", str(ROOT / "bench/plain.py")]
     cmd += ["-a", f"seeds={','.join(seeds)}"]
     if replay is not None:
@@ -359,6 +368,7 @@ class RunPlan:
     site: str = ""
     seeds: Sequence[str] = ()
     labels: str = ""
+    plain_extensions: Sequence[str] = ()
 
     def on(self, site: str, seeds: Sequence[str], labels: str) -> RunPlan:
         """This plan on ``site``."""
@@ -374,6 +384,7 @@ class RunPlan:
             pages=self.pages,
             concurrency=self.concurrency,
             probe_file=probe_file,
+            plain_extensions=self.plain_extensions,
             **kw,
         )
 
@@ -419,6 +430,10 @@ def run_crawl(
             result["sys_ms_per_page"] = round(1000 * probe["system_seconds"] / (n - 1), 3)
         fetched = probe.get("responses_in_span", 0)
         result["cpu_ms_per_fetched"] = round(1000 * cpu / fetched, 3) if fetched else None
+        gc_s = probe.get("gc_seconds")
+        result["gc_ms_per_fetched"] = (
+            round(1000 * gc_s / fetched, 3) if fetched and gc_s is not None else None
+        )
         result["fetched_s"] = round(fetched / secs, 2) if fetched and secs > 0 else None
     else:
         result["pages_s"] = result["cpu_ms_per_page"] = None
@@ -540,7 +555,14 @@ def _replay_pair(strategy: str, plan: RunPlan, r: int) -> dict[str, Any]:
     ratio = None
     if a["cpu_ms_per_fetched"] and b["cpu_ms_per_fetched"]:
         ratio = a["cpu_ms_per_fetched"] / b["cpu_ms_per_fetched"]
-    keep = ("returncode", "items", "responses_in_span", "cpu_ms_per_fetched", "fetched_s")
+    keep = (
+        "returncode",
+        "items",
+        "responses_in_span",
+        "cpu_ms_per_fetched",
+        "gc_ms_per_fetched",
+        "fetched_s",
+    )
     return {
         "round": r,
         "listed": len(urls),
@@ -562,7 +584,12 @@ def replay(
     the first item to the last, over the responses in that span) of both, and plain /
     focused; per strategy the medians and their spreads (min, max)."""
     pairs, log = plan.pairs, plan.log
-    out: dict[str, Any] = {"pages_per_run": plan.pages, "pairs": pairs, "sites": {}}
+    out: dict[str, Any] = {
+        "pages_per_run": plan.pages,
+        "pairs": pairs,
+        "plain_extensions": list(plan.plain_extensions),
+        "sites": {},
+    }
     for site, (seeds, labels) in sites.items():
         at = plan.on(site, seeds, labels)
         runs: dict[str, list[dict[str, Any]]] = {s: [] for s in strategies}
@@ -588,6 +615,10 @@ def replay(
                 "focused_cpu_ms_spread": _spread(fc),
                 "plain_cpu_ms_per_page": _median(pc),
                 "plain_cpu_ms_spread": _spread(pc),
+                "focused_gc_ms_per_page": _median(
+                    [x["focused"].get("gc_ms_per_fetched") for x in rs]
+                ),
+                "plain_gc_ms_per_page": _median([x["plain"].get("gc_ms_per_fetched") for x in rs]),
                 "focused_pages_s": _median([x["focused"]["fetched_s"] for x in rs]),
                 "plain_pages_s": _median([x["plain"]["fetched_s"] for x in rs]),
                 "same_pages_min": min((x["same_pages"] or 0.0) for x in rs),
@@ -1223,8 +1254,14 @@ def _md_replay(tp: dict[str, Any] | None) -> list[str]:
         f" fetched. {rp['pairs']} alternated pairs per strategy. CPU ms per page = user +"
         " sys of the crawler process from its first item to its last, over the pages"
         " fetched in that span; ratio = median of the per-pair plain / focused (> 1:"
-        " focused is cheaper); spreads are min-max over the pairs; same pages = the"
-        " smallest share of a focused list that plain fetched."
+        " focused is cheaper); spreads are min-max over the pairs; GC ms/page = the part"
+        " of that CPU spent in Python's cyclic garbage collector (medians); same pages ="
+        " the smallest share of a focused list that plain fetched."
+        + (
+            f" Plain Scrapy ran with {', '.join(f'`{e}`' for e in rp['plain_extensions'])} too."
+            if rp.get("plain_extensions")
+            else ""
+        )
     )
     header = (
         "site",
@@ -1233,6 +1270,7 @@ def _md_replay(tp: dict[str, Any] | None) -> list[str]:
         "ratio spread",
         "focused CPU ms/page",
         "plain CPU ms/page",
+        "focused / plain GC ms/page",
         "focused pages/s",
         "plain pages/s",
         "same pages",
@@ -1244,6 +1282,7 @@ def _md_replay(tp: dict[str, Any] | None) -> list[str]:
         f" ({'-'.join(_fmt(x) for x in row['focused_cpu_ms_spread'] or [])}) |"
         f" {_fmt(row['plain_cpu_ms_per_page'])}"
         f" ({'-'.join(_fmt(x) for x in row['plain_cpu_ms_spread'] or [])}) |"
+        f" {_fmt(row.get('focused_gc_ms_per_page'))} / {_fmt(row.get('plain_gc_ms_per_page'))} |"
         f" {_fmt(row['focused_pages_s'], 1)} | {_fmt(row['plain_pages_s'], 1)} |"
         f" {_fmt(row['same_pages_min'], 3)} |"
         for site, by_strategy in rp["sites"].items()
@@ -1473,6 +1512,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="a few minutes: the replay (wikispeedia, else the sandbox; 150 pages, 5 pairs)"
         " and peak RSS at 3,000 pages only",
     )
+    p.add_argument(
+        "--plain-gc-tuning",
+        action="store_true",
+        help="plain Scrapy runs with the project's garbage-collector tuning too"
+        " (focused.collector.GarbageCollectorTuning): a like-for-like baseline",
+    )
     p.add_argument("--profile-pages", type=int, default=300, help="pages of the profiled crawls")
     p.add_argument("--profile-site", default="wikispeedia", help="site of the profiled crawls")
     p.add_argument("--frontier-sizes", type=_ints, default=[100_000, 1_000_000])
@@ -1636,6 +1681,7 @@ def _crawl_parts(
         timeout=args.timeout,
         pairs=args.pairs,
         log=log,
+        plain_extensions=(GC_TUNING,) if args.plain_gc_tuning else (),
     )
     try:
         sites: Sites = {}

@@ -195,6 +195,11 @@ DEFAULTS: dict[str, Any] = {
     # pages are WARC records appended to segment files; a new segment starts once one
     # would pass this many MiB (fewer, larger files; one seek per page either way)
     "FOCUSED_STORE_SEGMENT_MB": 1024.0,
+    # --- Python's garbage collector (focused/collector.py) --------------------------
+    # at the engine's start: collect, then freeze what is alive (never walked again by a
+    # full collection), and raise the young generation's threshold (0: Python's, 700)
+    "FOCUSED_GC_FREEZE": True,
+    "FOCUSED_GC_THRESHOLD": 20_000,
     # --- internal addresses and oversized input (focused/addressfilter.py) ---------
     # networks (CIDR) the crawl may fetch from although they are loopback, private,
     # link-local, ...; a seed's own kind is allowed anyway (not link-local)
@@ -362,6 +367,8 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_STORE_GZIP_LEVEL": _int(0, 9, open_high=False),
     "FOCUSED_STORE_THREAD": _flag(),
     "FOCUSED_STORE_SEGMENT_MB": _float(0.0, open_low=True),
+    "FOCUSED_GC_FREEZE": _flag(),
+    "FOCUSED_GC_THRESHOLD": _int(0, 10_000_000, open_high=False),
     "FOCUSED_ALLOWED_NETWORKS": Check("list", special="networks"),
     "FOCUSED_HOSTS": Check("dict", special="hosts"),
     "FOCUSED_ROBOTS_MAX_BYTES": _int(0),

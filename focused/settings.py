@@ -76,6 +76,7 @@ EXTENSIONS = {
     "focused.stop.SpiderState": 0,
     # stats.json, settings.json, report.html and progress lines (focused/extensions.py)
     "focused.extensions.CrawlOutputExtension": 500,
+    "focused.collector.GarbageCollectorTuning": 0,
 }
 ITEM_PIPELINES = {
     "focused.pipelines.PageStorePipeline": 300,

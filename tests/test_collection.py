@@ -96,6 +96,8 @@ def test_progress_lines_and_files_at_close(crawl: Crawl) -> None:
     assert "recall" in lines[0] and "queues waiting" in lines[0] and "temperature" in lines[0]
     stats = json.loads((crawl.out / "stats.json").read_text())
     assert stats["finish_reason"] == "finished" and stats["focused/pages"] == len(crawl.rows())
+    # the start-up heap frozen (Scrapy, Twisted, lxml, numpy, jieba: far more than 10,000)
+    assert stats["focused/gc/frozen"] > 10_000 and stats["focused/gc/threshold"] == 20_000
     settings = json.loads((crawl.out / "settings.json").read_text())
     assert settings["topic"] == "chemistry" and settings["focused"]["FOCUSED_WEB"] == "sandbox"
     header = (crawl.out / "metrics.csv").read_text().splitlines()

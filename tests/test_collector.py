@@ -1,0 +1,81 @@
+"""The garbage-collector tuning of a crawl (focused/collector.py), through Scrapy's own
+signals on a real crawler."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import pytest
+from scrapy import Spider, signals
+from scrapy.utils.test import get_crawler
+
+from focused.collector import GarbageCollectorTuning
+
+
+class _Spider(Spider):
+    name = "gc-test"
+
+
+class _Cycle:
+    def __init__(self) -> None:
+        self.me = self
+
+
+@pytest.fixture
+def restore_gc():
+    threshold = gc.get_threshold()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*threshold)
+
+
+def _started(settings: dict) -> tuple[object, GarbageCollectorTuning]:
+    """A crawler with the extension among its own (as the project's settings enable it),
+    after Scrapy's ``engine_started`` signal."""
+    extensions = {
+        "focused.collector.GarbageCollectorTuning": 0,
+        "scrapy.extensions.memusage.MemoryUsage": None,  # needs a running reactor
+    }
+    crawler = get_crawler(_Spider, {"EXTENSIONS": extensions, **settings})
+    ours = [m for m in crawler.extensions.middlewares if isinstance(m, GarbageCollectorTuning)]
+    assert len(ours) == 1
+    crawler.signals.send_catch_log(signals.engine_started)
+    return crawler, ours[0]
+
+
+def test_engine_start_freezes_the_heap_and_raises_the_threshold_stop_undoes_it(restore_gc):
+    before = gc.get_threshold()
+    assert gc.get_freeze_count() == 0
+    crawler, _ = _started({"FOCUSED_GC_THRESHOLD": 12_345})
+    frozen = gc.get_freeze_count()
+    assert frozen > 1000  # at least Scrapy's and the test's modules
+    assert gc.get_threshold() == (12_345, *before[1:])
+    # counted right after the freeze; frozen objects freed by reference counting since
+    # then have left the permanent generation
+    assert crawler.stats.get_value("focused/gc/frozen") >= frozen
+    assert crawler.stats.get_value("focused/gc/threshold") == 12_345
+    crawler.signals.send_catch_log(signals.engine_stopped)
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0
+
+
+def test_cycles_made_during_the_crawl_are_still_collected(restore_gc):
+    crawler, _ = _started({})
+    cycle = _Cycle()
+    ref = weakref.ref(cycle)
+    del cycle
+    assert ref() is not None  # only the cyclic collector can free it
+    gc.collect()
+    assert ref() is None
+    crawler.signals.send_catch_log(signals.engine_stopped)
+
+
+def test_off_leaves_the_collector_as_python_has_it(restore_gc):
+    before = gc.get_threshold()
+    crawler, _ = _started({"FOCUSED_GC_FREEZE": False, "FOCUSED_GC_THRESHOLD": 0})
+    assert gc.get_freeze_count() == 0
+    assert gc.get_threshold() == before
+    assert crawler.stats.get_value("focused/gc/frozen") is None
+    crawler.signals.send_catch_log(signals.engine_stopped)
+    assert gc.get_threshold() == before

@@ -6,7 +6,7 @@ Enable it on any crawl, e.g. a realistic quality run::
 
     python -m bench.quality ... --set 'EXTENSIONS={"scrapy.extensions.spiderstate.SpiderState":
         null, "focused.stop.SpiderState": 0, "focused.extensions.CrawlOutputExtension": 500,
-        "bench.slotprobe.SlotProbe": 900}'
+        "focused.collector.GarbageCollectorTuning": 0, "bench.slotprobe.SlotProbe": 900}'
 
 and read ``slotprobe.json`` in each crawl's output folder with
 ``python -m bench.slotprobe out/.../runs/*/*/*/slotprobe.json``.

@@ -79,3 +79,43 @@ def test_off_leaves_the_collector_as_python_has_it(restore_gc):
     assert crawler.stats.get_value("focused/gc/frozen") is None
     crawler.signals.send_catch_log(signals.engine_stopped)
     assert gc.get_threshold() == before
+
+
+def test_a_parsed_page_is_freed_without_the_cyclic_collector():
+    """The focused spider's parse leaves no response <-> selector cycle behind: with the
+    collector off, the response (body, lxml tree) is gone once the last reference goes.
+    A response parsed by Scrapy's selector alone is not (the control)."""
+    from scrapy.http import HtmlResponse, Request
+
+    from focused.spiders.focused import FocusedSpider
+
+    crawler = get_crawler(FocusedSpider, {"FOCUSED_STRATEGY": "bfs"})
+    spider = FocusedSpider.from_crawler(crawler, topic="chemistry")
+    body = (
+        b"<html><head><title>Acid</title></head><body><main><p>An acid and a base react"
+        b" in water to form a salt.</p><a href='/b'>base</a></main></body></html>"
+    )
+
+    def response() -> HtmlResponse:
+        url = "http://127.0.0.1:1/a"
+        return HtmlResponse(url, body=body, encoding="utf-8", request=Request(url))
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        control = response()
+        control.xpath("//a")
+        control_ref = weakref.ref(control)
+        del control
+        assert control_ref() is not None  # Scrapy's own cycle: only the collector frees it
+
+        parsed = response()
+        out = list(spider.parse(parsed))
+        assert any(isinstance(o, Request) for o in out)  # the page was really parsed
+        ref = weakref.ref(parsed)
+        del parsed, out
+        assert ref() is None
+    finally:
+        if was:
+            gc.enable()
+        spider.close_web(spider)

@@ -40,6 +40,17 @@ TITLE_TEXT = "//title//text()"
 META_ROBOTS = "//head/meta[translate(@name, 'ROBTS', 'robts')='robots']/@content"
 
 
+def release_selector(response: Response) -> None:
+    """Drop the selector a parsed response keeps (``TextResponse.selector`` caches one,
+    and Scrapy's ``Selector`` keeps its response: a reference cycle). Without the cycle
+    the response, its body and its lxml tree are freed as soon as Scrapy lets go of the
+    response, not at the garbage collector's next young collection, which
+    ``FOCUSED_GC_THRESHOLD`` makes rarer (:mod:`focused.collector`). Reading
+    ``response.selector`` later parses the body again."""
+    if getattr(response, "_cached_selector", None) is not None:
+        response._cached_selector = None  # type: ignore[attr-defined]
+
+
 def texts(response: TextResponse, query: str) -> list[str]:
     """``response.xpath(query).getall()`` for a text-node query, without one parsel
     ``Selector`` per node (hundreds per page: a few ms per page on a large one)."""
@@ -177,6 +188,12 @@ class FocusedSpider(scrapy.Spider):
             yield scrapy.Request(url, meta={meta.ANCHOR_RELEVANCE: 1.0, meta.PARENT_URL: ""})
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
+        try:
+            yield from self._parse(response)
+        finally:
+            release_selector(response)
+
+    def _parse(self, response: Response) -> Iterator[Any]:
         if not isinstance(response, TextResponse):
             self.crawler.stats.inc_value("focused/skipped/not_text")
             self.crawler.signals.send_catch_log(page_skipped, response=response)

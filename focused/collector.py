@@ -11,7 +11,9 @@ labelled wikispeedia site this was 2.1-2.5 ms of CPU per page (docs/speed.md).
 :class:`GarbageCollectorTuning` collects once when the engine starts, moves everything
 alive into the permanent generation (:func:`gc.freeze`: never walked again) and raises
 the young generation's threshold, so young collections are rarer and each still finds
-the cycles a crawl makes. Cyclic garbage is still collected; what changes is how often
+the cycles a crawl makes; the older generations are then collected after about as many
+allocations as before (:func:`older_thresholds`), so garbage that outlived a young
+collection is not kept longer. Cyclic garbage is still collected; what changes is how often
 the collector looks. At the engine's stop both are put back.
 """
 
@@ -25,7 +27,18 @@ from scrapy.crawler import Crawler
 
 from focused.defaults import get
 
-__all__ = ["GarbageCollectorTuning"]
+__all__ = ["GarbageCollectorTuning", "older_thresholds"]
+
+
+def older_thresholds(young: int, saved: tuple[int, int, int]) -> tuple[int, int, int]:
+    """Thresholds with ``young`` for the young generation and the older two collected
+    after about as many allocations as with ``saved`` (Python's: 700, 10, 10, i.e. the
+    middle generation every 7,000 and the oldest every 70,000): cyclic garbage that
+    outlived a young collection does not wait longer to be freed."""
+    t0, t1, t2 = saved
+    g1 = max(1, round(t0 * t1 / young))
+    g2 = max(1, round(t0 * t1 * t2 / (young * g1)))
+    return young, g1, g2
 
 
 class GarbageCollectorTuning:
@@ -63,7 +76,7 @@ class GarbageCollectorTuning:
             self._stat("focused/gc/frozen", gc.get_freeze_count())
         if self.threshold and self._saved is None:
             self._saved = gc.get_threshold()
-            gc.set_threshold(self.threshold, *self._saved[1:])
+            gc.set_threshold(*older_thresholds(self.threshold, self._saved))
             self._stat("focused/gc/threshold", self.threshold)
 
     def engine_stopped(self) -> None:

@@ -10,7 +10,7 @@ import pytest
 from scrapy import Spider, signals
 from scrapy.utils.test import get_crawler
 
-from focused.collector import GarbageCollectorTuning
+from focused.collector import GarbageCollectorTuning, older_thresholds
 
 
 class _Spider(Spider):
@@ -50,7 +50,7 @@ def test_engine_start_freezes_the_heap_and_raises_the_threshold_stop_undoes_it(r
     crawler, _ = _started({"FOCUSED_GC_THRESHOLD": 12_345})
     frozen = gc.get_freeze_count()
     assert frozen > 1000  # at least Scrapy's and the test's modules
-    assert gc.get_threshold() == (12_345, *before[1:])
+    assert gc.get_threshold() == older_thresholds(12_345, before)
     # counted right after the freeze; frozen objects freed by reference counting since
     # then have left the permanent generation
     assert crawler.stats.get_value("focused/gc/frozen") >= frozen
@@ -58,6 +58,13 @@ def test_engine_start_freezes_the_heap_and_raises_the_threshold_stop_undoes_it(r
     crawler.signals.send_catch_log(signals.engine_stopped)
     assert gc.get_threshold() == before
     assert gc.get_freeze_count() == 0
+
+
+def test_older_generations_keep_their_cadence_in_allocations():
+    assert older_thresholds(700, (700, 10, 10)) == (700, 10, 10)
+    assert older_thresholds(20_000, (700, 10, 10)) == (20_000, 1, 4)  # every 20k and 80k
+    assert older_thresholds(3_500, (700, 10, 10)) == (3_500, 2, 10)  # every 7k and 70k
+    assert older_thresholds(10_000_000, (700, 10, 10)) == (10_000_000, 1, 1)
 
 
 def test_cycles_made_during_the_crawl_are_still_collected(restore_gc):

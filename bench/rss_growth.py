@@ -31,6 +31,7 @@ from typing import Any
 from scrapy import signals
 
 from bench import speed
+from focused import settings as project_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -232,7 +233,10 @@ def main(argv: list[str] | None = None) -> int:
             pages=args.pages, concurrency=16, work=work, timeout=3 * args.pages / 10 + 600
         ).on("sandbox", seeds, f"{base}/labels.tsv")
         extra = {
-            "EXTENSIONS": json.dumps({speed.PROBE: 0, "bench.rss_growth.GrowthProbe": 1}),
+            # the project's own extensions (the collector's tuning among them) stay on
+            "EXTENSIONS": json.dumps(
+                {**project_settings.EXTENSIONS, speed.PROBE: 0, "bench.rss_growth.GrowthProbe": 1}
+            ),
             "RSS_GROWTH_FILE": str(out),
             "RSS_GROWTH_AT": args.at,
             "RSS_GROWTH_TRACE_FROM": str(args.trace),

@@ -117,7 +117,10 @@ def test_a_parsed_page_is_freed_without_the_cyclic_collector():
         assert control_ref() is not None  # Scrapy's own cycle: only the collector frees it
 
         parsed = response()
-        out = list(spider.parse(parsed))
+        # the callback Scrapy's scraper calls for a request without one of its own
+        # (scrapy/core/scraper.py): ``Spider._parse``, which calls ``parse``
+        callback = parsed.request.callback or spider._parse
+        out = list(callback(parsed, **parsed.request.cb_kwargs))
         assert any(isinstance(o, Request) for o in out)  # the page was really parsed
         ref = weakref.ref(parsed)
         del parsed, out

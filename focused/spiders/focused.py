@@ -189,11 +189,11 @@ class FocusedSpider(scrapy.Spider):
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
         try:
-            yield from self._parse(response)
+            yield from self._parse_page(response)
         finally:
             release_selector(response)
 
-    def _parse(self, response: Response) -> Iterator[Any]:
+    def _parse_page(self, response: Response) -> Iterator[Any]:
         if not isinstance(response, TextResponse):
             self.crawler.stats.inc_value("focused/skipped/not_text")
             self.crawler.signals.send_catch_log(page_skipped, response=response)

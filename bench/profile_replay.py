@@ -1,6 +1,7 @@
 """cProfile of focused crawls and of plain Scrapy replaying the pages each fetched.
 
-For each strategy: one focused crawl of ``--pages`` items of wikispeedia under cProfile
+For each strategy: one focused crawl of ``--pages`` items of wikispeedia (``--site
+sandbox``: the 20,000-page sandbox) under cProfile
 (first item to last, :class:`bench.speed.Probe`), which lists the URLs it fetched; then
 plain Scrapy (:mod:`bench.plain`, ``-a replay=``) fetching exactly that list under
 cProfile. The profiles are kept in ``--out`` (``STRATEGY.prof``, ``STRATEGY-plain.prof``)
@@ -27,6 +28,8 @@ from bench import speed
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", type=Path, default=speed.ROOT / speed.DEFAULT_DATA)
+    p.add_argument("--site", choices=("wikispeedia", "sandbox"), default="wikispeedia")
+    p.add_argument("--sandbox-pages", type=int, default=20_000)
     p.add_argument("--strategies", default="learning,bsbs")
     p.add_argument("--pages", type=int, default=300)
     p.add_argument("--concurrency", type=int, default=16)
@@ -40,15 +43,15 @@ def main(argv: list[str] | None = None) -> int:
     summary: dict[str, Any] = {}
     try:
         sites = speed._serve_sites(
-            ["wikispeedia"],
-            sandbox_pages=0,
+            [args.site],
+            sandbox_pages=args.sandbox_pages if args.site == "sandbox" else 0,
             data_dir=args.data.resolve(),
             servers=servers,
             log=lambda m: print(m, file=sys.stderr),
         )
         plan = speed.RunPlan(
             pages=args.pages, concurrency=args.concurrency, work=work, timeout=args.timeout
-        ).on("wikispeedia", *sites["wikispeedia"])
+        ).on(args.site, *sites[args.site])
         for strategy in [s for s in args.strategies.split(",") if s]:
             listed = work / f"{strategy}.txt"
             prof = out / f"{strategy}.prof"

@@ -30,7 +30,6 @@ from typing import Any
 from scrapy import signals
 
 from bench import speed
-from focused import settings as project_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -100,8 +99,7 @@ def census(garbage: list[Any], top: int = 40) -> dict[str, Any]:
     counts: collections.Counter[str] = collections.Counter()
     sizes: collections.Counter[str] = collections.Counter()
     for o in garbage:
-        t = type(o)
-        name = f"{getattr(t, '__module__', '?')}.{t.__qualname__}"
+        name = _name(o)
         counts[name] += 1
         with contextlib.suppress(TypeError):
             sizes[name] += sys.getsizeof(o)
@@ -173,25 +171,21 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.unlink(missing_ok=True)
     work = args.work if args.work.is_absolute() else ROOT / args.work
-    server = speed.sandbox_server(args.sandbox_pages)
-    base = server.start()
-    try:
-        seeds = speed.sandbox_seeds(base, args.sandbox_pages)
-        plan = speed.RunPlan(
-            pages=args.pages, concurrency=16, work=work, timeout=3 * args.pages / 10 + 600
-        ).on("sandbox", seeds, f"{base}/labels.tsv")
-        extensions = {**project_settings.EXTENSIONS, speed.PROBE: 0}
-        extensions["bench.garbage.GarbageCensus"] = 1
-        extra = {
-            "EXTENSIONS": json.dumps(extensions),
-            "GARBAGE_FILE": str(out),
-            "GARBAGE_AT": args.at,
-        }
-        extra.update(dict(kv.split("=", 1) for kv in args.set))
-        run = speed.run_crawl(args.strategy, plan, tag="garbage", extra=extra)
-        print(json.dumps({k: run.get(k) for k in ("items", "max_rss_kb", "wall_s", "returncode")}))
-    finally:
-        server.stop()
+    settings = {
+        "GARBAGE_FILE": str(out),
+        "GARBAGE_AT": args.at,
+        **dict(kv.split("=", 1) for kv in args.set),
+    }
+    run = speed.sandbox_crawl(
+        args.strategy,
+        pages=args.pages,
+        sandbox_pages=args.sandbox_pages,
+        work=work,
+        tag="garbage",
+        extensions={"bench.garbage.GarbageCensus": 1},
+        extra=settings,
+    )
+    print(json.dumps({k: run.get(k) for k in ("items", "max_rss_kb", "wall_s", "returncode")}))
     return 0
 
 

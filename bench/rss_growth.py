@@ -31,7 +31,6 @@ from typing import Any
 from scrapy import signals
 
 from bench import speed
-from focused import settings as project_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -225,27 +224,22 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.unlink(missing_ok=True)
     work = args.work if args.work.is_absolute() else ROOT / args.work
-    server = speed.sandbox_server(args.sandbox_pages)
-    base = server.start()
-    try:
-        seeds = speed.sandbox_seeds(base, args.sandbox_pages)
-        plan = speed.RunPlan(
-            pages=args.pages, concurrency=16, work=work, timeout=3 * args.pages / 10 + 600
-        ).on("sandbox", seeds, f"{base}/labels.tsv")
-        extra = {
-            # the project's own extensions (the collector's tuning among them) stay on
-            "EXTENSIONS": json.dumps(
-                {**project_settings.EXTENSIONS, speed.PROBE: 0, "bench.rss_growth.GrowthProbe": 1}
-            ),
-            "RSS_GROWTH_FILE": str(out),
-            "RSS_GROWTH_AT": args.at,
-            "RSS_GROWTH_TRACE_FROM": str(args.trace),
-        }
-        extra.update(dict(kv.split("=", 1) for kv in args.set))
-        run = speed.run_crawl(args.strategy, plan, tag="growth", extra=extra)
-        print(json.dumps({k: run.get(k) for k in ("items", "max_rss_kb", "wall_s", "returncode")}))
-    finally:
-        server.stop()
+    settings = {
+        "RSS_GROWTH_FILE": str(out),
+        "RSS_GROWTH_AT": args.at,
+        "RSS_GROWTH_TRACE_FROM": str(args.trace),
+        **dict(kv.split("=", 1) for kv in args.set),
+    }
+    run = speed.sandbox_crawl(
+        args.strategy,
+        pages=args.pages,
+        sandbox_pages=args.sandbox_pages,
+        work=work,
+        tag="growth",
+        extensions={"bench.rss_growth.GrowthProbe": 1},
+        extra=settings,
+    )
+    print(json.dumps({k: run.get(k) for k in ("items", "max_rss_kb", "wall_s", "returncode")}))
     return 0
 
 

@@ -634,6 +634,37 @@ def replay(
     return out
 
 
+def sandbox_crawl(
+    strategy: str,
+    *,
+    pages: int,
+    sandbox_pages: int,
+    work: Path,
+    tag: str,
+    extensions: dict[str, int],
+    extra: dict[str, str],
+) -> dict[str, Any]:
+    """One focused crawl of ``pages`` items of a sandbox of ``sandbox_pages`` pages served
+    by its own process, with the settings of the peak-RSS crawl (``CONCURRENT_REQUESTS``
+    16, the chemistry seeds): the project's own extensions, the :class:`Probe` and
+    ``extensions`` (dotted path -> order) on, ``extra`` settings last (an ``EXTENSIONS``
+    among them replaces the lot)."""
+    server = sandbox_server(sandbox_pages)
+    base = server.start()
+    try:
+        seeds = sandbox_seeds(base, sandbox_pages)
+        plan = RunPlan(pages=pages, concurrency=16, work=work, timeout=3 * pages / 10 + 600).on(
+            "sandbox", seeds, f"{base}/labels.tsv"
+        )
+        settings = {
+            "EXTENSIONS": json.dumps({**project_settings.EXTENSIONS, PROBE: 0, **extensions}),
+            **extra,
+        }
+        return run_crawl(strategy, plan, tag=tag, extra=settings)
+    finally:
+        server.stop()
+
+
 def peak_rss(plan: RunPlan, *, strategy: str) -> dict[str, Any]:
     """One plain and one focused crawl of up to ``plan.pages`` pages of ``plan.site``: the
     peak resident set of each crawler process (``ru_maxrss`` at close) and focused /

@@ -24,6 +24,7 @@ from scrapy.utils.request import request_from_dict
 
 from focused import signals as focused_signals
 from focused.defaults import get
+from focused.downloader import DrawnDelaySlot
 from focused.frontier.hostaware import DEFAULT_SCAN, HostCheck
 from focused.frontier.journal import (
     DONE,
@@ -253,7 +254,9 @@ class HostGate:
     the downloader, before its slot too: in the middlewares, waiting for robots.txt). A
     host can take one now when it has fewer than ``concurrency`` requests in the
     downloader and, with a delay, the new request would start within :attr:`LEAD`
-    seconds (the slot starts one request per delay, from its last start). A slot that
+    seconds (the slot starts one request per delay, from its last start; with the
+    project's :class:`focused.downloader.FocusedDownloader`, per its own random draw of
+    that delay, the one the downloader will apply). A slot that
     does not exist yet has the settings' concurrency and delay. :meth:`blocked` tells a
     *full* host (all its concurrency taken, no delay in the way: a request handed to it
     waits only for a transfer to end, the scheduler still gives it one when no host is
@@ -308,8 +311,10 @@ class HostGate:
             conc, delay = slot.concurrency, slot.delay
             lastseen, transferring = slot.lastseen, len(slot.transferring)
         if delay > 0:
+            # the slot's own draw of its next gap (focused.downloader), else the delay
+            first = slot.next_delay() if isinstance(slot, DrawnDelaySlot) else delay
             pending = max(0, n - transferring)  # each starts one delay after the previous
-            start = max(lastseen + delay, now) + pending * delay
+            start = max(lastseen + first, now) + pending * delay
             if start - now > self.LEAD:
                 return start - now - self.LEAD
         if conc > 0 and n >= conc:

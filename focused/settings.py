@@ -33,6 +33,9 @@ CONCURRENT_REQUESTS_PER_DOMAIN = 8
 
 # --- the focused machinery ---------------------------------------------------------
 SCHEDULER = "focused.scheduler.FocusedScheduler"
+# A host's random delay (DOWNLOAD_DELAY_JITTER) drawn once per download, not at each look
+# at its queue: gaps average the delay, and the host-aware pick knows when a host is free.
+DOWNLOADER = "focused.downloader.FocusedDownloader"
 # FOCUSED_FRONTIER = "redis" sets SCHEDULER to focused.distributed.scheduler.RedisScheduler.
 ADDONS = {"focused.distributed.addon.FrontierAddon": 0}
 # Only used if SCHEDULER is set back to Scrapy's: one global order, not per domain.

@@ -9,6 +9,7 @@ after them. The assertions are on the order in which the servers saw the request
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -41,6 +42,7 @@ class Probe(scrapy.Spider):
 process = CrawlerProcess({
     "SCHEDULER": "focused.scheduler.FocusedScheduler",
     "FOCUSED_STRATEGY": "best_first",
+    "DOWNLOADER": project.DOWNLOADER,
     "DOWNLOADER_MIDDLEWARES": project.DOWNLOADER_MIDDLEWARES,
     "TWISTED_DNS_RESOLVER": project.TWISTED_DNS_RESOLVER,
     "FOCUSED_ALLOWED_NETWORKS": ["127.0.0.0/8"],
@@ -60,8 +62,8 @@ process = CrawlerProcess({
 
 class Host(LoopbackServer):
     """A loopback server whose page requests are appended as ``(name, path)`` to ``log``
-    (shared by the hosts of a test); ``once`` maps a path to the (status, headers) of its
-    first answer."""
+    (shared by the hosts of a test), and their arrival times to :attr:`times`; ``once``
+    maps a path to the (status, headers) of its first answer."""
 
     def __init__(
         self,
@@ -72,6 +74,7 @@ class Host(LoopbackServer):
         once: dict[str, tuple[int, dict[str, str]]] | None = None,
     ) -> None:
         once = dict(once or {})
+        self.times: list[float] = []
 
         def answer(path: str) -> Answer:
             body, headers = b"<html><body>page</body></html>", {}
@@ -79,6 +82,7 @@ class Host(LoopbackServer):
                 body, headers = robots.encode(), {"Content-Type": "text/plain"}
             else:
                 log.append((name, path))
+                self.times.append(time.monotonic())
             status, extra = once.pop(path, (200, {}))
             return status, {**extra, **headers}, body
 
@@ -134,6 +138,24 @@ def test_without_host_awareness_the_busy_host_blocks_the_others(hosts) -> None:
     assert min(order.index(f"b{i}") for i in range(1, 5)) > order.index("a5"), order
     assert stats["focused/queue/done"] == 13
     assert "focused/scheduler/hosts_busy" not in stats
+
+
+def test_a_random_delay_keeps_its_bounds_and_the_idle_host_is_served(hosts) -> None:
+    """Scrapy's default ``DOWNLOAD_DELAY_JITTER`` of 0.5 with the project's downloader
+    (a draw per download, :mod:`focused.downloader`): A's pages start 0.5-1.5 delays
+    apart, never sooner, in A's order; B's pages go while A waits."""
+    a, b, log = hosts
+    delay = 0.4
+    settings = {"CONCURRENT_REQUESTS": 4, "DOWNLOAD_DELAY": delay, "DOWNLOAD_DELAY_JITTER": 0.5}
+    stats = crawl(a, b, {**settings, "FOCUSED_HOST_AWARE": True})
+    order = _order(log)
+    assert [p for p in order if p.startswith("a")] == [f"a{i}" for i in range(9)]
+    assert max(order.index(f"b{i}") for i in range(1, 5)) < order.index("a5"), order
+    gaps = [t1 - t0 for t0, t1 in zip(a.times, a.times[1:], strict=False)]
+    assert len(gaps) == 8
+    assert min(gaps) >= 0.5 * delay - 0.01, gaps  # the lower bound of the random delay
+    assert max(gaps) - min(gaps) > 0.05, gaps  # and it is random: drawn for each page
+    assert stats["focused/queue/done"] == 13
 
 
 @pytest.mark.parametrize("hosts", ["User-agent: *\nCrawl-delay: 1\n"], indirect=True)

@@ -908,15 +908,23 @@ class FocusedScheduler(BaseScheduler):
         if gate is not None and pick_available is not None:
             busy, delayed = gate.blocked()
             if busy:
-                entry = pick_available(gate.check(busy), self.annealer, self.host_scan)
+                # the key names the predicate: a pick that found nothing is not walked
+                # again for the same busy hosts until the frontier changes
+                entry = pick_available(
+                    gate.check(busy), self.annealer, self.host_scan, frozenset(busy)
+                )
                 if entry is None and len(busy) > len(delayed):
                     if not delayed:
                         return self._strict_pick()
-                    entry = pick_available(gate.check(delayed), self.annealer, self.host_scan)
+                    entry = pick_available(
+                        gate.check(delayed), self.annealer, self.host_scan, frozenset(delayed)
+                    )
                 if entry is None and len(self.frontier):
                     gate.wake_later()
                     if self.stats is not None:
                         self.stats.set_value("focused/scheduler/hosts_busy", gate.waits)
+                        remembered = getattr(self.frontier, "remembered", 0)
+                        self.stats.set_value("focused/scheduler/picks_remembered", remembered)
                 return entry
         return self._strict_pick()
 

@@ -193,3 +193,61 @@ def test_a_priority_per_entry_deep_walks_leave_the_order_whole():
     for _ in range(20):  # picks that find nothing walk the whole heap and put it back
         assert b.pop_available(lambda host, extra: False, scan=10**6) is None
     assert _drain(b.pop) == [fp for fp in strict if fp != best_of_h7]
+
+
+def _refusing(busy: frozenset[str]):
+    def available(host: str, extra: object) -> bool:
+        return host not in busy
+
+    return available
+
+
+def test_a_pick_that_found_nothing_is_remembered_and_gives_the_same_answers() -> None:
+    """The same random pushes and picks on two frontiers, one naming each pick's
+    predicate by its busy hosts (the scheduler's key): every pick takes the same entry,
+    in the strict order, with the annealer too; many picks are answered from the memo."""
+    hosts = [f"http://h{i}.test" for i in range(6)]
+    for seed in range(4):
+        rng = random.Random(seed)
+        plain, keyed = MemoryFrontier(), MemoryFrontier()
+        sa = Annealer(0.5, 0.99, 1e-4, 4, seed) if seed % 2 else None
+        sb = Annealer(0.5, 0.99, 1e-4, 4, seed) if seed % 2 else None
+        # a few busy-host sets, as the gate's would repeat between downloads
+        choices = [frozenset(rng.sample(hosts, k)) for k in (6, 5, 5, 4, 6, 3)]
+        fp = 0
+        for _ in range(3000):
+            if rng.random() < 0.35:
+                fp += 1
+                one, other = _e_pair(rng.randrange(fp + 1), rng)  # repeats: promotions
+                plain.push(one)
+                keyed.push(other)
+            else:
+                busy = rng.choice(choices)
+                a = plain.pop_available(_refusing(busy), sa, 64)
+                b = keyed.pop_available(_refusing(busy), sb, 64, busy)
+                assert (a and a.fp) == (b and b.fp)
+        assert len(plain) == len(keyed)
+        assert keyed.remembered > 100 and plain.remembered == 0
+
+
+def _e_pair(fp: int, rng: random.Random) -> tuple[Entry, Entry]:
+    host, prio, value = f"h{rng.randrange(6)}.test", rng.randrange(5), rng.random()
+    return _e(fp, host, prio, value), _e(fp, host, prio, value)
+
+
+def test_an_available_push_or_a_take_ends_the_memo() -> None:
+    f = MemoryFrontier()
+    for i in range(50):
+        f.push(_e(i, "a.test", 5))
+    busy = frozenset({"http://a.test"})
+    assert f.pop_available(_refusing(busy), key=busy) is None
+    f.push(_e(100, "a.test", 9))  # a busy host's entry: still nothing, without a walk
+    assert f.pop_available(_refusing(busy), key=busy) is None
+    assert f.remembered == 1
+    f.push(_e(101, "b.test", 0))  # a free host's, at the bottom: found
+    assert f.pop_available(_refusing(busy), key=busy).fp == 101
+    assert f.pop_available(_refusing(busy), key=busy) is None  # walked again, then kept
+    free = frozenset()
+    assert f.pop_available(_refusing(free), key=free).fp == 100  # another key: a walk
+    assert f.pop_available(_refusing(busy), key=busy) is None  # the take ended the memo
+    assert f.remembered == 1

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import heapq
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -103,7 +103,7 @@ class Frontier(Protocol):
     """What the scheduler needs from a frontier.
 
     A frontier that can pick among the hosts that may be fetched now also has
-    ``pop_available(available, annealer, scan)`` (:meth:`MemoryFrontier.pop_available`);
+    ``pop_available(available, annealer, scan, key)`` (:meth:`MemoryFrontier.pop_available`);
     the scheduler uses it when it has one (the Redis frontier's is ``pop_free``).
     """
 
@@ -199,6 +199,12 @@ class MemoryFrontier:
         self._seq = 0
         self._stale = 0
         self.promoted = 0
+        # the host-aware picks that found nothing: their key -> how much of ``_pushed``
+        # they had seen; ``_pushed``: (host id, fp) of every push since the first of them
+        self._nothing_for: dict[Hashable, int] = {}
+        self._pushed: list[tuple[int, int]] = []
+        #: host-aware picks answered "nothing" from that memo, without a walk
+        self.remembered = 0
 
     # --- packing --------------------------------------------------------------------
     def _intern(self, table: dict[str, int], items: list[str], s: str) -> int:
@@ -316,6 +322,7 @@ class MemoryFrontier:
 
     def _take(self, b: _Bucket, at: int, size: int, fp: int) -> Entry:
         """Remove the live record at ``at`` of ``b`` and return its entry."""
+        self._forget_nothing()
         entry = self._unpack(b.data, at, b.prio)
         if at == 0:
             del b.data[:size]
@@ -356,6 +363,7 @@ class MemoryFrontier:
         if seq > _SEQ_MASK:
             raise OverflowError(f"sequence number {seq} too large")
         rec = self._pack(entry, seq)
+        self._note_push(rec, fp)
         b = self._bucket(prio)
         if seq > b.last_seq:
             b.data += rec
@@ -427,7 +435,11 @@ class MemoryFrontier:
         return self._take(b, at, size, fp)
 
     def pop_available(
-        self, available: HostCheck, annealer: Annealer | None = None, scan: int = DEFAULT_SCAN
+        self,
+        available: HostCheck,
+        annealer: Annealer | None = None,
+        scan: int = DEFAULT_SCAN,
+        key: Hashable = None,
     ) -> Entry | None:
         """The pick of :mod:`focused.frontier.hostaware`: the best entry (or the annealing
         choice among the top K, He, Cheng & Cai 2009) among the entries whose host
@@ -437,7 +449,21 @@ class MemoryFrontier:
         live records; asks each host once (an entry with ``extra`` each time). Only the
         chosen record is removed. With every host available it takes what :meth:`pop`
         (no annealer) or :meth:`pop_annealed` would, and draws the same random numbers.
+
+        ``key`` names the predicate (the same key: the same answers, e.g. the set of
+        busy hosts that ``available`` refuses). A pick that found nothing is remembered
+        under its key until an entry is taken or the frontier is rescored; the next pick
+        with that key asks only about the entries pushed since, and finds nothing again
+        without a walk when none of them is available (the walk would see the same
+        entries, and the new ones, refused, only push others further down).
         """
+        if (
+            key is not None
+            and key in self._nothing_for
+            and not self._any_pushed_available(key, available)
+        ):
+            self.remembered += 1
+            return None
         want = wanted(annealer)
         memo = HostMemo(available)
         hosts, extras = self._host_list, self._extra
@@ -467,10 +493,46 @@ class MemoryFrontier:
         for p in walked:
             heapq.heappush(prios, p)
         if not cands:
+            if key is not None:
+                self._nothing_for[key] = len(self._pushed)
             return None
         i = choose([c[4] for c in cands], annealer)
         b, at, size, fp, _value = cands[i]
         return self._take(b, at, size, fp)
+
+    #: pushes remembered for the picks that found nothing; beyond, they are forgotten
+    _MAX_PUSHED = 8192
+
+    def _note_push(self, rec: bytes, fp: int) -> None:
+        """Remember the push of record ``rec`` for the picks that found nothing."""
+        if not self._nothing_for:
+            return
+        pushed = self._pushed
+        if len(pushed) >= self._MAX_PUSHED:
+            self._forget_nothing()
+        else:
+            pushed.append((_HOST.unpack_from(rec, _HOST_AT)[0], fp))
+
+    def _forget_nothing(self) -> None:
+        if self._nothing_for:
+            self._nothing_for.clear()
+            self._pushed.clear()
+
+    def _any_pushed_available(self, key: Hashable, available: HostCheck) -> bool:
+        """Whether an entry pushed since the pick of ``key`` found nothing, and still
+        waiting, is ``available`` (then a walk is needed); else the memo moves on."""
+        pushed = self._pushed
+        since = self._nothing_for[key]
+        if since < len(pushed):
+            memo = HostMemo(available)
+            hosts, extras, table = self._host_list, self._extra, self._table
+            for host, fp in pushed[since:]:
+                if fp in table and memo(
+                    host, lambda h=host: hosts[h], extras.get(fp) if extras else None
+                ):
+                    return True
+            self._nothing_for[key] = len(pushed)
+        return False
 
     def _scan(self, b: _Bucket) -> Iterator[tuple[int, int, int, float]]:
         """``(offset, size, fp, value)`` of the live records of ``b`` in order, lazily:
@@ -573,6 +635,7 @@ class MemoryFrontier:
         keys, fps, recs, evidence, scored = self._copy_live_records()
         if not evidence:
             return 0
+        self._forget_nothing()
         prios, values = rescorer(evidence)
         changed = 0
         pack_value = _VALUE.pack_into

@@ -185,6 +185,9 @@ DEFAULTS: dict[str, Any] = {
     # fsync of the segments before each commit + synchronous=FULL (survives power loss,
     # slower)
     "FOCUSED_STORE_COMMIT_EVERY": 1,
+    # with batches (COMMIT_EVERY > 1): a batch commits at the latest this many seconds
+    # after its first row (its items wait for the commit before the next pipelines)
+    "FOCUSED_STORE_COMMIT_SECONDS": 1.0,
     "FOCUSED_STORE_FSYNC": False,
     # gzip level of the WARC records (1: fastest; 6 compresses ~12 % better at twice the
     # cost) and whether compressing and writing them runs in one background thread
@@ -363,6 +366,7 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_CONTINUE": _flag(),
     "FOCUSED_METRICS_LOG_EVERY": _int(0),  # 0: no metrics line
     "FOCUSED_STORE_COMMIT_EVERY": _int(1),
+    "FOCUSED_STORE_COMMIT_SECONDS": _float(0.0, open_low=True),
     "FOCUSED_STORE_FSYNC": _flag(),
     "FOCUSED_STORE_GZIP_LEVEL": _int(0, 9, open_high=False),
     "FOCUSED_STORE_THREAD": _flag(),

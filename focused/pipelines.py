@@ -128,9 +128,16 @@ class PageStorePipeline:
     of a write is the same as without the thread: record, row, commit, ``pages_stored``
     (so the scheduler journals a page as done only once its row is committed).
 
+    With ``FOCUSED_STORE_COMMIT_EVERY`` above 1, rows are committed in batches, and an
+    item leaves this pipeline only once its row is committed (its feed line, the
+    metrics and any later pipeline then never name a page that a crash could still take
+    back); a batch is committed at the latest ``FOCUSED_STORE_COMMIT_SECONDS`` after its
+    first row, so a slow crawl does not keep its pages waiting.
+
     Settings: ``FOCUSED_OUTPUT_DIR``, ``FOCUSED_STORE_COMMIT_EVERY`` (rows per
-    transaction), ``FOCUSED_STORE_FSYNC``, ``FOCUSED_STORE_GZIP_LEVEL``,
-    ``FOCUSED_STORE_SEGMENT_MB`` (size of a segment), ``FOCUSED_STORE_THREAD``,
+    transaction), ``FOCUSED_STORE_COMMIT_SECONDS``, ``FOCUSED_STORE_FSYNC``,
+    ``FOCUSED_STORE_GZIP_LEVEL``, ``FOCUSED_STORE_SEGMENT_MB`` (size of a segment),
+    ``FOCUSED_STORE_THREAD``,
     ``FOCUSED_STORE_LOCK_TIMEOUT``.
     """
 
@@ -142,6 +149,7 @@ class PageStorePipeline:
         output_dir: str | os.PathLike[str],
         *,
         commit_every: int = 1,
+        commit_seconds: float = 1.0,
         fsync: bool = False,
         gzip_level: int = 1,
         threaded: bool = False,
@@ -158,6 +166,7 @@ class PageStorePipeline:
         self.index = index  # the store's full-text index (FOCUSED_INDEX*)
         self.index_max_chars = index_max_chars
         self.commit_every = commit_every
+        self.commit_seconds = commit_seconds
         self.fsync = fsync
         self.gzip_level = gzip_level
         self.threaded = threaded
@@ -177,6 +186,9 @@ class PageStorePipeline:
         self._waiting: deque[tuple[Callable[[], bool], Deferred[bool]]] = deque()
         self._busy_since: float | None = None
         self._retry: Any = None  # the pending delayed call of _drain
+        #: items whose rows wait in the open transaction, with what fires with each
+        self._uncommitted: list[tuple[Deferred[Any], Any]] = []
+        self._commit_due: Any = None  # the pending delayed call of _commit_now
         #: how the writer thread hands a result back (default: the reactor's callFromThread)
         self.call_from_thread: Callable[..., Any] | None = None
         #: how a retry is scheduled (default: the reactor's callLater)
@@ -188,6 +200,7 @@ class PageStorePipeline:
         return cls(
             get(s, "FOCUSED_OUTPUT_DIR"),
             commit_every=get(s, "FOCUSED_STORE_COMMIT_EVERY"),
+            commit_seconds=get(s, "FOCUSED_STORE_COMMIT_SECONDS"),
             fsync=get(s, "FOCUSED_STORE_FSYNC"),
             gzip_level=get(s, "FOCUSED_STORE_GZIP_LEVEL"),
             threaded=get(s, "FOCUSED_STORE_THREAD"),
@@ -257,10 +270,54 @@ class PageStorePipeline:
                 raise CheckpointFailed(getattr(error, "cause", error))
 
     def _committed(self, urls: list[str]) -> None:
-        """The store committed the rows of ``urls``: they are durable now."""
+        """The store committed the rows of ``urls``: they are durable now, and their
+        items go on."""
         if self._found:
             urls, self._found = [*urls, *self._found], []
         self._tell_stored(urls)
+        self._cancel_commit_due()
+        waiting, self._uncommitted = self._uncommitted, []
+        for d, item in waiting:
+            d.callback(item)
+
+    # --- batched commits ------------------------------------------------------------
+    def _until_committed(self, item: Any) -> Deferred[Any]:
+        """A Deferred that fires with ``item`` once the open transaction commits (at
+        the latest ``commit_seconds`` after its first row)."""
+        d: Deferred[Any] = Deferred()
+        self._uncommitted.append((d, item))
+        if self._commit_due is None:
+            self._commit_due = self._later(self.commit_seconds, self._commit_now)
+        return d
+
+    def _later(self, seconds: float, f: Callable[[], Any]) -> Any:
+        if self.call_later is None:
+            from twisted.internet import reactor
+
+            self.call_later = reactor.callLater  # type: ignore[attr-defined]
+        return self.call_later(seconds, f)
+
+    def _commit_now(self) -> None:
+        """The batch is ``commit_seconds`` old: commit it (after the pages that wait for
+        another program's write lock, which go first)."""
+        self._commit_due = None
+        store = self.store
+        if store is None or self.failed is not None or not store.pending:
+            return
+        if self._waiting:  # their rows go in first; the drain commits with them
+            self._commit_due = self._later(RETRY_EVERY, self._commit_now)
+            return
+        try:
+            store.flush()
+        except StoreBusy:
+            self._commit_due = self._later(RETRY_EVERY, self._commit_now)
+        except (*STORE_ERRORS, CheckpointFailed) as exc:
+            self._fail(exc)
+
+    def _cancel_commit_due(self) -> None:
+        due, self._commit_due = self._commit_due, None
+        if due is not None and due.active():
+            due.cancel()
 
     def _tell_stored(self, urls: list[str]) -> None:
         if urls and self.signals is not None:
@@ -285,7 +342,8 @@ class PageStorePipeline:
         if self._writer is None:
             added = self._attempt(lambda: store.add(record, body))
             if not isinstance(added, Deferred):
-                return self._stored(added, adapter, record, item)
+                done = self._stored(added, adapter, record, item)
+                return Pending(done) if isinstance(done, Deferred) else done
             added.addCallback(self._stored, adapter, record, item)
             return Pending(added)
         d = self._add_threaded(record, body)
@@ -372,6 +430,10 @@ class PageStorePipeline:
         if self.store is not None:
             self.store.abort()  # the rows of the open transaction are not stored
             self._found.clear()
+        self._cancel_commit_due()
+        uncommitted, self._uncommitted = self._uncommitted, []
+        for d, _ in uncommitted:
+            d.errback(Failure(_not_stored()))
         if first:
             stop_crawl(self.crawler, "store pages", self.output_dir, cause, then_for(cause))
         if self._retry is not None:
@@ -393,6 +455,8 @@ class PageStorePipeline:
         self._maybe_drained()
 
     def _stored(self, added: bool, adapter: ItemAdapter, record: dict[str, Any], item: Any) -> Any:
+        """The item once its row is in: itself when that row (or the earlier one of its
+        URL) is committed, else a Deferred that fires with it at the commit."""
         if not added and self.store is not None:
             # stored before: durable now, unless its row is in the open transaction
             if self.store.pending:
@@ -403,6 +467,8 @@ class PageStorePipeline:
             _set(adapter, key, record[key])
         if self.stats is not None:
             self.stats.inc_value("focused/stored" if added else "focused/duplicates")
+        if self.store is not None and self.store.pending:
+            return self._until_committed(item)
         return item
 
     def _add_threaded(self, record: dict[str, Any], body: bytes) -> Deferred[bool]:
@@ -451,6 +517,7 @@ class PageStorePipeline:
         self._close()
 
     def _close(self) -> None:
+        self._cancel_commit_due()
         if self._writer is not None:
             self._writer.shutdown(wait=True)
             self._writer = None

@@ -19,6 +19,7 @@ import pytest
 from scrapy import Spider
 from scrapy.exceptions import DropItem
 from scrapy.utils.test import get_crawler
+from twisted.internet.task import Clock
 
 from focused.items import PageItem
 from focused.output.store import Location, PageStore, read_body
@@ -327,6 +328,7 @@ def test_a_page_stored_before_is_told_with_the_commit_that_makes_it_durable(
     """With batched commits, a URL found in the open transaction is told with its batch."""
     crawler = get_crawler(TargetSpider, {"FOCUSED_OUTPUT_DIR": str(tmp_path)})
     pipe = PageStorePipeline(tmp_path, commit_every=2, signals=crawler.signals)
+    pipe.call_later = Clock().callLater  # the time bound never comes here
     told: list[list[str]] = []
 
     def on_stored(urls: list[str]) -> None:
@@ -341,3 +343,92 @@ def test_a_page_stored_before_is_told_with_the_commit_that_makes_it_durable(
     assert told == [["A.html", "B.html", "A.html"]]
     pipe.close_spider()
     assert told[1:] == []  # nothing left to commit
+
+
+def _batched(tmp_path: Path, commit_every: int, commit_seconds: float = 1.0):
+    crawler = get_crawler(TargetSpider, {"FOCUSED_OUTPUT_DIR": str(tmp_path)})
+    pipe = PageStorePipeline(
+        tmp_path,
+        commit_every=commit_every,
+        commit_seconds=commit_seconds,
+        signals=crawler.signals,
+        stats=crawler.stats,
+        crawler=crawler,
+    )
+    clock = Clock()  # Twisted's own clock: the time bound without a running reactor
+    pipe.call_later = clock.callLater
+    told: list[str] = []
+
+    def on_stored(urls: list[str]) -> None:
+        told.extend(u.rsplit("/", 1)[-1] for u in urls)
+
+    crawler.signals.connect(on_stored, signal=pages_stored)
+    pipe.open_spider()
+    pipe.on_stored = on_stored  # type: ignore[attr-defined]  # signals hold weak references
+    return pipe, clock, told
+
+
+def _follow(result: object, out: list, failed: list) -> None:
+    assert isinstance(result, Pending)
+    result.deferred.addCallbacks(out.append, failed.append)
+
+
+def test_with_batched_commits_an_item_goes_on_only_once_its_row_is_committed(
+    tmp_path: Path,
+) -> None:
+    pipe, clock, told = _batched(tmp_path, commit_every=3)
+    a, b, c = page("A", True), page("B", False), page("C", True)
+    out: list = []
+    failed: list = []
+    _follow(pipe.process_item(a), out, failed)
+    _follow(pipe.process_item(b), out, failed)
+    # in the open transaction: not durable, not told, and the items wait
+    assert out == [] and told == [] and db_rows(tmp_path) == []
+    assert pipe.process_item(c) is c  # its row commits the batch: it goes on at once
+    assert out == [a, b] and failed == [] and told == ["A.html", "B.html", "C.html"]
+    assert [r[1] for r in db_rows(tmp_path)] == ["A", "B", "C"]
+    assert not clock.getDelayedCalls()  # the commit took the time bound with it
+    pipe.close_spider()
+
+
+def test_a_batch_commits_at_its_time_bound(tmp_path: Path) -> None:
+    pipe, clock, told = _batched(tmp_path, commit_every=100, commit_seconds=0.5)
+    out: list = []
+    failed: list = []
+    _follow(pipe.process_item(page("A", True)), out, failed)
+    clock.advance(0.3)
+    _follow(pipe.process_item(page("B", True)), out, failed)
+    clock.advance(0.15)  # 0.45 s after the batch's first row
+    assert out == [] and told == []
+    clock.advance(0.1)
+    assert [i.title for i in out] == ["A", "B"] and told == ["A.html", "B.html"]
+    assert [r[1] for r in db_rows(tmp_path)] == ["A", "B"]
+    _follow(pipe.process_item(page("C", True)), out, failed)  # a new batch, a new bound
+    clock.advance(0.49)
+    assert len(out) == 2
+    clock.advance(0.02)
+    assert len(out) == 3 and failed == [] and told[-1] == "C.html"
+    pipe.close_spider()
+
+
+def test_a_failed_batch_commit_drops_its_waiting_items_and_tells_nothing(
+    tmp_path: Path,
+) -> None:
+    pipe, clock, told = _batched(tmp_path, commit_every=100, commit_seconds=0.5)
+    out: list = []
+    failed: list = []
+    _follow(pipe.process_item(page("A", True)), out, failed)
+    _follow(pipe.process_item(page("B", True)), out, failed)
+    assert pipe.store is not None
+
+    def full_disk() -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    pipe.store._commit = full_disk  # type: ignore[method-assign]
+    clock.advance(0.5)
+    assert out == [] and len(failed) == 2 and all(f.check(DropItem) for f in failed)
+    assert told == [] and db_rows(tmp_path) == []
+    assert pipe.failed is not None and pipe.crawler.stats.get_value("focused/store_failed")
+    with pytest.raises(DropItem):
+        pipe.process_item(page("C", True))
+    pipe.close_spider()

@@ -20,6 +20,7 @@ from scrapy import signals as scrapy_signals
 from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 from twisted.internet.error import ConnectionRefusedError
+from twisted.internet.task import Clock
 
 from bench.command import crawl_command, settings_from_strings
 from focused import meta as keys
@@ -611,6 +612,8 @@ def _open_with_pipelines(tmp_path: Path, pipelines: dict, **settings) -> tuple:
     )
     manager = ItemPipelineManager.from_crawler(crawler)
     for pipe in manager.middlewares:
+        if hasattr(pipe, "call_later"):  # a batch's time bound: Twisted's clock, no reactor
+            pipe.call_later = Clock().callLater
         pipe.open_spider()
     reader = sqlite3.connect(jobdir / "frontier.sqlite3")
 

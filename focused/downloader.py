@@ -11,12 +11,12 @@ host-aware pick (:class:`focused.scheduler.HostGate`) cannot know when a slot wi
 its next request.
 
 :class:`DrawnDelaySlot` draws the delay once per gap (for the slot's last download start)
-and keeps it until the next download starts, or until its delay or jitter changes (a
-Crawl-delay, a Retry-After pause or AutoThrottle). Each gap is then a random value between
-``(1 - jitter) × delay`` and ``(1 + jitter) × delay``, as Scrapy documents
-``DOWNLOAD_DELAY_JITTER``, averaging one delay; and the gate reads the same draw as the
-downloader (:meth:`DrawnDelaySlot.next_delay`), so it hands a host its next request when
-the host can start it.
+and keeps it until the next download starts; a delay or jitter that changes meanwhile (a
+Crawl-delay, a Retry-After pause, AutoThrottle) scales the same draw. Each gap is then a
+random value between ``(1 - jitter) × delay`` and ``(1 + jitter) × delay``, as Scrapy
+documents ``DOWNLOAD_DELAY_JITTER``, averaging one delay; and the gate reads the same
+draw as the downloader (:meth:`DrawnDelaySlot.next_delay`), so it hands a host its next
+request when the host can start it.
 
 Chosen by ``DOWNLOADER = "focused.downloader.FocusedDownloader"`` (the project's
 settings). With Scrapy's own downloader the crawl works the same, with Scrapy's redraws.
@@ -24,6 +24,7 @@ settings). With Scrapy's own downloader the crawl works the same, with Scrapy's 
 
 from __future__ import annotations
 
+import random
 from typing import TYPE_CHECKING
 
 from scrapy.core.downloader import Downloader, Slot
@@ -39,8 +40,8 @@ class DrawnDelaySlot(Slot):
 
     def __init__(self, concurrency: int, delay: float, jitter: float | None = None) -> None:
         super().__init__(concurrency, delay, jitter)
-        self._drawn = 0.0
-        self._drawn_for: tuple[float, float, float] | None = None
+        self._drawn = 0.0  # in [-1, 1]: the gap is delay * (1 + jitter * drawn)
+        self._drawn_for: float | None = None  # the lastseen it was drawn for
 
     @classmethod
     def like(cls, slot: Slot) -> DrawnDelaySlot:
@@ -48,14 +49,19 @@ class DrawnDelaySlot(Slot):
         return cls(slot.concurrency, slot.delay, slot.jitter)
 
     def download_delay(self) -> float:
-        """The delay before the next download: one draw per last download start."""
+        """The delay before the next download: one draw per last download start.
+
+        What is drawn is where the gap falls in ``(1 ± jitter) × delay``, so a delay
+        that changes within the gap (AutoThrottle after a response, a Crawl-delay) moves
+        the gap with it instead of drawing it again.
+        """
         if not self.jitter:
             return self.delay
-        key = (self.lastseen, self.delay, self.jitter)
-        if key != self._drawn_for:
-            self._drawn_for = key
-            self._drawn = super().download_delay()
-        return self._drawn
+        if self.lastseen != self._drawn_for:
+            self._drawn_for = self.lastseen
+            self._drawn = random.uniform(-1.0, 1.0)  # noqa: S311 - pacing, not security
+        # as Scrapy's Slot.download_delay: a jitter above 1 is floored at no delay
+        return max(0.0, self.delay * (1 + self.jitter * self._drawn))
 
     #: what the host-aware pick reads: the same draw as the downloader's next look
     next_delay = download_delay

@@ -62,6 +62,8 @@ STORE_ERRORS: tuple[type[BaseException], ...] = (OSError, sqlite3.Error)
 BUSY_TIMEOUT = 0.05
 #: seconds between two tries while another program holds the lock
 RETRY_EVERY = 0.25
+#: Scrapy's scraper counts a response as at least this many bytes (scrapy/core/scraper.py)
+_MIN_RESPONSE_SIZE = 1024
 
 
 class CheckpointFailed(Exception):
@@ -150,6 +152,7 @@ class PageStorePipeline:
         *,
         commit_every: int = 1,
         commit_seconds: float = 1.0,
+        held_bytes_max: int = 2_500_000,
         fsync: bool = False,
         gzip_level: int = 1,
         threaded: bool = False,
@@ -167,6 +170,8 @@ class PageStorePipeline:
         self.index_max_chars = index_max_chars
         self.commit_every = commit_every
         self.commit_seconds = commit_seconds
+        #: a batch commits early once its waiting items hold this many bytes of responses
+        self.held_bytes_max = held_bytes_max
         self.fsync = fsync
         self.gzip_level = gzip_level
         self.threaded = threaded
@@ -189,6 +194,7 @@ class PageStorePipeline:
         #: items whose rows wait in the open transaction, with what fires with each
         self._uncommitted: list[tuple[Deferred[Any], Any]] = []
         self._commit_due: Any = None  # the pending delayed call of _commit_now
+        self._held_bytes = 0  # of the responses whose items wait in _uncommitted
         #: how the writer thread hands a result back (default: the reactor's callFromThread)
         self.call_from_thread: Callable[..., Any] | None = None
         #: how a retry is scheduled (default: the reactor's callLater)
@@ -201,6 +207,9 @@ class PageStorePipeline:
             get(s, "FOCUSED_OUTPUT_DIR"),
             commit_every=get(s, "FOCUSED_STORE_COMMIT_EVERY"),
             commit_seconds=get(s, "FOCUSED_STORE_COMMIT_SECONDS"),
+            # Scrapy stops downloading while its scraper holds this many bytes of responses
+            # (waiting items hold theirs): a batch commits well before that
+            held_bytes_max=s.getint("SCRAPER_SLOT_MAX_ACTIVE_SIZE") // 2,
             fsync=get(s, "FOCUSED_STORE_FSYNC"),
             gzip_level=get(s, "FOCUSED_STORE_GZIP_LEVEL"),
             threaded=get(s, "FOCUSED_STORE_THREAD"),
@@ -277,16 +286,24 @@ class PageStorePipeline:
         self._tell_stored(urls)
         self._cancel_commit_due()
         waiting, self._uncommitted = self._uncommitted, []
+        self._held_bytes = 0
         for d, item in waiting:
             d.callback(item)
 
     # --- batched commits ------------------------------------------------------------
-    def _until_committed(self, item: Any) -> Deferred[Any]:
-        """A Deferred that fires with ``item`` once the open transaction commits (at
-        the latest ``commit_seconds`` after its first row)."""
+    def _until_committed(self, item: Any, size: int) -> Deferred[Any]:
+        """A Deferred that fires with ``item`` once the open transaction commits: at the
+        latest ``commit_seconds`` after its first row, or at once when the waiting items'
+        responses (``size`` bytes for this one, as Scrapy's scraper counts them) reach
+        ``held_bytes_max``: Scrapy downloads nothing more while its scraper holds
+        ``SCRAPER_SLOT_MAX_ACTIVE_SIZE``, so a batch that waited for more pages would
+        wait for its time bound with the crawl stalled."""
         d: Deferred[Any] = Deferred()
         self._uncommitted.append((d, item))
-        if self._commit_due is None:
+        self._held_bytes += max(size, _MIN_RESPONSE_SIZE)
+        if self._held_bytes >= self.held_bytes_max:
+            self._commit_now()
+        elif self._commit_due is None:
             self._commit_due = self._later(self.commit_seconds, self._commit_now)
         return d
 
@@ -300,7 +317,7 @@ class PageStorePipeline:
     def _commit_now(self) -> None:
         """The batch is ``commit_seconds`` old: commit it (after the pages that wait for
         another program's write lock, which go first)."""
-        self._commit_due = None
+        self._cancel_commit_due()
         store = self.store
         if store is None or self.failed is not None or not store.pending:
             return
@@ -339,17 +356,18 @@ class PageStorePipeline:
         if isinstance(item, PageItem):  # the text already cut into terms (or None)
             record["text_terms"], item.text_terms = item.text_terms, None
         body = _take_body(item, adapter)
+        size = len(body)
         if self._writer is None:
             added = self._attempt(lambda: store.add(record, body))
             if not isinstance(added, Deferred):
-                done = self._stored(added, adapter, record, item)
+                done = self._stored(added, adapter, record, item, size)
                 return Pending(done) if isinstance(done, Deferred) else done
-            added.addCallback(self._stored, adapter, record, item)
+            added.addCallback(self._stored, adapter, record, item, size)
             return Pending(added)
         d = self._add_threaded(record, body)
         self._in_flight += 1
         d.addBoth(_pass_on, self._one_done)
-        d.addCallback(self._stored, adapter, record, item)
+        d.addCallback(self._stored, adapter, record, item, size)
         return Pending(d)
 
     # --- failures and a locked database -------------------------------------------
@@ -432,6 +450,7 @@ class PageStorePipeline:
             self._found.clear()
         self._cancel_commit_due()
         uncommitted, self._uncommitted = self._uncommitted, []
+        self._held_bytes = 0
         for d, _ in uncommitted:
             d.errback(Failure(_not_stored()))
         if first:
@@ -454,22 +473,28 @@ class PageStorePipeline:
         self._in_flight -= 1
         self._maybe_drained()
 
-    def _stored(self, added: bool, adapter: ItemAdapter, record: dict[str, Any], item: Any) -> Any:
+    def _stored(
+        self, added: bool, adapter: ItemAdapter, record: dict[str, Any], item: Any, size: int = 0
+    ) -> Any:
         """The item once its row is in: itself when that row (or the earlier one of its
-        URL) is committed, else a Deferred that fires with it at the commit."""
-        if not added and self.store is not None:
-            # stored before: durable now, unless its row is in the open transaction
-            if self.store.pending:
-                self._found.append(record["url"])
-            else:
-                self._tell_stored([record["url"]])
+        URL) is committed, else a Deferred that fires with it at the commit. ``size``:
+        the bytes of the item's response."""
+        store = self.store
+        wait = False
+        if store is not None:
+            if added:
+                wait = store.pending > 0  # its own row is in the open transaction
+            else:  # stored before: durable now, unless that row is in the open transaction
+                wait = store.uncommitted(record["url"])
+                if wait:
+                    self._found.append(record["url"])
+                else:
+                    self._tell_stored([record["url"]])
         for key in LOCATION_COLUMNS:
             _set(adapter, key, record[key])
         if self.stats is not None:
             self.stats.inc_value("focused/stored" if added else "focused/duplicates")
-        if self.store is not None and self.store.pending:
-            return self._until_committed(item)
-        return item
+        return self._until_committed(item, size) if wait else item
 
     def _add_threaded(self, record: dict[str, Any], body: bytes) -> Deferred[bool]:
         """:meth:`PageStore.add` with the file work in the writer thread. Every page

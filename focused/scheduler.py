@@ -369,6 +369,16 @@ class HostGate:
 
         return available
 
+    def key(self, blocked: set[str]) -> frozenset[str] | None:
+        """What names :meth:`check` of ``blocked`` for the frontier's memo of empty picks:
+        the set itself, or ``None`` (no memo) when slots are per IP
+        (``CONCURRENT_REQUESTS_PER_IP``): then the answer also depends on Scrapy's DNS
+        cache, which fills and forgets over time."""
+        d = self.downloader()
+        if d is not None and d.ip_concurrency:
+            return None
+        return frozenset(blocked)
+
     def wake_later(self) -> None:
         """No free host: make the engine ask again once the first delay runs out."""
         self.waits += 1
@@ -911,13 +921,13 @@ class FocusedScheduler(BaseScheduler):
                 # the key names the predicate: a pick that found nothing is not walked
                 # again for the same busy hosts until the frontier changes
                 entry = pick_available(
-                    gate.check(busy), self.annealer, self.host_scan, frozenset(busy)
+                    gate.check(busy), self.annealer, self.host_scan, gate.key(busy)
                 )
                 if entry is None and len(busy) > len(delayed):
                     if not delayed:
                         return self._strict_pick()
                     entry = pick_available(
-                        gate.check(delayed), self.annealer, self.host_scan, frozenset(delayed)
+                        gate.check(delayed), self.annealer, self.host_scan, gate.key(delayed)
                     )
                 if entry is None and len(self.frontier):
                     gate.wake_later()

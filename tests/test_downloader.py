@@ -55,14 +55,21 @@ def test_one_draw_per_gap_between_downloads() -> None:
     assert len(draws) == 20 and all(0.5 <= d <= 1.5 for d in draws)
 
 
-def test_a_new_delay_or_jitter_is_drawn_again() -> None:
+def test_a_delay_that_changes_within_the_gap_scales_the_same_draw() -> None:
+    """AutoThrottle sets a slot's delay after every response: the gap moves with it,
+    it is not drawn again (a new draw per change would lengthen the gaps again)."""
     random.seed(3)
     slot = DrawnDelaySlot(1, 1.0, 0.5)
-    slot.download_delay()
-    slot.delay = 4.0  # a Crawl-delay or AutoThrottle raised it
-    assert 2.0 <= slot.download_delay() <= 6.0
+    first = slot.download_delay()
+    slot.delay = 4.0  # AutoThrottle or a Crawl-delay raised it
+    assert slot.download_delay() == pytest.approx(4.0 * first)
+    slot.jitter = 0.25
+    assert slot.download_delay() == pytest.approx(4.0 * (1 + 0.25 * (first - 1) / 0.5))
     slot.jitter = 0.0  # a Crawl-delay is kept exactly
     assert slot.download_delay() == 4.0
+    for _ in range(200):  # and every draw stays within the jitter's bounds
+        slot.jitter, slot.lastseen = 0.5, slot.lastseen + 1
+        assert 2.0 <= slot.download_delay() <= 6.0
 
 
 def test_gaps_average_the_delay_where_scrapys_redraws_lengthen_them() -> None:
@@ -97,3 +104,20 @@ async def _drawn_slots_and_the_gate() -> None:
     # past the draw (less than the nominal delay when the draw is short): free now
     assert gate.wait(downloader, key, 0, now + slot.download_delay()) == 0.0
     downloader.close()
+
+
+@pytest.mark.filterwarnings("ignore:The CONCURRENT_REQUESTS_PER_IP setting is deprecated")
+def test_empty_picks_are_remembered_only_for_slots_per_host() -> None:
+    asyncio.run(_gate_keys())
+
+
+async def _gate_keys() -> None:
+    """Slots per IP depend on Scrapy's DNS cache, which changes on its own: no memo."""
+    for settings, expect_key in (({}, True), ({"CONCURRENT_REQUESTS_PER_IP": 2}, False)):
+        crawler = get_crawler(settings_dict={"DOWNLOADER": project.DOWNLOADER, **settings})
+        crawler.engine = crawler._create_engine()  # the real engine and its downloader
+        assert isinstance(crawler.engine.downloader, FocusedDownloader)
+        gate = HostGate(crawler)
+        key = gate.key({"127.0.0.2"})
+        assert (key == frozenset({"127.0.0.2"})) if expect_key else key is None
+        crawler.engine.downloader.close()

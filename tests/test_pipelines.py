@@ -345,12 +345,13 @@ def test_a_page_stored_before_is_told_with_the_commit_that_makes_it_durable(
     assert told[1:] == []  # nothing left to commit
 
 
-def _batched(tmp_path: Path, commit_every: int, commit_seconds: float = 1.0):
+def _batched(tmp_path: Path, commit_every: int, commit_seconds: float = 1.0, held: int = 2_500_000):
     crawler = get_crawler(TargetSpider, {"FOCUSED_OUTPUT_DIR": str(tmp_path)})
     pipe = PageStorePipeline(
         tmp_path,
         commit_every=commit_every,
         commit_seconds=commit_seconds,
+        held_bytes_max=held,
         signals=crawler.signals,
         stats=crawler.stats,
         crawler=crawler,
@@ -431,4 +432,40 @@ def test_a_failed_batch_commit_drops_its_waiting_items_and_tells_nothing(
     assert pipe.failed is not None and pipe.crawler.stats.get_value("focused/store_failed")
     with pytest.raises(DropItem):
         pipe.process_item(page("C", True))
+    pipe.close_spider()
+
+
+def test_a_batch_commits_early_when_its_items_hold_too_many_response_bytes(
+    tmp_path: Path,
+) -> None:
+    """Scrapy stops downloading while its scraper holds SCRAPER_SLOT_MAX_ACTIVE_SIZE of
+    responses, waiting items included: the batch must not wait for pages that cannot
+    come. Each response counts at least 1024 bytes, as in Scrapy's scraper."""
+    crawler = get_crawler(TargetSpider, {"SCRAPER_SLOT_MAX_ACTIVE_SIZE": 5000})
+    assert PageStorePipeline.from_crawler(crawler).held_bytes_max == 2500
+    pipe, clock, told = _batched(tmp_path, commit_every=100, held=2048)
+    out: list = []
+    failed: list = []
+    _follow(pipe.process_item(page("A", True)), out, failed)
+    assert out == [] and len(clock.getDelayedCalls()) == 1
+    _follow(pipe.process_item(page("B", True)), out, failed)  # 2 x 1024: commit now
+    assert [i.title for i in out] == ["A", "B"] and told == ["A.html", "B.html"]
+    assert clock.getDelayedCalls() == [] and failed == []
+    pipe.close_spider()
+
+
+def test_a_page_stored_in_an_earlier_batch_goes_on_at_once(tmp_path: Path) -> None:
+    pipe, clock, told = _batched(tmp_path, commit_every=100, commit_seconds=0.5)
+    out: list = []
+    failed: list = []
+    _follow(pipe.process_item(page("A", True)), out, failed)
+    clock.advance(0.5)  # A's batch committed
+    _follow(pipe.process_item(page("B", True)), out, failed)  # a new batch is open
+    again = page("A", False)
+    assert pipe.process_item(again) is again  # durable already: not held by B's batch
+    assert told == ["A.html", "A.html"]
+    _follow(pipe.process_item(page("B", False)), out, failed)  # B's row is not committed
+    assert told == ["A.html", "A.html"]
+    clock.advance(0.5)
+    assert told[2:] == ["B.html", "B.html"] and [i.title for i in out] == ["A", "B", "B"]
     pipe.close_spider()

@@ -367,6 +367,10 @@ class PageStore:
         if fcntl is not None and self._lock_fh is not None:
             fcntl.flock(self._lock_fh.fileno(), fcntl.LOCK_SH)
 
+    def uncommitted(self, url: str) -> bool:
+        """Whether the row of ``url`` is in the open transaction (not committed yet)."""
+        return url in self._inserted
+
     @property
     def pending(self) -> int:
         """Rows inserted (or tried) in the open transaction, not committed yet."""

@@ -345,94 +345,101 @@ def test_a_page_stored_before_is_told_with_the_commit_that_makes_it_durable(
     assert told[1:] == []  # nothing left to commit
 
 
-def _batched(tmp_path: Path, commit_every: int, commit_seconds: float = 1.0, held: int = 2_500_000):
-    crawler = get_crawler(TargetSpider, {"FOCUSED_OUTPUT_DIR": str(tmp_path)})
-    pipe = PageStorePipeline(
-        tmp_path,
-        commit_every=commit_every,
-        commit_seconds=commit_seconds,
-        held_bytes_max=held,
-        signals=crawler.signals,
-        stats=crawler.stats,
-        crawler=crawler,
-    )
-    clock = Clock()  # Twisted's own clock: the time bound without a running reactor
-    pipe.call_later = clock.callLater
-    told: list[str] = []
+class Batched:
+    """A page store pipeline with batched commits on Twisted's own clock (the time bound
+    without a running reactor): ``told`` gathers the page names of ``pages_stored``,
+    ``out`` and ``failed`` the items that went on and the failures."""
 
-    def on_stored(urls: list[str]) -> None:
-        told.extend(u.rsplit("/", 1)[-1] for u in urls)
+    def __init__(
+        self, tmp_path: Path, commit_every: int, commit_seconds: float = 1.0, held: int = 2_500_000
+    ) -> None:
+        crawler = get_crawler(TargetSpider, {"FOCUSED_OUTPUT_DIR": str(tmp_path)})
+        self.pipe = PageStorePipeline(
+            tmp_path,
+            commit_every=commit_every,
+            commit_seconds=commit_seconds,
+            held_bytes_max=held,
+            signals=crawler.signals,
+            stats=crawler.stats,
+            crawler=crawler,
+        )
+        self.clock = Clock()
+        self.pipe.call_later = self.clock.callLater
+        self.told: list[str] = []
+        self.out: list = []
+        self.failed: list = []
+        crawler.signals.connect(self.on_stored, signal=pages_stored)  # held by self
+        self.pipe.open_spider()
 
-    crawler.signals.connect(on_stored, signal=pages_stored)
-    pipe.open_spider()
-    pipe.on_stored = on_stored  # type: ignore[attr-defined]  # signals hold weak references
-    return pipe, clock, told
+    def on_stored(self, urls: list[str]) -> None:
+        self.told.extend(u.rsplit("/", 1)[-1] for u in urls)
 
-
-def _follow(result: object, out: list, failed: list) -> None:
-    assert isinstance(result, Pending)
-    result.deferred.addCallbacks(out.append, failed.append)
+    def follow(self, item: object) -> None:
+        """Hand ``item`` to the pipeline; it must wait (a ``Pending``)."""
+        result = self.pipe.process_item(item)
+        assert isinstance(result, Pending)
+        result.deferred.addCallbacks(self.out.append, self.failed.append)
 
 
 def test_with_batched_commits_an_item_goes_on_only_once_its_row_is_committed(
     tmp_path: Path,
 ) -> None:
-    pipe, clock, told = _batched(tmp_path, commit_every=3)
+    batch = Batched(tmp_path, commit_every=3)
     a, b, c = page("A", True), page("B", False), page("C", True)
-    out: list = []
-    failed: list = []
-    _follow(pipe.process_item(a), out, failed)
-    _follow(pipe.process_item(b), out, failed)
+    batch.follow(a)
+    batch.follow(b)
     # in the open transaction: not durable, not told, and the items wait
-    assert out == [] and told == [] and db_rows(tmp_path) == []
-    assert pipe.process_item(c) is c  # its row commits the batch: it goes on at once
-    assert out == [a, b] and failed == [] and told == ["A.html", "B.html", "C.html"]
+    assert batch.out == [] and batch.told == [] and db_rows(tmp_path) == []
+    assert batch.pipe.process_item(c) is c  # its row commits the batch: it goes on at once
+    assert (
+        batch.out == [a, b] and batch.failed == [] and batch.told == ["A.html", "B.html", "C.html"]
+    )
     assert [r[1] for r in db_rows(tmp_path)] == ["A", "B", "C"]
-    assert not clock.getDelayedCalls()  # the commit took the time bound with it
-    pipe.close_spider()
+    assert not batch.clock.getDelayedCalls()  # the commit took the time bound with it
+    batch.pipe.close_spider()
 
 
 def test_a_batch_commits_at_its_time_bound(tmp_path: Path) -> None:
-    pipe, clock, told = _batched(tmp_path, commit_every=100, commit_seconds=0.5)
-    out: list = []
-    failed: list = []
-    _follow(pipe.process_item(page("A", True)), out, failed)
-    clock.advance(0.3)
-    _follow(pipe.process_item(page("B", True)), out, failed)
-    clock.advance(0.15)  # 0.45 s after the batch's first row
-    assert out == [] and told == []
-    clock.advance(0.1)
-    assert [i.title for i in out] == ["A", "B"] and told == ["A.html", "B.html"]
+    batch = Batched(tmp_path, commit_every=100, commit_seconds=0.5)
+    batch.follow(page("A", True))
+    batch.clock.advance(0.3)
+    batch.follow(page("B", True))
+    batch.clock.advance(0.15)  # 0.45 s after the batch's first row
+    assert batch.out == [] and batch.told == []
+    batch.clock.advance(0.1)
+    assert [i.title for i in batch.out] == ["A", "B"] and batch.told == ["A.html", "B.html"]
     assert [r[1] for r in db_rows(tmp_path)] == ["A", "B"]
-    _follow(pipe.process_item(page("C", True)), out, failed)  # a new batch, a new bound
-    clock.advance(0.49)
-    assert len(out) == 2
-    clock.advance(0.02)
-    assert len(out) == 3 and failed == [] and told[-1] == "C.html"
-    pipe.close_spider()
+    batch.follow(page("C", True))  # a new batch, a new bound
+    batch.clock.advance(0.49)
+    assert len(batch.out) == 2
+    batch.clock.advance(0.02)
+    assert len(batch.out) == 3 and batch.failed == [] and batch.told[-1] == "C.html"
+    batch.pipe.close_spider()
 
 
 def test_a_failed_batch_commit_drops_its_waiting_items_and_tells_nothing(
     tmp_path: Path,
 ) -> None:
-    pipe, clock, told = _batched(tmp_path, commit_every=100, commit_seconds=0.5)
-    out: list = []
-    failed: list = []
-    _follow(pipe.process_item(page("A", True)), out, failed)
-    _follow(pipe.process_item(page("B", True)), out, failed)
-    assert pipe.store is not None
+    batch = Batched(tmp_path, commit_every=100, commit_seconds=0.5)
+    batch.follow(page("A", True))
+    batch.follow(page("B", True))
+    assert batch.pipe.store is not None
 
     def full_disk() -> None:
         raise sqlite3.OperationalError("database or disk is full")
 
-    pipe.store._commit = full_disk  # type: ignore[method-assign]
-    clock.advance(0.5)
-    assert out == [] and len(failed) == 2 and all(f.check(DropItem) for f in failed)
-    assert told == [] and db_rows(tmp_path) == []
-    assert pipe.failed is not None and pipe.crawler.stats.get_value("focused/store_failed")
+    batch.pipe.store._commit = full_disk  # type: ignore[method-assign]
+    batch.clock.advance(0.5)
+    assert (
+        batch.out == [] and len(batch.failed) == 2 and all(f.check(DropItem) for f in batch.failed)
+    )
+    assert batch.told == [] and db_rows(tmp_path) == []
+    assert batch.pipe.failed is not None and batch.pipe.crawler.stats.get_value(
+        "focused/store_failed"
+    )
     with pytest.raises(DropItem):
-        pipe.process_item(page("C", True))
-    pipe.close_spider()
+        batch.pipe.process_item(page("C", True))
+    batch.pipe.close_spider()
 
 
 def test_a_batch_commits_early_when_its_items_hold_too_many_response_bytes(
@@ -443,29 +450,29 @@ def test_a_batch_commits_early_when_its_items_hold_too_many_response_bytes(
     come. Each response counts at least 1024 bytes, as in Scrapy's scraper."""
     crawler = get_crawler(TargetSpider, {"SCRAPER_SLOT_MAX_ACTIVE_SIZE": 5000})
     assert PageStorePipeline.from_crawler(crawler).held_bytes_max == 2500
-    pipe, clock, told = _batched(tmp_path, commit_every=100, held=2048)
-    out: list = []
-    failed: list = []
-    _follow(pipe.process_item(page("A", True)), out, failed)
-    assert out == [] and len(clock.getDelayedCalls()) == 1
-    _follow(pipe.process_item(page("B", True)), out, failed)  # 2 x 1024: commit now
-    assert [i.title for i in out] == ["A", "B"] and told == ["A.html", "B.html"]
-    assert clock.getDelayedCalls() == [] and failed == []
-    pipe.close_spider()
+    batch = Batched(tmp_path, commit_every=100, held=2048)
+    batch.follow(page("A", True))
+    assert batch.out == [] and len(batch.clock.getDelayedCalls()) == 1
+    batch.follow(page("B", True))  # 2 x 1024: commit now
+    assert [i.title for i in batch.out] == ["A", "B"] and batch.told == ["A.html", "B.html"]
+    assert batch.clock.getDelayedCalls() == [] and batch.failed == []
+    batch.pipe.close_spider()
 
 
 def test_a_page_stored_in_an_earlier_batch_goes_on_at_once(tmp_path: Path) -> None:
-    pipe, clock, told = _batched(tmp_path, commit_every=100, commit_seconds=0.5)
-    out: list = []
-    failed: list = []
-    _follow(pipe.process_item(page("A", True)), out, failed)
-    clock.advance(0.5)  # A's batch committed
-    _follow(pipe.process_item(page("B", True)), out, failed)  # a new batch is open
+    batch = Batched(tmp_path, commit_every=100, commit_seconds=0.5)
+    batch.follow(page("A", True))
+    batch.clock.advance(0.5)  # A's batch committed
+    batch.follow(page("B", True))  # a new batch is open
     again = page("A", False)
-    assert pipe.process_item(again) is again  # durable already: not held by B's batch
-    assert told == ["A.html", "A.html"]
-    _follow(pipe.process_item(page("B", False)), out, failed)  # B's row is not committed
-    assert told == ["A.html", "A.html"]
-    clock.advance(0.5)
-    assert told[2:] == ["B.html", "B.html"] and [i.title for i in out] == ["A", "B", "B"]
-    pipe.close_spider()
+    assert batch.pipe.process_item(again) is again  # durable already: not held by B's batch
+    assert batch.told == ["A.html", "A.html"]
+    batch.follow(page("B", False))  # B's row is not committed
+    assert batch.told == ["A.html", "A.html"]
+    batch.clock.advance(0.5)
+    assert batch.told[2:] == ["B.html", "B.html"] and [i.title for i in batch.out] == [
+        "A",
+        "B",
+        "B",
+    ]
+    batch.pipe.close_spider()

@@ -139,8 +139,7 @@ class PageStorePipeline:
     Settings: ``FOCUSED_OUTPUT_DIR``, ``FOCUSED_STORE_COMMIT_EVERY`` (rows per
     transaction), ``FOCUSED_STORE_COMMIT_SECONDS``, ``FOCUSED_STORE_FSYNC``,
     ``FOCUSED_STORE_GZIP_LEVEL``, ``FOCUSED_STORE_SEGMENT_MB`` (size of a segment),
-    ``FOCUSED_STORE_THREAD``,
-    ``FOCUSED_STORE_LOCK_TIMEOUT``.
+    ``FOCUSED_STORE_THREAD``, ``FOCUSED_STORE_LOCK_TIMEOUT``.
     """
 
     #: the store's class (a test may give one that fails on purpose)
@@ -308,6 +307,7 @@ class PageStorePipeline:
         return d
 
     def _later(self, seconds: float, f: Callable[[], Any]) -> Any:
+        """``f`` called in ``seconds`` (``call_later``, the reactor's by default)."""
         if self.call_later is None:
             from twisted.internet import reactor
 
@@ -315,26 +315,21 @@ class PageStorePipeline:
         return self.call_later(seconds, f)
 
     def _commit_now(self) -> None:
-        """The batch is ``commit_seconds`` old: commit it (after the pages that wait for
-        another program's write lock, which go first)."""
+        """Commit the open batch (its time bound came, or its items hold too much). An
+        open batch holds the write lock since its first row (``BEGIN IMMEDIATE``), so no
+        other program can make this wait."""
         self._cancel_commit_due()
         store = self.store
         if store is None or self.failed is not None or not store.pending:
             return
-        if self._waiting:  # their rows go in first; the drain commits with them
-            self._commit_due = self._later(RETRY_EVERY, self._commit_now)
-            return
         try:
             store.flush()
-        except StoreBusy:
-            self._commit_due = self._later(RETRY_EVERY, self._commit_now)
         except (*STORE_ERRORS, CheckpointFailed) as exc:
             self._fail(exc)
 
     def _cancel_commit_due(self) -> None:
-        due, self._commit_due = self._commit_due, None
-        if due is not None and due.active():
-            due.cancel()
+        _cancel(self._commit_due)
+        self._commit_due = None
 
     def _tell_stored(self, urls: list[str]) -> None:
         if urls and self.signals is not None:
@@ -400,11 +395,7 @@ class PageStorePipeline:
                 self.lock_timeout,
             )
         if self._retry is None:
-            if self.call_later is None:
-                from twisted.internet import reactor
-
-                self.call_later = reactor.callLater  # type: ignore[attr-defined]
-            self._retry = self.call_later(RETRY_EVERY, self._drain)
+            self._retry = self._later(RETRY_EVERY, self._drain)
 
     def _drain(self) -> None:
         """Try the waiting pages again, in order."""
@@ -455,10 +446,8 @@ class PageStorePipeline:
             d.errback(Failure(_not_stored()))
         if first:
             stop_crawl(self.crawler, "store pages", self.output_dir, cause, then_for(cause))
-        if self._retry is not None:
-            if self._retry.active():
-                self._retry.cancel()
-            self._retry = None
+        _cancel(self._retry)
+        self._retry = None
         waiting, self._waiting = self._waiting, deque()
         for _, d in waiting:
             d.errback(Failure(_not_stored()))
@@ -559,6 +548,12 @@ class PageStorePipeline:
             self.store.duplicates,
             self.output_dir,
         )
+
+
+def _cancel(call: Any) -> None:
+    """Cancel a pending delayed call (``None`` or one that ran: nothing to do)."""
+    if call is not None and call.active():
+        call.cancel()
 
 
 def _not_stored() -> DropItem:

@@ -228,7 +228,9 @@ class LearningStrategy(Strategy):
         self.page_judge = (
             PageModel(self.page_threshold, cap=self.page_model) if self.page_model > 0 else None
         )
-        self.consensus_model = LinkConsensus(self.consensus_prior) if self.consensus > 0 else None
+        self.consensus_model = (
+            LinkConsensus(self.consensus_prior) if self.consensus > 0 else None
+        )
         self._vector: TermWeights | None = None  # the expanded topic, once there is one
         self._next_expansion = max(1, self.expand_every)
         self.pages = 0
@@ -307,8 +309,13 @@ class LearningStrategy(Strategy):
             values = self._with_parent(values, float(hub[0]))
         else:
             values = self._with_parent(values, parent_label)
-        url_keys = self._add_consensus(parent, kept_links, parent_label)
-        values = np.clip(self._with_consensus(values, url_keys), 0.0, 1.0)
+        url_keys = None
+        if self.consensus_model is not None:
+            url_keys = self.consensus_model.keys([link.url for link in kept_links])
+            if not (parent.waste and self.waste_label):
+                self.consensus_model.add(url_keys, parent_label)
+            values = self._with_consensus(values, url_keys)
+        values = np.clip(values, 0.0, 1.0)
         priorities = np.rint(values * PRIORITY_SCALE).astype(np.int64).tolist()
         if self.rescores:
             # what the frontier keeps to score the link again (:meth:`rescore`)
@@ -367,24 +374,11 @@ class LearningStrategy(Strategy):
         parent = np.maximum(PARENT_FLOOR, parent_label)
         return np.clip(values, 0.0, 1.0) ** (1.0 - self.parent_share) * (parent**self.parent_share)
 
-    def _add_consensus(
-        self, parent: Parent, links: Sequence[Link], parent_label: float
-    ) -> np.ndarray | None:
-        """The links' consensus buckets, after ``parent`` counted as an in-link of each
-        (a page judged waste says nothing of what it links to); ``None``: off."""
-        if self.consensus_model is None:
-            return None
-        url_keys = self.consensus_model.keys([link.url for link in links])
-        if not (parent.waste and self.waste_label):
-            self.consensus_model.add(url_keys, parent_label)
-        return url_keys
-
-    def _with_consensus(self, values: np.ndarray, url_keys: np.ndarray | None) -> np.ndarray:
+    def _with_consensus(self, values: np.ndarray, url_keys: np.ndarray) -> np.ndarray:
         """The in-link consensus of each link's URL weighs in geometrically (share
         ``consensus``): a URL the topic pages link to moves up, one that every page
         links to stays near the crawl's mean (:mod:`focused.ranking.consensus`)."""
-        if self.consensus_model is None or url_keys is None:
-            return values
+        assert self.consensus_model is not None
         c = self.consensus_model.values(url_keys, self.terms.mean)
         share = self.consensus
         return np.clip(values, 0.0, 1.0) ** (1.0 - share) * np.maximum(PARENT_FLOOR, c) ** share
@@ -409,7 +403,9 @@ class LearningStrategy(Strategy):
         if self.hubs is not None:
             parent_labels = self.hubs.values(parent_labels, parent_ids)
         values = self._with_parent(values, parent_labels)
-        values = np.clip(self._with_consensus(values, url_keys), 0.0, 1.0)
+        if self.consensus_model is not None:
+            values = self._with_consensus(values, url_keys)
+        values = np.clip(values, 0.0, 1.0)
         self.rescored += len(evidence)
         self.rescorings += 1
         return np.rint(values * PRIORITY_SCALE).astype(np.int64).tolist(), values.tolist()

@@ -94,11 +94,6 @@ DEFAULTS: dict[str, Any] = {
     # is clearly high or low teach a model over all their terms, which can raise a
     # page's learning label up to this cap (0: off)
     "FOCUSED_LEARNING_PAGE_MODEL": 0.3,
-    # the share of a link's value given to its URL's in-link consensus: the mean label
-    # of the fetched pages that link to it, shrunk to the crawl's mean label with
-    # FOCUSED_LEARNING_CONSENSUS_PRIOR pseudo-links (0: off)
-    "FOCUSED_LEARNING_CONSENSUS": 0.0,
-    "FOCUSED_LEARNING_CONSENSUS_PRIOR": 1.0,
     # a page the spider judged waste for its URL shape (FOCUSED_WASTE_SHAPE_THRESHOLD)
     # is a label of 0 for the link that led to it, not its keyword relevance
     "FOCUSED_LEARNING_WASTE_LABEL": True,
@@ -344,8 +339,6 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_LEARNING_EXPLORE_PRIOR": _float(0.0, 1e6),
     "FOCUSED_LEARNING_OPTIMISM": _float(0.0, 1.0),
     "FOCUSED_LEARNING_PAGE_MODEL": _float(0.0, 1.0, open_high=False),
-    "FOCUSED_LEARNING_CONSENSUS": _float(0.0, 1.0, open_high=False),
-    "FOCUSED_LEARNING_CONSENSUS_PRIOR": _float(0.0, 1e6, open_low=True),
     "FOCUSED_LEARNING_WASTE_LABEL": _flag(),
     "FOCUSED_LEARNING_OWN_NAME": _flag(),
     "FOCUSED_RESCORE_EVERY": _int(0, 1e12),

@@ -58,33 +58,30 @@ def old_absolute(base: str, encoding: str) -> Callable[[str], str]:
     return absolute
 
 
-_EVIDENCE = struct.Struct("<BBdII")
+_EVIDENCE = struct.Struct("<BBdI")
 
 
-def old_decode_evidence(
-    records: Sequence[bytes],
-) -> tuple[LinkTerms, np.ndarray, np.ndarray, np.ndarray]:
+def old_decode_evidence(records: Sequence[bytes]) -> tuple[LinkTerms, np.ndarray, np.ndarray]:
     size = _EVIDENCE.size
     n_names = np.zeros(len(records), dtype=np.int64)
     n_contexts = np.zeros(len(records), dtype=np.int64)
     parents = np.zeros(len(records), dtype=np.float64)
     parent_ids = np.zeros(len(records), dtype=np.int64)
-    url_keys = np.zeros(len(records), dtype=np.int64)
     bodies: list[bytes] = []
     for i, record in enumerate(records):
         if len(record) < size:
             continue
-        n, c, p, pid, key = _EVIDENCE.unpack_from(record)
+        n, c, p, pid = _EVIDENCE.unpack_from(record)
         body = record[size : size + (n + c) * 3]
         if len(body) != (n + c) * 3:
             continue
-        n_names[i], n_contexts[i], parents[i], parent_ids[i], url_keys[i] = n, c, p, pid, key
+        n_names[i], n_contexts[i], parents[i], parent_ids[i] = n, c, p, pid
         bodies.append(body)
     raw = np.frombuffer(b"".join(bodies), dtype=np.uint8).reshape(-1, 3)
     wide = np.zeros((len(raw), 4), dtype=np.uint8)
     wide[:, :3] = raw
     buckets = wide.view("<u4").reshape(-1).astype(np.int64)
-    return LinkTerms(buckets, n_names, n_contexts), parents, parent_ids, url_keys
+    return LinkTerms(buckets, n_names, n_contexts), parents, parent_ids
 
 
 class OldTermModel(TermModel):
@@ -111,7 +108,7 @@ class OldLearning(LearningStrategy):
         )
 
     def rescore(self, evidence: list[bytes]) -> tuple[list[int], list[float]]:
-        link_terms, parent_labels, parent_ids, _keys = old_decode_evidence(evidence)
+        link_terms, parent_labels, parent_ids = old_decode_evidence(evidence)
         values = self.exploration.blend(self.terms.score_terms(link_terms), link_terms)
         if self.hubs is not None:
             parent_labels = self.hubs.values(parent_labels, parent_ids)
@@ -407,8 +404,7 @@ def test_evidence_decoded_as_before_damaged_records_included():
     terms = LinkTerms(
         rng.integers(0, 1 << 20, int(n_names.sum() + n_contexts.sum())), n_names, n_contexts
     )
-    keys = rng.integers(0, 1 << 20, 300).tolist()
-    records = encode_evidence(terms, 0.37, 12345, keys)
+    records = encode_evidence(terms, 0.37, 12345)
     records[3] = records[3][:5]  # shorter than a header
     records[7] = records[7][:-1]  # a body cut short
     records[9] = records[9] + b"xyz"  # bytes past the body (ignored)
@@ -417,8 +413,8 @@ def test_evidence_decoded_as_before_damaged_records_included():
     for batch in (records, records[:1], [], [b""], records[3:4]):
         got, want = decode_evidence(batch), old_decode_evidence(batch)
         for g, w in zip(
-            (got[0].buckets, got[0].n_names, got[0].n_contexts, got[1], got[2], got[3]),
-            (want[0].buckets, want[0].n_names, want[0].n_contexts, want[1], want[2], want[3]),
+            (got[0].buckets, got[0].n_names, got[0].n_contexts, got[1], got[2]),
+            (want[0].buckets, want[0].n_names, want[0].n_contexts, want[1], want[2]),
             strict=True,
         ):
             assert g.dtype == w.dtype and g.tolist() == w.tolist()

@@ -496,49 +496,37 @@ class LinkTerms:
 
 # --- rescoring evidence: what a waiting link keeps -------------------------------------
 #: header of a link's evidence: name terms, context terms, the parent's label, the
-#: parent's page id (hub evidence; 0: none), the link URL's in-link consensus bucket
-#: (:func:`focused.ranking.consensus.url_key`; 0 when the consensus is off)
-_EVIDENCE = struct.Struct("<BBdII")
+#: parent's page id (hub evidence; 0: none)
+_EVIDENCE = struct.Struct("<BBdI")
 #: bytes per bucket (``N_FEATURES`` = 2**20 buckets fit in 3)
 _BUCKET_BYTES = 3
 #: At most this many name (and context) terms are kept per waiting link.
 MAX_EVIDENCE_TERMS = 255
 
 
-def encode_evidence(
-    links: LinkTerms,
-    parent_label: float,
-    parent_id: int = 0,
-    url_keys: Sequence[int] | None = None,
-) -> list[bytes]:
-    """One compact record per link for a later :func:`decode_evidence`: 18 bytes and 3
-    per term (a link with a 3-word anchor and a 16-word context: 75 bytes). Terms past
-    ``MAX_EVIDENCE_TERMS`` of either kind are dropped. ``url_keys``: each link's
-    in-link consensus bucket (none: 0)."""
+def encode_evidence(links: LinkTerms, parent_label: float, parent_id: int = 0) -> list[bytes]:
+    """One compact record per link for a later :func:`decode_evidence`: 14 bytes and 3
+    per term (a link with a 3-word anchor and a 16-word context: 71 bytes). Terms past
+    ``MAX_EVIDENCE_TERMS`` of either kind are dropped."""
     raw = links.buckets.astype("<u4").view(np.uint8).reshape(-1, 4)[:, :_BUCKET_BYTES]
     body = raw.tobytes()
     out: list[bytes] = []
     at = 0
     w = _BUCKET_BYTES
-    keys = [0] * len(links.n_names) if url_keys is None else url_keys
-    for n_name, n_ctx, key in zip(
-        links.n_names.tolist(), links.n_contexts.tolist(), keys, strict=True
-    ):
+    for n_name, n_ctx in zip(links.n_names.tolist(), links.n_contexts.tolist(), strict=True):
         keep_n, keep_c = min(n_name, MAX_EVIDENCE_TERMS), min(n_ctx, MAX_EVIDENCE_TERMS)
         names = body[at * w : (at + keep_n) * w]
         at += n_name
         ctx = body[at * w : (at + keep_c) * w]
         at += n_ctx
-        out.append(_EVIDENCE.pack(keep_n, keep_c, parent_label, parent_id, key) + names + ctx)
+        out.append(_EVIDENCE.pack(keep_n, keep_c, parent_label, parent_id) + names + ctx)
     return out
 
 
-def decode_evidence(
-    records: Sequence[bytes],
-) -> tuple[LinkTerms, np.ndarray, np.ndarray, np.ndarray]:
-    """The :class:`LinkTerms`, parent labels, parent ids and consensus buckets of the
-    records made by :func:`encode_evidence` (numpy over all the records at once; a
-    damaged record counts as a link without terms)."""
+def decode_evidence(records: Sequence[bytes]) -> tuple[LinkTerms, np.ndarray, np.ndarray]:
+    """The :class:`LinkTerms`, parent labels and parent ids of records made by
+    :func:`encode_evidence` (numpy over all the records at once; a damaged record counts
+    as a link without terms)."""
     size = _EVIDENCE.size
     count = len(records)
     lengths = np.fromiter(map(len, records), dtype=np.int64, count=count)
@@ -557,9 +545,6 @@ def decode_evidence(
     parent_ids = np.where(
         ok, np.ascontiguousarray(header[:, 10:14]).view("<u4").reshape(-1).astype(np.int64), 0
     )
-    url_keys = np.where(
-        ok, np.ascontiguousarray(header[:, 14:18]).view("<u4").reshape(-1).astype(np.int64), 0
-    )
     # the bodies of the sound records, one index per byte
     body_lengths = need[ok]
     total = int(body_lengths.sum())
@@ -567,12 +552,7 @@ def decode_evidence(
     at = np.repeat(starts[ok] + size - before, body_lengths) + np.arange(total, dtype=np.int64)
     raw = data[at].reshape(-1, _BUCKET_BYTES).astype(np.int64)
     buckets = raw[:, 0] | (raw[:, 1] << 8) | (raw[:, 2] << 16)
-    return (
-        LinkTerms(buckets, n_names, n_contexts),
-        parents.astype(np.float64),
-        parent_ids,
-        url_keys,
-    )
+    return LinkTerms(buckets, n_names, n_contexts), parents.astype(np.float64), parent_ids
 
 
 class HubModel:

@@ -45,7 +45,6 @@ from focused import meta
 from focused.bounded import remember
 from focused.meta import PageFacts
 from focused.ranking import mvalue
-from focused.ranking.consensus import LinkConsensus
 from focused.ranking.learning import (
     CACHE_SIZE,
     Exploration,
@@ -117,11 +116,6 @@ class LearningStrategy(Strategy):
     optimism: float = 0.3
     #: the self-trained page model's cap on a label it raises (0: off)
     page_model: float = 0.3
-    #: in-link consensus: the share of a link's value given to the mean label of the
-    #: fetched pages linking to its URL (:mod:`focused.ranking.consensus`; 0: off)
-    consensus: float = 0.0
-    #: the consensus's pseudo-links at the crawl's mean label
-    consensus_prior: float = 1.0
     #: the page threshold (the page model's clear cases are relative to it)
     page_threshold: float = 2.0
     #: give each link its rescoring evidence (the frontier re-orders waiting links)
@@ -169,10 +163,6 @@ class LearningStrategy(Strategy):
             "page_model": read.in_range(
                 "FOCUSED_LEARNING_PAGE_MODEL", 0.0, 1.0, open_low=False, open_high=False
             ),
-            "consensus": read.in_range(
-                "FOCUSED_LEARNING_CONSENSUS", 0.0, 1.0, open_low=False, open_high=False
-            ),
-            "consensus_prior": read.in_range("FOCUSED_LEARNING_CONSENSUS_PRIOR", 0.0, 1e6),
             "waste_label": read.flag("FOCUSED_LEARNING_WASTE_LABEL"),
             "own_name": read.flag("FOCUSED_LEARNING_OWN_NAME"),
             # links carry rescoring evidence only for a frontier that will rescore them
@@ -227,9 +217,6 @@ class LearningStrategy(Strategy):
         )
         self.page_judge = (
             PageModel(self.page_threshold, cap=self.page_model) if self.page_model > 0 else None
-        )
-        self.consensus_model = (
-            LinkConsensus(self.consensus_prior) if self.consensus > 0 else None
         )
         self._vector: TermWeights | None = None  # the expanded topic, once there is one
         self._next_expansion = max(1, self.expand_every)
@@ -309,22 +296,11 @@ class LearningStrategy(Strategy):
             values = self._with_parent(values, float(hub[0]))
         else:
             values = self._with_parent(values, parent_label)
-        url_keys = None
-        if self.consensus_model is not None:
-            url_keys = self.consensus_model.keys([link.url for link in kept_links])
-            if not (parent.waste and self.waste_label):
-                self.consensus_model.add(url_keys, parent_label)
-            values = self._with_consensus(values, url_keys)
         values = np.clip(values, 0.0, 1.0)
         priorities = np.rint(values * PRIORITY_SCALE).astype(np.int64).tolist()
         if self.rescores:
             # what the frontier keeps to score the link again (:meth:`rescore`)
-            blobs = encode_evidence(
-                link_terms,
-                parent_label,
-                parent_id,
-                url_keys.tolist() if url_keys is not None else None,
-            )
+            blobs = encode_evidence(link_terms, parent_label, parent_id)
             metas = [{meta.EVIDENCE: blob} for blob in blobs]
         elif self.classifier is not None:
             # the classifier learns from the link's evidence when its page comes back
@@ -374,15 +350,6 @@ class LearningStrategy(Strategy):
         parent = np.maximum(PARENT_FLOOR, parent_label)
         return np.clip(values, 0.0, 1.0) ** (1.0 - self.parent_share) * (parent**self.parent_share)
 
-    def _with_consensus(self, values: np.ndarray, url_keys: np.ndarray) -> np.ndarray:
-        """The in-link consensus of each link's URL weighs in geometrically (share
-        ``consensus``): a URL the topic pages link to moves up, one that every page
-        links to stays near the crawl's mean (:mod:`focused.ranking.consensus`)."""
-        assert self.consensus_model is not None
-        c = self.consensus_model.values(url_keys, self.terms.mean)
-        share = self.consensus
-        return np.clip(values, 0.0, 1.0) ** (1.0 - share) * np.maximum(PARENT_FLOOR, c) ** share
-
     @property  # type: ignore[override]
     def rescores(self) -> bool:
         """Links carry rescoring evidence (the term model alone scores them)."""
@@ -398,14 +365,11 @@ class LearningStrategy(Strategy):
         gave them, with the models as they are now (the frontier calls it in one batch:
         :meth:`focused.frontier.memory.MemoryFrontier.rescore`). The same numbers as
         :meth:`score_links` when the models have not changed since."""
-        link_terms, parent_labels, parent_ids, url_keys = decode_evidence(evidence)
+        link_terms, parent_labels, parent_ids = decode_evidence(evidence)
         values = self.exploration.blend(self.terms.score_terms(link_terms), link_terms)
         if self.hubs is not None:
             parent_labels = self.hubs.values(parent_labels, parent_ids)
-        values = self._with_parent(values, parent_labels)
-        if self.consensus_model is not None:
-            values = self._with_consensus(values, url_keys)
-        values = np.clip(values, 0.0, 1.0)
+        values = np.clip(self._with_parent(values, parent_labels), 0.0, 1.0)
         self.rescored += len(evidence)
         self.rescorings += 1
         return np.rint(values * PRIORITY_SCALE).astype(np.int64).tolist(), values.tolist()
@@ -534,7 +498,6 @@ class LearningStrategy(Strategy):
             "terms": join_terms(_as_bytes(x) for x in terms),
             "term_df": np.array([self.expander.df_rel[x] for x in terms], dtype=np.int64),
             **(self.page_judge.state() if self.page_judge is not None else {}),
-            **(self.consensus_model.state() if self.consensus_model is not None else {}),
         }
 
     def load_model_state(self, state: Mapping[str, Any]) -> None:
@@ -558,8 +521,6 @@ class LearningStrategy(Strategy):
         self.expander.df_rel = Counter(dict(zip(names, df, strict=True)))
         if self.page_judge is not None:
             self.page_judge.load_state(state)
-        if self.consensus_model is not None:
-            self.consensus_model.load_state(state)
         self._vector = None
         self.expanded = 0
         if self.relevant_pages and self.expand_terms:
@@ -575,8 +536,6 @@ class LearningStrategy(Strategy):
             "own_name_links": float(self.own_name_links),
             "waste_pages": float(self.waste_pages),
         }
-        if self.consensus_model is not None:
-            out["consensus_links"] = float(self.consensus_model.links)
         if self.classifier is not None:
             out["classifier_examples"] = float(self.classifier.examples)
         return out

@@ -97,6 +97,9 @@ DEFAULTS: dict[str, Any] = {
     # a page the spider judged waste for its URL shape (FOCUSED_WASTE_SHAPE_THRESHOLD)
     # is a label of 0 for the link that led to it, not its keyword relevance
     "FOCUSED_LEARNING_WASTE_LABEL": True,
+    # a link's terms are scored without the page it stands on (leave-one-out: that
+    # page holds the link's anchor and context words, and would vote for all its links)
+    "FOCUSED_LEARNING_LEAVE_PARENT_OUT": False,
     # a link whose URL names the page it stands on (the same last path segment, a
     # namespace like Talk: left out: a variant of that page) is valued without its
     # URL's words
@@ -340,6 +343,7 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_LEARNING_OPTIMISM": _float(0.0, 1.0),
     "FOCUSED_LEARNING_PAGE_MODEL": _float(0.0, 1.0, open_high=False),
     "FOCUSED_LEARNING_WASTE_LABEL": _flag(),
+    "FOCUSED_LEARNING_LEAVE_PARENT_OUT": _flag(),
     "FOCUSED_LEARNING_OWN_NAME": _flag(),
     "FOCUSED_RESCORE_EVERY": _int(0, 1e12),
     "FOCUSED_RESCORE_BUDGET": _int(0, 1e12),

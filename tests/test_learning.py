@@ -517,7 +517,7 @@ def test_rescoring_evidence_gives_the_same_values_until_the_model_changes():
     parent = Parent("http://h/p", 0.2, False, 0.1, 100.0, 0, 1, 4)
     scores = s.score_links(parent, links)
     blobs = [sc.meta[meta.EVIDENCE] for sc in scores]  # type: ignore[union-attr]
-    assert all(len(b) < 40 for b in blobs)  # 10 bytes and 3 per term
+    assert all(len(b) < 44 for b in blobs)  # 18 bytes and 3 per term
     terms, parents, parent_ids = decode_evidence(blobs)
     assert terms.n_names.tolist()[:2] == [2, 2] and terms.n_contexts.tolist()[1] == 0
     assert parents.tolist() == [label(degree(0.2))] * 4 and parent_ids.tolist() == [0] * 4

@@ -58,7 +58,7 @@ def old_absolute(base: str, encoding: str) -> Callable[[str], str]:
     return absolute
 
 
-_EVIDENCE = struct.Struct("<BBdI")
+_EVIDENCE = struct.Struct("<BBdIf")
 
 
 def old_decode_evidence(records: Sequence[bytes]) -> tuple[LinkTerms, np.ndarray, np.ndarray]:
@@ -71,7 +71,7 @@ def old_decode_evidence(records: Sequence[bytes]) -> tuple[LinkTerms, np.ndarray
     for i, record in enumerate(records):
         if len(record) < size:
             continue
-        n, c, p, pid = _EVIDENCE.unpack_from(record)
+        n, c, p, pid, _own_y = _EVIDENCE.unpack_from(record)
         body = record[size : size + (n + c) * 3]
         if len(body) != (n + c) * 3:
             continue

@@ -311,10 +311,18 @@ class TermModel:
         """:meth:`learn_page` with the terms of ``text``."""
         self.learn_page(list(term_counts(text)), y)
 
-    def _scores(self, buckets: np.ndarray) -> np.ndarray:
+    def _scores(
+        self, buckets: np.ndarray, own: np.ndarray | None = None, own_y: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Each bucket's shrunk mean label; ``own`` (per bucket: the term is one of the
+        parent page's, which was learnt with label ``own_y``) leaves that page out."""
         k = self.shrinkage
         counts = self.counts[buckets]
-        scores = (self.sums[buckets] + k * self.mean) / (counts + k)
+        sums = self.sums[buckets]
+        if own is not None and own_y is not None and own.any():
+            counts = np.maximum(0.0, counts - own)
+            sums = np.maximum(0.0, sums - own * own_y)
+        scores = (sums + k * self.mean) / (counts + k)
         if self.optimism > 0:
             scores += self.optimism * k / (counts + k)
         return scores
@@ -367,11 +375,14 @@ class TermModel:
         n = len(links.n_names)
         if not n:
             return np.zeros(0)
-        values = self._scores(links.buckets)
         # segments: name terms then context terms of link 0, of link 1, ...
         lengths = np.empty(2 * n, dtype=np.int64)
         lengths[0::2] = links.n_names
         lengths[1::2] = links.n_contexts
+        own_y = None
+        if links.own is not None and links.own_labels is not None:
+            own_y = np.repeat(links.own_labels, links.n_names + links.n_contexts)
+        values = self._scores(links.buckets, links.own, own_y)
         reduced_max = np.full(2 * n, np.nan)
         reduced_sum = np.full(2 * n, np.nan)
         has = lengths > 0
@@ -480,6 +491,18 @@ class LinkTerms:
     buckets: np.ndarray  # int64
     n_names: np.ndarray  # int64, per link
     n_contexts: np.ndarray  # int64, per link
+    #: per bucket, 1.0 where the term is one of the parent page's own terms (the page
+    #: the links stand on, learnt just before), else 0.0; None: nothing left out
+    own: np.ndarray | None = None
+    #: per link, the label the parent page was learnt with
+    own_labels: np.ndarray | None = None
+
+    def leaving_out(self, page_buckets: np.ndarray, y: float) -> LinkTerms:
+        """These links with their parent page (distinct ascending ``page_buckets``,
+        learnt with label ``y``) left out of their terms' scores."""
+        own = np.isin(self.buckets, page_buckets, assume_unique=False).astype(np.float64)
+        labels = np.full(len(self.n_names), float(y))
+        return LinkTerms(self.buckets, self.n_names, self.n_contexts, own, labels)
 
     @classmethod
     def of(cls, names: list[list[int]], contexts: list[list[int]]) -> LinkTerms:
@@ -496,8 +519,12 @@ class LinkTerms:
 
 # --- rescoring evidence: what a waiting link keeps -------------------------------------
 #: header of a link's evidence: name terms, context terms, the parent's label, the
-#: parent's page id (hub evidence; 0: none)
-_EVIDENCE = struct.Struct("<BBdI")
+#: parent's page id (hub evidence; 0: none), the label the parent page was learnt with
+#: (its terms left out of the link's scores: :attr:`LinkTerms.own`)
+_EVIDENCE = struct.Struct("<BBdIf")
+#: on a stored bucket (3 bytes, ``N_FEATURES`` = 2**20 needs 20 bits): the term is one
+#: of the parent page's own
+_OWN_BIT = 1 << 23
 #: bytes per bucket (``N_FEATURES`` = 2**20 buckets fit in 3)
 _BUCKET_BYTES = 3
 #: At most this many name (and context) terms are kept per waiting link.
@@ -505,21 +532,30 @@ MAX_EVIDENCE_TERMS = 255
 
 
 def encode_evidence(links: LinkTerms, parent_label: float, parent_id: int = 0) -> list[bytes]:
-    """One compact record per link for a later :func:`decode_evidence`: 14 bytes and 3
-    per term (a link with a 3-word anchor and a 16-word context: 71 bytes). Terms past
+    """One compact record per link for a later :func:`decode_evidence`: 18 bytes and 3
+    per term (a link with a 3-word anchor and a 16-word context: 75 bytes). Terms past
     ``MAX_EVIDENCE_TERMS`` of either kind are dropped."""
-    raw = links.buckets.astype("<u4").view(np.uint8).reshape(-1, 4)[:, :_BUCKET_BYTES]
+    stored = links.buckets.astype(np.int64)
+    if links.own is not None:
+        stored = stored | np.where(links.own > 0, _OWN_BIT, 0)
+    own_labels = (
+        links.own_labels.tolist() if links.own_labels is not None else [0.0] * len(links.n_names)
+    )
+    raw = stored.astype("<u4").view(np.uint8).reshape(-1, 4)[:, :_BUCKET_BYTES]
     body = raw.tobytes()
     out: list[bytes] = []
     at = 0
     w = _BUCKET_BYTES
-    for n_name, n_ctx in zip(links.n_names.tolist(), links.n_contexts.tolist(), strict=True):
+    for n_name, n_ctx, own_y in zip(
+        links.n_names.tolist(), links.n_contexts.tolist(), own_labels, strict=True
+    ):
         keep_n, keep_c = min(n_name, MAX_EVIDENCE_TERMS), min(n_ctx, MAX_EVIDENCE_TERMS)
         names = body[at * w : (at + keep_n) * w]
         at += n_name
         ctx = body[at * w : (at + keep_c) * w]
         at += n_ctx
-        out.append(_EVIDENCE.pack(keep_n, keep_c, parent_label, parent_id) + names + ctx)
+        head = _EVIDENCE.pack(keep_n, keep_c, parent_label, parent_id, own_y)
+        out.append(head + names + ctx)
     return out
 
 
@@ -551,8 +587,16 @@ def decode_evidence(records: Sequence[bytes]) -> tuple[LinkTerms, np.ndarray, np
     before = np.cumsum(body_lengths) - body_lengths
     at = np.repeat(starts[ok] + size - before, body_lengths) + np.arange(total, dtype=np.int64)
     raw = data[at].reshape(-1, _BUCKET_BYTES).astype(np.int64)
-    buckets = raw[:, 0] | (raw[:, 1] << 8) | (raw[:, 2] << 16)
-    return LinkTerms(buckets, n_names, n_contexts), parents.astype(np.float64), parent_ids
+    stored = raw[:, 0] | (raw[:, 1] << 8) | (raw[:, 2] << 16)
+    buckets = stored & (_OWN_BIT - 1)
+    own = None
+    if (stored & _OWN_BIT).any():
+        own = ((stored & _OWN_BIT) > 0).astype(np.float64)
+    own_labels = np.where(
+        ok, np.ascontiguousarray(header[:, 14:18]).view("<f4").reshape(-1), 0.0
+    ).astype(np.float64)
+    terms = LinkTerms(buckets, n_names, n_contexts, own, own_labels if own is not None else None)
+    return terms, parents.astype(np.float64), parent_ids
 
 
 class HubModel:

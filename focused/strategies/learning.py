@@ -51,6 +51,7 @@ from focused.ranking.learning import (
     HubModel,
     LinkClassifier,
     LinkEvidence,
+    LinkTerms,
     TermModel,
     TermWeights,
     VocabularyExpander,
@@ -116,6 +117,10 @@ class LearningStrategy(Strategy):
     optimism: float = 0.3
     #: the self-trained page model's cap on a label it raises (0: off)
     page_model: float = 0.3
+    #: a link's terms are scored without the page it stands on: that page holds its
+    #: anchor and context words by construction, so its own label would vote for every
+    #: one of its links (leave-one-out)
+    leave_parent_out: bool = False
     #: the page threshold (the page model's clear cases are relative to it)
     page_threshold: float = 2.0
     #: give each link its rescoring evidence (the frontier re-orders waiting links)
@@ -164,6 +169,7 @@ class LearningStrategy(Strategy):
                 "FOCUSED_LEARNING_PAGE_MODEL", 0.0, 1.0, open_low=False, open_high=False
             ),
             "waste_label": read.flag("FOCUSED_LEARNING_WASTE_LABEL"),
+            "leave_parent_out": read.flag("FOCUSED_LEARNING_LEAVE_PARENT_OUT"),
             "own_name": read.flag("FOCUSED_LEARNING_OWN_NAME"),
             # links carry rescoring evidence only for a frontier that will rescore them
             "rescore_links": int(read.in_range("FOCUSED_RESCORE_EVERY", 0, 1e12, open_low=False))
@@ -218,6 +224,8 @@ class LearningStrategy(Strategy):
         self.page_judge = (
             PageModel(self.page_threshold, cap=self.page_model) if self.page_model > 0 else None
         )
+        #: the last page learnt: its URL, distinct buckets and label (leave_parent_out)
+        self._learnt: tuple[str, np.ndarray, float] | None = None
         self._vector: TermWeights | None = None  # the expanded topic, once there is one
         self._next_expansion = max(1, self.expand_every)
         self.pages = 0
@@ -264,10 +272,13 @@ class LearningStrategy(Strategy):
         kept_links = [links[i] for i in kept]
         # the links' terms from their columns (no LinkEvidence unless the classifier
         # needs one)
-        link_terms = self.terms.terms_of(
-            self._named_urls(parent, kept_links),
-            [link.anchor_text for link in kept_links],
-            [link.context for link in kept_links],
+        link_terms = self._left_out(
+            parent,
+            self.terms.terms_of(
+                self._named_urls(parent, kept_links),
+                [link.anchor_text for link in kept_links],
+                [link.context for link in kept_links],
+            ),
         )
         terms = self.terms.score_terms(link_terms)
         values = self.exploration.blend(terms, link_terms)
@@ -315,6 +326,15 @@ class LearningStrategy(Strategy):
             m, hops = states[0 if relevant_list[i] else 1]
             scores[i] = LinkScore(priorities[j], value, m, hops, metas[j])
         return scores
+
+    def _left_out(self, parent: Parent, link_terms: LinkTerms) -> LinkTerms:
+        """``link_terms`` with their parent page left out of their scores
+        (``leave_parent_out``), when that page is the one learnt last (the priority
+        middleware hands a page to :meth:`observe`, then its links here)."""
+        learnt = self._learnt
+        if not self.leave_parent_out or learnt is None or learnt[0] != parent.url:
+            return link_terms
+        return link_terms.leaving_out(learnt[1], learnt[2])
 
     def _parent_degree(self, parent: Parent) -> float:
         """The parent's relevance degree; 0 for a page judged waste (``waste_label``)."""
@@ -410,6 +430,8 @@ class LearningStrategy(Strategy):
             self.hubs.add(url, y, str(link.get(meta.PARENT_URL) or ""))
         # the page's buckets are hashed once, for the page model and the term model
         buckets = self.terms.learn_page(terms, y, page_buckets)
+        if self.leave_parent_out:
+            self._learnt = (url, buckets, y)
         if self.recorder is not None:
             counted = relevant and bool(self.expand_terms and terms)
             self.recorder.add(buckets, y, relevant, terms if counted else None)

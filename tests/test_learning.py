@@ -591,3 +591,30 @@ def test_hub_evidence_lifts_the_waiting_links_of_a_page_whose_children_were_rele
     for i in range(5):
         bounded.add(f"http://h/{i}", 1.0)
     assert bounded.page_id("http://h/1") == 2 and bounded.page_id("http://h/4") == 0
+
+
+# --- leaving the parent page out -------------------------------------------------------
+def test_the_parent_page_does_not_vote_for_its_own_links_words():
+    """A page holds the words of its links: left out (``leave_parent_out``), its label
+    no longer lifts them, so a word only it uses scores as a word no page used; the
+    waiting links' evidence gives the same values when rescored."""
+    seed = Parent("http://h/Chemistry", 3.0, True, 0.6, 100.0, 0, 0, 2)
+    links = [
+        Link("http://h/wiki/Oceania", 0.0, "oceania", ""),
+        Link("http://h/wiki/Zebra", 0.0, "zebra", ""),  # no page used the word
+    ]
+    got = {}
+    for out in (False, True):
+        s = LearningStrategy(keywords=CHEM, explore_prior=0.0, leave_parent_out=out)
+        learn(s, "http://h/Football", 0.0, False, "football goal striker")
+        learn(s, seed.url, 3.0, True, "chemistry acid oceania")
+        scores = s.score_links(seed, links)
+        values = [sc.value for sc in scores]  # type: ignore[union-attr]
+        got[out] = values
+        blobs = [sc.meta[meta.EVIDENCE] for sc in scores]  # type: ignore[union-attr]
+        assert s.rescore(blobs)[1] == pytest.approx(values)
+        # links of another page than the one learnt last are scored with every page
+        other = Parent("http://h/Elsewhere", 3.0, True, 0.6, 100.0, 0, 0, 2)
+        assert [sc.value for sc in s.score_links(other, links)] == pytest.approx(got[False])  # type: ignore[union-attr]
+    assert got[False][0] > got[False][1]  # the seed's own label lifted "oceania"
+    assert got[True][0] == pytest.approx(got[True][1])  # left out: nothing known of it

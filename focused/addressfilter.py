@@ -7,6 +7,9 @@ redirect gets through:
   refuses a request whose host is a non-public IP address in any spelling, and a host name
   the resolver refused before. Each redirect hop comes back through the downloader
   middlewares, so every hop is checked.
+- :class:`ProxyAddressFilterMiddleware` resolves the host name of a request that goes
+  through a proxy (which would resolve it where this crawl cannot check) and refuses it
+  as the resolver would.
 - :class:`FocusedResolver` (``TWISTED_DNS_RESOLVER``) filters the addresses a host name
   resolves to, *after* resolution: a name that resolves to ``169.254.169.254`` or
   ``10.0.0.1`` gets no address, so no connection is attempted (the download fails with
@@ -32,6 +35,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.resolver import CachingHostnameResolver, HostResolution
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.address import IPv4Address, IPv6Address
+from twisted.internet.defer import Deferred
 from twisted.internet.interfaces import (
     IAddress,
     IHostnameResolver,
@@ -40,6 +44,7 @@ from twisted.internet.interfaces import (
 )
 from zope.interface import implementer, provider
 
+from focused.bounded import remember
 from focused.defaults import get
 from focused.web.addresses import AddressPolicy, parse_host, parse_networks
 
@@ -53,6 +58,9 @@ if TYPE_CHECKING:
     from twisted.internet.base import ReactorBase
 
 logger = logging.getLogger(__name__)
+
+#: host names checked before a proxy, remembered (the resolver caches their addresses)
+CHECKED_NAMES = 65536
 
 
 class _Active:
@@ -277,3 +285,73 @@ class RedirectAddressFilterMiddleware:
             _refused(self.stats, kind, f"redirect to {target}", str(address))
             raise IgnoreRequest(f"redirect to a {kind} address {address} refused")
         return response
+
+
+@provider(IResolutionReceiver)
+class _Collected:
+    """Collects what a resolution hands on, then fires ``done`` with the addresses."""
+
+    def __init__(self) -> None:
+        self.addresses: list[IAddress] = []
+        self.done: Deferred[list[IAddress]] = Deferred()
+
+    def resolutionBegan(self, resolution: IHostResolution) -> None:  # noqa: N802
+        pass
+
+    def addressResolved(self, address: IAddress) -> None:  # noqa: N802
+        self.addresses.append(address)
+
+    def resolutionComplete(self) -> None:  # noqa: N802
+        self.done.callback(self.addresses)
+
+
+class ProxyAddressFilterMiddleware:
+    """Downloader middleware after Scrapy's ``HttpProxyMiddleware`` (760 > 750): a request
+    sent through a proxy (``http_proxy``/``https_proxy`` in the environment, or
+    ``request.meta["proxy"]``) is resolved by the proxy, not here, so the resolver's check
+    (:class:`FocusedResolver`) never sees where it goes. Its host name is resolved here
+    first, with the crawl's resolver, and refused (``IgnoreRequest``,
+    ``focused/refused/<kind>``) when it resolves only to refused addresses, or to none at
+    all (``focused/refused/unresolved``: the proxy might reach a host this machine cannot
+    check). A literal IP address was checked already by :class:`AddressFilterMiddleware`.
+    A name once checked is not resolved again (bounded)."""
+
+    def __init__(self, stats: StatsCollector | None = None) -> None:
+        self.stats = stats
+        self.checked: dict[str, bool] = {}  # host name -> allowed
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler.stats)
+
+    def process_request(self, request: Request) -> Deferred[None] | None:
+        if not request.meta.get("proxy") or _Active.policy is None:
+            return None
+        host = urlparse_cached(request).hostname
+        if not host or parse_host(host) is not None:
+            return None
+        name = host.lower().rstrip(".")
+        if self.checked.get(name):
+            return None
+        collected = _Collected()
+        from twisted.internet import reactor
+
+        reactor.nameResolver.resolveHostName(collected, name, 0)  # type: ignore[attr-defined]
+        return collected.done.addCallback(lambda addresses: self._verdict(request, name, addresses))
+
+    def _verdict(self, request: Request, name: str, addresses: list[IAddress]) -> None:
+        policy = _Active.policy
+        kind = policy.refused_names.get(name) if policy is not None else "unchecked"
+        if kind is None and not addresses:
+            kind = "unresolved"
+            logger.warning(
+                "focused: %s does not resolve here: not fetched through the proxy %s (its"
+                " address cannot be checked)",
+                name,
+                request.meta.get("proxy"),
+            )
+        if kind is not None:
+            if self.stats is not None:
+                self.stats.inc_value(f"focused/refused/{kind}")
+            raise IgnoreRequest(f"{name}: {kind} address, refused before the proxy")
+        remember(self.checked, name, True, CHECKED_NAMES)

@@ -50,6 +50,9 @@ DOWNLOADER_MIDDLEWARES = {
     # redirect hop, before robots.txt (focused/addressfilter.py).
     "focused.addressfilter.AddressFilterMiddleware": 50,
     "focused.addressfilter.RedirectAddressFilterMiddleware": 650,
+    # A request through a proxy: its host name resolved and checked here first, as the
+    # proxy would resolve it out of the resolver's sight.
+    "focused.addressfilter.ProxyAddressFilterMiddleware": 760,
     # Scrapy 2.19's robots.txt middleware lets a request through unchecked when two others
     # already wait for the host's robots.txt, and when robots.txt cannot be fetched.
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,

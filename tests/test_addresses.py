@@ -118,3 +118,26 @@ def test_middleware_refuses_literal_spellings_without_a_loopback_seed():
     mw.policy.refused_names["metadata.test"] = "link_local"  # the resolver refused it
     with pytest.raises(IgnoreRequest):
         mw.process_request(Request("http://metadata.test/"))
+
+
+def test_a_name_that_does_not_resolve_here_is_not_sent_through_a_proxy(monkeypatch):
+    """Its address could not be checked: refused before the proxy, counted (no lookup is
+    made here: the verdict on an empty resolution)."""
+    from scrapy.statscollectors import MemoryStatsCollector
+    from scrapy.utils.test import get_crawler
+
+    from focused import addressfilter
+    from focused.web.addresses import AddressPolicy
+
+    monkeypatch.setattr(addressfilter._Active, "policy", AddressPolicy())
+    stats = MemoryStatsCollector(get_crawler())
+    mw = addressfilter.ProxyAddressFilterMiddleware(stats)
+    request = Request("http://unknown.test/", meta={"proxy": "http://127.0.0.2:3128"})
+    with pytest.raises(IgnoreRequest, match="unresolved"):
+        mw._verdict(request, "unknown.test", [])
+    assert stats.get_value("focused/refused/unresolved") == 1
+    # resolved to an allowed address: let through, and not resolved again
+    mw._verdict(request, "known.test", [object()])
+    assert mw.process_request(Request("http://known.test/x", meta={"proxy": "p"})) is None
+    # without a proxy nothing is resolved here (the resolver checks at connection)
+    assert mw.process_request(Request("http://unknown.test/")) is None

@@ -194,3 +194,42 @@ def test_an_ipv6_literal_seed_is_fetched() -> None:
     assert f"FETCHED http://[::1]:{site.port}/six" in log
     assert "/six" in site.log
     assert not any(k.startswith("focused/refused/") for k in stats)
+
+
+def test_a_name_sent_through_a_proxy_is_checked_before_the_proxy_sees_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Through a proxy (``http_proxy``), the proxy resolves a link's host name, out of
+    the resolver's sight: the crawl resolves it first and refuses an internal one. The
+    proxy is a loopback server that answers every URL itself (it forwards nothing) and
+    logs the absolute URLs it is asked for."""
+    pages: dict[str, tuple[int, dict[str, str], bytes]] = {}
+    proxy = Server("127.0.0.2", pages)
+    try:
+        pages["http://site.test/"] = page(
+            "http://intranet.test/secret",  # -> 10.0.0.9
+            "http://metadata.test/latest/meta-data/",  # -> 169.254.169.254
+            "http://other.test/ok",  # -> 127.0.0.4: loopback, as the seed
+        )
+        pages["http://other.test/ok"] = page()
+        for name in ("site", "intranet", "metadata", "other"):
+            pages[f"http://{name}.test/robots.txt"] = (404, {}, b"")
+        hosts = {
+            "site.test": "127.0.0.3",
+            "intranet.test": "10.0.0.9",
+            "metadata.test": "169.254.169.254",
+            "other.test": "127.0.0.4",
+        }
+        monkeypatch.setenv("http_proxy", proxy.url)
+        monkeypatch.delenv("no_proxy", raising=False)
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        settings = {"FOCUSED_HOSTS": hosts, "FOCUSED_ALLOWED_NETWORKS": ["127.0.0.0/8"]}
+        stats, log = crawl(["http://site.test/"], settings)
+    finally:
+        proxy.close()
+    asked = set(proxy.log)
+    assert "http://site.test/" in asked and "http://other.test/ok" in asked
+    assert not any("intranet.test" in u or "metadata.test" in u for u in asked), asked
+    assert stats["focused/refused/private"] >= 1
+    assert stats["focused/refused/link_local"] >= 1
+    assert "FETCHED http://other.test/ok" in log

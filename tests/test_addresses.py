@@ -57,6 +57,18 @@ def test_every_spelling_of_loopback_is_loopback(host):
         ("192.168.1.1", "private"),
         ("100.64.0.1", "private"),  # shared address space (carrier-grade NAT)
         ("fd12:3456::1", "private"),
+        ("fec0::1", "private"),  # deprecated site-local (RFC 3879)
+        ("[fefe::1]", "private"),
+        # 6to4 (2002::/16) has the kind of the IPv4 address it embeds
+        ("[2002:a00:1::1]", "private"),  # 10.0.0.1
+        ("2002:a9fe:a9fe::", "link_local"),  # 169.254.169.254
+        ("2002:7f00:1::", "loopback"),
+        ("2002::1", "unspecified"),
+        ("2002:c0a8:101::", "private"),  # 192.168.1.1
+        # Teredo and NAT64: no public address behind them is reachable here
+        ("2001:0:4136:e378:8000:63bf:3fff:fdd2", "reserved"),
+        ("64:ff9b::a00:1", "reserved"),
+        ("::a00:1", "reserved"),  # IPv4-compatible (deprecated)
         ("224.0.0.1", "multicast"),
         ("ff02::1", "multicast"),
         ("240.0.0.1", "reserved"),
@@ -70,7 +82,9 @@ def test_internal_kinds(host, kind):
     assert classify(address) == kind
 
 
-@pytest.mark.parametrize("host", ["93.184.215.14", "8.8.8.8", "2606:4700::1111", "0x5db8d70e"])
+@pytest.mark.parametrize(
+    "host", ["93.184.215.14", "8.8.8.8", "2606:4700::1111", "0x5db8d70e", "2002:808:808::1"]
+)
 def test_public_addresses_are_public(host):
     address = parse_host(host)
     assert address is not None and classify(address) is None
@@ -100,6 +114,8 @@ def test_policy_seed_kinds_and_networks():
     allowed = AddressPolicy(networks=parse_networks(["10.0.0.0/8", "169.254.169.254"]))
     assert allowed.refusal(private) is None and allowed.refusal(metadata) is None
     assert allowed.refusal(parse_host("[::ffff:10.1.2.3]")) is None
+    assert allowed.refusal(parse_host("[2002:a00:1::1]")) is None  # 6to4 of 10.0.0.1
+    assert allowed.refusal(parse_host("[2002:c0a8:1::]")) == "private"  # of 192.168.0.1
     assert allowed.refusal(parse_host("192.168.0.1")) == "private"
     with pytest.raises(ValueError):
         parse_networks(["not a network"])
@@ -112,7 +128,16 @@ def test_middleware_refuses_literal_spellings_without_a_loopback_seed():
     for host in ("0x7f000002", "2130706434", "0177.0.0.2", "127.2", "[::ffff:127.0.0.2]"):
         with pytest.raises(IgnoreRequest):
             mw.process_request(Request(f"http://{host}:8080/"))
-    for host in ("169.254.169.254", "[fe80::1%25eth0]", "10.0.0.1", "0.0.0.0", "[::1]"):
+    for host in (
+        "169.254.169.254",
+        "[fe80::1%25eth0]",
+        "10.0.0.1",
+        "0.0.0.0",
+        "[::1]",
+        "[2002:a00:1::1]",
+        "[2002:a9fe:a9fe::]",
+        "[fec0::1]",
+    ):
         with pytest.raises(IgnoreRequest):
             mw.process_request(Request(f"http://{host}/latest/meta-data/"))
     mw.policy.refused_names["metadata.test"] = "link_local"  # the resolver refused it

@@ -7,10 +7,12 @@ network it runs in (server-side request forgery). :func:`parse_host` reads every
 of an address that ``inet_aton`` and browsers accept (hex ``0x7f000001``, octal
 ``0177.0.0.1``, one decimal integer ``2130706433``, short forms ``127.1``, IPv4-mapped IPv6
 ``[::ffff:127.0.0.1]``, IPv6 zone ids ``fe80::1%eth0``, a trailing dot), and
-:func:`classify` names the kind of a non-public address. :class:`AddressPolicy` decides:
-a kind is allowed only when the crawl's seeds are of that kind (a loopback seed allows
-loopback, as the sandbox needs) or when ``FOCUSED_ALLOWED_NETWORKS`` names its network;
-link-local addresses are allowed only by that setting.
+:func:`classify` names the kind of a non-public address (a 6to4 address
+``2002:a00:1::`` has the kind of the IPv4 address it embeds, ``10.0.0.1``; the deprecated
+site-local ``fec0::/10`` is private). :class:`AddressPolicy` decides: a kind is allowed
+only when the crawl's seeds are of that kind (a loopback seed allows loopback, as the
+sandbox needs) or when ``FOCUSED_ALLOWED_NETWORKS`` names its network; link-local
+addresses are allowed only by that setting.
 """
 
 from __future__ import annotations
@@ -33,10 +35,18 @@ IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 #: The kinds :func:`classify` returns (the stat key is ``focused/refused/<kind>``).
 KINDS = ("unspecified", "loopback", "link_local", "multicast", "private", "reserved")
-#: Private networks (RFC 1918, shared address space RFC 6598, unique local IPv6 RFC 4193).
+#: Private networks (RFC 1918, shared address space RFC 6598, unique local IPv6 RFC 4193,
+#: the deprecated IPv6 site-local RFC 3879, which :mod:`ipaddress` calls global).
 _PRIVATE = tuple(
     ipaddress.ip_network(n)
-    for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fc00::/7")
+    for n in (
+        "10.0.0.0/8",
+        "172.16.0.0/12",
+        "192.168.0.0/16",
+        "100.64.0.0/10",
+        "fc00::/7",
+        "fec0::/10",
+    )
 )
 #: A seed of one of these kinds does not allow the kind (only the setting does).
 _NEVER_FROM_SEEDS = frozenset({"link_local"})
@@ -101,10 +111,20 @@ def parse_host(host: str | None) -> IPAddress | None:
     return address
 
 
+def _embedded(address: IPAddress) -> IPAddress:
+    """The IPv4 address that an IPv4-mapped (``::ffff:a.b.c.d``) or 6to4 (``2002::/16``)
+    IPv6 address stands for, else ``address``."""
+    if isinstance(address, ipaddress.IPv6Address):
+        for embedded in (address.ipv4_mapped, address.sixtofour):
+            if embedded is not None:
+                return embedded
+    return address
+
+
 def classify(address: IPAddress) -> str | None:
-    """The kind of a non-public ``address`` (one of :data:`KINDS`), or None when public."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    """The kind of a non-public ``address`` (one of :data:`KINDS`), or None when public.
+    An IPv4-mapped or 6to4 address has the kind of the IPv4 address it embeds."""
+    address = _embedded(address)
     special = _special_kind(address)
     if special is not None:
         return special
@@ -156,9 +176,8 @@ class AddressPolicy:
         kind = classify(address)
         if kind is None:
             return None
-        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-            address = address.ipv4_mapped
-        if any(address in net for net in self.networks if net.version == address.version):
+        addresses = {address, _embedded(address)}
+        if any(a in net for a in addresses for net in self.networks if net.version == a.version):
             return None
         return None if kind in self.allowed_kinds else kind
 

@@ -16,6 +16,8 @@ from urllib.parse import urlsplit
 import pytest
 from crawling import Crawl, error_line, run_cli, run_crawl
 from scrapy.http import HtmlResponse, TextResponse
+from scrapy.statscollectors import MemoryStatsCollector
+from scrapy.utils.test import get_crawler
 
 from focused.output.store import PageStore
 from focused.ranking.relevance import TopicVector, page_relevance
@@ -461,6 +463,35 @@ def test_utf16le_without_bom_is_decoded_by_its_header(site):
     assert isinstance(page, TextResponse)
     assert page.xpath("//title/text()").get() == hostile.SIMPLIFIED_TITLE
     assert page.xpath("//a/@href").getall() == ["/hostile/after-utf16.html"]
+
+
+def through_middleware(body: bytes, content_type: str) -> tuple[TextResponse, dict[str, int]]:
+    """``body`` served as ``content_type``, after the robustness middleware; its stats."""
+    stats = MemoryStatsCollector(get_crawler())
+    response = HtmlResponse(
+        "http://h.org/p.html", body=body, headers={"Content-Type": content_type}
+    )
+    page = RobustnessMiddleware(stats=stats).process_response(response.request, response)
+    assert isinstance(page, TextResponse)
+    return page, stats.get_stats()
+
+
+@pytest.mark.parametrize("charset", ["utf-16", "utf-16le", "utf-16be", "utf-32", "utf-32le"])
+@pytest.mark.parametrize("text", ["ascii", "utf-8"])
+def test_a_wide_header_on_a_body_without_its_zero_bytes_is_not_believed(charset, text):
+    """An ASCII or UTF-8 page served as UTF-16/32 was decoded as such: no title, no links."""
+    title = "Acid chemistry" if text == "ascii" else "Acid chemistry 化学反应"
+    body = f'<html><title>{title}</title><p>acid</p><a href="/next.html">n</a></html>'.encode()
+    assert b"\x00" not in body
+    assert wide_encoding(f"text/html; charset={charset}", body) is None
+    page, stats = through_middleware(body, f"text/html; charset={charset}")
+    assert page.encoding == "utf-8"
+    assert page.xpath("//title/text()").get() == title
+    assert page.xpath("//a/@href").getall() == ["/next.html"]
+    assert stats.get("focused/charset/repaired") == 1
+    assert "focused/charset/wide" not in stats
+    # a few NUL bytes (strip_nul's case) are not the pattern of UTF-16 either
+    assert wide_encoding("text/html; charset=utf-16", body.replace(b"<p>", b"<p>\x00")) is None
 
 
 def test_a_tree_deeper_than_lxml_parses_is_seen(site):

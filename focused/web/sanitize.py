@@ -20,6 +20,10 @@ then wins and every Chinese word turns into mojibake, so the page scores 0.
 
 "Decodes" allows 1 % of the non-ASCII bytes in error and a character cut off at the end
 (a stray byte, a truncated page). A byte order mark always wins (Scrapy's rule).
+
+A UTF-16 or UTF-32 header on a body without the zero bytes that encoding gives ASCII
+markup (:func:`wide_encoding`) is wrong whatever the body: it is decoded as UTF-8 when
+it is, else by the ``<meta>`` charset, else as sniffed.
 """
 
 from __future__ import annotations
@@ -81,6 +85,10 @@ _MULTIBYTE = {
     )
 }
 _SNIFF_BYTES = 16 * 1024
+#: UTF-16/32 charsets a header may declare for a body without a byte order mark.
+_WIDE_CODECS = ("utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be")
+#: :func:`wide_encoding` wants a zero byte where ASCII has one in this share of the units
+_WIDE_ZEROS = 1 / 8
 
 
 def _norm(name: str | None) -> str | None:
@@ -116,11 +124,20 @@ def repair_encoding(content_type: str | None, body: bytes) -> str | None:
     """The charset to decode ``body`` with when its header's charset is wrong, else None.
 
     ``None`` also when there is nothing to overrule: no header charset, a byte order mark
-    (it always wins), or a plain-ASCII body. See the module docstring for the rules.
+    (it always wins), or a plain-ASCII body (unless the header says UTF-16 or UTF-32).
+    See the module docstring for the rules.
     """
     header = _norm(http_content_type_encoding(content_type or ""))
-    if header is None or not body or body.isascii() or read_bom(body)[0] is not None:
+    if header is None or not body or read_bom(body)[0] is not None:
         return None
+    if header in _WIDE_CODECS:  # right only with its zero bytes (then wide_encoding decodes)
+        return None if wide_encoding(content_type, body) else _sniffed(body)
+    return None if body.isascii() else _overruled(header, body)
+
+
+def _overruled(header: str, body: bytes) -> str | None:
+    """The charset that overrules ``header`` for a non-ASCII ``body`` (the module
+    docstring's rules 1 to 4), or None when the header stays."""
     if _decodes(body, "utf-8"):
         return None if header == "utf-8" else "utf-8"
     meta = _norm(html_body_declared_encoding(body))
@@ -133,6 +150,22 @@ def repair_encoding(content_type: str | None, body: bytes) -> str | None:
     if sniffed and sniffed != header and sniffed in _MULTIBYTE and _decodes(body, sniffed):
         return sniffed
     return None
+
+
+def _sniffed(body: bytes) -> str:
+    """The charset of a body whose declared one is wrong: UTF-8 when it decodes, else a
+    ``<meta>`` charset that decodes it, else charset-normalizer's guess, else cp1252
+    (what w3lib reads latin-1 and ASCII as)."""
+    if _decodes(body, "utf-8"):
+        return "utf-8"
+    meta = _norm(html_body_declared_encoding(body))
+    if meta is not None and meta not in _WIDE_CODECS and _decodes(body, meta):
+        return meta
+    match = from_bytes(body[:_SNIFF_BYTES]).best()
+    sniffed = _norm(match.encoding) if match is not None else None
+    if sniffed is not None and sniffed not in _WIDE_CODECS and _decodes(body, sniffed):
+        return sniffed
+    return "cp1252"
 
 
 _CONTROL = bytes(sorted(set(range(32)) - {9, 10, 12, 13, 27}))
@@ -246,33 +279,31 @@ def retry_after_seconds(value: str | bytes | None, now: float | None = None) -> 
     return max(0.0, when.timestamp() - current)
 
 
-#: UTF-16/32 charsets a header may declare for a body without a byte order mark.
-_WIDE_CODECS = ("utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be")
-
-
 def wide_encoding(content_type: str | None, body: bytes) -> str | None:
     """The codec for a body whose header declares UTF-16 or UTF-32 and that has no byte
-    order mark, when it decodes with it; else None.
+    order mark, when the body is in it; else None.
 
-    Such a body is half NUL bytes, so :func:`looks_binary` calls it binary. ``utf-16``
-    (or ``utf-32``) without a BOM is read little- or big-endian by where the NUL bytes
-    are (ASCII markup has its zero byte second in little-endian).
+    Such a body is half NUL bytes, so :func:`looks_binary` calls it binary. Its ASCII
+    markup has a zero byte last in each unit in little-endian, first in big-endian:
+    ``utf-16`` (or ``utf-32``) without a BOM is read in the byte order with more of them,
+    and the body is taken for UTF-16/32 only when at least one unit in 8 of its first
+    4 KB has that zero byte (an ASCII or UTF-8 page under a wrong header has none).
     """
     label = http_content_type_encoding(content_type or "")
     if not label or not body or read_bom(body)[0] is not None:
         return None
-    try:
-        name = codecs.lookup(label).name
-    except LookupError:
-        return None
+    name = _norm(label)
     if name not in _WIDE_CODECS:
         return None
+    width = 2 if name.startswith("utf-16") else 4
+    head = body[: 4096 - 4096 % width]
+    little = head[width - 1 :: width].count(0)
+    big = head[::width].count(0)
     if name in ("utf-16", "utf-32"):
-        width = 2 if name == "utf-16" else 4
-        head = body[: 4096 - 4096 % width]
-        little = sum(1 for i in range(0, len(head), width) if head[i] != 0)
-        big = sum(1 for i in range(width - 1, len(head), width) if head[i] != 0)
         name = f"{name}-le" if little >= big else f"{name}-be"
+    zeros = little if name.endswith("-le") else big
+    if zeros < len(head) // width * _WIDE_ZEROS or zeros == 0:
+        return None
     return name if _decodes(body[: len(body) - len(body) % 4], name) else None
 
 

@@ -56,7 +56,8 @@ class RobustnessMiddleware:
       (``focused/skipped/host_cap``): a calendar or another endless URL space on one
       host cannot eat the crawl.
     - A text response whose ``Content-Type`` charset is wrong (GBK served as
-      ``charset=utf-8`` or ``iso-8859-1``) is decoded with the ``<meta>`` charset or the
+      ``charset=utf-8`` or ``iso-8859-1``) or no charset at all (``charset=zlib``,
+      ``undefined``: Scrapy raised) is decoded with the ``<meta>`` charset or the
       sniffed one instead (:func:`focused.web.sanitize.repair_encoding`,
       ``focused/charset/repaired``).
     - A "text" response whose body is binary (:func:`focused.web.sanitize.looks_binary`)
@@ -125,17 +126,16 @@ class RobustnessMiddleware:
                 response.url,
                 sanitize.LXML_MAX_DEPTH,
             )
-        if content_type:
-            encoding = sanitize.repair_encoding(content_type, response.body)
-            if encoding is not None:
-                self._inc("focused/charset/repaired")
-                logger.debug(
-                    "focused: %s declared %r; decoding it as %s",
-                    response.url,
-                    content_type,
-                    encoding,
-                )
-                return response.replace(encoding=encoding)
+        encoding = sanitize.repair_encoding(content_type, response.body)
+        if encoding is not None:
+            self._inc("focused/charset/repaired")
+            logger.debug(
+                "focused: %s declared %r; decoding it as %s",
+                response.url,
+                content_type,
+                encoding,
+            )
+            return response.replace(encoding=encoding)
         return response
 
 

@@ -494,6 +494,58 @@ def test_a_wide_header_on_a_body_without_its_zero_bytes_is_not_believed(charset,
     assert wide_encoding("text/html; charset=utf-16", body.replace(b"<p>", b"<p>\x00")) is None
 
 
+#: labels that name a Python codec but no charset (decoding with them raised), and UTF-32
+#: on a latin-1 body (its decoder raises without a BOM)
+NOT_CHARSETS = [
+    "undefined",
+    "utf-32",
+    "zlib",
+    "hex",
+    "idna",
+    "rot13",
+    "base64",
+    "uu",
+    "quopri",
+    "bz2",
+    "punycode",
+    "unicode_escape",
+]
+LATIN1_PAGE = (
+    "<html><head><title>Chimie café</title></head><body><p>Réaction chimique</p>"
+    '<a href="/next.html">n</a></body></html>'
+).encode("latin-1")
+
+
+@pytest.mark.parametrize("label", NOT_CHARSETS)
+def test_a_charset_that_is_no_text_encoding_is_sniffed_instead(label):
+    """The page was lost with a traceback ("Error downloading"): now it is decoded as
+    sniffed, counted as repaired, and keeps its title and links."""
+    page, stats = through_middleware(LATIN1_PAGE, f"text/html; charset={label}")
+    assert page.xpath("//title/text()").get() == "Chimie café"
+    assert page.xpath("//a/@href").getall() == ["/next.html"]
+    assert FocusedLinkExtractor().extract_links(page)[0].url == "http://h.org/next.html"
+    assert stats.get("focused/charset/repaired") == 1
+    # an ASCII page too (plain ASCII under a real charset is left to Scrapy)
+    ascii_page, _ = through_middleware(b"<title>Acid</title>", f"text/html; charset={label}")
+    assert ascii_page.xpath("//title/text()").get() == "Acid"
+
+
+@pytest.mark.parametrize("label", ["zlib", "undefined", "idna", "utf-16"])
+def test_a_meta_charset_that_is_no_text_encoding_is_sniffed_instead(label):
+    """Without a header charset Scrapy decodes by the ``<meta>`` one: the spider's
+    callback raised on it."""
+    body = LATIN1_PAGE.replace(b"<head>", f'<head><meta charset="{label}">'.encode())
+    for content_type in ("text/html", None):
+        stats = MemoryStatsCollector(get_crawler())
+        headers = {"Content-Type": content_type} if content_type else {}
+        response = HtmlResponse("http://h.org/", body=body, headers=headers)
+        page = RobustnessMiddleware(stats=stats).process_response(response.request, response)
+        assert isinstance(page, TextResponse)
+        assert page.xpath("//title/text()").get() == "Chimie café"
+        assert stats.get_value("focused/charset/repaired") == 1
+    assert repair_encoding("text/html", LATIN1_PAGE) is None  # no <meta>: Scrapy's sniffing
+
+
 def test_a_tree_deeper_than_lxml_parses_is_seen(site):
     assert tree_cut(site.pages["/hostile/nested.html"])
     deep = b"<html><body>" + b"<div>" * 100_000 + b"</div>" * 100_000 + b"</body></html>"

@@ -8,11 +8,13 @@ from urllib.parse import quote
 
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from scrapy.http import HtmlResponse, TextResponse
 from w3lib.url import canonicalize_url
 
 from focused.frontier.seen import url_fingerprint
 from focused.ranking.mvalue import M_SCALE, child_m, priority, side_channel_hops
 from focused.ranking.relevance import STOP_WORDS, TopicVector, page_relevance, tokenize
+from focused.robustness import RobustnessMiddleware
 from focused.web.sanitize import repair_encoding, scheme_problem, strip_session_ids
 from focused.web.topics import load_topic
 
@@ -196,11 +198,33 @@ def test_session_id_stripping_is_idempotent_and_keeps_urls_crawlable(url):
     assert canonicalize_url(strip_session_ids(canonicalize_url(once))) == canonicalize_url(once)
 
 
+CHARSETS = ["utf-8", "gbk", "big5", "iso-8859-1", "x", "utf-16", "utf-32", "zlib", "undefined"]
+
+
 @SETTINGS
-@given(st.binary(max_size=2000), st.sampled_from(["utf-8", "gbk", "big5", "iso-8859-1", "x"]))
+@given(st.binary(max_size=2000), st.sampled_from(CHARSETS))
 def test_charset_repair_never_fails(body, charset):
     encoding = repair_encoding(f"text/html; charset={charset}", body)
     assert encoding is None or body.decode(encoding, "replace") is not None
+
+
+@SETTINGS
+@given(
+    st.lists(st.one_of(st.binary(max_size=40), st.sampled_from([b"<p>", b"\xe9", b"\x00"]))),
+    st.sampled_from([*CHARSETS, "idna", "hex", "rot13", "base64", "utf-16le", None]),
+    st.sampled_from([None, "zlib", "utf-16", "gbk", "undefined"]),
+)
+def test_every_page_decodes_after_the_robustness_middleware(parts, charset, meta):
+    """Whatever its body, header charset and ``<meta>`` charset, a text page that the
+    middleware lets through decodes (Scrapy raised on ``charset=zlib``, ``undefined``...)."""
+    body = b"".join(parts)
+    if meta is not None:
+        body = f'<meta charset="{meta}">'.encode() + body
+    content_type = "text/html" + (f"; charset={charset}" if charset else "")
+    response = HtmlResponse("http://h.org/", body=body, headers={"Content-Type": content_type})
+    page = RobustnessMiddleware().process_response(response.request, response)
+    if isinstance(page, TextResponse):
+        assert isinstance(page.text, str)
 
 
 def _scheme_problem_reference(url: str) -> str | None:

@@ -22,8 +22,11 @@ then wins and every Chinese word turns into mojibake, so the page scores 0.
 (a stray byte, a truncated page). A byte order mark always wins (Scrapy's rule).
 
 A UTF-16 or UTF-32 header on a body without the zero bytes that encoding gives ASCII
-markup (:func:`wide_encoding`) is wrong whatever the body: it is decoded as UTF-8 when
-it is, else by the ``<meta>`` charset, else as sniffed.
+markup (:func:`wide_encoding`) is wrong whatever the body, and so is a label that names
+a Python codec but no charset (``charset=undefined``, ``zlib``, ``hex``, ``idna``,
+``rot13``, ``base64``: decoding with it raises), in the header or, without a header
+charset, in the ``<meta>``: the page is decoded as UTF-8 when it is, else by its
+``<meta>`` charset, else as sniffed.
 """
 
 from __future__ import annotations
@@ -91,17 +94,30 @@ _WIDE_CODECS = ("utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-
 _WIDE_ZEROS = 1 / 8
 
 
+#: Python's text codecs that are no charset: they raise on a page, or rewrite it
+#: (``unicode_escape`` turns ``\\u0041`` into ``A``)
+_NOT_CHARSETS = frozenset(
+    codecs.lookup(name).name
+    for name in ("undefined", "idna", "punycode", "unicode_escape", "raw_unicode_escape")
+)
+
+
 def _norm(name: str | None) -> str | None:
-    """Python codec name of a charset label (``gbk`` -> ``gb18030`` as browsers do)."""
+    """Python codec name of a charset label (``gbk`` -> ``gb18030`` as browsers do), or
+    None when it names no charset: unknown, UTF-7 (w3lib refuses it), a bytes-to-bytes
+    codec (``zlib``, ``hex``, ``base64``, ``rot13``, ...) or one of :data:`_NOT_CHARSETS`."""
     if not name:
         return None
     resolved = resolve_encoding(name)
     if not resolved:
         return None
     try:
-        return codecs.lookup(resolved).name
+        info = codecs.lookup(resolved)
     except LookupError:
         return None
+    if not info._is_text_encoding or info.name in _NOT_CHARSETS:
+        return None
+    return info.name
 
 
 _ASCII = bytes(range(128))
@@ -114,7 +130,7 @@ def _decodes(body: bytes, encoding: str) -> bool:
     error, not counting a multi-byte character cut off at the end (a truncated page)."""
     try:
         text = codecs.getincrementaldecoder(encoding)("replace").decode(body, final=False)
-    except LookupError:
+    except (LookupError, ValueError):  # UnicodeError: utf-32 without a BOM raises
         return False
     errors = text.count("\ufffd")
     return errors == 0 or errors <= len(body.translate(None, _ASCII)) * _MAX_ERRORS
@@ -127,12 +143,28 @@ def repair_encoding(content_type: str | None, body: bytes) -> str | None:
     (it always wins), or a plain-ASCII body (unless the header says UTF-16 or UTF-32).
     See the module docstring for the rules.
     """
-    header = _norm(http_content_type_encoding(content_type or ""))
-    if header is None or not body or read_bom(body)[0] is not None:
+    if not body or read_bom(body)[0] is not None:
         return None
+    label = http_content_type_encoding(content_type or "")
+    if label is None:  # Scrapy decodes by the <meta> charset, if there is one
+        return _sniffed(body) if _bad_meta(body) else None
+    header = _norm(label)
+    if header is None:  # a codec, not a charset: charset=zlib, hex, undefined, ...
+        return _sniffed(body)
     if header in _WIDE_CODECS:  # right only with its zero bytes (then wide_encoding decodes)
         return None if wide_encoding(content_type, body) else _sniffed(body)
     return None if body.isascii() else _overruled(header, body)
+
+
+def _bad_meta(body: bytes) -> bool:
+    """Whether ``body`` has a ``<meta>`` charset that is none (``zlib``, ``undefined``)
+    or UTF-16/32, which a page of ASCII markup cannot be in (the Encoding Standard
+    reads such a ``<meta>`` as UTF-8)."""
+    label = html_body_declared_encoding(body)
+    if label is None:
+        return False
+    charset = _norm(label)
+    return charset is None or charset in _WIDE_CODECS
 
 
 def _overruled(header: str, body: bytes) -> str | None:

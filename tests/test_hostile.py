@@ -176,6 +176,43 @@ def test_only_http_links_are_followed():
     ]
 
 
+@pytest.mark.parametrize(
+    ("href", "problem"),
+    [
+        ("http://user:pw@h.org/cred.html", "credentials"),
+        ("http://user@h.org/", "credentials"),
+        ("https://:@h.org/", "credentials"),
+        ("http://%31%30.0.0.1/n", "bad_host"),  # 10.0.0.1 to a browser
+        ("http://h%2eorg/", "bad_host"),
+        ("http://a~b.org/", "bad_host"),
+        ("http://a b.org/", "bad_host"),
+    ],
+)
+def test_links_with_credentials_or_a_bad_host_are_dropped(href, problem):
+    """Scrapy cannot fetch them: robots.txt failed with "invalid hostname" (a traceback)
+    and the netloc was marked unreachable. They are dropped before a Request is built."""
+    assert scheme_problem(href) == problem
+    body = f'<a href="{href}">x</a><a href="/ok">ok</a>'.encode()
+    counted: list[str] = []
+    extractor = FocusedLinkExtractor(count=counted.append)
+    for slow in (False, True):  # the fast path and Scrapy's own (an argument: not fast)
+        if slow:
+            extractor = FocusedLinkExtractor(count=counted.append, unique=True)
+        links = extractor.extract_links(HtmlResponse("http://h.org/", body=body))
+        assert [link.url for link in links] == ["http://h.org/ok"]
+        assert counted == [f"focused/links/ignored/{problem}"]
+        counted.clear()
+    # what stays followed: IDNs, underscores, an IPv6 literal's zone id (the address
+    # filter refuses that one), a ~ in the path
+    for ok in (
+        "http://bücher.de/",
+        "http://a_b.h.org/",
+        "http://[fe80::1%25eth0]/",
+        "http://h.org/~user/",
+    ):
+        assert scheme_problem(ok) is None, ok
+
+
 def test_session_ids_are_stripped():
     assert strip_session_ids("http://h/cart.html?sid=12ab") == "http://h/cart.html"
     assert strip_session_ids("http://h/c?item=3&PHPSESSID=x&b=2") == "http://h/c?item=3&b=2"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from urllib.parse import quote
 
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from scrapy.http import HtmlResponse, TextResponse
 from w3lib.url import canonicalize_url
@@ -228,7 +228,7 @@ def test_every_page_decodes_after_the_robustness_middleware(parts, charset, meta
 
 
 def _scheme_problem_reference(url: str) -> str | None:
-    """``scheme_problem`` as it was, a ``urlsplit`` per URL (its fast path must agree)."""
+    """``scheme_problem`` the long way, a ``urlsplit`` per URL (its fast path must agree)."""
     import re
     from urllib.parse import urlsplit
 
@@ -243,7 +243,13 @@ def _scheme_problem_reference(url: str) -> str | None:
         parts.port  # noqa: B018
     except ValueError:
         return "bad_url"
-    return None if parts.hostname else "bad_url"
+    if parts.username is not None:
+        return "credentials"
+    host = parts.hostname
+    if not host:
+        return "bad_url"
+    bad = [c for c in host if c.isascii() and not (c.isalnum() or c in ".-_")]
+    return "bad_host" if bad and not parts.netloc.startswith("[") else None
 
 
 _URL_PARTS = st.sampled_from(
@@ -255,6 +261,9 @@ _URL_PARTS = st.sampled_from(
 
 @SETTINGS
 @given(st.lists(_URL_PARTS, max_size=8).map("".join))
+@example("http://~")  # a host the fast path took for plain
+@example("http://h@h")
+@example("http://%")
 def test_scheme_problem_fast_path_agrees_with_urlsplit(url):
     assert scheme_problem(url) == _scheme_problem_reference(url)
     if url.startswith(("http://", "https://")):

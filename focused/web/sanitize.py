@@ -37,7 +37,7 @@ import time
 from collections.abc import Iterable
 from datetime import UTC
 from email.utils import parsedate_to_datetime
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 from charset_normalizer import from_bytes
 from w3lib.encoding import (
@@ -221,14 +221,20 @@ _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.\-]*):")
 
 
 #: ``http(s)://host[:port]`` then the path, query, fragment or the end, with a plain host
-#: (ASCII letters, digits, ``.-_~``): what almost every link is, and what ``urlsplit``
+#: (ASCII letters, digits, ``.-_``): what almost every link is, and what ``urlsplit``
 #: always accepts with that host (only the port's range is left to check).
-_PLAIN_HTTP = re.compile(r"https?://[A-Za-z0-9.\-_~]+(?::([0-9]*))?(?:[/?#]|\Z)")
+_PLAIN_HTTP = re.compile(r"https?://[A-Za-z0-9.\-_]+(?::([0-9]*))?(?:[/?#]|\Z)")
+#: an ASCII character that no host name has (Twisted refuses it: "invalid hostname");
+#: other characters are an IDN's, which ``safe_url_string`` encodes
+_NOT_IN_HOST = re.compile(r"[^A-Za-z0-9.\-_\x80-\U0010ffff]")
 
 
 def scheme_problem(url: str) -> str | None:
     """``None`` for an http(s) URL with a host, else why it is not followed: its scheme
-    (``mailto``, ``javascript``, ``file``, ``data``, ``ftp``, ...) or ``bad_url``."""
+    (``mailto``, ``javascript``, ``file``, ``data``, ``ftp``, ...), ``bad_url``,
+    ``credentials`` (``http://user:pw@host/``: Scrapy cannot fetch it, and a crawl has no
+    business with an account) or ``bad_host`` (a host name with a character no host
+    name has, ``%31%30.0.0.1`` or ``a~b``; an IPv6 literal's zone id is allowed)."""
     plain = _PLAIN_HTTP.match(url)
     if plain is not None:  # the same answer as below without a urlsplit per link
         port = plain.group(1)
@@ -253,8 +259,19 @@ def _parsed_problem(url: str) -> str | None:
         parts.port  # noqa: B018 - raises ValueError when out of range
     except ValueError:
         return "bad_url"
-    if not parts.hostname:
+    return _host_problem(parts)
+
+
+def _host_problem(parts: SplitResult) -> str | None:
+    """What is wrong with the host part of a split http(s) URL (:func:`scheme_problem`'s
+    ``credentials``, ``bad_url`` when there is no host, ``bad_host``), else None."""
+    if parts.username is not None:
+        return "credentials"
+    host = parts.hostname
+    if not host:
         return "bad_url"
+    if not parts.netloc.startswith("[") and _NOT_IN_HOST.search(host):
+        return "bad_host"
     return None
 
 

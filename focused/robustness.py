@@ -20,6 +20,7 @@ from urllib.parse import urljoin, urlparse
 
 from lxml import etree
 from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddleware
+from scrapy.downloadermiddlewares.redirect import MetaRefreshMiddleware, RedirectMiddleware
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Response, TextResponse, XmlResponse
 from scrapy.link import Link
@@ -167,6 +168,79 @@ class FocusedHttpCompressionMiddleware(HttpCompressionMiddleware):
             del headers[b"Content-Encoding"]
             cls = responsetypes.from_args(headers=headers, url=response.url, body=response.body)
             return response.replace(cls=cls, headers=headers)
+
+
+class _BadRedirect(Exception):
+    """A redirect to a URL that is not followed (:func:`focused.web.sanitize.scheme_problem`)."""
+
+    def __init__(self, problem: str, url: str) -> None:
+        super().__init__(f"{problem}: {url}")
+        self.problem, self.url = problem, url
+
+
+class _CheckedRedirects:
+    """Mixin of Scrapy's redirect middlewares: the URL they build a request for is
+    checked first, as a link is (:func:`focused.web.sanitize.scheme_problem`)."""
+
+    crawler: Crawler
+
+    def _build_redirect_request(
+        self, source_request: Request, response: Response, *, url: str, **kwargs: Any
+    ) -> Request:
+        problem = sanitize.scheme_problem(url)
+        if problem is not None:
+            raise _BadRedirect(problem, url)
+        return super()._build_redirect_request(  # type: ignore[misc]
+            source_request, response, url=url, **kwargs
+        )
+
+    def _ignored(self, problem: str) -> None:
+        if self.crawler.stats is not None:
+            self.crawler.stats.inc_value(f"focused/redirects/ignored/{problem}")
+
+
+class FocusedRedirectMiddleware(_CheckedRedirects, RedirectMiddleware):
+    """Scrapy's ``RedirectMiddleware``, except that a ``Location`` that makes no URL to
+    follow (``http://[::1``, a port out of range, ``javascript:``, ``mailto:``,
+    ``file:``, credentials, a bad host name) drops the redirecting request
+    (``IgnoreRequest``, one INFO line, ``focused/redirects/ignored/<problem>``). Scrapy's
+    raised ``ValueError`` ("Error downloading" and a traceback at ERROR), or passed the
+    3xx answer on for ``file:`` and ``ftp:``. Replaces Scrapy's (same place, 600)."""
+
+    def process_response(  # type: ignore[override]
+        self, request: Request, response: Response
+    ) -> Request | Response:
+        try:
+            return super().process_response(request, response)
+        except _BadRedirect as bad:
+            problem, target = bad.problem, bad.url
+        except ValueError:  # w3lib's safe_url_string raised: no URL at all
+            problem = "bad_url"
+            target = (response.headers.get(b"Location") or b"").decode("latin-1")
+        self._ignored(problem)
+        logger.info("focused: %s redirects to %r (%s): dropped", response.url, target, problem)
+        raise IgnoreRequest(f"redirect to {target!r} not followed ({problem})")
+
+
+class FocusedMetaRefreshMiddleware(_CheckedRedirects, MetaRefreshMiddleware):
+    """Scrapy's ``MetaRefreshMiddleware``, except that a ``<meta http-equiv="refresh">``
+    to a URL not followed (as for :class:`FocusedRedirectMiddleware`) leaves the page as
+    it is: stored, its links followed (``focused/redirects/ignored/<problem>``, a DEBUG
+    line). Scrapy's raised ``ValueError`` and the page was lost. Replaces Scrapy's (same
+    place, 580)."""
+
+    def process_response(  # type: ignore[override]
+        self, request: Request, response: Response
+    ) -> Request | Response:
+        try:
+            return super().process_response(request, response)
+        except _BadRedirect as bad:
+            problem, target = bad.problem, bad.url
+        except ValueError:  # w3lib's get_meta_refresh raised: no URL at all
+            problem, target = "bad_url", ""
+        self._ignored(problem)
+        logger.debug("focused: %s refreshes to %r (%s): ignored", response.url, target, problem)
+        return response
 
 
 #: The link elements of a page, as Scrapy's extractor scans them (tags a and area, href)

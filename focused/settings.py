@@ -65,6 +65,12 @@ DOWNLOADER_MIDDLEWARES = {
     # A body that is not what its Content-Encoding says is kept as sent, not lost.
     "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
     "focused.robustness.FocusedHttpCompressionMiddleware": 590,
+    # A redirect or meta refresh to a URL that is no http(s) link (javascript:, a port
+    # out of range, credentials) is dropped and counted, not an error with a traceback.
+    "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
+    "focused.robustness.FocusedRedirectMiddleware": 600,
+    "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
+    "focused.robustness.FocusedMetaRefreshMiddleware": 580,
     # A host that does not resolve or answer: one WARNING line (focused/network.py).
     "focused.network.QuietNetworkGiveUp": 560,
     "focused.network.NetworkErrorMiddleware": 540,

@@ -7,21 +7,31 @@ The crawls run the real ``scrapy crawl focused`` against the sandbox in hostile 
 
 from __future__ import annotations
 
+import logging
 import re
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 from crawling import Crawl, error_line, run_cli, run_crawl
-from scrapy.http import HtmlResponse, TextResponse
+from scrapy import Request
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.statscollectors import MemoryStatsCollector
+from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
 from focused.output.store import PageStore
 from focused.ranking.relevance import TopicVector, page_relevance
-from focused.robustness import FocusedLinkExtractor, RobustnessMiddleware
+from focused.robustness import (
+    FocusedLinkExtractor,
+    FocusedMetaRefreshMiddleware,
+    FocusedRedirectMiddleware,
+    RobustnessMiddleware,
+)
 from focused.web.sandbox import generate_site, hostile
 from focused.web.sanitize import (
     looks_binary,
@@ -33,6 +43,7 @@ from focused.web.sanitize import (
     wide_encoding,
 )
 from focused.web.topics import load_topic
+from tests.loopback import LoopbackServer
 
 #: DOWNLOAD_TIMEOUT: hanging pages end quickly, yet a 7.5 MB page still arrives in time
 #: when the 2 cores are busy (at 2 s it timed out once under a load of 5)
@@ -174,6 +185,72 @@ def test_only_http_links_are_followed():
     assert sorted(counted) == [
         f"focused/links/ignored/{s}" for s in ("file", "ftp", "javascript", "mailto")
     ]
+
+
+#: ``Location`` values that make no URL to follow, and their ``focused/redirects/ignored/`` key
+BAD_LOCATIONS = {
+    "http://[::1": "bad_url",
+    "http://h.org:99999/": "bad_url",
+    "javascript:alert(1)": "javascript",
+    "mailto:a@b.c": "mailto",
+    "file:///etc/passwd": "file",
+    "ftp://h.org/x": "ftp",
+    "data:text/html,<a href=http://10.0.0.1/>x</a>": "data",
+    "http://user:pw@h.org/cred.html": "credentials",
+    "http://%31%30.0.0.1/n": "bad_host",
+}
+
+
+def redirect_middlewares() -> tuple[FocusedRedirectMiddleware, FocusedMetaRefreshMiddleware, Any]:
+    crawler = get_crawler()
+    return (
+        build_from_crawler(FocusedRedirectMiddleware, crawler),
+        build_from_crawler(FocusedMetaRefreshMiddleware, crawler),
+        crawler.stats,
+    )
+
+
+@pytest.mark.parametrize("location", list(BAD_LOCATIONS))
+def test_a_redirect_to_no_url_is_dropped_and_counted(location, caplog):
+    """Scrapy's RedirectMiddleware raised ValueError ("Error downloading" and a traceback
+    at ERROR) for the first four, and passed file:/ftp:/data: answers on."""
+    redirect, refresh, stats = redirect_middlewares()
+    request = Request("http://h.org/moved.html")
+    response = Response(request.url, status=302, headers={"Location": location}, request=request)
+    with caplog.at_level(logging.DEBUG), pytest.raises(IgnoreRequest):
+        redirect.process_response(request, response)
+    problem = BAD_LOCATIONS[location]
+    assert stats.get_value(f"focused/redirects/ignored/{problem}") == 1
+    assert [r.levelname for r in caplog.records] == ["INFO"]
+    assert "http://h.org/moved.html redirects to" in caplog.records[0].getMessage()
+    # the same target in a meta refresh: the page stays a page
+    body = f'<head><meta http-equiv="refresh" content="0; url={location}"></head><a href="/x">x'
+    page = HtmlResponse(request.url, body=body.encode(), request=request)
+    assert refresh.process_response(request, page) is page
+    assert stats.get_value(f"focused/redirects/ignored/{problem}") == 2
+
+
+def test_a_good_redirect_is_followed():
+    redirect, refresh, stats = redirect_middlewares()
+    request = Request("http://h.org/a.html")
+    response = Response(request.url, status=301, headers={"Location": "/b.html"}, request=request)
+    followed = redirect.process_response(request, response)
+    assert isinstance(followed, Request) and followed.url == "http://h.org/b.html"
+    assert followed.meta["redirect_urls"] == ["http://h.org/a.html"]
+    body = b'<head><meta http-equiv="refresh" content="0; url=/c.html"></head>'
+    refreshed = refresh.process_response(request, HtmlResponse(request.url, body=body))
+    assert isinstance(refreshed, Request) and refreshed.url == "http://h.org/c.html"
+    assert not [k for k in stats.get_stats() if k.startswith("focused/redirects/")]
+
+
+def test_the_project_uses_the_checked_redirect_middlewares():
+    from focused import settings
+
+    mw = settings.DOWNLOADER_MIDDLEWARES
+    assert mw["scrapy.downloadermiddlewares.redirect.RedirectMiddleware"] is None
+    assert mw["focused.robustness.FocusedRedirectMiddleware"] == 600
+    assert mw["scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware"] is None
+    assert mw["focused.robustness.FocusedMetaRefreshMiddleware"] == 580
 
 
 @pytest.mark.parametrize(
@@ -352,6 +429,82 @@ def test_odd_links_session_ids_and_other_hosts(hostile_crawl):
     assert s["focused/links/session_ids_stripped"] >= 3
     # FOCUSED_ALLOWED_DOMAINS is empty: the other host is crawled too
     assert "/hostile/elsewhere.html" in paths(hostile_crawl, "localhost")
+
+
+# --- bad input on a real crawl (a loopback server) ---------------------------------------
+CHEM = "<p>chemistry chemical reaction acid base molecule atom element</p>"
+
+
+def hostile_input(base: str, path: str) -> tuple[int, dict[str, str], bytes] | None:
+    """The pages of :func:`test_bad_input_is_handled_on_a_real_crawl` (``base``: the
+    server's URL)."""
+
+    def html(title: str, *links: str, head: str = "", charset: str = "utf-8") -> bytes:
+        anchors = "".join(f'<a href="{u}">chemistry {i}</a>' for i, u in enumerate(links))
+        page = f"<html><head>{head}<title>{title} chemistry</title></head><body>{CHEM}{anchors}"
+        return (page + "</body></html>").encode(charset)
+
+    netloc = urlsplit(base).netloc
+    if path == "/":
+        links = [f"/loc/{i}.html" for i in range(len(BAD_LOCATIONS))]
+        links += [f"/cs/{label}.html" for label in NOT_CHARSETS]
+        links += ["/wide/utf-16.html", "/wide/utf-32.html", "/refresh.html"]
+        links += [f"http://user:pw@{netloc}/cred.html", "http://%31%30.0.0.1/n"]
+        return 200, {}, html("index", *links)
+    if m := re.fullmatch(r"/loc/(\d+)\.html", path):
+        return 302, {"Location": list(BAD_LOCATIONS)[int(m.group(1))]}, b""
+    if m := re.fullmatch(r"/(cs|wide)/([\w-]+)\.html", path):
+        kind, label = m.groups()
+        title = f"{kind} {label}" + (" café" if kind == "cs" else "")  # latin-1, or ASCII
+        body = html(title, f"/after-{kind}-{label}.html", charset="latin-1")
+        return 200, {"Content-Type": f"text/html; charset={label}"}, body
+    if path == "/refresh.html":
+        head = '<meta http-equiv="refresh" content="0; url=javascript:alert(1)">'
+        return 200, {}, html("refresh", "/after-refresh.html", head=head)
+    if path.startswith("/after-") or path == "/cred.html":
+        return 200, {}, html(path)
+    return 404, {}, b"not found"
+
+
+@pytest.mark.integration
+def test_bad_input_is_handled_on_a_real_crawl(tmp_path):
+    """Bad ``Location`` headers, a meta refresh to ``javascript:``, charsets that are no
+    text encoding, ASCII served as UTF-16/32, links with credentials or a percent-encoded
+    host: no error, no traceback, every page kept and its link followed, each counted."""
+    server = LoopbackServer("127.0.0.1", lambda path: hostile_input(server.url, path))
+    try:
+        crawl = run_crawl(
+            tmp_path,
+            "FOCUSED_WEB=real",
+            f"FOCUSED_SEEDS={server.url}/",
+            "FOCUSED_STRATEGY=bfs",
+            "RETRY_TIMES=0",
+        )
+    finally:
+        server.close()
+    assert_went_on(crawl)
+    assert " ERROR: " not in crawl.log
+    got = paths(crawl)
+    for kind, labels in (("cs", NOT_CHARSETS), ("wide", ["utf-16", "utf-32"])):
+        for label in labels:
+            assert {f"/{kind}/{label}.html", f"/after-{kind}-{label}.html"} <= got, label
+    assert {"/refresh.html", "/after-refresh.html"} <= got
+    rows = {urlsplit(r["url"]).path: r for r in crawl.rows()}
+    assert rows["/cs/zlib.html"]["title"] == "cs zlib café chemistry"
+    assert rows["/wide/utf-16.html"]["title"] == "wide utf-16 chemistry"
+    assert not [p for p in got if p.startswith("/loc/")]
+    assert "/cred.html" not in server.log
+    s = stats(crawl)
+    assert s["focused/charset/repaired"] == len(NOT_CHARSETS) + 2
+    ignored = {k.rsplit("/", 1)[1]: v for k, v in s.items() if "/redirects/ignored/" in k}
+    expected: dict[str, float] = {}
+    for problem in [*BAD_LOCATIONS.values(), "javascript"]:  # the meta refresh's too
+        expected[problem] = expected.get(problem, 0) + 1
+    assert ignored == expected
+    assert s["focused/links/ignored/credentials"] == 1
+    assert s["focused/links/ignored/bad_host"] == 1
+    assert "focused/robotstxt/unreachable" not in s
+    assert f"{server.url}/loc/2.html redirects to 'javascript:alert(1)' (javascript)" in crawl.log
 
 
 # --- endless URL spaces, bounded ---------------------------------------------------------

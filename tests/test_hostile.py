@@ -170,6 +170,8 @@ def test_only_http_links_are_followed():
         "http://[::1",
         "http:///x",
         "http://127.0.0.1:99999/",
+        "http://127.0.0.1:0/",  # Scrapy connected to port 80
+        "https://h.org:000/",
     ):
         assert scheme_problem(url) is not None, url
     assert scheme_problem("https://example.org/a?b=c") is None

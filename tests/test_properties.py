@@ -240,8 +240,10 @@ def _scheme_problem_reference(url: str) -> str | None:
         return scheme if len(scheme) <= 16 else "other"
     try:
         parts = urlsplit(url)
-        parts.port  # noqa: B018
+        port = parts.port
     except ValueError:
+        port = 0
+    if port == 0:
         return "bad_url"
     if parts.username is not None:
         return "credentials"
@@ -264,6 +266,7 @@ _URL_PARTS = st.sampled_from(
 @example("http://~")  # a host the fast path took for plain
 @example("http://h@h")
 @example("http://%")
+@example("http://h:0")
 def test_scheme_problem_fast_path_agrees_with_urlsplit(url):
     assert scheme_problem(url) == _scheme_problem_reference(url)
     if url.startswith(("http://", "https://")):

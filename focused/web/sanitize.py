@@ -231,7 +231,8 @@ _NOT_IN_HOST = re.compile(r"[^A-Za-z0-9.\-_\x80-\U0010ffff]")
 
 def scheme_problem(url: str) -> str | None:
     """``None`` for an http(s) URL with a host, else why it is not followed: its scheme
-    (``mailto``, ``javascript``, ``file``, ``data``, ``ftp``, ...), ``bad_url``,
+    (``mailto``, ``javascript``, ``file``, ``data``, ``ftp``, ...), ``bad_url`` (a port
+    out of range or 0, no host),
     ``credentials`` (``http://user:pw@host/``: Scrapy cannot fetch it, and a crawl has no
     business with an account) or ``bad_host`` (a host name with a character no host
     name has, ``%31%30.0.0.1`` or ``a~b``; an IPv6 literal's zone id is allowed)."""
@@ -241,7 +242,7 @@ def scheme_problem(url: str) -> str | None:
         if not port:
             return None
         if len(port) <= 9:
-            return None if int(port) <= 65535 else "bad_url"
+            return None if 0 < int(port) <= 65535 else "bad_url"
     return _parsed_problem(url)
 
 
@@ -256,7 +257,8 @@ def _parsed_problem(url: str) -> str | None:
         return scheme if len(scheme) <= 16 else "other"
     try:
         parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError when out of range
+        if parts.port == 0:  # raises ValueError when out of range
+            return "bad_url"  # Scrapy would connect to port 80
     except ValueError:
         return "bad_url"
     return _host_problem(parts)

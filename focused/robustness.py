@@ -40,6 +40,7 @@ from focused.web import sanitize
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
     from scrapy.statscollectors import StatsCollector
 
 logger = logging.getLogger(__name__)
@@ -180,14 +181,21 @@ class _BadRedirect(Exception):
 
 class _CheckedRedirects:
     """Mixin of Scrapy's redirect middlewares: the URL they build a request for is
-    checked first, as a link is (:func:`focused.web.sanitize.scheme_problem`)."""
+    checked first, as a link is (:func:`focused.web.sanitize.scheme_problem`), and
+    against ``URLLENGTH_LIMIT`` (``too_long``), which Scrapy applies to links only."""
 
     crawler: Crawler
+
+    def __init__(self, settings: BaseSettings) -> None:
+        super().__init__(settings)  # type: ignore[call-arg]
+        self.url_length_limit = settings.getint("URLLENGTH_LIMIT")
 
     def _build_redirect_request(
         self, source_request: Request, response: Response, *, url: str, **kwargs: Any
     ) -> Request:
         problem = sanitize.scheme_problem(url)
+        if problem is None and self.url_length_limit and len(url) > self.url_length_limit:
+            problem = "too_long"
         if problem is not None:
             raise _BadRedirect(problem, url)
         return super()._build_redirect_request(  # type: ignore[misc]
@@ -199,13 +207,19 @@ class _CheckedRedirects:
             self.crawler.stats.inc_value(f"focused/redirects/ignored/{problem}")
 
 
+def _shorter(url: str, limit: int = 200) -> str:
+    """``url`` for a log line: at most ``limit`` characters."""
+    return url if len(url) <= limit else f"{url[:limit]}..."
+
+
 class FocusedRedirectMiddleware(_CheckedRedirects, RedirectMiddleware):
     """Scrapy's ``RedirectMiddleware``, except that a ``Location`` that makes no URL to
     follow (``http://[::1``, a port out of range, ``javascript:``, ``mailto:``,
-    ``file:``, credentials, a bad host name) drops the redirecting request
-    (``IgnoreRequest``, one INFO line, ``focused/redirects/ignored/<problem>``). Scrapy's
-    raised ``ValueError`` ("Error downloading" and a traceback at ERROR), or passed the
-    3xx answer on for ``file:`` and ``ftp:``. Replaces Scrapy's (same place, 600)."""
+    ``file:``, credentials, a bad host name, longer than ``URLLENGTH_LIMIT``) drops the
+    redirecting request (``IgnoreRequest``, one INFO line,
+    ``focused/redirects/ignored/<problem>``). Scrapy's raised ``ValueError`` ("Error
+    downloading" and a traceback at ERROR), or passed the 3xx answer on for ``file:``
+    and ``ftp:``. Replaces Scrapy's (same place, 600)."""
 
     def process_response(  # type: ignore[override]
         self, request: Request, response: Response
@@ -218,8 +232,9 @@ class FocusedRedirectMiddleware(_CheckedRedirects, RedirectMiddleware):
             problem = "bad_url"
             target = (response.headers.get(b"Location") or b"").decode("latin-1")
         self._ignored(problem)
-        logger.info("focused: %s redirects to %r (%s): dropped", response.url, target, problem)
-        raise IgnoreRequest(f"redirect to {target!r} not followed ({problem})")
+        shown = _shorter(target)
+        logger.info("focused: %s redirects to %r (%s): dropped", response.url, shown, problem)
+        raise IgnoreRequest(f"redirect to {shown!r} not followed ({problem})")
 
 
 class FocusedMetaRefreshMiddleware(_CheckedRedirects, MetaRefreshMiddleware):
@@ -239,7 +254,9 @@ class FocusedMetaRefreshMiddleware(_CheckedRedirects, MetaRefreshMiddleware):
         except ValueError:  # w3lib's get_meta_refresh raised: no URL at all
             problem, target = "bad_url", ""
         self._ignored(problem)
-        logger.debug("focused: %s refreshes to %r (%s): ignored", response.url, target, problem)
+        logger.debug(
+            "focused: %s refreshes to %r (%s): ignored", response.url, _shorter(target), problem
+        )
         return response
 
 

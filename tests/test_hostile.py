@@ -200,6 +200,7 @@ BAD_LOCATIONS = {
     "data:text/html,<a href=http://10.0.0.1/>x</a>": "data",
     "http://user:pw@h.org/cred.html": "credentials",
     "http://%31%30.0.0.1/n": "bad_host",
+    "/" + "a" * 3000: "too_long",  # URLLENGTH_LIMIT (2083): Scrapy checks links only
 }
 
 

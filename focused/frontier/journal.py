@@ -6,15 +6,20 @@ queues of the m-value rule (Liu, Xia & Xu 2010: waiting, in flight, done, error)
 happens, one row per URL the crawl has queued::
 
     urls(fp, url, state, run, priority, value, seq, depth, m, hops, anchor, parent,
-         flags, extra)
+         flags, extra, stored)
 
 ``state`` is the queue the URL is in: 0 waiting, 1 in flight, 2 done, 3 error. Every row
-is a seen URL, so the rows are also the seen-URL set. ``meta`` holds small named blobs
-(the annealing state, the run counter). Changes accumulate in one open transaction that
-:meth:`Journal.commit` ends; the scheduler commits on each ``next_request`` batch, right
-before the page store commits a page (:data:`focused.signals.frontier_checkpoint`) and
-at close. WAL with ``synchronous=NORMAL`` makes a committed transaction survive the
-death of the process (not a power cut).
+is a seen URL, so the rows are also the seen-URL set. ``stored`` is 1 for a done URL the
+page store said it holds (its row committed), 0 for one done without being stored (a
+redirect, a page the spider skipped: noindex, a near-duplicate, not text): a resume puts
+back to wait every stored one the store has lost (:func:`store_holds`). ``meta`` holds
+small named blobs (the annealing state, the run counter).
+
+Changes accumulate in one open transaction that :meth:`Journal.commit` ends; the
+scheduler commits on each ``next_request`` batch, right before the page store commits a
+page (:data:`focused.signals.frontier_checkpoint`) and at close. WAL with
+``synchronous=NORMAL`` makes a committed transaction survive the death of the process
+(not a power cut).
 
 A failed write or commit (a full disk) breaks the journal: the open transaction is
 rolled back, later writes are ignored and every :meth:`Journal.commit` raises
@@ -22,7 +27,7 @@ rolled back, later writes are ignored and every :meth:`Journal.commit` raises
 store's next commit) goes ahead. What was committed before stays valid: a resume re-queues
 what was in flight and not stored.
 
-A resumed crawl reads the rows back with :meth:`Journal.load`. Rows still in flight were
+A resumed crawl reads the rows back with :meth:`Journal.rows`. Rows still in flight were
 being fetched when the process died: the scheduler re-queues them unless the page store
 already holds their URL.
 
@@ -33,7 +38,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,6 +53,7 @@ __all__ = [
     "JournalBusy",
     "JournalError",
     "Row",
+    "store_holds",
     "stored_urls",
 ]
 
@@ -70,7 +76,8 @@ CREATE TABLE IF NOT EXISTS urls (
     anchor REAL NOT NULL DEFAULT 0,
     parent TEXT NOT NULL DEFAULT '',
     flags INTEGER NOT NULL DEFAULT 0,
-    extra BLOB
+    extra BLOB,
+    stored INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BLOB);
 """
@@ -114,11 +121,18 @@ class Journal:
         )
         #: the first write error, once the journal is broken (see :class:`JournalError`)
         self.failed: BaseException | None = None
+        #: the journal was written before done rows said whether they were stored (its
+        #: ``stored`` column was added now): the scheduler marks those the store holds
+        self.upgraded = False
         try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
             self._db.execute("BEGIN IMMEDIATE")  # one writer: fails if another crawl has it
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(urls)")}
+            if "stored" not in columns:
+                self._db.execute("ALTER TABLE urls ADD COLUMN stored INTEGER NOT NULL DEFAULT 0")
+                self.upgraded = True
         except sqlite3.OperationalError as exc:
             self._db.close()
             if "locked" in str(exc) or "busy" in str(exc):
@@ -158,13 +172,20 @@ class Journal:
             ),
         )
 
-    def set_state(self, fp: int, state: int) -> None:
-        """Move the URL of ``fp`` to queue ``state`` (a done/error row drops its extra)."""
+    def set_state(self, fp: int, state: int, stored: bool = False) -> None:
+        """Move the URL of ``fp`` to queue ``state`` (a done/error row drops its extra);
+        ``stored``: done because the page store committed the page."""
         if state >= DONE:
-            sql = "UPDATE urls SET state=?, run=?, extra=NULL WHERE fp=?"
+            sql = "UPDATE urls SET state=?, run=?, extra=NULL, stored=? WHERE fp=?"
         else:
-            sql = "UPDATE urls SET state=?, run=? WHERE fp=?"
-        self._write(sql, (state, self.run, fp))
+            sql = "UPDATE urls SET state=?, run=?, stored=? WHERE fp=?"
+        self._write(sql, (state, self.run, int(stored and state == DONE), fp))
+
+    def mark_stored(self, fps: Iterable[int]) -> None:
+        """Say of the done URLs of ``fps`` that the page store holds them (a journal
+        written before done rows said so: :attr:`upgraded`)."""
+        for fp in fps:
+            self._write("UPDATE urls SET stored=1 WHERE fp=? AND state=?", (fp, DONE))
 
     def put_meta(self, key: str, value: bytes) -> None:
         self._write("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
@@ -255,6 +276,12 @@ class Journal:
             )
             yield Row(st, run, entry, None if extra is None else bytes(extra))
 
+    def done_urls(self, stored: bool) -> Iterator[tuple[int, str]]:
+        """``(fp, url)`` of the done URLs the page store said it stored (``stored``), or of
+        those done without being stored."""
+        sql = "SELECT fp, url FROM urls WHERE state=? AND stored=?"
+        yield from self._db.execute(sql, (DONE, int(stored)))
+
     def counts(self) -> dict[int, int]:
         """Number of rows per state."""
         got = dict(self._db.execute("SELECT state, COUNT(*) FROM urls GROUP BY state"))
@@ -280,3 +307,46 @@ def stored_urls(db_path: str | os.PathLike[str] | None, urls: list[str]) -> set[
         return set()
     finally:
         db.close()
+
+
+def store_holds(
+    db_path: str | os.PathLike[str],
+    pairs: Iterable[tuple[int, str]],
+    held: bool = True,
+    chunk: int = 500,
+) -> list[int] | None:
+    """The fingerprints of the ``(fp, url)`` ``pairs`` whose URL the page store at
+    ``db_path`` (table ``pages``) holds (``held``), or does not hold (``held=False``).
+    An absent file, or one without the table, holds none; ``None`` when the store cannot
+    be read (then nothing can be said). Read-only, ``chunk`` URLs per query."""
+    path = Path(db_path)
+    if not path.exists():
+        return [] if held else [fp for fp, _ in pairs]
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return None
+    try:
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE name='pages'").fetchone():
+            return [] if held else [fp for fp, _ in pairs]
+        chosen: list[int] = []
+        batch: list[tuple[int, str]] = []
+        for pair in pairs:
+            batch.append(pair)
+            if len(batch) >= chunk:
+                chosen += _held(db, batch, held)
+                batch = []
+        if batch:
+            chosen += _held(db, batch, held)
+        return chosen
+    except sqlite3.Error:
+        return None
+    finally:
+        db.close()
+
+
+def _held(db: sqlite3.Connection, batch: list[tuple[int, str]], held: bool) -> list[int]:
+    marks = ",".join("?" * len(batch))
+    urls = [url for _, url in batch]
+    found = {u for (u,) in db.execute(f"SELECT url FROM pages WHERE url IN ({marks})", urls)}
+    return [fp for fp, url in batch if (url in found) == held]

@@ -2,9 +2,10 @@
 
 Same command as Scrapy's, except that for the ``focused`` spider:
 
-- a bad topic, a bad ``FOCUSED_*`` setting, or a ``FOCUSED_OUTPUT_DIR`` that holds the
-  pages of a crawl of another topic or strategy (:mod:`focused.output.record`; allowed
-  with ``FOCUSED_CONTINUE``) prints one line (``focused: error: ...``) and exits with
+- a bad topic, a bad ``FOCUSED_*`` setting, a ``JOBDIR`` or ``FOCUSED_OUTPUT_DIR`` that
+  cannot be created or written, or a ``FOCUSED_OUTPUT_DIR`` that holds the pages of a
+  crawl of another topic or strategy (:mod:`focused.output.record`; allowed with
+  ``FOCUSED_CONTINUE``) prints one line (``focused: error: ...``) and exits with
   status 2 before anything is fetched, instead of a traceback;
 - a crawl of the real web that fetched no page because no host could be reached (DNS
   or connection failures, :mod:`focused.network`) prints one line and exits with

@@ -901,6 +901,26 @@ KILL_SCRIPT = textwrap.dedent(
 )
 
 
+def test_a_claimed_journal_is_handed_to_the_scheduler_and_refuses_another(tmp_path):
+    """The crawl command takes the journal before Scrapy starts (Journal.claim): a
+    second opener is refused and told which crawl has it; the scheduler gets the same
+    journal, once."""
+    job = tmp_path / "job"
+    claimed = Journal.claim(job)
+    assert Journal.claim(job) is claimed  # the spider's claim, after the command's
+    with pytest.raises(JournalBusy) as info:
+        Journal(job / "frontier.sqlite3")
+    assert info.value.owner is not None and info.value.owner["pid"] == os.getpid()
+    sched = FocusedScheduler(jobdir=str(job))
+    sched.open(DemoSpider())
+    assert sched.journal is claimed and claimed.run == 1
+    sched.close("finished")
+    again = FocusedScheduler(jobdir=str(job))
+    again.open(DemoSpider())  # handed over once: a new journal, the next run
+    assert again.journal is not claimed and again.journal.run == 2
+    again.close("finished")
+
+
 @pytest.mark.parametrize("strategy", ["bfs", "annealing"])
 def test_resume_after_kill_loses_only_uncommitted_work(tmp_path, strategy):
     out = tmp_path / "out"

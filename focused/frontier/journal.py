@@ -13,7 +13,8 @@ is a seen URL, so the rows are also the seen-URL set. ``stored`` is 1 for a done
 page store said it holds (its row committed), 0 for one done without being stored (a
 redirect, a page the spider skipped: noindex, a near-duplicate, not text): a resume puts
 back to wait every stored one the store has lost (:func:`store_holds`). ``meta`` holds
-small named blobs (the annealing state, the run counter).
+small named blobs (the annealing state, the run counter, the crawl that has the journal
+open: ``owner``).
 
 Changes accumulate in one open transaction that :meth:`Journal.commit` ends; the
 scheduler commits on each ``next_request`` batch, right before the page store commits a
@@ -31,13 +32,22 @@ A resumed crawl reads the rows back with :meth:`Journal.rows`. Rows still in fli
 being fetched when the process died: the scheduler re-queues them unless the page store
 already holds their URL.
 
+One crawl at a time: the journal holds SQLite's write lock from the moment it opens
+(``BEGIN IMMEDIATE``, kept across commits). A second one raises :class:`JournalBusy`,
+naming the crawl that has it (its ``owner``). :meth:`Journal.claim` opens it for this
+process's crawl before anything else starts; :meth:`Journal.in_jobdir` then hands that
+same journal to the scheduler.
+
 Pure module: no Scrapy import.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import socket
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,7 +95,18 @@ _COLS = "fp, url, state, run, priority, value, seq, depth, m, hops, anchor, pare
 
 
 class JournalBusy(RuntimeError):
-    """Another process is writing the same journal (two crawls on one ``JOBDIR``)."""
+    """Another process is writing the same journal (two crawls on one ``JOBDIR``).
+
+    ``owner``: the crawl that has it open, as it wrote itself in the journal (``pid``,
+    ``host``, ``started``: seconds since the epoch), or ``None`` when that crawl no longer
+    runs (or is not known): then another program holds the write lock."""
+
+    def __init__(self, path: Path, owner: dict[str, object] | None, cause: object) -> None:
+        who = "another program holds its write lock" if owner is None else describe_owner(owner)
+        super().__init__(f"{path} is in use by another crawl ({who}; {cause})")
+        self.path = path
+        self.owner = owner
+        self.cause = cause
 
 
 class JournalError(RuntimeError):
@@ -124,6 +145,7 @@ class Journal:
         #: the journal was written before done rows said whether they were stored (its
         #: ``stored`` column was added now): the scheduler marks those the store holds
         self.upgraded = False
+        self.closed = False
         try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
@@ -136,18 +158,38 @@ class Journal:
         except sqlite3.OperationalError as exc:
             self._db.close()
             if "locked" in str(exc) or "busy" in str(exc):
-                raise JournalBusy(f"{self.path} is in use by another crawl ({exc})") from None
+                raise JournalBusy(self.path, _owner(self.path), exc) from None
             raise JournalError(self.path, exc) from None
         #: operations since the last commit
         self.pending = 0
         #: number of this run of the job (1 for a new job, +1 at each resume)
         self.run = int(self.get_meta("run") or b"0") + 1
         self.put_meta("run", str(self.run).encode())
+        owner = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}
+        self.put_meta("owner", json.dumps(owner).encode())
         self.commit()
 
     @classmethod
     def in_jobdir(cls, jobdir: str | os.PathLike[str]) -> Journal:
+        """The journal of ``jobdir``: the one :meth:`claim` opened in this process (handed
+        over once), else a new one."""
+        claimed = _claimed.pop(_claim_key(jobdir), None)
+        if claimed is not None and not claimed.closed:
+            return claimed
         return cls(Path(jobdir) / DB_NAME)
+
+    @classmethod
+    def claim(cls, jobdir: str | os.PathLike[str]) -> Journal:
+        """Open the journal of ``jobdir`` now for this process's crawl, before anything
+        else of it starts, and keep it (its write lock) until :meth:`in_jobdir` hands it to
+        the scheduler: another crawl of the same ``JOBDIR`` is refused from here on.
+        Claiming it again in the same process gives the same journal. Raises
+        :class:`JournalBusy` (another crawl has it) or :class:`JournalError`."""
+        key = _claim_key(jobdir)
+        journal = _claimed.get(key)
+        if journal is None or journal.closed:
+            journal = _claimed[key] = cls(Path(jobdir) / DB_NAME)
+        return journal
 
     # --- writes (inside the open transaction) ---------------------------------------
     def push(self, entry: Entry, extra: bytes | None = None) -> None:
@@ -239,6 +281,7 @@ class Journal:
                 self._break(exc)
                 failed = exc
         self._db.close()
+        self.closed = True
         if failed is not None:
             raise JournalError(self.path, failed)
 
@@ -350,3 +393,53 @@ def _held(db: sqlite3.Connection, batch: list[tuple[int, str]], held: bool) -> l
     urls = [url for _, url in batch]
     found = {u for (u,) in db.execute(f"SELECT url FROM pages WHERE url IN ({marks})", urls)}
     return [fp for fp, url in batch if (url in found) == held]
+
+
+#: journals :meth:`Journal.claim` opened in this process, by their JOBDIR
+_claimed: dict[str, Journal] = {}
+
+
+def _claim_key(jobdir: str | os.PathLike[str]) -> str:
+    return str(Path(jobdir).resolve())
+
+
+def _owner(path: Path) -> dict[str, object] | None:
+    """The crawl that has the journal at ``path`` open, as it wrote itself there, when it
+    still runs (on another host: as written); ``None`` when it does not, or is unknown."""
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=0.5)
+        try:
+            row = db.execute("SELECT value FROM meta WHERE key='owner'").fetchone()
+        finally:
+            db.close()
+        owner = json.loads(bytes(row[0])) if row else None
+    except (sqlite3.Error, OSError, ValueError, TypeError):
+        return None
+    if not isinstance(owner, dict) or not isinstance(owner.get("pid"), int):
+        return None
+    if owner.get("host") == socket.gethostname() and not _alive(owner["pid"]):
+        return None
+    return owner
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: alive, another user's
+        return True
+    return True
+
+
+def describe_owner(owner: dict[str, object]) -> str:
+    """``pid 123, started 2026-12-04 14:45:47`` (and ``on <host>`` when not this one)."""
+    started = owner.get("started")
+    when = (
+        time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started))
+        if isinstance(started, int | float)
+        else "at an unknown time"
+    )
+    host = owner.get("host")
+    where = f" on {host}" if host and host != socket.gethostname() else ""
+    return f"pid {owner.get('pid')}{where}, started {when}"

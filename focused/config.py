@@ -155,7 +155,9 @@ def validate(settings: Any, topic: Topic | None = None) -> None:
     or choices, and a further check of this module for seeds, domains, networks, host
     addresses and the page threshold); then the strategy's class checks its own settings,
     the topic's keywords must leave a term once tokenised, a Redis frontier must answer,
-    and last the output folder is created and its databases checked.
+    and last ``JOBDIR`` and the output folder are created and their databases checked
+    (:func:`check_folder`). :func:`claim_jobdir` (not here: it takes the journal for the
+    crawl) refuses a ``JOBDIR`` another crawl has.
     """
     for name, default in DEFAULTS.items():
         check = CHECKS.get(name) or Check(_KINDS[type(default)])  # a type check at least
@@ -171,10 +173,11 @@ def validate(settings: Any, topic: Topic | None = None) -> None:
         from focused.distributed.connection import check  # redis-py only when it is used
 
         check(settings)  # RedisUnavailable is a ConfigError: one line, exit 2
+    if settings.get("JOBDIR"):  # the journal, the sandbox's port, the learnt model
+        jobdir = check_folder(str(settings.get("JOBDIR")), "JOBDIR")
+        check_database(jobdir / "frontier.sqlite3", "JOBDIR")
     output = check_output_dir(str(get(settings, "FOCUSED_OUTPUT_DIR")))
     check_database(output / "pages.sqlite3", "FOCUSED_OUTPUT_DIR")
-    if settings.get("JOBDIR"):
-        check_database(Path(settings.get("JOBDIR")) / "frontier.sqlite3", "JOBDIR")
 
 
 _KINDS: dict[type, str] = {
@@ -339,20 +342,79 @@ def seeds_setting(settings: Any) -> list[str]:
 
 def check_output_dir(path: str) -> Path:
     """The output folder, created if needed; a :class:`ConfigError` when not writable."""
+    return check_folder(path, "FOCUSED_OUTPUT_DIR")
+
+
+def check_folder(path: str, setting: str) -> Path:
+    """The folder ``setting`` names, created if needed; a :class:`ConfigError` when it
+    cannot be (a file in the way) or is not writable (a read-only file system refuses
+    root too)."""
     folder = Path(path)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ConfigError(f"FOCUSED_OUTPUT_DIR {path!r} cannot be created: {exc}") from None
+        raise ConfigError(f"{setting} {path!r} cannot be created: {exc}") from None
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise ConfigError(f"FOCUSED_OUTPUT_DIR {path!r} is not writable")
+        raise ConfigError(f"{setting} {path!r} is not writable")
     return folder
 
 
+def claim_jobdir(settings: Any) -> None:
+    """Take ``JOBDIR``'s frontier journal for this process's crawl, before anything of
+    it starts (:meth:`focused.frontier.journal.Journal.claim`; the scheduler is handed
+    the same journal): a :class:`ConfigError` when another crawl (or program) has it,
+    or it cannot be opened. Nothing to do without ``JOBDIR``, with the Redis frontier,
+    or with a scheduler that is not the project's (it does not keep the journal)."""
+    jobdir = settings.get("JOBDIR")
+    if not jobdir or str(get(settings, "FOCUSED_FRONTIER")) != "memory":
+        return
+    from scrapy.utils.misc import load_object
+
+    from focused.frontier.journal import (
+        DB_NAME,
+        Journal,
+        JournalBusy,
+        JournalError,
+        describe_owner,
+    )
+    from focused.scheduler import FocusedScheduler
+
+    try:
+        scheduler = load_object(settings.get("SCHEDULER"))
+    except (ImportError, NameError, ValueError, TypeError):
+        return  # Scrapy says so itself when it builds the scheduler
+    if not (isinstance(scheduler, type) and issubclass(scheduler, FocusedScheduler)):
+        return
+    path = Path(jobdir) / DB_NAME
+    try:
+        Journal.claim(jobdir)
+    except JournalBusy as exc:
+        if exc.owner is not None:
+            raise ConfigError(
+                f"JOBDIR {str(jobdir)!r} is in use by another crawl ({describe_owner(exc.owner)});"
+                " one crawl at a time per JOBDIR: wait for it to end, or give another JOBDIR"
+            ) from None
+        raise ConfigError(
+            f"JOBDIR {str(jobdir)!r}: another program holds the write lock of {path}"
+            f" ({exc.cause}); start the crawl again once it has let go"
+        ) from None
+    except JournalError as exc:
+        raise ConfigError(
+            f"JOBDIR {str(jobdir)!r}: cannot open the frontier journal {path}: {exc.cause}"
+        ) from None
+    except (OSError, sqlite3.Error) as exc:
+        raise ConfigError(
+            f"JOBDIR {str(jobdir)!r}: cannot open the frontier journal {path}: {exc}"
+        ) from None
+
+
 def check_database(path: Path, setting: str) -> None:
-    """A :class:`ConfigError` when ``path`` exists and is not a readable SQLite database."""
+    """A :class:`ConfigError` when ``path`` exists and is not a readable SQLite database,
+    or cannot be written."""
     if not path.exists():
         return
+    if not os.access(path, os.R_OK | os.W_OK):
+        raise ConfigError(f"{setting}: {path} is not writable")
     try:
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:

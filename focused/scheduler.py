@@ -34,6 +34,7 @@ from focused.frontier.journal import (
     Journal,
     JournalError,
     Row,
+    store_holds,
     stored_urls,
 )
 from focused.frontier.memory import (
@@ -484,7 +485,11 @@ class FocusedScheduler(BaseScheduler):
     the pipelines. A page the spider skips (:data:`focused.signals.page_skipped`) is done
     at once. Until then its row says "in flight", which a resume checks against the page
     store; with a page store that is so even after a clean close (a page it failed to
-    store, or dropped once it stopped: :mod:`focused.stop`). A journal that cannot be
+    store, or dropped once it stopped: :mod:`focused.stop`). A page the store confirmed
+    is journaled done *as stored*: when a resume's page store does not hold it (the
+    output folder was removed, ``pages.sqlite3`` is an older copy), it waits again and is
+    fetched again (:meth:`_requeue_unstored`); a URL done without being stored (a
+    redirect, a page the spider skipped) stays done. A journal that cannot be
     written (a full disk) stops the crawl with one line, and the ``frontier_checkpoint``
     handler then returns the error so that the store commits nothing more.
 
@@ -546,6 +551,9 @@ class FocusedScheduler(BaseScheduler):
         self.anneal = anneal
         self.annealer: Annealer | None = Annealer(t0, alpha, t_min, k, seed) if anneal else None
         self.page_store = page_store
+        #: the page store's database existed when this scheduler opened (a resume whose
+        #: output folder was removed: every page journaled as stored is fetched again)
+        self._store_was_there = True
         #: a page store is open (it sent ``page_store_opened``): a fetched page is done
         #: when the store commits it (``pages_stored``), not when its item is through
         self.waits_for_store = False
@@ -614,6 +622,8 @@ class FocusedScheduler(BaseScheduler):
     def open(self, spider: Spider) -> None:
         self.spider = spider
         if self.jobdir:
+            # before the page store opens (and creates its database): was it there?
+            self._store_was_there = bool(self.page_store) and Path(self.page_store).exists()
             self.journal = Journal.in_jobdir(self.jobdir)
             self._restore()
             self._load_model()
@@ -1011,10 +1021,79 @@ class FocusedScheduler(BaseScheduler):
     def _on_store_opened(self, lost: Sequence[str] = (), **kwargs: Any) -> None:
         """A page store opened: fetched pages are done once it has committed them. The
         pages of ``lost`` (rows the store's repair removed: their bytes did not survive
-        a power cut) are journaled waiting again and fetched again."""
+        a power cut) are journaled waiting again and fetched again; so are the pages the
+        journal says were stored that the store does not hold (:meth:`_requeue_unstored`:
+        the output folder was removed, or its database replaced by an older copy)."""
         self.waits_for_store = True
-        if lost and self.journal is not None:
+        if self.journal is None:
+            return
+        if lost:
             self._requeue_lost(set(lost))
+        if self.journal.upgraded:
+            self._mark_stored()
+        self._requeue_unstored()
+
+    def _mark_stored(self) -> None:
+        """A journal written before done rows said whether they were stored: those the
+        store holds are marked stored now (done only once: the journal keeps the mark)."""
+        journal = self.journal
+        assert journal is not None and self.page_store is not None
+        held = store_holds(self.page_store, journal.done_urls(stored=False))
+        if held is None:
+            return
+        journal.mark_stored(held)
+        if self._commit(force=True) is None:
+            journal.upgraded = False
+
+    def _requeue_unstored(self) -> None:
+        """Put back to wait every URL the journal marked done as stored (the store said
+        it committed the page) whose page the store does not hold: its database was
+        removed with the output folder, or replaced by an older copy. Nothing is marked
+        done that was not stored. A URL done without being stored (a redirect, a page the
+        spider skipped: noindex, a near-duplicate, not text) stays done. One line and the
+        stat ``focused/store/missing_requeued``. A store that cannot be read is left
+        alone (the crawl stops on it anyway: the page store failed to open)."""
+        journal = self.journal
+        assert journal is not None
+        if self.page_store is None:
+            return
+        # (the journal's cursor is read to its end before anything is written)
+        lacking = store_holds(self.page_store, journal.done_urls(stored=True), held=False)
+        if lacking is None:
+            logger.debug("focused: cannot read %s; done pages not checked", self.page_store)
+            return
+        if not lacking:
+            return
+        missing = set(lacking)
+        again = 0
+        for row in [row for row in journal.rows(DONE) if row.entry.fp in missing]:
+            if self._restore_row(row):
+                journal.set_state(row.entry.fp, WAITING)
+                self.done -= 1
+                again += 1
+        self._commit(force=True)
+        self._update_stats()
+        if not again:
+            return
+        if self.stats is not None:
+            self.stats.inc_value("focused/store/missing_requeued", again)
+        where = Path(self.page_store).parent
+        if not self._store_was_there:
+            logger.warning(
+                "focused: the page store %s was not there at the start (removed?): the %d"
+                " pages the journal in %s says it stored are fetched again",
+                where,
+                again,
+                self.jobdir,
+            )
+        else:
+            logger.warning(
+                "focused: %d pages the journal in %s says were stored are not in %s"
+                " (its database replaced by an older copy?): fetching them again",
+                again,
+                self.jobdir,
+                self.page_store,
+            )
 
     def _requeue_lost(self, lost: set[str]) -> None:
         journal = self.journal
@@ -1043,7 +1122,7 @@ class FocusedScheduler(BaseScheduler):
         for url in urls:
             fp = fetched.pop(url_fingerprint(url), None)
             if fp is not None and self.journal is not None:
-                self.journal.set_state(fp, DONE)
+                self.journal.set_state(fp, DONE, stored=True)
 
     def _on_download_failed(self, request: Request, **kwargs: Any) -> None:
         """The download of ``request`` failed for good (:class:`DownloadFailureMiddleware`)."""
@@ -1291,7 +1370,7 @@ class FocusedScheduler(BaseScheduler):
         stored = stored_urls(self.page_store, [r.entry.url for r in in_flight])
         for row in in_flight:
             if row.entry.url in stored:
-                journal.set_state(row.entry.fp, DONE)
+                journal.set_state(row.entry.fp, DONE, stored=True)
             elif self._restore_row(row):
                 journal.set_state(row.entry.fp, WAITING)
             else:

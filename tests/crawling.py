@@ -41,10 +41,8 @@ class Crawl:
         return [urlsplit(r["url"]).path for r in self.rows()]
 
 
-def run_crawl(
-    out: Path, *settings: str, topic: str = "chemistry", timeout: float = 240, check: bool = True
-) -> Crawl:
-    """Crawl the embedded sandbox with ``-s`` ``settings`` (``NAME=VALUE`` strings)."""
+def sandbox_crawl_command(out: Path, *settings: str, topic: str = "chemistry") -> list[str]:
+    """The command of :func:`run_crawl` (to start a crawl in the background)."""
     defaults: dict[str, object] = {
         "FOCUSED_WEB": "sandbox",
         "FOCUSED_SANDBOX_SEED": SANDBOX_SEED,
@@ -54,9 +52,16 @@ def run_crawl(
     }
     if not (PROJECT / "focused/scheduler.py").exists():
         defaults["SCHEDULER"] = "scrapy.core.scheduler.Scheduler"
-    cmd = crawl_command(
+    return crawl_command(
         topic, output_dir=out, settings={**defaults, **settings_from_strings(settings)}
     )
+
+
+def run_crawl(
+    out: Path, *settings: str, topic: str = "chemistry", timeout: float = 240, check: bool = True
+) -> Crawl:
+    """Crawl the embedded sandbox with ``-s`` ``settings`` (``NAME=VALUE`` strings)."""
+    cmd = sandbox_crawl_command(out, *settings, topic=topic)
     proc = subprocess.run(cmd, cwd=PROJECT, capture_output=True, text=True, timeout=timeout)
     crawl = Crawl(out, proc.returncode, proc.stderr + proc.stdout)
     if check:

@@ -152,3 +152,26 @@ def test_topic_of_punctuation_only(
     )
     line = the_error(result, out)
     assert "'!!!'" in line and "tokenised" in line
+
+
+def test_a_jobdir_that_cannot_be_made(
+    project_root: Path, venv_scrapy: list[str], out: Path, tmp_path: Path
+) -> None:
+    """A JOBDIR under a file: one line, before the sandbox writes its port there (it was
+    an ``OSError`` traceback from the sandbox, exit status 1)."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    job = blocker / "job"
+    result = crawl(
+        project_root,
+        venv_scrapy,
+        out,
+        "-a",
+        "topic=chemistry",
+        "-s",
+        "FOCUSED_WEB=sandbox",
+        "-s",
+        f"JOBDIR={job}",
+    )
+    line = the_error(result, out)
+    assert line.startswith(f"focused: error: JOBDIR {str(job)!r} cannot be created: [Errno 20]")

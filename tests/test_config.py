@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -156,6 +157,43 @@ def test_output_dir_under_a_regular_file(tmp_path: Path) -> None:
     # the output dir check itself, on an existing regular file
     with pytest.raises(ConfigError):
         config.check_output_dir(str(blocker))
+
+
+def test_jobdir_under_a_regular_file(tmp_path: Path) -> None:
+    """A path root cannot make a folder of either (a file in the way)."""
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    job = blocker / "job"
+    message = refused(make_settings(tmp_path, JOBDIR=str(job)))
+    assert message.startswith(f"JOBDIR {str(job)!r} cannot be created: [Errno 20] Not a directory")
+    assert not (tmp_path / "out").exists()  # checked before the output folder is made
+
+
+@pytest.fixture
+def read_only(tmp_path: Path):
+    """A read-only tmpfs (it refuses root too); skipped where mounting is not permitted."""
+    path = tmp_path / "ro"
+    path.mkdir()
+    try:
+        proc = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(path)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError as exc:
+        pytest.skip(f"cannot mount a tmpfs: {exc}")
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {proc.stderr.strip()}")
+    yield path
+    subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def test_a_jobdir_on_a_read_only_file_system(tmp_path: Path, read_only: Path) -> None:
+    message = refused(make_settings(tmp_path, JOBDIR=str(read_only)))
+    assert message == f"JOBDIR {str(read_only)!r} is not writable"
+    message = refused(make_settings(tmp_path, JOBDIR=str(read_only / "job")))
+    assert message.startswith(f"JOBDIR {str(read_only / 'job')!r} cannot be created: [Errno 30]")
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -719,6 +720,102 @@ def test_a_page_without_item_is_journaled_done_at_the_next_commit(tmp_path, with
     sched.close("finished")
 
 
+def _done_without_and_with_the_store(tmp_path: Path) -> tuple[list[str], dict[str, str]]:
+    """A first run with the project's page store: two pages stored, one skipped by the
+    spider, one answering 404, one redirecting (its target left waiting). The URLs of
+    the stored pages, and the others by what happened to them."""
+    store = {"focused.pipelines.PageStorePipeline": 300}
+    sched, crawler, pipes, journaled, reader = _open_with_pipelines(tmp_path, store)
+    for i in range(1, 7):
+        sched.enqueue_request(_req(i, 10 - i))
+    stored = [_respond(crawler, sched.next_request()) for _ in range(2)]
+    for response in stored:
+        _through_pipelines(crawler, pipes, response)
+    skipped = _respond(crawler, sched.next_request())
+    crawler.signals.send_catch_log(focused_signals.page_skipped, response=skipped)
+    failed = _respond(crawler, sched.next_request(), status=404)
+    moved = sched.next_request()
+    target = "http://127.0.0.1:1/p/moved-here.htm"
+    sched.enqueue_request(Request(target, meta={"redirect_urls": [moved.url]}))
+    assert [journaled(r.url) for r in stored] == [DONE, DONE]
+    assert journaled(skipped.url) == journaled(moved.url) == DONE
+    reader.close()
+    for pipe in pipes:
+        pipe.close_spider()
+    sched.close("finished")
+    others = {"skipped": skipped.url, "failed": failed.url, "moved": moved.url, "target": target}
+    return [r.url for r in stored], others
+
+
+@pytest.mark.parametrize("how", ["folder removed", "older copy"])
+def test_a_resume_fetches_again_the_stored_pages_the_store_no_longer_holds(tmp_path, how):
+    """Nothing marked done that was not stored: the pages the journal says were stored
+    wait again when the page store does not hold them (its folder removed, or its
+    database an older copy); pages done without being stored stay done."""
+    out = tmp_path / "out"
+    if how == "older copy":  # a copy taken before the first run stored anything
+        sched, _, pipes, _, reader = _open_with_pipelines(
+            tmp_path, {"focused.pipelines.PageStorePipeline": 300}
+        )
+        reader.close()
+        for pipe in pipes:
+            pipe.close_spider()
+        sched.close("shutdown")
+        old = (out / "pages.sqlite3").read_bytes()
+    stored, others = _done_without_and_with_the_store(tmp_path)
+    assert _stored(out) == set(stored)
+    if how == "older copy":
+        for name in ("pages.sqlite3-wal", "pages.sqlite3-shm"):
+            (out / name).unlink(missing_ok=True)
+        (out / "pages.sqlite3").write_bytes(old)
+    else:
+        shutil.rmtree(out)
+    sched, crawler, pipes, journaled, reader = _open_with_pipelines(
+        tmp_path, {"focused.pipelines.PageStorePipeline": 300}
+    )
+    # the two stored pages and the redirect's target wait; the skipped page, the
+    # redirecting URL (done, not stored) and the 404 (an error) do not
+    assert sched.queues() == {"waiting": 4, "in_flight": 0, "done": 2, "error": 1}
+    assert set(_drain(sched)) == {*stored, others["target"], "http://127.0.0.1:1/p/6.htm"}
+    assert crawler.stats.get_value("focused/store/missing_requeued") == 2
+    reader.close()
+    for pipe in pipes:
+        pipe.close_spider()
+    sched.close("finished")
+
+
+def test_a_journal_from_before_the_stored_marks_learns_them_from_the_store(tmp_path):
+    """A JOBDIR journaled before done rows said whether they were stored: at its first
+    resume the done URLs the store holds are marked stored, so that a store lost later
+    is noticed; the others (not stored) stay done whatever happens to the store."""
+    stored, others = _done_without_and_with_the_store(tmp_path)
+    db = sqlite3.connect(tmp_path / "job" / "frontier.sqlite3")
+    db.execute("ALTER TABLE urls DROP COLUMN stored")  # as written before the marks
+    db.commit()
+    db.close()
+    sched, crawler, pipes, journaled, reader = _open_with_pipelines(
+        tmp_path, {"focused.pipelines.PageStorePipeline": 300}
+    )
+    assert crawler.stats.get_value("focused/store/missing_requeued") is None
+    marked = reader.execute("SELECT url FROM urls WHERE stored = 1").fetchall()
+    assert {u for (u,) in marked} == set(stored)
+    reader.close()
+    for pipe in pipes:
+        pipe.close_spider()
+    sched.close("shutdown")
+    shutil.rmtree(tmp_path / "out")
+    sched, crawler, pipes, journaled, reader = _open_with_pipelines(
+        tmp_path, {"focused.pipelines.PageStorePipeline": 300}
+    )
+    # the pages not stored stay done
+    assert set(_drain(sched)) == {*stored, others["target"], "http://127.0.0.1:1/p/6.htm"}
+    assert crawler.stats.get_value("focused/store/missing_requeued") == 2
+    reader.close()
+    for pipe in pipes:
+        pipe.close_spider()
+    sched.close("finished")
+
+
 def test_the_spider_says_when_it_skips_a_page():
     from scrapy.http import Response
 
@@ -802,6 +899,26 @@ KILL_SCRIPT = textwrap.dedent(
     os._exit(0)
     """
 )
+
+
+def test_a_claimed_journal_is_handed_to_the_scheduler_and_refuses_another(tmp_path):
+    """The crawl command takes the journal before Scrapy starts (Journal.claim): a
+    second opener is refused and told which crawl has it; the scheduler gets the same
+    journal, once."""
+    job = tmp_path / "job"
+    claimed = Journal.claim(job)
+    assert Journal.claim(job) is claimed  # the spider's claim, after the command's
+    with pytest.raises(JournalBusy) as info:
+        Journal(job / "frontier.sqlite3")
+    assert info.value.owner is not None and info.value.owner["pid"] == os.getpid()
+    sched = FocusedScheduler(jobdir=str(job))
+    sched.open(DemoSpider())
+    assert sched.journal is claimed and claimed.run == 1
+    sched.close("finished")
+    again = FocusedScheduler(jobdir=str(job))
+    again.open(DemoSpider())  # handed over once: a new journal, the next run
+    assert again.journal is not claimed and again.journal.run == 2
+    again.close("finished")
 
 
 @pytest.mark.parametrize("strategy", ["bfs", "annealing"])

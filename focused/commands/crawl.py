@@ -2,10 +2,13 @@
 
 Same command as Scrapy's, except that for the ``focused`` spider:
 
-- a bad topic, a bad ``FOCUSED_*`` setting, or a ``FOCUSED_OUTPUT_DIR`` that holds the
-  pages of a crawl of another topic or strategy (:mod:`focused.output.record`; allowed
-  with ``FOCUSED_CONTINUE``) prints one line (``focused: error: ...``) and exits with
-  status 2 before anything is fetched, instead of a traceback;
+- a bad topic, a bad ``FOCUSED_*`` setting, a ``JOBDIR`` or ``FOCUSED_OUTPUT_DIR`` that
+  cannot be created or written, a ``FOCUSED_OUTPUT_DIR`` that holds the pages of a crawl
+  of another topic or strategy (:mod:`focused.output.record`; allowed with
+  ``FOCUSED_CONTINUE``), or a ``JOBDIR`` another crawl is using (its frontier journal is
+  taken here, before Scrapy starts: :func:`focused.config.claim_jobdir`) prints one
+  line (``focused: error: ...``) and exits with status 2 before anything is fetched,
+  instead of a traceback;
 - a crawl of the real web that fetched no page because no host could be reached (DNS
   or connection failures, :mod:`focused.network`) prints one line and exits with
   status 1;
@@ -130,6 +133,12 @@ class Command(ScrapyCrawl):
                 fail(problem)
                 self.exitcode = 2
                 return
+        try:  # from here on no other crawl can take JOBDIR (the journal's write lock)
+            config.claim_jobdir(settings)
+        except config.ConfigError as exc:
+            fail(str(exc))
+            self.exitcode = 2
+            return
         self._crawl_focused(opts)
 
     def _crawl_focused(self, opts: argparse.Namespace) -> None:

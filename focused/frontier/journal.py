@@ -6,15 +6,21 @@ queues of the m-value rule (Liu, Xia & Xu 2010: waiting, in flight, done, error)
 happens, one row per URL the crawl has queued::
 
     urls(fp, url, state, run, priority, value, seq, depth, m, hops, anchor, parent,
-         flags, extra)
+         flags, extra, stored)
 
 ``state`` is the queue the URL is in: 0 waiting, 1 in flight, 2 done, 3 error. Every row
-is a seen URL, so the rows are also the seen-URL set. ``meta`` holds small named blobs
-(the annealing state, the run counter). Changes accumulate in one open transaction that
-:meth:`Journal.commit` ends; the scheduler commits on each ``next_request`` batch, right
-before the page store commits a page (:data:`focused.signals.frontier_checkpoint`) and
-at close. WAL with ``synchronous=NORMAL`` makes a committed transaction survive the
-death of the process (not a power cut).
+is a seen URL, so the rows are also the seen-URL set. ``stored`` is 1 for a done URL the
+page store said it holds (its row committed), 0 for one done without being stored (a
+redirect, a page the spider skipped: noindex, a near-duplicate, not text): a resume puts
+back to wait every stored one the store has lost (:func:`store_holds`). ``meta`` holds
+small named blobs (the annealing state, the run counter, the crawl that has the journal
+open: ``owner``).
+
+Changes accumulate in one open transaction that :meth:`Journal.commit` ends; the
+scheduler commits on each ``next_request`` batch, right before the page store commits a
+page (:data:`focused.signals.frontier_checkpoint`) and at close. WAL with
+``synchronous=NORMAL`` makes a committed transaction survive the death of the process
+(not a power cut).
 
 A failed write or commit (a full disk) breaks the journal: the open transaction is
 rolled back, later writes are ignored and every :meth:`Journal.commit` raises
@@ -22,18 +28,27 @@ rolled back, later writes are ignored and every :meth:`Journal.commit` raises
 store's next commit) goes ahead. What was committed before stays valid: a resume re-queues
 what was in flight and not stored.
 
-A resumed crawl reads the rows back with :meth:`Journal.load`. Rows still in flight were
+A resumed crawl reads the rows back with :meth:`Journal.rows`. Rows still in flight were
 being fetched when the process died: the scheduler re-queues them unless the page store
 already holds their URL.
+
+One crawl at a time: the journal holds SQLite's write lock from the moment it opens
+(``BEGIN IMMEDIATE``, kept across commits). A second one raises :class:`JournalBusy`,
+naming the crawl that has it (its ``owner``). :meth:`Journal.claim` opens it for this
+process's crawl before anything else starts; :meth:`Journal.in_jobdir` then hands that
+same journal to the scheduler.
 
 Pure module: no Scrapy import.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import socket
 import sqlite3
-from collections.abc import Iterator
+import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,6 +63,7 @@ __all__ = [
     "JournalBusy",
     "JournalError",
     "Row",
+    "store_holds",
     "stored_urls",
 ]
 
@@ -70,7 +86,8 @@ CREATE TABLE IF NOT EXISTS urls (
     anchor REAL NOT NULL DEFAULT 0,
     parent TEXT NOT NULL DEFAULT '',
     flags INTEGER NOT NULL DEFAULT 0,
-    extra BLOB
+    extra BLOB,
+    stored INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BLOB);
 """
@@ -78,7 +95,18 @@ _COLS = "fp, url, state, run, priority, value, seq, depth, m, hops, anchor, pare
 
 
 class JournalBusy(RuntimeError):
-    """Another process is writing the same journal (two crawls on one ``JOBDIR``)."""
+    """Another process is writing the same journal (two crawls on one ``JOBDIR``).
+
+    ``owner``: the crawl that has it open, as it wrote itself in the journal (``pid``,
+    ``host``, ``started``: seconds since the epoch), or ``None`` when that crawl no longer
+    runs (or is not known): then another program holds the write lock."""
+
+    def __init__(self, path: Path, owner: dict[str, object] | None, cause: object) -> None:
+        who = "another program holds its write lock" if owner is None else describe_owner(owner)
+        super().__init__(f"{path} is in use by another crawl ({who}; {cause})")
+        self.path = path
+        self.owner = owner
+        self.cause = cause
 
 
 class JournalError(RuntimeError):
@@ -114,26 +142,54 @@ class Journal:
         )
         #: the first write error, once the journal is broken (see :class:`JournalError`)
         self.failed: BaseException | None = None
+        #: the journal was written before done rows said whether they were stored (its
+        #: ``stored`` column was added now): the scheduler marks those the store holds
+        self.upgraded = False
+        self.closed = False
         try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
             self._db.execute("BEGIN IMMEDIATE")  # one writer: fails if another crawl has it
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(urls)")}
+            if "stored" not in columns:
+                self._db.execute("ALTER TABLE urls ADD COLUMN stored INTEGER NOT NULL DEFAULT 0")
+                self.upgraded = True
         except sqlite3.OperationalError as exc:
             self._db.close()
             if "locked" in str(exc) or "busy" in str(exc):
-                raise JournalBusy(f"{self.path} is in use by another crawl ({exc})") from None
+                raise JournalBusy(self.path, _owner(self.path), exc) from None
             raise JournalError(self.path, exc) from None
         #: operations since the last commit
         self.pending = 0
         #: number of this run of the job (1 for a new job, +1 at each resume)
         self.run = int(self.get_meta("run") or b"0") + 1
         self.put_meta("run", str(self.run).encode())
+        owner = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}
+        self.put_meta("owner", json.dumps(owner).encode())
         self.commit()
 
     @classmethod
     def in_jobdir(cls, jobdir: str | os.PathLike[str]) -> Journal:
+        """The journal of ``jobdir``: the one :meth:`claim` opened in this process (handed
+        over once), else a new one."""
+        claimed = _claimed.pop(_claim_key(jobdir), None)
+        if claimed is not None and not claimed.closed:
+            return claimed
         return cls(Path(jobdir) / DB_NAME)
+
+    @classmethod
+    def claim(cls, jobdir: str | os.PathLike[str]) -> Journal:
+        """Open the journal of ``jobdir`` now for this process's crawl, before anything
+        else of it starts, and keep it (its write lock) until :meth:`in_jobdir` hands it to
+        the scheduler: another crawl of the same ``JOBDIR`` is refused from here on.
+        Claiming it again in the same process gives the same journal. Raises
+        :class:`JournalBusy` (another crawl has it) or :class:`JournalError`."""
+        key = _claim_key(jobdir)
+        journal = _claimed.get(key)
+        if journal is None or journal.closed:
+            journal = _claimed[key] = cls(Path(jobdir) / DB_NAME)
+        return journal
 
     # --- writes (inside the open transaction) ---------------------------------------
     def push(self, entry: Entry, extra: bytes | None = None) -> None:
@@ -158,13 +214,20 @@ class Journal:
             ),
         )
 
-    def set_state(self, fp: int, state: int) -> None:
-        """Move the URL of ``fp`` to queue ``state`` (a done/error row drops its extra)."""
+    def set_state(self, fp: int, state: int, stored: bool = False) -> None:
+        """Move the URL of ``fp`` to queue ``state`` (a done/error row drops its extra);
+        ``stored``: done because the page store committed the page."""
         if state >= DONE:
-            sql = "UPDATE urls SET state=?, run=?, extra=NULL WHERE fp=?"
+            sql = "UPDATE urls SET state=?, run=?, extra=NULL, stored=? WHERE fp=?"
         else:
-            sql = "UPDATE urls SET state=?, run=? WHERE fp=?"
-        self._write(sql, (state, self.run, fp))
+            sql = "UPDATE urls SET state=?, run=?, stored=? WHERE fp=?"
+        self._write(sql, (state, self.run, int(stored and state == DONE), fp))
+
+    def mark_stored(self, fps: Iterable[int]) -> None:
+        """Say of the done URLs of ``fps`` that the page store holds them (a journal
+        written before done rows said so: :attr:`upgraded`)."""
+        for fp in fps:
+            self._write("UPDATE urls SET stored=1 WHERE fp=? AND state=?", (fp, DONE))
 
     def put_meta(self, key: str, value: bytes) -> None:
         self._write("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
@@ -218,6 +281,7 @@ class Journal:
                 self._break(exc)
                 failed = exc
         self._db.close()
+        self.closed = True
         if failed is not None:
             raise JournalError(self.path, failed)
 
@@ -255,6 +319,12 @@ class Journal:
             )
             yield Row(st, run, entry, None if extra is None else bytes(extra))
 
+    def done_urls(self, stored: bool) -> Iterator[tuple[int, str]]:
+        """``(fp, url)`` of the done URLs the page store said it stored (``stored``), or of
+        those done without being stored."""
+        sql = "SELECT fp, url FROM urls WHERE state=? AND stored=?"
+        yield from self._db.execute(sql, (DONE, int(stored)))
+
     def counts(self) -> dict[int, int]:
         """Number of rows per state."""
         got = dict(self._db.execute("SELECT state, COUNT(*) FROM urls GROUP BY state"))
@@ -280,3 +350,96 @@ def stored_urls(db_path: str | os.PathLike[str] | None, urls: list[str]) -> set[
         return set()
     finally:
         db.close()
+
+
+def store_holds(
+    db_path: str | os.PathLike[str],
+    pairs: Iterable[tuple[int, str]],
+    held: bool = True,
+    chunk: int = 500,
+) -> list[int] | None:
+    """The fingerprints of the ``(fp, url)`` ``pairs`` whose URL the page store at
+    ``db_path`` (table ``pages``) holds (``held``), or does not hold (``held=False``).
+    An absent file, or one without the table, holds none; ``None`` when the store cannot
+    be read (then nothing can be said). Read-only, ``chunk`` URLs per query."""
+    path = Path(db_path)
+    if not path.exists():
+        return [] if held else [fp for fp, _ in pairs]
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return None
+    try:
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE name='pages'").fetchone():
+            return [] if held else [fp for fp, _ in pairs]
+        chosen: list[int] = []
+        batch: list[tuple[int, str]] = []
+        for pair in pairs:
+            batch.append(pair)
+            if len(batch) >= chunk:
+                chosen += _held(db, batch, held)
+                batch = []
+        if batch:
+            chosen += _held(db, batch, held)
+        return chosen
+    except sqlite3.Error:
+        return None
+    finally:
+        db.close()
+
+
+def _held(db: sqlite3.Connection, batch: list[tuple[int, str]], held: bool) -> list[int]:
+    marks = ",".join("?" * len(batch))
+    urls = [url for _, url in batch]
+    found = {u for (u,) in db.execute(f"SELECT url FROM pages WHERE url IN ({marks})", urls)}
+    return [fp for fp, url in batch if (url in found) == held]
+
+
+#: journals :meth:`Journal.claim` opened in this process, by their JOBDIR
+_claimed: dict[str, Journal] = {}
+
+
+def _claim_key(jobdir: str | os.PathLike[str]) -> str:
+    return str(Path(jobdir).resolve())
+
+
+def _owner(path: Path) -> dict[str, object] | None:
+    """The crawl that has the journal at ``path`` open, as it wrote itself there, when it
+    still runs (on another host: as written); ``None`` when it does not, or is unknown."""
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=0.5)
+        try:
+            row = db.execute("SELECT value FROM meta WHERE key='owner'").fetchone()
+        finally:
+            db.close()
+        owner = json.loads(bytes(row[0])) if row else None
+    except (sqlite3.Error, OSError, ValueError, TypeError):
+        return None
+    if not isinstance(owner, dict) or not isinstance(owner.get("pid"), int):
+        return None
+    if owner.get("host") == socket.gethostname() and not _alive(owner["pid"]):
+        return None
+    return owner
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: alive, another user's
+        return True
+    return True
+
+
+def describe_owner(owner: dict[str, object]) -> str:
+    """``pid 123, started 2026-12-04 14:45:47`` (and ``on <host>`` when not this one)."""
+    started = owner.get("started")
+    when = (
+        time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started))
+        if isinstance(started, int | float)
+        else "at an unknown time"
+    )
+    host = owner.get("host")
+    where = f" on {host}" if host and host != socket.gethostname() else ""
+    return f"pid {owner.get('pid')}{where}, started {when}"

@@ -124,6 +124,7 @@ class FocusedSpider(scrapy.Spider):
         """Load and check the topic and the settings, then open the web to crawl."""
         self.topic = load_topic(self.topic_arg, get(settings, "FOCUSED_TOPICS_DIR") or None)
         config.validate(settings, self.topic)
+        config.claim_jobdir(settings)  # (the crawl command took it already)
         self.vector = TopicVector(self.topic.keywords)
         self.title_weight = get(settings, "FOCUSED_TITLE_WEIGHT")
         self.page_threshold = config.threshold(settings, self.topic, "page")

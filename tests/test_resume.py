@@ -1,0 +1,169 @@
+"""Resuming a ``JOBDIR`` crawl: a page store lost or replaced, and one crawl at a time.
+
+Real crawls of the embedded sandbox in subprocesses (``scrapy crawl focused``, loopback
+only), real SQLite. Nothing stored is ever lost, nothing is marked done that was not
+stored: a resume whose output folder was removed (or whose ``pages.sqlite3`` is an older
+copy) fetches again the pages the journal says were stored and the store does not hold,
+each once. A second crawl of a ``JOBDIR`` in use stops with one line and harms nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from crawling import PROJECT, run_crawl, sandbox_crawl_command
+
+from bench.soak import _key, duplicate_rows, stored_urls
+from focused.output.store import PageStore
+
+PAGES = 150  # sandbox size
+CRAWL = (
+    f"FOCUSED_SANDBOX_PAGES={PAGES}",
+    "FOCUSED_STRATEGY=bfs",  # every reachable page: the stored set is well defined
+    "CONCURRENT_REQUESTS=4",
+    "LOG_LEVEL=DEBUG",  # Scrapy's "Crawled (200) <GET ...>" lines: what was fetched
+)
+CRAWLED = re.compile(r"Crawled \(\d+\) <GET (\S+)>")
+
+
+def fetched(log: str) -> list[str]:
+    """The pages a run fetched (paths), in order, robots.txt left out."""
+    return [_key(u) for u in CRAWLED.findall(log) if not u.endswith("/robots.txt")]
+
+
+def error_lines(log: str) -> list[str]:
+    return [line for line in log.splitlines() if line.startswith("focused: error:")]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> set[str]:
+    """The pages an uninterrupted crawl stores."""
+    out = tmp_path_factory.mktemp("reference") / "out"
+    run_crawl(out, *CRAWL, f"JOBDIR={out.parent / 'job'}")
+    urls = stored_urls(out)
+    assert len(urls) > PAGES // 2
+    return urls
+
+
+# --- the page store lost or replaced ---------------------------------------------
+@pytest.mark.integration
+def test_a_resume_whose_output_folder_was_removed_stores_every_page_again(tmp_path, reference):
+    out, job = tmp_path / "out", f"JOBDIR={tmp_path / 'job'}"
+    run_crawl(out, *CRAWL, job, "CLOSESPIDER_ITEMCOUNT=30")
+    before = stored_urls(out)
+    assert 30 <= len(before) < len(reference)
+    shutil.rmtree(out)
+
+    second = run_crawl(out, *CRAWL, job)
+    assert stored_urls(out) == reference  # every page stored again, once
+    assert duplicate_rows(out) == 0
+    again = fetched(second.log)
+    assert len(again) == len(set(again))  # no page fetched twice
+    assert before <= set(again)  # every lost page fetched again
+    n = len(before)
+    assert f"the page store {out} was not there at the start (removed?): the {n} pages" in (
+        second.log
+    )
+    assert f"'focused/store/missing_requeued': {n}," in second.log
+
+
+@pytest.mark.integration
+def test_a_resume_with_an_older_copy_of_the_store_gets_the_missing_pages_back(tmp_path, reference):
+    out, job = tmp_path / "out", f"JOBDIR={tmp_path / 'job'}"
+    backup = tmp_path / "backup"
+    backup.mkdir()
+    run_crawl(out, *CRAWL, job, "CLOSESPIDER_ITEMCOUNT=20")
+    old = stored_urls(out)
+    for f in out.glob("pages.sqlite3*"):
+        shutil.copy2(f, backup / f.name)
+    run_crawl(out, *CRAWL, job, "CLOSESPIDER_ITEMCOUNT=30")
+    newer = stored_urls(out) - old
+    assert len(newer) >= 30
+    for f in out.glob("pages.sqlite3*"):  # the older copy put back in its place
+        f.unlink()
+    for f in backup.iterdir():
+        shutil.copy2(f, out / f.name)
+
+    third = run_crawl(out, *CRAWL, job)
+    assert stored_urls(out) == reference
+    assert duplicate_rows(out) == 0
+    again = fetched(third.log)
+    assert len(again) == len(set(again))
+    assert newer <= set(again)  # fetched again...
+    assert not old & set(again)  # ... and only those: the older copy's pages are not
+    assert (
+        f"{len(newer)} pages the journal in {tmp_path / 'job'} says were stored are not in"
+        f" {out / 'pages.sqlite3'}" in third.log
+    )
+
+
+# --- one crawl at a time per JOBDIR -------------------------------------------------
+def _wait_for(path: Path, text: str, proc: subprocess.Popen, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        if path.exists() and text in path.read_text(errors="replace"):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{text!r} not in {path}:\n{path.read_text()[-3000:]}")
+
+
+@pytest.mark.integration
+def test_a_second_crawl_of_a_jobdir_in_use_stops_with_one_line(tmp_path):
+    """README: one crawl at a time per JOBDIR, a second one stops with one line. The
+    first goes on unharmed: its store, its journal, its stats and report are its own."""
+    out, job = tmp_path / "out", tmp_path / "job"
+    settings = (*CRAWL, f"JOBDIR={job}", "CLOSESPIDER_ITEMCOUNT=40", "DOWNLOAD_DELAY=0.25")
+    log = tmp_path / "first.log"
+    with open(log, "w") as fh:
+        first = subprocess.Popen(
+            sandbox_crawl_command(out, *settings), cwd=PROJECT, stdout=fh, stderr=fh
+        )
+    try:
+        _wait_for(log, "Crawled (200)", first)
+        second = run_crawl(out, *settings, check=False)
+        assert first.poll() is None, "the first crawl ended before the second started"
+    finally:
+        first.wait(timeout=240)
+    assert second.returncode == 2, second.log[-3000:]
+    (line,) = error_lines(second.log)
+    assert f"JOBDIR '{job}' is in use by another crawl (pid {first.pid}, started " in line
+    assert "Traceback" not in second.log
+    assert "Spider opened" not in second.log  # stopped before Scrapy started
+
+    first_log = log.read_text()
+    assert first.returncode == 0, first_log[-3000:]
+    assert "Traceback" not in first_log
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["finish_reason"] == "closespider_itemcount"  # the first crawl's
+    assert stats["focused/stored"] == len(stored_urls(out)) >= 40
+    with PageStore(out) as store:
+        assert store.check(verify=True) == []
+    resumed = run_crawl(out, *CRAWL, f"JOBDIR={job}", "CLOSESPIDER_ITEMCOUNT=5")
+    assert "0 lost" in resumed.log
+    assert not set(fetched(first_log)) & set(fetched(resumed.log))
+
+
+@pytest.mark.integration
+def test_a_jobdir_whose_journal_another_program_locks_stops_with_one_line(tmp_path):
+    out, job = tmp_path / "out", tmp_path / "job"
+    run_crawl(out, *CRAWL, f"JOBDIR={job}", "CLOSESPIDER_ITEMCOUNT=10")
+    holder = sqlite3.connect(job / "frontier.sqlite3", isolation_level=None)
+    try:
+        holder.execute("BEGIN EXCLUSIVE")  # another program's write lock
+        refused = run_crawl(out, *CRAWL, f"JOBDIR={job}", check=False)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert refused.returncode == 2, refused.log[-3000:]
+    (line,) = error_lines(refused.log)
+    assert f"JOBDIR '{job}': another program holds the write lock of {job}" in line
+    assert "Traceback" not in refused.log and "Spider opened" not in refused.log
+    resumed = run_crawl(out, *CRAWL, f"JOBDIR={job}", "CLOSESPIDER_ITEMCOUNT=10")
+    assert "focused: resuming crawl" in resumed.log

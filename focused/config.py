@@ -7,6 +7,7 @@ command prints it and exits non-zero before anything is fetched.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import sqlite3
@@ -153,7 +154,9 @@ def validate(settings: Any, topic: Topic | None = None) -> None:
 
     Each setting is checked as :data:`focused.defaults.CHECKS` declares (its type, range
     or choices, and a further check of this module for seeds, domains, networks, host
-    addresses and the page threshold); then the strategy's class checks its own settings,
+    addresses and the page threshold); then Scrapy's own settings the crawl relies on
+    (:data:`SCRAPY_CHECKS`, :func:`check_scrapy_settings`); then the strategy's class
+    checks its own settings,
     the topic's keywords must leave a term once tokenised, a Redis frontier must answer,
     and last ``JOBDIR`` and the output folder are created and their databases checked
     (:func:`check_folder`). :func:`claim_jobdir` (not here: it takes the journal for the
@@ -164,6 +167,7 @@ def validate(settings: Any, topic: Topic | None = None) -> None:
         value = _checked(settings, name, check)
         if check.special:
             _SPECIAL[check.special](settings, name, value)
+    check_scrapy_settings(settings)
     strategy_params(settings, topic)  # the strategy's class checks its own settings
     if topic is not None:
         check_keywords(topic)
@@ -218,13 +222,21 @@ def _checked(settings: Any, name: str, check: Check) -> Any:
     return _checked_mapping(name, raw)
 
 
-def _checked_number(settings: Any, name: str, check: Check, raw: Any) -> float:
+def _checked_number(
+    settings: Any, name: str, check: Check, raw: Any, read: Callable[[], float] | None = None
+) -> float:
+    """The number ``name`` holds, in ``check``'s range. ``read``: how the code reads it
+    (a Scrapy getter, whose rules are then the only type rules); by default a
+    ``FOCUSED_*`` setting's :func:`~focused.defaults.get`, and no bool or fraction for an
+    integer."""
     integer = check.kind == "int"
     what = "an integer" if integer else "a number"
-    if isinstance(raw, bool) or (integer and isinstance(raw, float) and not raw.is_integer()):
-        raise ConfigError(f"{name} must be {what}, got {raw!r}")
+    if read is None:
+        if isinstance(raw, bool) or (integer and isinstance(raw, float) and not raw.is_integer()):
+            raise ConfigError(f"{name} must be {what}, got {raw!r}")
+        read = lambda: get(settings, name)  # noqa: E731
     try:
-        value = get(settings, name)
+        value = read()
     except (TypeError, ValueError):
         raise ConfigError(f"{name} must be {what}, got {raw!r}") from None
     if not math.isfinite(value):
@@ -255,6 +267,101 @@ def _checked_mapping(name: str, raw: Any) -> dict[Any, Any]:
     if not isinstance(value, Mapping):
         raise ConfigError(f"{name} must be a mapping or a JSON object, got {raw!r}")
     return dict(value)
+
+
+def _scrapy_int(low: float = 0) -> Check:
+    return Check("int", low)
+
+
+def _scrapy_float(low: float = 0.0, high: float = math.inf, *, open_low: bool = False) -> Check:
+    return Check("float", low, high, open_low=open_low, open_high=False)
+
+
+_SCRAPY_FLAG = Check("bool")
+
+#: Scrapy's own settings that the crawl relies on, checked by their type with Scrapy's
+#: getters (``Settings.getint``/``getfloat``/``getbool`` accept what Scrapy accepts; what
+#: they raise on is refused) and in the range where Scrapy behaves (``"level"``: a
+#: :mod:`logging` level, by name or number). A bad value used to be a traceback once the
+#: sandbox had been generated, or a crawl that silently misbehaved.
+SCRAPY_CHECKS: dict[str, Check] = {
+    "DOWNLOAD_DELAY": _scrapy_float(),
+    "DOWNLOAD_DELAY_JITTER": _scrapy_float(0.0, 1.0),  # (1 +- jitter) x delay
+    "RANDOMIZE_DOWNLOAD_DELAY": _SCRAPY_FLAG,
+    "DOWNLOAD_TIMEOUT": _scrapy_float(open_low=True),
+    "DOWNLOAD_MAXSIZE": _scrapy_int(),  # 0: no limit
+    "DOWNLOAD_WARNSIZE": _scrapy_int(),
+    "CONCURRENT_REQUESTS": _scrapy_int(1),
+    "CONCURRENT_REQUESTS_PER_DOMAIN": _scrapy_int(1),
+    "CONCURRENT_REQUESTS_PER_IP": _scrapy_int(),  # 0: per domain (deprecated, still read)
+    "CONCURRENT_ITEMS": _scrapy_int(1),
+    "DEPTH_LIMIT": _scrapy_int(),  # 0: no limit
+    "DEPTH_PRIORITY": Check("int"),
+    "RETRY_ENABLED": _SCRAPY_FLAG,
+    "RETRY_TIMES": _scrapy_int(),
+    "REDIRECT_ENABLED": _SCRAPY_FLAG,
+    "REDIRECT_MAX_TIMES": _scrapy_int(),
+    "METAREFRESH_ENABLED": _SCRAPY_FLAG,
+    "METAREFRESH_MAXDELAY": _scrapy_int(),
+    "URLLENGTH_LIMIT": _scrapy_int(),  # 0: no limit
+    "CLOSESPIDER_PAGECOUNT": _scrapy_int(),  # 0: off, as every CLOSESPIDER_*
+    "CLOSESPIDER_PAGECOUNT_NO_ITEM": _scrapy_int(),
+    "CLOSESPIDER_ITEMCOUNT": _scrapy_int(),
+    "CLOSESPIDER_ERRORCOUNT": _scrapy_int(),
+    "CLOSESPIDER_TIMEOUT": _scrapy_float(),
+    "CLOSESPIDER_TIMEOUT_NO_ITEM": _scrapy_int(),
+    "AUTOTHROTTLE_ENABLED": _SCRAPY_FLAG,
+    "AUTOTHROTTLE_DEBUG": _SCRAPY_FLAG,
+    "AUTOTHROTTLE_START_DELAY": _scrapy_float(),
+    "AUTOTHROTTLE_MAX_DELAY": _scrapy_float(),
+    "AUTOTHROTTLE_TARGET_CONCURRENCY": _scrapy_float(open_low=True),
+    "ROBOTSTXT_OBEY": _SCRAPY_FLAG,
+    "COOKIES_ENABLED": _SCRAPY_FLAG,
+    "COMPRESSION_ENABLED": _SCRAPY_FLAG,
+    "HTTPCACHE_ENABLED": _SCRAPY_FLAG,
+    "HTTPERROR_ALLOW_ALL": _SCRAPY_FLAG,
+    "DNSCACHE_ENABLED": _SCRAPY_FLAG,
+    "DNSCACHE_SIZE": _scrapy_int(),
+    "DNS_TIMEOUT": _scrapy_float(open_low=True),
+    "REACTOR_THREADPOOL_MAXSIZE": _scrapy_int(1),
+    "SCRAPER_SLOT_MAX_ACTIVE_SIZE": _scrapy_int(1),
+    "LOGSTATS_INTERVAL": _scrapy_float(),
+    "LOG_ENABLED": _SCRAPY_FLAG,
+    "LOG_LEVEL": Check("level"),
+    "TELNETCONSOLE_ENABLED": _SCRAPY_FLAG,
+}
+
+
+def check_scrapy_settings(settings: Any) -> None:
+    """A :class:`ConfigError` for the first of :data:`SCRAPY_CHECKS` that Scrapy's getter
+    would raise on, or that lies out of its range (a setting Scrapy does not have is
+    skipped)."""
+    for name, check in SCRAPY_CHECKS.items():
+        if name not in settings:
+            continue
+        raw = settings.get(name)
+        if check.kind == "level":
+            _check_log_level(name, raw)
+        elif check.kind == "bool":
+            try:
+                settings.getbool(name)
+            except (TypeError, ValueError):
+                raise ConfigError(
+                    f"{name} must be true or false (True/False, 1/0), got {raw!r}"
+                ) from None
+        else:
+            getter = settings.getint if check.kind == "int" else settings.getfloat
+            _checked_number(settings, name, check, raw, read=lambda g=getter, n=name: g(n))
+
+
+def _check_log_level(name: str, raw: Any) -> None:
+    """What :meth:`logging.Handler.setLevel` takes: a number or a level's name."""
+    levels = logging.getLevelNamesMapping()
+    if (isinstance(raw, int) and not isinstance(raw, bool)) or raw in levels:
+        return
+    hint = f" (say {raw.upper()!r})" if isinstance(raw, str) and raw.upper() in levels else ""
+    known = ", ".join(n for n in levels if n not in ("WARN", "FATAL"))
+    raise ConfigError(f"{name} must be a logging level ({known}), got {raw!r}{hint}")
 
 
 def _check_seeds(settings: Any, name: str, value: Any) -> None:

@@ -175,3 +175,35 @@ def test_a_jobdir_that_cannot_be_made(
     )
     line = the_error(result, out)
     assert line.startswith(f"focused: error: JOBDIR {str(job)!r} cannot be created: [Errno 20]")
+
+
+@pytest.mark.parametrize(
+    ("setting", "says"),
+    [
+        ("DOWNLOAD_DELAY=abc", "DOWNLOAD_DELAY must be a number, got 'abc'"),
+        ("CONCURRENT_REQUESTS=abc", "CONCURRENT_REQUESTS must be an integer, got 'abc'"),
+        ("CONCURRENT_REQUESTS=-1", "CONCURRENT_REQUESTS must be >= 1, got -1"),
+    ],
+)
+def test_a_bad_scrapy_setting(
+    project_root: Path, venv_scrapy: list[str], out: Path, setting: str, says: str
+) -> None:
+    """Scrapy's own settings of the wrong type: one line, exit status 2, before the sandbox
+    is generated (it was a ``ValueError`` traceback after it, exit status 1; a negative
+    concurrency crawled)."""
+    result = crawl(
+        project_root,
+        venv_scrapy,
+        out,
+        "-a",
+        "topic=chemistry",
+        "-s",
+        "FOCUSED_WEB=sandbox",
+        "-s",
+        "CLOSESPIDER_PAGECOUNT=10",
+        "-s",
+        setting,
+    )
+    line = the_error(result, out)
+    assert line == f"focused: error: {says}", line
+    assert "generating the sandbox" not in result.stderr + result.stdout

@@ -417,3 +417,88 @@ def test_a_topic_seed_with_a_port_out_of_range(tmp_path: Path) -> None:
     topic = Topic(name="t", keywords={"acid": 1.0}, seeds=["http://127.0.0.1:99999/"])
     message = refused(make_settings(tmp_path), topic)
     assert message.startswith("topic 't' seeds: 'http://127.0.0.1:99999/' is not a valid URL")
+
+
+# --- Scrapy's own settings: by their type, with Scrapy's getters' rules ---------------
+
+
+def scrapy_wrong_value(name: str) -> object:
+    """A value Scrapy's getter for ``name`` raises on (as ``-s`` gives it)."""
+    return {"bool": "maybe", "int": "1.5", "float": "abc", "level": "nope"}[
+        config.SCRAPY_CHECKS[name].kind
+    ]
+
+
+@pytest.mark.parametrize("name", list(config.SCRAPY_CHECKS))
+def test_every_checked_scrapy_setting_refuses_a_wrong_type(tmp_path: Path, name: str) -> None:
+    value = scrapy_wrong_value(name)
+    settings = make_settings(tmp_path, **{name: value})
+    getter = {"bool": settings.getbool, "int": settings.getint, "float": settings.getfloat}
+    if config.SCRAPY_CHECKS[name].kind in getter:  # Scrapy itself raises on it
+        with pytest.raises(ValueError):
+            getter[config.SCRAPY_CHECKS[name].kind](name)
+    message = refused(settings)
+    assert message.startswith(f"{name} must be "), message
+    assert repr(value) in message
+    assert not (tmp_path / "out").exists()  # refused before the output folder is made
+
+
+def test_every_checked_scrapy_setting_is_scrapys_and_its_value_passes(tmp_path: Path) -> None:
+    defaults = Settings()  # Scrapy's default_settings (2.19 deprecates PER_IP; still read)
+    assert [n for n in config.SCRAPY_CHECKS if n not in defaults] == ["CONCURRENT_REQUESTS_PER_IP"]
+    config.validate(make_settings(tmp_path))  # the project's settings.py passes
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "says"),
+    [
+        ("DOWNLOAD_DELAY", "abc", "must be a number, got 'abc'"),
+        ("DOWNLOAD_DELAY", -1, "must be >= 0.0, got -1.0"),
+        ("DOWNLOAD_DELAY", "nan", "must be finite, got nan"),
+        ("DOWNLOAD_TIMEOUT", 0, "must be > 0.0, got 0.0"),
+        ("CONCURRENT_REQUESTS", "abc", "must be an integer, got 'abc'"),
+        ("CONCURRENT_REQUESTS", "-1", "must be >= 1, got -1"),
+        ("CONCURRENT_REQUESTS", 0, "must be >= 1, got 0"),
+        ("CONCURRENT_REQUESTS_PER_DOMAIN", 0, "must be >= 1, got 0"),
+        ("CONCURRENT_REQUESTS_PER_IP", -2, "must be >= 0, got -2"),
+        ("DOWNLOAD_MAXSIZE", "8MB", "must be an integer, got '8MB'"),
+        ("DEPTH_LIMIT", -1, "must be >= 0, got -1"),
+        ("RETRY_TIMES", "two", "must be an integer, got 'two'"),
+        ("CLOSESPIDER_PAGECOUNT", "10.5", "must be an integer, got '10.5'"),
+        ("CLOSESPIDER_TIMEOUT", -3, "must be >= 0.0, got -3.0"),
+        ("AUTOTHROTTLE_TARGET_CONCURRENCY", 0, "must be > 0.0, got 0.0"),
+        ("DOWNLOAD_DELAY_JITTER", 2, "must be in [0.0, 1.0], got 2.0"),
+        ("ROBOTSTXT_OBEY", "yes", "must be true or false (True/False, 1/0), got 'yes'"),
+        ("AUTOTHROTTLE_ENABLED", "on", "got 'on'"),
+        ("RANDOMIZE_DOWNLOAD_DELAY", "maybe", "got 'maybe'"),
+        ("LOG_LEVEL", "info", "got 'info' (say 'INFO')"),
+        ("LOG_LEVEL", "LOUD", "must be a logging level (CRITICAL, ERROR, WARNING, INFO"),
+    ],
+)
+def test_bad_scrapy_settings_are_named_in_one_line(
+    tmp_path: Path, name: str, value: object, says: str
+) -> None:
+    message = refused(make_settings(tmp_path, **{name: value}))
+    assert message.startswith(name) and says in message, message
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("DOWNLOAD_DELAY", "0.25"),
+        ("DOWNLOAD_DELAY", 0),
+        ("CONCURRENT_REQUESTS", "4"),
+        ("CONCURRENT_REQUESTS", 2.0),  # Scrapy's getint: int(2.0)
+        ("CONCURRENT_REQUESTS_PER_IP", "0"),
+        ("DEPTH_LIMIT", "0"),
+        ("CLOSESPIDER_PAGECOUNT", "10"),
+        ("ROBOTSTXT_OBEY", "false"),
+        ("ROBOTSTXT_OBEY", "0"),
+        ("AUTOTHROTTLE_ENABLED", "True"),
+        ("DNSCACHE_ENABLED", 1),
+        ("LOG_LEVEL", "WARNING"),
+        ("LOG_LEVEL", 10),
+    ],
+)
+def test_good_scrapy_settings_are_accepted(tmp_path: Path, name: str, value: object) -> None:
+    config.validate(make_settings(tmp_path, **{name: value}))

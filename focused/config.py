@@ -6,6 +6,7 @@ command prints it and exits non-zero before anything is fetched.
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import math
@@ -152,6 +153,7 @@ def strategy(
 def validate(settings: Any, topic: Topic | None = None) -> None:
     """Check every ``FOCUSED_*`` setting; raise :class:`ConfigError` on the first bad one.
 
+    A ``FOCUSED_*`` name that is no setting is refused first (:func:`check_setting_names`).
     Each setting is checked as :data:`focused.defaults.CHECKS` declares (its type, range
     or choices, and a further check of this module for seeds, domains, networks, host
     addresses and the page threshold); then Scrapy's own settings the crawl relies on
@@ -162,6 +164,7 @@ def validate(settings: Any, topic: Topic | None = None) -> None:
     (:func:`check_folder`). :func:`claim_jobdir` (not here: it takes the journal for the
     crawl) refuses a ``JOBDIR`` another crawl has.
     """
+    check_setting_names(settings)
     for name, default in DEFAULTS.items():
         check = CHECKS.get(name) or Check(_KINDS[type(default)])  # a type check at least
         value = _checked(settings, name, check)
@@ -182,6 +185,17 @@ def validate(settings: Any, topic: Topic | None = None) -> None:
         check_database(jobdir / "frontier.sqlite3", "JOBDIR")
     output = check_output_dir(str(get(settings, "FOCUSED_OUTPUT_DIR")))
     check_database(output / "pages.sqlite3", "FOCUSED_OUTPUT_DIR")
+
+
+def check_setting_names(settings: Any) -> None:
+    """A :class:`ConfigError` for a ``FOCUSED_*`` setting that :data:`DEFAULTS` does not
+    have (a typo would otherwise be ignored), naming the closest known one."""
+    for name in sorted(n for n in settings if str(n).startswith("FOCUSED_")):
+        if name in DEFAULTS:
+            continue
+        close = difflib.get_close_matches(name, DEFAULTS, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]}?" if close else "see the README's settings table"
+        raise ConfigError(f"unknown setting {name}; {hint}")
 
 
 _KINDS: dict[type, str] = {

@@ -207,3 +207,22 @@ def test_a_bad_scrapy_setting(
     line = the_error(result, out)
     assert line == f"focused: error: {says}", line
     assert "generating the sandbox" not in result.stderr + result.stdout
+
+
+def test_an_unknown_focused_setting(project_root: Path, venv_scrapy: list[str], out: Path) -> None:
+    """A typo in a FOCUSED_ name: one line with the closest name (it was ignored)."""
+    result = crawl(
+        project_root,
+        venv_scrapy,
+        out,
+        "-a",
+        "topic=chemistry",
+        "-s",
+        "FOCUSED_WEB=sandbox",
+        "-s",
+        "FOCUSED_STRATEGIE=bfs",
+    )
+    line = the_error(result, out)
+    assert (
+        line == "focused: error: unknown setting FOCUSED_STRATEGIE; did you mean FOCUSED_STRATEGY?"
+    )

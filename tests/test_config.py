@@ -502,3 +502,25 @@ def test_bad_scrapy_settings_are_named_in_one_line(
 )
 def test_good_scrapy_settings_are_accepted(tmp_path: Path, name: str, value: object) -> None:
     config.validate(make_settings(tmp_path, **{name: value}))
+
+
+# --- a FOCUSED_ name that is no setting ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("FOCUSED_STRATEGIE", "unknown setting FOCUSED_STRATEGIE; did you mean FOCUSED_STRATEGY?"),
+        ("FOCUSED_SANDBOX_PAGE", "did you mean FOCUSED_SANDBOX_PAGES?"),
+        ("FOCUSED_OUTPUTDIR", "did you mean FOCUSED_OUTPUT_DIR?"),
+        ("FOCUSED_XYZZY_QUUX_PLUGH", "unknown setting FOCUSED_XYZZY_QUUX_PLUGH; see the README"),
+    ],
+)
+def test_an_unknown_focused_setting_names_the_closest(tmp_path: Path, name: str, says: str) -> None:
+    message = refused(make_settings(tmp_path, **{name: "1"}))
+    assert message == says or (message.startswith(f"unknown setting {name};") and says in message)
+    assert not (tmp_path / "out").exists()
+
+
+def test_every_known_focused_setting_and_other_names_pass(tmp_path: Path) -> None:
+    config.validate(make_settings(tmp_path, **DEFAULTS, MY_OWN_SETTING="x"))

@@ -436,12 +436,30 @@ def _check_page_threshold(settings: Any, name: str, value: float) -> None:
     _in_range(settings, name, 0.0, title_weight + 1.0, open_low=False)
 
 
+def _check_labels(settings: Any, name: str, value: str) -> None:
+    """A labels file must exist and be readable UTF-8 text (an http(s) URL is fetched when
+    the crawl opens its web); it was ignored on the sandbox, and a traceback on the real
+    web."""
+    if not value.strip() or urlsplit(value).scheme in ("http", "https"):
+        return
+    path = Path(value)
+    if not path.exists():
+        raise ConfigError(f"{name}: {value!r} does not exist")
+    try:
+        path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{name}: {value!r} cannot be read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{name}: {value!r} is not UTF-8 text (a labels TSV)") from None
+
+
 _SPECIAL: dict[str, Callable[[Any, str, Any], None]] = {
     "urls": _check_seeds,
     "domains": _check_domains,
     "networks": _check_networks,
     "hosts": _check_hosts,
     "page_threshold": _check_page_threshold,
+    "labels": _check_labels,
 }
 
 

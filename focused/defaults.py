@@ -266,7 +266,7 @@ class Check:
     default. A number lies between ``low`` and ``high`` (each bound open or closed, and
     finite); a string is one of ``choices`` when they are given. ``special`` names a
     further check of :mod:`focused.config` on the value (``"urls"``, ``"domains"``,
-    ``"networks"``, ``"hosts"``, ``"page_threshold"``).
+    ``"networks"``, ``"hosts"``, ``"page_threshold"``, ``"labels"``).
     """
 
     kind: str
@@ -306,7 +306,7 @@ def _text(*choices: str) -> Check:
 CHECKS: dict[str, Check] = {
     "FOCUSED_WEB": _text("auto", "sandbox", "real"),
     "FOCUSED_SEEDS": Check("list", special="urls"),
-    "FOCUSED_LABELS": _text(),
+    "FOCUSED_LABELS": Check("str", special="labels"),  # a readable file, or an http(s) URL
     "FOCUSED_TARGET_CATEGORY": _text(),
     "FOCUSED_TOPICS_DIR": _text(),
     "FOCUSED_SANDBOX_SEED": _int(),

@@ -226,3 +226,23 @@ def test_an_unknown_focused_setting(project_root: Path, venv_scrapy: list[str], 
     assert (
         line == "focused: error: unknown setting FOCUSED_STRATEGIE; did you mean FOCUSED_STRATEGY?"
     )
+
+
+def test_a_labels_file_that_does_not_exist(
+    project_root: Path, venv_scrapy: list[str], out: Path, tmp_path: Path
+) -> None:
+    """It was ignored on the sandbox (and a traceback on the real web)."""
+    missing = tmp_path / "nonexistent.tsv"
+    result = crawl(
+        project_root,
+        venv_scrapy,
+        out,
+        "-a",
+        "topic=chemistry",
+        "-s",
+        "FOCUSED_WEB=sandbox",
+        "-s",
+        f"FOCUSED_LABELS={missing}",
+    )
+    line = the_error(result, out)
+    assert line == f"focused: error: FOCUSED_LABELS: {str(missing)!r} does not exist"

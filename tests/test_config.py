@@ -399,7 +399,6 @@ def test_bad_values_are_named_in_one_line(
         ("FOCUSED_HOSTS", '{"a.example": "127.0.0.1", "b.example": "::1"}'),
         ("FOCUSED_HOSTS", {"a.example": "127.0.0.3"}),
         ("FOCUSED_SEEDS", "http://[::1]:8080/, https://example.org:443/x"),
-        ("FOCUSED_LABELS", Path("labels.tsv")),
     ],
 )
 def test_good_values_are_accepted(tmp_path: Path, name: str, value: object) -> None:
@@ -524,3 +523,32 @@ def test_an_unknown_focused_setting_names_the_closest(tmp_path: Path, name: str,
 
 def test_every_known_focused_setting_and_other_names_pass(tmp_path: Path) -> None:
     config.validate(make_settings(tmp_path, **DEFAULTS, MY_OWN_SETTING="x"))
+
+
+# --- FOCUSED_LABELS: a file that can be read --------------------------------------------
+
+
+def test_a_labels_file_that_does_not_exist(tmp_path: Path) -> None:
+    missing = tmp_path / "nonexistent.tsv"
+    message = refused(make_settings(tmp_path, FOCUSED_LABELS=str(missing)))
+    assert message == f"FOCUSED_LABELS: {str(missing)!r} does not exist"
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_labels_file_that_cannot_be_read(tmp_path: Path) -> None:
+    message = refused(make_settings(tmp_path, FOCUSED_LABELS=str(tmp_path)))  # a folder
+    assert message.startswith(f"FOCUSED_LABELS: {str(tmp_path)!r} cannot be read ("), message
+    binary = tmp_path / "labels.tsv.gz"
+    binary.write_bytes(b"\x1f\x8b\x08\x00\xff\xfe")
+    message = refused(make_settings(tmp_path, FOCUSED_LABELS=str(binary)))
+    assert message == f"FOCUSED_LABELS: {str(binary)!r} is not UTF-8 text (a labels TSV)"
+
+
+def test_a_labels_file_a_path_object_or_a_url_is_accepted(tmp_path: Path) -> None:
+    labels = tmp_path / "labels.tsv"
+    labels.write_text("/wiki/Acid\tsubject.Science.Chemistry\n", encoding="utf-8")
+    config.validate(make_settings(tmp_path, FOCUSED_LABELS=labels))  # a PathLike, too
+    config.validate(make_settings(tmp_path, FOCUSED_LABELS=str(labels)))
+    # fetched when the crawl opens its web (a benchmark's sandbox serves it)
+    config.validate(make_settings(tmp_path, FOCUSED_LABELS="http://127.0.0.1:9/labels.tsv"))
+    config.validate(make_settings(tmp_path, FOCUSED_LABELS=""))

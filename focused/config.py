@@ -463,6 +463,40 @@ _SPECIAL: dict[str, Callable[[Any, str, Any], None]] = {
 }
 
 
+#: The focused spider's arguments (``-a NAME=VALUE``); besides them, any name that starts
+#: with ``_``: scrapyd passes its own that way (``_job``, and ``_version`` when given).
+SPIDER_ARGS = ("topic",)
+
+
+def check_spider_args(args: Mapping[str, Any]) -> None:
+    """A :class:`ConfigError` for a spider argument the focused spider does not take (it
+    would be ignored: ``-a strategy=bfs`` crawled with the default strategy), naming the
+    ones it takes, and the setting to use when the name is one."""
+    for name, value in args.items():
+        if name in SPIDER_ARGS or name.startswith("_"):
+            continue
+        setting = next(
+            (s for s in (name.upper(), f"FOCUSED_{name.upper()}") if s in DEFAULTS), None
+        )
+        if setting is None and name.upper() in _scrapy_defaults():
+            setting = name.upper()
+        if setting is not None:
+            hint = f"; use -s {setting}={value}"
+        else:
+            close = difflib.get_close_matches(name, SPIDER_ARGS, n=1, cutoff=0.6)
+            hint = f"; did you mean -a {close[0]}={value}?" if close else ""
+        takes = ", ".join(f"-a {a}=..." for a in SPIDER_ARGS)
+        raise ConfigError(
+            f"unknown spider argument -a {name}={value} (the focused spider takes {takes}){hint}"
+        )
+
+
+def _scrapy_defaults() -> frozenset[str]:
+    from scrapy.settings import default_settings
+
+    return frozenset(n for n in dir(default_settings) if n.isupper())
+
+
 def check_keywords(topic: Topic) -> None:
     """A :class:`ConfigError` when no keyword of ``topic`` leaves a term once tokenised
     (punctuation only, stop words only): every page would score 0."""

@@ -246,3 +246,54 @@ def test_a_labels_file_that_does_not_exist(
     )
     line = the_error(result, out)
     assert line == f"focused: error: FOCUSED_LABELS: {str(missing)!r} does not exist"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="needs focused/commands/crawl.py to call config.check_spider_args(opts.spargs)"
+    " before load_topic (the spider refuses the argument, with a traceback, exit 1)",
+)
+def test_an_unknown_spider_argument(project_root: Path, venv_scrapy: list[str], out: Path) -> None:
+    """``-a strategy=bfs`` was ignored: the crawl ran the default strategy."""
+    result = crawl(
+        project_root,
+        venv_scrapy,
+        out,
+        "-a",
+        "topic=chemistry",
+        "-a",
+        "strategy=bfs",
+        "-s",
+        "FOCUSED_WEB=sandbox",
+    )
+    line = the_error(result, out)
+    assert line == (
+        "focused: error: unknown spider argument -a strategy=bfs (the focused spider takes"
+        " -a topic=...); use -s FOCUSED_STRATEGY=bfs"
+    )
+    assert "generating the sandbox" not in result.stderr + result.stdout
+
+
+def test_an_unknown_spider_argument_stops_the_crawl(
+    project_root: Path, venv_scrapy: list[str], out: Path
+) -> None:
+    """Until the crawl command checks it first, the spider refuses it: nothing is fetched
+    with another strategy than the user meant, and the exit status says it failed."""
+    result = crawl(
+        project_root,
+        venv_scrapy,
+        out,
+        "-a",
+        "topic=chemistry",
+        "-a",
+        "strategy=bfs",
+        "-s",
+        "FOCUSED_WEB=sandbox",
+        "-s",
+        "CLOSESPIDER_PAGECOUNT=10",
+    )
+    log = result.stderr + result.stdout
+    assert result.returncode != 0, log[-2000:]
+    assert "unknown spider argument -a strategy=bfs" in log
+    assert "use -s FOCUSED_STRATEGY=bfs" in log
+    assert "Crawled (" not in log and "generating the sandbox" not in log

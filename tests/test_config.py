@@ -552,3 +552,40 @@ def test_a_labels_file_a_path_object_or_a_url_is_accepted(tmp_path: Path) -> Non
     # fetched when the crawl opens its web (a benchmark's sandbox serves it)
     config.validate(make_settings(tmp_path, FOCUSED_LABELS="http://127.0.0.1:9/labels.tsv"))
     config.validate(make_settings(tmp_path, FOCUSED_LABELS=""))
+
+
+# --- spider arguments (-a NAME=VALUE) ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        ({"strategy": "bfs"}, "; use -s FOCUSED_STRATEGY=bfs"),
+        ({"FOCUSED_SEEDS": "http://h/"}, "; use -s FOCUSED_SEEDS=http://h/"),
+        ({"download_delay": "1"}, "; use -s DOWNLOAD_DELAY=1"),
+        ({"topc": "chemistry"}, "; did you mean -a topic=chemistry?"),
+        ({"topic": "chemistry", "colour": "red"}, "-a colour=red (the focused spider takes"),
+    ],
+)
+def test_an_unknown_spider_argument(args: dict[str, str], says: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        config.check_spider_args(args)
+    message = str(info.value)
+    assert message.startswith("unknown spider argument -a ") and "\n" not in message
+    assert "takes -a topic=..." in message and says in message, message
+
+
+def test_the_spiders_arguments_and_scrapyds_are_accepted() -> None:
+    config.check_spider_args({"topic": "chemistry"})
+    config.check_spider_args({})
+    # scrapyd's schedule.json passes its job id (and the egg's version) as -a _job=...
+    config.check_spider_args({"topic": "chemistry", "_job": "6487ec7", "_version": "r42"})
+
+
+def test_the_spider_refuses_an_unknown_argument() -> None:
+    from focused.spiders.focused import FocusedSpider
+
+    with pytest.raises(ConfigError, match="use -s FOCUSED_STRATEGY=bfs"):
+        FocusedSpider(topic="chemistry", strategy="bfs")
+    spider = FocusedSpider(topic="chemistry", _job="6487ec7")
+    assert spider.topic_arg == "chemistry" and spider._job == "6487ec7"

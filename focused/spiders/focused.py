@@ -97,6 +97,7 @@ class FocusedSpider(scrapy.Spider):
     name = "focused"
 
     def __init__(self, topic: str = "", *args: Any, **kwargs: Any) -> None:
+        config.check_spider_args(kwargs)  # -a strategy=bfs: an error, not ignored
         super().__init__(*args, **kwargs)
         self.topic_arg = topic
 

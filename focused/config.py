@@ -156,7 +156,8 @@ def validate(settings: Any, topic: Topic | None = None) -> None:
     A ``FOCUSED_*`` name that is no setting is refused first (:func:`check_setting_names`).
     Each setting is checked as :data:`focused.defaults.CHECKS` declares (its type, range
     or choices, and a further check of this module for seeds, domains, networks, host
-    addresses and the page threshold); then Scrapy's own settings the crawl relies on
+    addresses and the page threshold), and seeds off the sandbox that ``FOCUSED_WEB =
+    "sandbox"`` crawls (:func:`check_sandbox_seeds`); then Scrapy's own settings the crawl relies on
     (:data:`SCRAPY_CHECKS`, :func:`check_scrapy_settings`); then the strategy's class
     checks its own settings,
     the topic's keywords must leave a term once tokenised, a Redis frontier must answer,
@@ -170,6 +171,7 @@ def validate(settings: Any, topic: Topic | None = None) -> None:
         value = _checked(settings, name, check)
         if check.special:
             _SPECIAL[check.special](settings, name, value)
+    check_sandbox_seeds(settings)
     check_scrapy_settings(settings)
     strategy_params(settings, topic)  # the strategy's class checks its own settings
     if topic is not None:
@@ -381,6 +383,39 @@ def _check_log_level(name: str, raw: Any) -> None:
 def _check_seeds(settings: Any, name: str, value: Any) -> None:
     for url in seeds_setting(settings):
         check_seed(url, name)
+
+
+def check_sandbox_seeds(settings: Any) -> None:
+    """With ``FOCUSED_WEB = "sandbox"``, ``FOCUSED_SEEDS`` must be pages of the embedded
+    sandbox: ``http://127.0.0.1:PORT/...`` with its port known beforehand
+    (``FOCUSED_SANDBOX_PORT``, or the one a ``JOBDIR`` crawl kept). The sandbox's targets
+    are its own pages, so seeds on another site found none (recall 0, silently); a
+    :class:`ConfigError` names the way to crawl that site (``FOCUSED_WEB=real``)."""
+    seeds = seeds_setting(settings)
+    if str(get(settings, "FOCUSED_WEB")) != "sandbox" or not seeds:
+        return
+    port = int(get(settings, "FOCUSED_SANDBOX_PORT")) or _kept_sandbox_port(settings)
+    for url in seeds:
+        parts = urlsplit(url)
+        if port and (parts.scheme, parts.hostname, parts.port) == ("http", "127.0.0.1", port):
+            continue
+        where = f"http://127.0.0.1:{port}/" if port else "a free port: FOCUSED_SANDBOX_PORT=0"
+        raise ConfigError(
+            f"FOCUSED_SEEDS: {url!r} is not on the embedded sandbox that FOCUSED_WEB=sandbox"
+            f" crawls ({where}), whose pages are the targets; crawl that site with"
+            " -s FOCUSED_WEB=real (its targets from FOCUSED_LABELS), or seed the sandbox"
+            " on a fixed FOCUSED_SANDBOX_PORT"
+        )
+
+
+def _kept_sandbox_port(settings: Any) -> int:
+    """The port a ``JOBDIR`` crawl's sandbox kept (``JOBDIR/sandbox.port``), else 0."""
+    if not settings.get("JOBDIR"):
+        return 0
+    try:
+        return int((Path(str(settings.get("JOBDIR"))) / "sandbox.port").read_text().strip() or 0)
+    except (OSError, ValueError):
+        return 0
 
 
 def check_seed(url: str, where: str = "FOCUSED_SEEDS") -> None:

@@ -297,3 +297,27 @@ def test_an_unknown_spider_argument_stops_the_crawl(
     assert "unknown spider argument -a strategy=bfs" in log
     assert "use -s FOCUSED_STRATEGY=bfs" in log
     assert "Crawled (" not in log and "generating the sandbox" not in log
+
+
+def test_sandbox_with_seeds_on_another_site(
+    project_root: Path, venv_scrapy: list[str], out: Path
+) -> None:
+    """It crawled (nothing, offline) with the sandbox's targets: recall 0, exit 0."""
+    result = crawl(
+        project_root,
+        venv_scrapy,
+        out,
+        "-a",
+        "topic=chemistry",
+        "-s",
+        "FOCUSED_WEB=sandbox",
+        "-s",
+        "FOCUSED_SEEDS=http://127.0.0.1:9/",
+        "-s",
+        "CLOSESPIDER_PAGECOUNT=10",
+    )
+    line = the_error(result, out)
+    assert line.startswith(
+        "focused: error: FOCUSED_SEEDS: 'http://127.0.0.1:9/' is not on the embedded sandbox"
+    )
+    assert "-s FOCUSED_WEB=real" in line

@@ -589,3 +589,51 @@ def test_the_spider_refuses_an_unknown_argument() -> None:
         FocusedSpider(topic="chemistry", strategy="bfs")
     spider = FocusedSpider(topic="chemistry", _job="6487ec7")
     assert spider.topic_arg == "chemistry" and spider._job == "6487ec7"
+
+
+# --- FOCUSED_WEB=sandbox with FOCUSED_SEEDS -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("seeds", "port", "where"),
+    [
+        ("http://example.org/", 0, "(a free port: FOCUSED_SANDBOX_PORT=0)"),
+        ("http://127.0.0.1:8123/wiki/A", 0, "(a free port: FOCUSED_SANDBOX_PORT=0)"),
+        ("http://127.0.0.1:8123/, http://127.0.0.1:8124/", 8123, "(http://127.0.0.1:8123/)"),
+        ("http://localhost:8123/", 8123, "(http://127.0.0.1:8123/)"),
+        ("https://127.0.0.1:8123/", 8123, "(http://127.0.0.1:8123/)"),
+    ],
+)
+def test_sandbox_seeds_off_the_sandbox_are_refused(
+    tmp_path: Path, seeds: str, port: int, where: str
+) -> None:
+    """Its targets are the sandbox's own pages: seeds on another site found none (recall
+    0, silently)."""
+    settings = make_settings(
+        tmp_path, FOCUSED_WEB="sandbox", FOCUSED_SEEDS=seeds, FOCUSED_SANDBOX_PORT=port
+    )
+    message = refused(settings)
+    assert message.startswith("FOCUSED_SEEDS: '") and "is not on the embedded sandbox" in message
+    assert where in message and "-s FOCUSED_WEB=real" in message, message
+    assert not (tmp_path / "out").exists()
+
+
+def test_sandbox_seeds_on_the_sandbox_are_accepted(tmp_path: Path) -> None:
+    seeds = "http://127.0.0.1:8123/wiki/A,http://127.0.0.1:8123/sports/p0001.html"
+    config.validate(
+        make_settings(
+            tmp_path, FOCUSED_WEB="sandbox", FOCUSED_SEEDS=seeds, FOCUSED_SANDBOX_PORT=8123
+        )
+    )
+    for web in ("real", "auto"):  # another site's seeds: the real web
+        config.validate(make_settings(tmp_path, FOCUSED_WEB=web, FOCUSED_SEEDS="http://h.example/"))
+
+
+def test_sandbox_seeds_on_the_port_a_jobdir_kept(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "sandbox.port").write_text("8125")
+    seeds = "http://127.0.0.1:8125/"
+    config.validate(
+        make_settings(tmp_path, FOCUSED_WEB="sandbox", FOCUSED_SEEDS=seeds, JOBDIR=str(job))
+    )

@@ -158,7 +158,9 @@ def validate(settings: Any, topic: Topic | None = None) -> None:
     or choices, and a further check of this module for seeds, domains, networks, host
     addresses and the page threshold), and seeds off the sandbox that ``FOCUSED_WEB =
     "sandbox"`` crawls (:func:`check_sandbox_seeds`); then Scrapy's own settings the crawl relies on
-    (:data:`SCRAPY_CHECKS`, :func:`check_scrapy_settings`); then the strategy's class
+    (:data:`SCRAPY_CHECKS`, :func:`check_scrapy_settings`) and the address filter
+    middleware that the project's resolver needs (:func:`check_address_filter`); then the
+    strategy's class
     checks its own settings,
     the topic's keywords must leave a term once tokenised, a Redis frontier must answer,
     and last ``JOBDIR`` and the output folder are created and their databases checked
@@ -173,6 +175,7 @@ def validate(settings: Any, topic: Topic | None = None) -> None:
             _SPECIAL[check.special](settings, name, value)
     check_sandbox_seeds(settings)
     check_scrapy_settings(settings)
+    check_address_filter(settings)
     strategy_params(settings, topic)  # the strategy's class checks its own settings
     if topic is not None:
         check_keywords(topic)
@@ -378,6 +381,59 @@ def _check_log_level(name: str, raw: Any) -> None:
     hint = f" (say {raw.upper()!r})" if isinstance(raw, str) and raw.upper() in levels else ""
     known = ", ".join(n for n in levels if n not in ("WARN", "FATAL"))
     raise ConfigError(f"{name} must be a logging level ({known}), got {raw!r}{hint}")
+
+
+ADDRESS_FILTER = "focused.addressfilter.AddressFilterMiddleware"
+_LOAD_ERRORS = (ImportError, AttributeError, NameError, ValueError, TypeError)
+
+
+def check_address_filter(settings: Any) -> None:
+    """A :class:`ConfigError` when the crawl resolves host names with
+    :class:`~focused.addressfilter.FocusedResolver` while ``DOWNLOADER_MIDDLEWARES`` leaves
+    out :class:`~focused.addressfilter.AddressFilterMiddleware` (a dict of one's own
+    replaces the project's): the resolver then knows no seed, refuses the sandbox's and
+    every loopback or private seed's address, and the crawl stored no page, with exit
+    status 0. Never loosened: the crawl does not start."""
+    from scrapy.utils.conf import build_component_list
+    from scrapy.utils.misc import load_object
+
+    from focused.addressfilter import AddressFilterMiddleware, FocusedResolver
+
+    name = _resolver_setting(settings)
+    try:
+        resolver = load_object(settings.get(name))
+    except _LOAD_ERRORS:
+        return  # Scrapy says so itself when it sets up the reactor
+    if not (isinstance(resolver, type) and issubclass(resolver, FocusedResolver)):
+        return
+    try:
+        middlewares = build_component_list(
+            settings.get_component_priority_dict_with_base("DOWNLOADER_MIDDLEWARES")
+        )
+    except _LOAD_ERRORS:
+        return  # Scrapy says so itself when it builds the downloader
+    for middleware in middlewares:
+        try:
+            cls = load_object(middleware)
+        except _LOAD_ERRORS:
+            continue
+        if isinstance(cls, type) and issubclass(cls, AddressFilterMiddleware):
+            return
+    raise ConfigError(
+        f"DOWNLOADER_MIDDLEWARES does not enable {ADDRESS_FILTER}, which {name}"
+        f" {resolver.__module__}.{resolver.__qualname__} needs (without it every fetch of the"
+        f" sandbox or of a loopback or private seed is refused); keep {ADDRESS_FILTER!r}: 50"
+        " in DOWNLOADER_MIDDLEWARES (add your middlewares to the project's, do not replace them)"
+    )
+
+
+def _resolver_setting(settings: Any) -> str:
+    """The setting Scrapy takes the resolver from (``CrawlerProcess._setup_reactor``):
+    ``TWISTED_DNS_RESOLVER``, or the deprecated ``DNS_RESOLVER`` set above it."""
+    dns = settings.getpriority("DNS_RESOLVER") or 0
+    if dns > 0 and (settings.getpriority("TWISTED_DNS_RESOLVER") or 0) <= dns:
+        return "DNS_RESOLVER"
+    return "TWISTED_DNS_RESOLVER"
 
 
 def _check_seeds(settings: Any, name: str, value: Any) -> None:

@@ -321,3 +321,30 @@ def test_sandbox_with_seeds_on_another_site(
         "focused: error: FOCUSED_SEEDS: 'http://127.0.0.1:9/' is not on the embedded sandbox"
     )
     assert "-s FOCUSED_WEB=real" in line
+
+
+def test_downloader_middlewares_without_the_address_filter(
+    project_root: Path, venv_scrapy: list[str], out: Path
+) -> None:
+    """A DOWNLOADER_MIDDLEWARES of one's own without the address filter, the project's
+    resolver still on: every sandbox fetch was refused as a loopback address, 0 pages
+    stored, exit status 0."""
+    result = crawl(
+        project_root,
+        venv_scrapy,
+        out,
+        "-a",
+        "topic=chemistry",
+        "-s",
+        "FOCUSED_WEB=sandbox",
+        "-s",
+        "CLOSESPIDER_PAGECOUNT=10",
+        "-s",
+        'DOWNLOADER_MIDDLEWARES={"focused.robots.FocusedRobotsTxtMiddleware": 100}',
+    )
+    line = the_error(result, out)
+    assert line.startswith(
+        "focused: error: DOWNLOADER_MIDDLEWARES does not enable"
+        " focused.addressfilter.AddressFilterMiddleware"
+    ), line
+    assert "generating the sandbox" not in result.stderr + result.stdout

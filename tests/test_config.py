@@ -10,6 +10,7 @@ import pytest
 from scrapy.settings import Settings
 
 from focused import config
+from focused.addressfilter import AddressFilterMiddleware
 from focused.config import ConfigError
 from focused.defaults import CHECKS, DEFAULTS
 from focused.strategies import strategy_class
@@ -637,3 +638,52 @@ def test_sandbox_seeds_on_the_port_a_jobdir_kept(tmp_path: Path) -> None:
     config.validate(
         make_settings(tmp_path, FOCUSED_WEB="sandbox", FOCUSED_SEEDS=seeds, JOBDIR=str(job))
     )
+
+
+# --- the address filter middleware the project's resolver needs ----------------------------
+
+ROBOTS_ONLY = {"focused.robots.FocusedRobotsTxtMiddleware": 100}
+
+
+@pytest.mark.parametrize(
+    "middlewares",
+    [
+        ROBOTS_ONLY,  # a dict of one's own replaces the project's
+        '{"focused.robots.FocusedRobotsTxtMiddleware": 100}',  # as -s gives it
+        {"focused.addressfilter.AddressFilterMiddleware": None},  # switched off
+    ],
+)
+def test_the_resolver_without_the_address_filter_middleware(
+    tmp_path: Path, middlewares: object
+) -> None:
+    message = refused(make_settings(tmp_path, DOWNLOADER_MIDDLEWARES=middlewares))
+    assert message.startswith(
+        "DOWNLOADER_MIDDLEWARES does not enable focused.addressfilter.AddressFilterMiddleware,"
+        " which TWISTED_DNS_RESOLVER focused.addressfilter.FocusedResolver needs"
+    ), message
+    assert "keep 'focused.addressfilter.AddressFilterMiddleware': 50" in message
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_deprecated_dns_resolver_setting_counts_too(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, DOWNLOADER_MIDDLEWARES=ROBOTS_ONLY)
+    settings.set("TWISTED_DNS_RESOLVER", "scrapy.resolver.CachingThreadedResolver", "project")
+    settings.set("DNS_RESOLVER", "focused.addressfilter.FocusedResolver", "cmdline")
+    with pytest.warns(Warning, match="DNS_RESOLVER setting is deprecated"):
+        assert "which DNS_RESOLVER focused.addressfilter.FocusedResolver" in refused(settings)
+
+
+class OwnAddressFilter(AddressFilterMiddleware):
+    """A subclass of the filter: it does the filter's work."""
+
+
+def test_the_address_filter_middleware_or_a_subclass_is_enough(tmp_path: Path) -> None:
+    for middlewares in (
+        {"focused.addressfilter.AddressFilterMiddleware": 50, **ROBOTS_ONLY},
+        {f"{__name__}.OwnAddressFilter": 50},
+    ):
+        config.validate(make_settings(tmp_path, DOWNLOADER_MIDDLEWARES=middlewares))
+    # another resolver is the user's own business: nothing to pair it with
+    other = make_settings(tmp_path, DOWNLOADER_MIDDLEWARES=ROBOTS_ONLY)
+    other.set("TWISTED_DNS_RESOLVER", "scrapy.resolver.CachingThreadedResolver", "cmdline")
+    config.validate(other)

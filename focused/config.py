@@ -6,13 +6,15 @@ command prints it and exits non-zero before anything is fetched.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import logging
 import math
 import os
 import sqlite3
-from collections.abc import Callable, Mapping
+import warnings
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -358,7 +360,8 @@ def check_scrapy_settings(settings: Any) -> None:
     for name, check in SCRAPY_CHECKS.items():
         if name not in settings:
             continue
-        raw = settings.get(name)
+        with _quietly():  # a deprecated name: Scrapy warns itself when it reads it
+            raw = settings.get(name)
         if check.kind == "level":
             _check_log_level(name, raw)
         elif check.kind == "bool":
@@ -370,7 +373,19 @@ def check_scrapy_settings(settings: Any) -> None:
                 ) from None
         else:
             getter = settings.getint if check.kind == "int" else settings.getfloat
-            _checked_number(settings, name, check, raw, read=lambda g=getter, n=name: g(n))
+            with _quietly():
+                _checked_number(settings, name, check, raw, read=lambda g=getter, n=name: g(n))
+
+
+@contextlib.contextmanager
+def _quietly() -> Iterator[None]:
+    """Scrapy's deprecation warnings silenced: a setting read here to be checked is read
+    again (and warned about) by Scrapy itself."""
+    from scrapy.exceptions import ScrapyDeprecationWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ScrapyDeprecationWarning)
+        yield
 
 
 def _check_log_level(name: str, raw: Any) -> None:
@@ -401,7 +416,8 @@ def check_address_filter(settings: Any) -> None:
 
     name = _resolver_setting(settings)
     try:
-        resolver = load_object(settings.get(name))
+        with _quietly():
+            resolver = load_object(settings.get(name))
     except _LOAD_ERRORS:
         return  # Scrapy says so itself when it sets up the reactor
     if not (isinstance(resolver, type) and issubclass(resolver, FocusedResolver)):

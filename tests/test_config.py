@@ -669,8 +669,7 @@ def test_the_deprecated_dns_resolver_setting_counts_too(tmp_path: Path) -> None:
     settings = make_settings(tmp_path, DOWNLOADER_MIDDLEWARES=ROBOTS_ONLY)
     settings.set("TWISTED_DNS_RESOLVER", "scrapy.resolver.CachingThreadedResolver", "project")
     settings.set("DNS_RESOLVER", "focused.addressfilter.FocusedResolver", "cmdline")
-    with pytest.warns(Warning, match="DNS_RESOLVER setting is deprecated"):
-        assert "which DNS_RESOLVER focused.addressfilter.FocusedResolver" in refused(settings)
+    assert "which DNS_RESOLVER focused.addressfilter.FocusedResolver" in refused(settings)
 
 
 class OwnAddressFilter(AddressFilterMiddleware):

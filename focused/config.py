@@ -159,12 +159,11 @@ def validate(settings: Any, topic: Topic | None = None) -> None:
     Each setting is checked as :data:`focused.defaults.CHECKS` declares (its type, range
     or choices, and a further check of this module for seeds, domains, networks, host
     addresses and the page threshold), and seeds off the sandbox that ``FOCUSED_WEB =
-    "sandbox"`` crawls (:func:`check_sandbox_seeds`); then Scrapy's own settings the crawl relies on
-    (:data:`SCRAPY_CHECKS`, :func:`check_scrapy_settings`) and the address filter
-    middleware that the project's resolver needs (:func:`check_address_filter`); then the
-    strategy's class
-    checks its own settings,
-    the topic's keywords must leave a term once tokenised, a Redis frontier must answer,
+    "sandbox"`` crawls (:func:`check_sandbox_seeds`); then Scrapy's own settings the crawl
+    relies on (:data:`SCRAPY_CHECKS`, :func:`check_scrapy_settings`) and the address
+    filter middleware that the project's resolver needs (:func:`check_address_filter`);
+    then the strategy's class checks its own settings, the topic's keywords must leave a
+    term once tokenised, a Redis frontier must answer,
     and last ``JOBDIR`` and the output folder are created and their databases checked
     (:func:`check_folder`). :func:`claim_jobdir` (not here: it takes the journal for the
     crawl) refuses a ``JOBDIR`` another crawl has.

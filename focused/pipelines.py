@@ -37,6 +37,7 @@ from focused.output.store import (
     content_hash,
     stored_pages,
 )
+from focused.scope import require_focused_spider
 from focused.stop import stop_crawl, then_for
 
 if TYPE_CHECKING:
@@ -201,6 +202,7 @@ class PageStorePipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PageStorePipeline:
+        require_focused_spider(crawler, "PageStorePipeline")  # else NotConfigured
         s = crawler.settings
         return cls(
             get(s, "FOCUSED_OUTPUT_DIR"),
@@ -650,6 +652,7 @@ class MetricsPipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> MetricsPipeline:
+        require_focused_spider(crawler, "MetricsPipeline")  # else NotConfigured
         s = crawler.settings
         pipe = cls(
             get(s, "FOCUSED_OUTPUT_DIR"),

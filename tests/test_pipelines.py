@@ -140,6 +140,7 @@ def test_metrics_without_targets_use_relevant_pages(tmp_path: Path) -> None:
 class TargetSpider(Spider):
     name = "targets"
     targets = TARGETS
+    focused_crawl = True  # the project's pipelines serve it (focused.scope)
 
 
 def test_from_crawler_checkpoint_before_commit_stats_and_resume(tmp_path: Path) -> None:

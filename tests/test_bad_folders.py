@@ -183,3 +183,41 @@ def test_report_of_a_damaged_file(tmp_path: Path, name: str, text: str, says: st
     (tmp_path / name).write_text(text, encoding="utf-8")
     line = one_error(run("-m", "focused.output.report", str(tmp_path)))
     assert line.startswith(f"focused: error: {tmp_path}/{says}"), line
+
+
+# --- scrapy report, scrapy search: bad arguments -----------------------------------------
+def test_report_of_an_empty_folder_is_an_error_like_a_missing_one(tmp_path: Path) -> None:
+    """An empty folder gave a report.html of nothing, and exit status 0."""
+    missing = one_error(scrapy("report", "--dir", str(tmp_path / "nowhere")))
+    assert missing == f"focused: error: no crawl output folder {tmp_path / 'nowhere'}"
+    line = one_error(scrapy("report", "--dir", str(tmp_path)))
+    assert line.startswith(f"focused: error: no crawl output in {tmp_path} (none of ")
+    assert files(tmp_path) == []  # no report.html
+    # a crawl killed before its end left its page store only: that is reported
+    with PageStore(tmp_path, index=False) as store:
+        store.add({"url": "http://h/a", "title": "A", "text": "acid"}, b"<html>acid</html>")
+    proc = scrapy("report", "--dir", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (tmp_path / "report.html").is_file()
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["search", ""], 'give a query: scrapy search "催化剂 catalyst"'),
+        (["search", "  "], 'give a query: scrapy search "催化剂 catalyst"'),
+        (["search"], 'give a query: scrapy search "催化剂 catalyst"'),
+        (["search", "acid", "--limit", "-1"], "--limit must be at least 1, got -1"),
+        (["search", "acid", "--limit", "0"], "--limit must be at least 1, got 0"),
+    ],
+)
+def test_search_without_a_query_or_with_no_limit(
+    tmp_path: Path, args: list[str], says: str
+) -> None:
+    """Each printed "no pages found" with exit status 0 (or, with no query at all,
+    Scrapy's usage text)."""
+    with PageStore(tmp_path) as store:
+        store.add({"url": "http://h/a", "title": "Acid", "text": "acid"}, b"<html>acid</html>")
+    assert one_error(scrapy(*args, "--dir", str(tmp_path))) == f"focused: error: {says}"
+    found = scrapy("search", "acid", "--limit", "1", "--dir", str(tmp_path))
+    assert found.returncode == 0 and "http://h/a" in found.stdout, found.stderr[-3000:]

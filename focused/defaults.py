@@ -17,6 +17,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+#: the fewest pages of a sandbox web (its generator, :mod:`focused.web.sandbox.generator`,
+#: refuses fewer: its hubs, tunnels and clusters need them); the least
+#: ``FOCUSED_SANDBOX_PAGES``
+SANDBOX_MIN_PAGES = 60
+
 DEFAULTS: dict[str, Any] = {
     # --- which web -------------------------------------------------------------
     # "auto": the real web when the topic's first seed host resolves, else the
@@ -310,7 +315,7 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_TARGET_CATEGORY": _text(),
     "FOCUSED_TOPICS_DIR": _text(),
     "FOCUSED_SANDBOX_SEED": _int(),
-    "FOCUSED_SANDBOX_PAGES": _int(10, 10_000_000),
+    "FOCUSED_SANDBOX_PAGES": _int(SANDBOX_MIN_PAGES, 10_000_000),
     "FOCUSED_SANDBOX_MODE": _text("normal", "hostile"),  # focused.web.sandbox MODES
     "FOCUSED_SANDBOX_PORT": _int(0, 65535, open_high=False),
     "FOCUSED_TITLE_WEIGHT": _float(0.0, 1e6),

@@ -30,6 +30,7 @@ from focused.output.atomic import write_text
 from focused.output.child import run_python
 from focused.output.metrics import QUEUES
 from focused.output.progress import Progress, Snapshot
+from focused.scope import require_focused_spider
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -79,6 +80,7 @@ class CrawlOutputExtension:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> CrawlOutputExtension:
+        require_focused_spider(crawler, "CrawlOutputExtension")  # else NotConfigured
         ext = cls(crawler)
         crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(ext.item_scraped, signal=signals.item_scraped)

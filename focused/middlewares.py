@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
+from scrapy.exceptions import NotConfigured
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
 from focused import meta
@@ -33,6 +34,9 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
     The strategy is the spider's (``spider.strategy``, a
     :class:`~focused.strategies.base.Strategy` built once per crawl); for the default
     ``annealing`` and for ``genetic`` it applies the m-value rule (Liu, Xia & Xu 2010).
+    A spider without a strategy (``scrapy fetch``, ``shell``, ``bench``, ``runspider``
+    of another spider in the project) gets no such middleware (``NotConfigured``): its
+    requests pass unchanged (:mod:`focused.scope`).
 
     It sets ``request.priority`` (integer, higher first) and the meta keys of
     :mod:`focused.meta`: :data:`~focused.meta.LINK_VALUE` (the float the annealing
@@ -81,12 +85,12 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FocusedPriorityMiddleware:
-        strategy = crawler.spider.strategy if crawler.spider is not None else None
+        strategy = getattr(crawler.spider, "strategy", None)
         if not isinstance(strategy, Strategy):
-            raise TypeError(
-                "FocusedPriorityMiddleware needs a spider with a focused Strategy as"
-                " .strategy (focused.spiders.focused.FocusedSpider builds one)"
-            )
+            # not the focused spider (scrapy fetch, shell, bench, runspider): its requests
+            # pass unscored (focused.scope)
+            logger.debug("focused: FocusedPriorityMiddleware left out: the spider has no strategy")
+            raise NotConfigured
         o = cls(strategy, crawler.stats)
         o.crawler = crawler
         o.url_length_limit = crawler.settings.getint("URLLENGTH_LIMIT")

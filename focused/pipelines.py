@@ -37,6 +37,7 @@ from focused.output.store import (
     content_hash,
     stored_pages,
 )
+from focused.scope import require_focused_spider
 from focused.stop import stop_crawl, then_for
 
 if TYPE_CHECKING:
@@ -64,6 +65,9 @@ BUSY_TIMEOUT = 0.05
 RETRY_EVERY = 0.25
 #: Scrapy's scraper counts a response as at least this many bytes (scrapy/core/scraper.py)
 _MIN_RESPONSE_SIZE = 1024
+#: seconds between two looks, while a batch is open, at whether the crawl still goes on
+#: without it (:meth:`PageStorePipeline._crawl_waits`); if not, the batch commits at once
+BATCH_CHECK_EVERY = 0.2
 
 
 class CheckpointFailed(Exception):
@@ -134,7 +138,9 @@ class PageStorePipeline:
     item leaves this pipeline only once its row is committed (its feed line, the
     metrics and any later pipeline then never name a page that a crash could still take
     back); a batch is committed at the latest ``FOCUSED_STORE_COMMIT_SECONDS`` after its
-    first row, so a slow crawl does not keep its pages waiting.
+    first row, so a slow crawl does not keep its pages waiting, and at once when the
+    spider closes or nothing else is under way (the end of a crawl), so a close never
+    waits for that time bound (:meth:`_crawl_waits`).
 
     Settings: ``FOCUSED_OUTPUT_DIR``, ``FOCUSED_STORE_COMMIT_EVERY`` (rows per
     transaction), ``FOCUSED_STORE_COMMIT_SECONDS``, ``FOCUSED_STORE_FSYNC``,
@@ -193,6 +199,7 @@ class PageStorePipeline:
         #: items whose rows wait in the open transaction, with what fires with each
         self._uncommitted: list[tuple[Deferred[Any], Any]] = []
         self._commit_due: Any = None  # the pending delayed call of _commit_now
+        self._check_due: Any = None  # the pending delayed call of _check_batch
         self._held_bytes = 0  # of the responses whose items wait in _uncommitted
         #: how the writer thread hands a result back (default: the reactor's callFromThread)
         self.call_from_thread: Callable[..., Any] | None = None
@@ -201,6 +208,7 @@ class PageStorePipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PageStorePipeline:
+        require_focused_spider(crawler, "PageStorePipeline")  # else NotConfigured
         s = crawler.settings
         return cls(
             get(s, "FOCUSED_OUTPUT_DIR"),
@@ -296,15 +304,69 @@ class PageStorePipeline:
         responses (``size`` bytes for this one, as Scrapy's scraper counts them) reach
         ``held_bytes_max``: Scrapy downloads nothing more while its scraper holds
         ``SCRAPER_SLOT_MAX_ACTIVE_SIZE``, so a batch that waited for more pages would
-        wait for its time bound with the crawl stalled."""
+        wait for its time bound with the crawl stalled. Likewise when the crawl no longer
+        goes on without the batch (:meth:`_crawl_waits`: the spider is closing, or nothing
+        else is under way), looked at every :data:`BATCH_CHECK_EVERY` seconds."""
         d: Deferred[Any] = Deferred()
         self._uncommitted.append((d, item))
         self._held_bytes += max(size, _MIN_RESPONSE_SIZE)
-        if self._held_bytes >= self.held_bytes_max:
+        if self._held_bytes >= self.held_bytes_max or self._closing():
             self._commit_now()
-        elif self._commit_due is None:
+            return d
+        if self._commit_due is None:
             self._commit_due = self._later(self.commit_seconds, self._commit_now)
+        if self._check_due is None and self.crawler is not None:
+            self._check_due = self._later(BATCH_CHECK_EVERY, self._check_batch)
         return d
+
+    def _check_batch(self) -> None:
+        """Commit the open batch at once if the crawl no longer goes on without it, else
+        look again in :data:`BATCH_CHECK_EVERY` seconds."""
+        self._check_due = None
+        if not self._uncommitted:
+            return
+        if self._crawl_waits():
+            self._commit_now()
+        else:
+            self._check_due = self._later(BATCH_CHECK_EVERY, self._check_batch)
+
+    def _engine(self) -> Any:
+        """The crawler's engine once the crawl is under way (None before, or without a
+        crawler: ``crawler.engine`` raises ``RuntimeError`` in Scrapy 2.19 until then)."""
+        try:
+            return getattr(self.crawler, "engine", None)
+        except RuntimeError:
+            return None
+
+    def _closing(self) -> bool:
+        """Whether the spider is closing (a Ctrl-C, a ``CLOSESPIDER_*`` limit, the
+        spider's ``CloseSpider``, the end of the crawl). Scrapy then waits for every
+        response in progress, the ones whose items wait for the open batch included,
+        before it closes the pipelines (whose close commits the batch): without a commit
+        now, the close would wait for the batch's time bound. Scrapy sends no signal when
+        the close starts; its engine's slot (as :func:`focused.stop.stop_crawl` reads
+        it) says so."""
+        slot = getattr(self._engine(), "_slot", None)
+        return slot is not None and getattr(slot, "closing", None) is not None
+
+    def _crawl_waits(self) -> bool:
+        """Whether the crawl no longer goes on without the open batch: the spider is
+        closing (:meth:`_closing`), or nothing else is under way: nothing downloading,
+        no start request left, nothing waiting in the scheduler, and the only responses
+        the scraper holds are the batch's own pages (the end of a crawl: the engine
+        finishes once these items go on)."""
+        if self._closing():
+            return True
+        engine = self._engine()
+        try:
+            scraper = engine.scraper.slot
+            if engine.downloader.active or scraper.queue or getattr(engine, "_start", None):
+                return False
+            if len(scraper.active) > len(self._uncommitted):  # other pages are scraped
+                return False
+            return len(engine._slot.scheduler) == 0
+        except (AttributeError, TypeError):  # no engine yet, a scheduler without len()
+            return False
 
     def _later(self, seconds: float, f: Callable[[], Any]) -> Any:
         """``f`` called in ``seconds`` (``call_later``, the reactor's by default)."""
@@ -330,6 +392,8 @@ class PageStorePipeline:
     def _cancel_commit_due(self) -> None:
         _cancel(self._commit_due)
         self._commit_due = None
+        _cancel(self._check_due)
+        self._check_due = None
 
     def _tell_stored(self, urls: list[str]) -> None:
         if urls and self.signals is not None:
@@ -650,6 +714,7 @@ class MetricsPipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> MetricsPipeline:
+        require_focused_spider(crawler, "MetricsPipeline")  # else NotConfigured
         s = crawler.settings
         pipe = cls(
             get(s, "FOCUSED_OUTPUT_DIR"),

@@ -118,6 +118,8 @@ def test_non_http_seed_in_topic_file(
         ("FOCUSED_STORE_THREAD=yes", "must be true or false, got 'yes'"),
         ("FOCUSED_SANDBOX_SEED=abc", "must be an integer, got 'abc'"),
         ("FOCUSED_SANDBOX_MODE=evil", "must be one of normal, hostile, got 'evil'"),
+        # the generator's least number of pages (it was a traceback from the generator)
+        ("FOCUSED_SANDBOX_PAGES=20", "must be in [60, 10000000), got 20"),
         ("FOCUSED_SEEDS=http://[::1", "'http://[::1' is not a valid URL"),
         ("FOCUSED_SEEDS=http://127.0.0.1:99999/", "Port out of range"),
         ("FOCUSED_ALLOWED_DOMAINS=127.0.0.1:8000", "(say '127.0.0.1')"),

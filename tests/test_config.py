@@ -14,7 +14,7 @@ from focused.addressfilter import AddressFilterMiddleware
 from focused.config import ConfigError
 from focused.defaults import CHECKS, DEFAULTS
 from focused.strategies import strategy_class
-from focused.web.sandbox.generator import MODES
+from focused.web.sandbox.generator import MIN_PAGES, MODES, generate_site
 from focused.web.topics import Topic
 
 
@@ -289,6 +289,19 @@ def test_every_special_check_exists() -> None:
 
 def test_sandbox_modes_are_the_generators() -> None:
     assert CHECKS["FOCUSED_SANDBOX_MODE"].choices == MODES
+
+
+def test_sandbox_pages_accepted_are_the_pages_the_generator_makes(tmp_path: Path) -> None:
+    """The check's least value is the generator's: one less is refused in one line (it
+    passed the check and raised in the generator), the least one makes a site."""
+    low = CHECKS["FOCUSED_SANDBOX_PAGES"].low
+    assert low == MIN_PAGES
+    message = refused(make_settings(tmp_path, FOCUSED_SANDBOX_PAGES=MIN_PAGES - 1))
+    assert message == (
+        f"FOCUSED_SANDBOX_PAGES must be in [{MIN_PAGES}, 10000000), got {MIN_PAGES - 1}"
+    )
+    config.validate(make_settings(tmp_path, FOCUSED_SANDBOX_PAGES=MIN_PAGES))
+    assert generate_site(seed=1, pages=MIN_PAGES).pages
 
 
 class _Recorder:

@@ -140,6 +140,7 @@ def test_metrics_without_targets_use_relevant_pages(tmp_path: Path) -> None:
 class TargetSpider(Spider):
     name = "targets"
     targets = TARGETS
+    focused_crawl = True  # the project's pipelines serve it (focused.scope)
 
 
 def test_from_crawler_checkpoint_before_commit_stats_and_resume(tmp_path: Path) -> None:
@@ -452,7 +453,8 @@ def test_a_batch_commits_early_when_its_items_hold_too_many_response_bytes(
     assert PageStorePipeline.from_crawler(crawler).held_bytes_max == 2500
     batch = Batched(tmp_path, commit_every=100, held=2048)
     batch.follow(page("A", True))
-    assert batch.out == [] and len(batch.clock.getDelayedCalls()) == 1
+    # its time bound, and the next look at whether the crawl goes on without the batch
+    assert batch.out == [] and len(batch.clock.getDelayedCalls()) == 2
     batch.follow(page("B", True))  # 2 x 1024: commit now
     assert [i.title for i in batch.out] == ["A", "B"] and batch.told == ["A.html", "B.html"]
     assert batch.clock.getDelayedCalls() == [] and batch.failed == []

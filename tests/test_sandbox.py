@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
 from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
@@ -356,4 +358,42 @@ def test_scrapy_sandbox_command_serves() -> None:
             "--pages",
             "100",
         ]
+    )
+
+
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    """A port on 127.0.0.1 that another socket listens on."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(1)
+    yield sock.getsockname()[1]
+    sock.close()
+
+
+@pytest.mark.parametrize("port", ["taken", "99999", "-1"])
+def test_scrapy_sandbox_refuses_a_port_in_one_line(port: str, taken_port: int) -> None:
+    """A port in use or out of range gave an OSError/OverflowError traceback."""
+    if port == "taken":
+        port = str(taken_port)
+    cmd = [sys.executable, "-m", "scrapy", "sandbox", "--pages", "60", "--port", port]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stdout == ""  # no base URL: nothing is served
+    says = (
+        f"cannot listen on 127.0.0.1:{taken_port}: Address already in use"
+        if port == str(taken_port)
+        else f"port must be 0-65535 (0: a free one), got {port}"
+    )
+    assert proc.stderr == f"focused: error: {says}\n"
+
+
+def test_python_m_focused_sandbox_refuses_a_port_in_use(taken_port: int) -> None:
+    cmd = [sys.executable, "-m", "focused.web.sandbox", "--pages", "60"]
+    proc = subprocess.run(
+        [*cmd, "--port", str(taken_port)], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert (
+        proc.stderr == f"error: cannot listen on 127.0.0.1:{taken_port}: Address already in use\n"
     )

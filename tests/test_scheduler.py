@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 class DemoSpider(Spider):
     name = "demo"
+    focused_crawl = True  # the project's pipelines serve it (focused.scope)
 
     def parse(self, response):  # pragma: no cover - never called here
         return []

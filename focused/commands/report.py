@@ -1,7 +1,8 @@
 """``scrapy report [--dir DIR]``: write ``report.html`` into a crawl's output folder.
 
 The same report the crawl writes at its end (:mod:`focused.output.html_report`),
-regenerated from the folder's files.
+regenerated from the folder's files. A folder that does not exist, or holds none of a
+crawl's files, is one line (``focused: error: ...``) and exit status 2.
 """
 
 from __future__ import annotations
@@ -9,6 +10,11 @@ from __future__ import annotations
 import argparse
 
 from focused.cli import FolderCommand
+from focused.output.store import DB_NAME
+
+#: the files a crawl leaves in its output folder that the report is drawn from (a crawl
+#: killed before its end leaves the page store only)
+CRAWL_FILES = ("summary.json", "metrics.csv", "stats.json", DB_NAME)
 
 
 class Command(FolderCommand):
@@ -29,6 +35,12 @@ class Command(FolderCommand):
         folder = self.folder(args, opts)
         if not folder.is_dir():
             self.fail(f"no crawl output folder {folder}")
+            return
+        if not any((folder / name).is_file() for name in CRAWL_FILES):
+            self.fail(
+                f"no crawl output in {folder} (none of {', '.join(CRAWL_FILES)}: did the"
+                " crawl run?)"
+            )
             return
         from focused.output.html_report import write_report  # matplotlib only here
 

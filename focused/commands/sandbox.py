@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any, ClassVar
 
 from scrapy.commands import ScrapyCommand
@@ -14,6 +15,9 @@ from focused.web.sandbox.server import add_arguments, serve
 
 class Command(ScrapyCommand):
     """Serve the generated sandbox web on loopback and print its base URL.
+
+    A bad ``--pages``, ``--mode`` or ``--port``, or a port in use, is one line
+    (``focused: error: ...``) and exit status 2.
 
     Settings: ``FOCUSED_SANDBOX_SEED``, ``FOCUSED_SANDBOX_PAGES`` and
     ``FOCUSED_SANDBOX_MODE`` give the defaults of ``--seed``, ``--pages`` and ``--mode``.
@@ -44,5 +48,6 @@ class Command(ScrapyCommand):
             raise UsageError("scrapy sandbox takes no positional arguments")
         try:
             serve(opts.host, opts.port, opts.seed, opts.pages, opts.mode)
-        except ValueError as exc:
-            raise UsageError(str(exc), print_help=False) from None
+        except ValueError as exc:  # a bad --pages, --mode or --port, a port in use
+            print(f"focused: error: {exc}", file=sys.stderr)
+            self.exitcode = 2

@@ -39,6 +39,7 @@ class Command(FolderCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         folder = str(self.folder(args, opts))
+        query = " ".join(args).strip()
         try:
             if opts.reindex:
                 if args:
@@ -46,9 +47,13 @@ class Command(FolderCommand):
                 n = reindex(folder, get(self.settings, "FOCUSED_INDEX_MAX_CHARS"))
                 print(f"focused: indexed {n} pages in {folder}")
                 return
-            if not args:
-                raise UsageError('give a query: scrapy search "催化剂 catalyst"')
-            hits = search(folder, " ".join(args), limit=opts.limit, all_terms=opts.all)
+            if not query:  # none, or "": one line, not "no pages found"
+                self.fail('give a query: scrapy search "催化剂 catalyst"')
+                return
+            if opts.limit < 1:
+                self.fail(f"--limit must be at least 1, got {opts.limit}")
+                return
+            hits = search(folder, query, limit=opts.limit, all_terms=opts.all)
         except SearchError as exc:
             self.fail(str(exc))
             return

@@ -12,6 +12,12 @@
   title, relevance scores, depth, status, ...) and its main ``text`` (body text without
   script and style, as the spider extracts it, from the stored HTML).
 
+The output file is written whole or not at all: the pages go to a temporary file next to
+it, renamed over it at the end (:mod:`focused.output.atomic`). A store SQLite cannot read
+(not a database, damaged, not a crawl's) or an output that cannot be written is an
+:class:`ExportError` naming the file, and leaves no output behind (an older file of that
+name stays as it was).
+
 Pure module: no Scrapy import.
 """
 
@@ -21,7 +27,7 @@ import io
 import json
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from http.client import responses
 from pathlib import Path
@@ -29,6 +35,7 @@ from typing import IO, Any
 from urllib.parse import urlsplit
 
 from focused.output import fulltext
+from focused.output.atomic import atomic_path
 from focused.output.store import COLUMNS, DB_NAME, READ_ERRORS, read_body
 
 __all__ = ["FORMATS", "export", "export_jsonl", "export_warc", "pages"]
@@ -38,22 +45,48 @@ SOFTWARE = "focused (Scrapy focused crawler) with warcio"
 
 
 class ExportError(Exception):
-    """No store in the folder, or an unknown format."""
+    """No store in the folder, a store SQLite cannot read, an output that cannot be
+    written, or an unknown format; the message names the file."""
+
+
+_QUERY = f"SELECT id, {', '.join(COLUMNS)} FROM pages ORDER BY id"
+
+
+def _open(folder: str | os.PathLike[str]) -> tuple[Path, sqlite3.Connection]:
+    """The store of ``folder``, opened read-only and checked readable (its ``pages``
+    table has the columns exported); :class:`ExportError` when it is not."""
+    db = Path(folder) / DB_NAME
+    if not db.is_file():
+        raise ExportError(f"no page store in {folder} ({DB_NAME} not found: did the crawl run?)")
+    try:
+        conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
+    except sqlite3.Error as exc:
+        raise _unreadable(db, exc) from None
+    try:
+        conn.execute(f"{_QUERY} LIMIT 0")
+    except sqlite3.Error as exc:
+        conn.close()
+        raise _unreadable(db, exc) from None
+    return db, conn
+
+
+def _unreadable(db: Path, exc: sqlite3.Error) -> ExportError:
+    return ExportError(f"cannot read the page store {db}: {exc}")
+
+
+def check(folder: str | os.PathLike[str]) -> None:
+    """:class:`ExportError` unless ``folder`` holds a page store that can be exported."""
+    _open(folder)[1].close()
 
 
 def pages(folder: str | os.PathLike[str]) -> Iterator[tuple[dict[str, Any], bytes]]:
     """``(row, body)`` of every stored page in storing order (the body read from its
-    segment, or its file in the earlier layout; ``b""`` when it cannot be read)."""
+    segment, or its file in the earlier layout; ``b""`` when it cannot be read).
+    :class:`ExportError` when the store cannot be read (at once, or at the damaged row)."""
     root = Path(folder)
-    db = root / DB_NAME
-    if not db.is_file():
-        raise ExportError(f"no page store in {folder} ({DB_NAME} not found: did the crawl run?)")
-    conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
+    db, conn = _open(root)
     try:
-        cur = conn.execute(f"SELECT id, {', '.join(COLUMNS)} FROM pages ORDER BY id")
-        names = [d[0] for d in cur.description]
-        for values in cur:
-            row = dict(zip(names, values, strict=True))
+        for row in _rows(conn, db):
             row["relevant"] = bool(row["relevant"])
             if row["is_target"] is not None:
                 row["is_target"] = bool(row["is_target"])
@@ -64,6 +97,18 @@ def pages(folder: str | os.PathLike[str]) -> Iterator[tuple[dict[str, Any], byte
             yield row, body
     finally:
         conn.close()
+
+
+def _rows(conn: sqlite3.Connection, db: Path) -> Iterator[dict[str, Any]]:
+    """The store's rows of pages, in storing order; :class:`ExportError` at a row SQLite
+    cannot read (a damaged page of the database)."""
+    try:
+        cur = conn.execute(_QUERY)
+        names = [d[0] for d in cur.description]
+        for values in cur:
+            yield dict(zip(names, values, strict=True))
+    except sqlite3.Error as exc:
+        raise _unreadable(db, exc) from None
 
 
 def _warc_date(ts: float) -> str:
@@ -77,9 +122,9 @@ def export_warc(folder: str | os.PathLike[str], output: str | os.PathLike[str]) 
     from warcio.warcwriter import WARCWriter
 
     out = Path(output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    n = 0
-    with open(out, "wb") as fh:
+
+    def write(fh: IO[bytes]) -> int:
+        n = 0
         writer = WARCWriter(fh, gzip=out.name.endswith(".gz"), warc_version="1.1")
         info = writer.create_warcinfo_record(
             out.name,
@@ -118,7 +163,9 @@ def export_warc(folder: str | os.PathLike[str], output: str | os.PathLike[str]) 
             )
             writer.write_request_response_pair(request, response)
             n += 1
-    return n
+        return n
+
+    return _write_whole(folder, out, "wb", write)
 
 
 def export_jsonl(folder: str | os.PathLike[str], output: str | os.PathLike[str] | IO[str]) -> int:
@@ -136,10 +183,24 @@ def export_jsonl(folder: str | os.PathLike[str], output: str | os.PathLike[str] 
 
     if hasattr(output, "write"):
         return write(output)  # type: ignore[arg-type]
-    out = Path(output)  # type: ignore[arg-type]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", encoding="utf-8") as fh:
-        return write(fh)
+    return _write_whole(folder, Path(output), "w", write)  # type: ignore[arg-type]
+
+
+def _write_whole(
+    folder: str | os.PathLike[str], out: Path, mode: str, write: Callable[[Any], int]
+) -> int:
+    """``write(fh)`` into a temporary file that replaces ``out`` once it is whole, after
+    the store of ``folder`` was found readable: on any error nothing is left (an older
+    ``out`` stays as it was). :class:`ExportError` for a store that cannot be read or an
+    ``out`` that cannot be written."""
+    check(folder)  # before anything is made
+    encoding = None if "b" in mode else "utf-8"
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(out) as tmp, open(tmp, mode, encoding=encoding) as fh:
+            return write(fh)
+    except OSError as exc:
+        raise ExportError(f"cannot write {out}: {exc.strerror or exc}") from None
 
 
 def export(folder: str | os.PathLike[str], fmt: str, output: str | os.PathLike[str]) -> int:

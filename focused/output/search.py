@@ -33,7 +33,8 @@ SNIPPET_TOKENS = 16
 
 
 class SearchError(Exception):
-    """No store, no index, or a query SQLite refuses; the message says which."""
+    """No store, no index, a store SQLite cannot read, or a query SQLite refuses; the
+    message says which (and names the file)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,13 +54,28 @@ class Hit:
         return asdict(self)
 
 
-def _connect(folder: str | os.PathLike[str], write: bool = False) -> sqlite3.Connection:
+def _db(folder: str | os.PathLike[str]) -> Path:
+    """The page store of ``folder``; :class:`SearchError` when there is none."""
     db = Path(folder) / DB_NAME
     if not db.is_file():
         raise SearchError(f"no page store in {folder} ({DB_NAME} not found: did the crawl run?)")
-    if write:
-        return sqlite3.connect(db, isolation_level=None, timeout=30.0)
-    return sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
+    return db
+
+
+def _connect(folder: str | os.PathLike[str], write: bool = False) -> sqlite3.Connection:
+    db = _db(folder)
+    try:
+        if write:
+            return sqlite3.connect(db, isolation_level=None, timeout=30.0)
+        return sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
+    except sqlite3.Error as exc:
+        raise _unreadable(db, exc) from None
+
+
+def _unreadable(db: Path, exc: sqlite3.Error) -> SearchError:
+    """The error of a page store SQLite cannot read (not a database, damaged, not a
+    crawl's: no ``pages`` table)."""
+    return SearchError(f"cannot read the page store {db}: {exc}")
 
 
 def search(
@@ -71,7 +87,12 @@ def search(
         return []
     conn = _connect(folder)
     try:
-        if not fulltext.exists(conn):
+        try:
+            conn.execute("SELECT 1 FROM pages LIMIT 0")  # a crawl's store, readable
+            indexed = fulltext.exists(conn)
+        except sqlite3.Error as exc:
+            raise _unreadable(_db(folder), exc) from None
+        if not indexed:
             raise SearchError(
                 f"{folder} has no full-text index (crawled with FOCUSED_INDEX=False?): "
                 "build it with `scrapy search --reindex`"
@@ -84,8 +105,8 @@ def search(
             f"WHERE {fulltext.FTS_TABLE} MATCH ? ORDER BY rank, p.id LIMIT ?",
             (TITLE_WEIGHT, TEXT_WEIGHT, SNIPPET_TOKENS, expression, max(0, int(limit))),
         ).fetchall()
-    except sqlite3.OperationalError as exc:
-        raise SearchError(f"search failed: {exc}") from None
+    except sqlite3.Error as exc:  # a damaged index or table, a query FTS5 refuses
+        raise SearchError(f"search in {_db(folder)} failed: {exc}") from None
     finally:
         conn.close()
     return [
@@ -97,35 +118,43 @@ def search(
 def reindex(folder: str | os.PathLike[str], max_chars: int = fulltext.DEFAULT_MAX_CHARS) -> int:
     """Rebuild the index of ``folder`` from the stored HTML (title and text
     extracted as the spider does); the number of pages indexed. One transaction: a
-    reader sees the old index until it commits."""
+    reader sees the old index until it commits. :class:`SearchError` when SQLite cannot
+    read or write the store (nothing is changed then)."""
     conn = _connect(folder, write=True)
     try:
-        conn.execute("PRAGMA busy_timeout=30000")
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            conn.execute(f"DROP TABLE IF EXISTS {fulltext.FTS_TABLE}")
-            fulltext.create(conn)
-            rows = conn.execute(
-                "SELECT id, title, file_path, encoding, record_offset, record_length FROM pages"
-            ).fetchall()
-            for rowid, title, rel, encoding, offset, length in rows:
-                text = ""
-                try:
-                    body = read_body(folder, rel, offset, length)
-                    page_title, text = fulltext.html_text(body, encoding)
-                    title = title or page_title
-                except READ_ERRORS:  # a missing or corrupt record or file
-                    pass
-                fulltext.index_page(conn, rowid, title, text, max_chars)
-            table = fulltext.FTS_TABLE
-            conn.execute(f"INSERT INTO {table}({table}) VALUES('optimize')")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        return len(rows)
+        return _reindex(conn, folder, max_chars)
+    except sqlite3.Error as exc:  # not a database, damaged, locked, a full disk
+        raise SearchError(f"cannot reindex the page store {_db(folder)}: {exc}") from None
     finally:
         conn.close()
+
+
+def _reindex(conn: sqlite3.Connection, folder: str | os.PathLike[str], max_chars: int) -> int:
+    conn.execute("PRAGMA busy_timeout=30000")
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(f"DROP TABLE IF EXISTS {fulltext.FTS_TABLE}")
+        fulltext.create(conn)
+        rows = conn.execute(
+            "SELECT id, title, file_path, encoding, record_offset, record_length FROM pages"
+        ).fetchall()
+        for rowid, title, rel, encoding, offset, length in rows:
+            text = ""
+            try:
+                body = read_body(folder, rel, offset, length)
+                page_title, text = fulltext.html_text(body, encoding)
+                title = title or page_title
+            except READ_ERRORS:  # a missing or corrupt record or file
+                pass
+            fulltext.index_page(conn, rowid, title, text, max_chars)
+        table = fulltext.FTS_TABLE
+        conn.execute(f"INSERT INTO {table}({table}) VALUES('optimize')")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return len(rows)
 
 
 def format_hits(hits: list[Hit]) -> str:

@@ -95,6 +95,8 @@ class FocusedSpider(scrapy.Spider):
     """
 
     name = "focused"
+    #: the project's focused components serve this spider (:mod:`focused.scope`)
+    focused_crawl = True
 
     def __init__(self, topic: str = "", *args: Any, **kwargs: Any) -> None:
         config.check_spider_args(kwargs)  # -a strategy=bfs: an error, not ignored

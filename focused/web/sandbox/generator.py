@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 
+from focused.defaults import SANDBOX_MIN_PAGES
 from focused.web.sandbox import hostile
 from focused.web.sandbox.vocab import (
     FILLER_EN,
@@ -39,7 +40,7 @@ from focused.web.sandbox.vocab import (
 
 #: "hostile": the normal site plus the hostile corner of :mod:`focused.web.sandbox.hostile`
 MODES = ("normal", "hostile")
-MIN_PAGES = 60
+MIN_PAGES = SANDBOX_MIN_PAGES  # the settings check's bound too (FOCUSED_SANDBOX_PAGES)
 HUB_SIZE = 30  # main pages listed per hub page
 CLUSTER_SHARE = 0.25  # share of a subject's pages that sit behind a tunnel
 CLUSTER_SIZE = (4, 12)

@@ -126,8 +126,18 @@ def add_arguments(
 
 
 def serve(host: str, port: int, seed: int, pages: int, mode: str) -> None:
-    """Generate a site, print its base URL on one line, serve until killed."""
-    server = SandboxServer(generate_site(seed=seed, pages=pages, mode=mode), host, port)
+    """Generate a site, print its base URL on one line, serve until killed.
+
+    ``ValueError`` (one line for the user) for a bad ``pages`` or ``mode``, a ``port``
+    outside 0-65535, or an address it cannot listen on (a port in use, a host name that
+    does not resolve)."""
+    if not 0 <= port <= 65535:
+        raise ValueError(f"port must be 0-65535 (0: a free one), got {port}")
+    site = generate_site(seed=seed, pages=pages, mode=mode)
+    try:
+        server = SandboxServer(site, host, port)
+    except OSError as exc:
+        raise ValueError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     print(server.base_url, flush=True)
     with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever()

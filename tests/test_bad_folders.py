@@ -1,0 +1,223 @@
+"""The commands over a crawl's output folder (``scrapy search``, ``scrapy export``,
+``python -m focused.output.report``) given a damaged or foreign folder: one line naming
+the file and the problem, a non-zero exit, no traceback, and no output file left behind.
+
+Each command runs for real in a subprocess from the project root (about 1.5 s each).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from focused.output.export import ExportError, export
+from focused.output.store import PageStore
+
+PROJECT = Path(__file__).resolve().parents[1]
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
+    return subprocess.run(
+        [sys.executable, *args], cwd=PROJECT, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def scrapy(*args: str) -> subprocess.CompletedProcess[str]:
+    return run("-m", "scrapy", *args)
+
+
+def one_error(proc: subprocess.CompletedProcess[str]) -> str:
+    """The single ``focused: error:`` line of a run that failed with status 2."""
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-3000:])
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    lines = [x for x in proc.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith("focused: error: "), proc.stderr[-3000:]
+    return lines[0]
+
+
+def files(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+# --- a page store SQLite cannot read -------------------------------------------------------
+@pytest.fixture(params=["garbage", "foreign"])
+def bad_store(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path, str]:
+    """A folder whose ``pages.sqlite3`` is not a database, or a database of something
+    else (no ``pages`` table); and what SQLite says about it."""
+    folder = tmp_path / "crawl"
+    folder.mkdir()
+    db = folder / "pages.sqlite3"
+    if request.param == "garbage":
+        db.write_text("garbage\n")
+        return folder, "file is not a database"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE notes (text TEXT)")
+    conn.commit()
+    conn.close()
+    return folder, "no such table: pages"
+
+
+def test_search_of_a_bad_store(bad_store: tuple[Path, str]) -> None:
+    folder, says = bad_store
+    line = one_error(scrapy("search", "acid", "--dir", str(folder)))
+    assert line == f"focused: error: cannot read the page store {folder}/pages.sqlite3: {says}"
+
+
+def test_reindex_of_a_bad_store_changes_nothing(bad_store: tuple[Path, str]) -> None:
+    folder, says = bad_store
+    db = folder / "pages.sqlite3"
+    before = db.read_bytes()
+    line = one_error(scrapy("search", "--reindex", "--dir", str(folder)))
+    assert line == f"focused: error: cannot reindex the page store {db}: {says}"
+    if says == "file is not a database":
+        assert db.read_bytes() == before
+        return
+    # the foreign database got no index table: the transaction was rolled back
+    conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)
+    try:
+        assert conn.execute("SELECT name FROM sqlite_master").fetchall() == [("notes",)]
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "warc"])
+def test_export_of_a_bad_store_writes_nothing(
+    bad_store: tuple[Path, str], tmp_path: Path, fmt: str
+) -> None:
+    folder, says = bad_store
+    output = tmp_path / "export" / ("pages.jsonl" if fmt == "jsonl" else "pages.warc.gz")
+    proc = scrapy("export", "--format", fmt, "--output", str(output), "--dir", str(folder))
+    line = one_error(proc)
+    assert line == f"focused: error: cannot read the page store {folder}/pages.sqlite3: {says}"
+    assert not output.parent.exists()  # not even its folder was made
+
+
+def _damaged_midway(folder: Path, pages: int = 200) -> None:
+    """A store of ``pages`` pages whose ``pages`` table has a damaged page in its middle:
+    its first rows read, then SQLite says "database disk image is malformed"."""
+    with PageStore(folder, index=False) as store:
+        for i in range(pages):
+            title = f"Page {i} " + "x" * 400  # a few rows per database page
+            body = f"<html><title>{title}</title><p>acid</p></html>".encode()
+            assert store.add({"url": f"http://h/p{i}", "title": title, "text": "acid"}, body)
+    conn = sqlite3.connect(folder / "pages.sqlite3")
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # every page in the main file
+        leaves = [
+            n
+            for (n,) in conn.execute(
+                "SELECT pageno FROM dbstat WHERE name = 'pages' AND pagetype = 'leaf'"
+                " ORDER BY pageno"
+            )
+        ]
+        (size,) = conn.execute("PRAGMA page_size").fetchone()
+    finally:
+        conn.close()
+    assert len(leaves) > 10
+    with open(folder / "pages.sqlite3", "r+b") as fh:
+        fh.seek((leaves[len(leaves) // 2] - 1) * size)
+        fh.write(b"\xff" * 64)
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "warc"])
+def test_export_that_fails_midway_leaves_the_old_file(tmp_path: Path, fmt: str) -> None:
+    """The store breaks after some pages were written: the output is not replaced by a
+    part, and no temporary file stays."""
+    folder = tmp_path / "crawl"
+    _damaged_midway(folder)
+    out_dir = tmp_path / "export"
+    out_dir.mkdir()
+    output = out_dir / f"pages.{fmt}"
+    output.write_bytes(b"an earlier export\n")
+    with pytest.raises(ExportError, match="database disk image is malformed") as err:
+        export(folder, fmt, output)
+    assert str(folder / "pages.sqlite3") in str(err.value)
+    assert output.read_bytes() == b"an earlier export\n"
+    assert files(out_dir) == [output.name]
+    # the same through the command: one line
+    fresh = out_dir / f"new.{fmt}"
+    proc = scrapy("export", "--format", fmt, "--output", str(fresh), "--dir", str(folder))
+    assert "database disk image is malformed" in one_error(proc)
+    assert files(out_dir) == [output.name]
+
+
+def test_export_to_an_output_that_cannot_be_written(tmp_path: Path) -> None:
+    folder = tmp_path / "crawl"
+    with PageStore(folder, index=False) as store:
+        store.add({"url": "http://h/a", "title": "A", "text": "acid"}, b"<html>acid</html>")
+    target = tmp_path / "a-folder"
+    target.mkdir()
+    proc = scrapy("export", "--format", "jsonl", "--output", str(target), "--dir", str(folder))
+    assert one_error(proc).startswith(f"focused: error: cannot write {target}: ")
+    assert files(target) == []
+
+
+# --- python -m focused.output.report -----------------------------------------------------
+GOOD_SUMMARY = '{"pages": 2, "relevant": 1, "precision": 0.5, "recall": null, "targets": null}'
+GOOD_METRICS = (
+    "pages,precision,recall,relevant_pages,targets_found,url,relevant,is_target\n"
+    "1,1.0,,1,0,http://h/a,1,\n2,0.5,,1,0,http://h/b,0,\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "says"),
+    [
+        ("summary.json", "garbage\n", "summary.json is not valid JSON: Expecting value"),
+        ("summary.json", "[1, 2]\n", "summary.json is not a crawl summary (a JSON object)"),
+        ("summary.json", '{"pages": "many"}', "summary.json is not a crawl summary: 'pages'"),
+        ("metrics.csv", "garbage\n1\n", "metrics.csv is not a crawl's metrics: no column 'pages'"),
+        ("metrics.csv", "pages,precision\nx,1\n", "metrics.csv is not a crawl's metrics: invalid"),
+    ],
+)
+def test_report_of_a_damaged_file(tmp_path: Path, name: str, text: str, says: str) -> None:
+    (tmp_path / "summary.json").write_text(GOOD_SUMMARY, encoding="utf-8")
+    (tmp_path / "metrics.csv").write_text(GOOD_METRICS, encoding="utf-8")
+    assert run("-m", "focused.output.report", str(tmp_path)).returncode == 0  # both good
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    line = one_error(run("-m", "focused.output.report", str(tmp_path)))
+    assert line.startswith(f"focused: error: {tmp_path}/{says}"), line
+
+
+# --- scrapy report, scrapy search: bad arguments -----------------------------------------
+def test_report_of_an_empty_folder_is_an_error_like_a_missing_one(tmp_path: Path) -> None:
+    """An empty folder gave a report.html of nothing, and exit status 0."""
+    missing = one_error(scrapy("report", "--dir", str(tmp_path / "nowhere")))
+    assert missing == f"focused: error: no crawl output folder {tmp_path / 'nowhere'}"
+    line = one_error(scrapy("report", "--dir", str(tmp_path)))
+    assert line.startswith(f"focused: error: no crawl output in {tmp_path} (none of ")
+    assert files(tmp_path) == []  # no report.html
+    # a crawl killed before its end left its page store only: that is reported
+    with PageStore(tmp_path, index=False) as store:
+        store.add({"url": "http://h/a", "title": "A", "text": "acid"}, b"<html>acid</html>")
+    proc = scrapy("report", "--dir", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (tmp_path / "report.html").is_file()
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["search", ""], 'give a query: scrapy search "催化剂 catalyst"'),
+        (["search", "  "], 'give a query: scrapy search "催化剂 catalyst"'),
+        (["search"], 'give a query: scrapy search "催化剂 catalyst"'),
+        (["search", "acid", "--limit", "-1"], "--limit must be at least 1, got -1"),
+        (["search", "acid", "--limit", "0"], "--limit must be at least 1, got 0"),
+    ],
+)
+def test_search_without_a_query_or_with_no_limit(
+    tmp_path: Path, args: list[str], says: str
+) -> None:
+    """Each printed "no pages found" with exit status 0 (or, with no query at all,
+    Scrapy's usage text)."""
+    with PageStore(tmp_path) as store:
+        store.add({"url": "http://h/a", "title": "Acid", "text": "acid"}, b"<html>acid</html>")
+    assert one_error(scrapy(*args, "--dir", str(tmp_path))) == f"focused: error: {says}"
+    found = scrapy("search", "acid", "--limit", "1", "--dir", str(tmp_path))
+    assert found.returncode == 0 and "http://h/a" in found.stdout, found.stderr[-3000:]

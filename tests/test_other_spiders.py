@@ -79,14 +79,12 @@ def test_scrapy_shell_evaluates_code_on_the_response(
     server: LoopbackServer, tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
-    # Scrapy's scheduler: the shell hijacks the request's callback after it handed the
-    # request to the engine, which FocusedScheduler's compact entries do not keep
+    # the project's scheduler: the shell hijacks the request's callback after it handed
+    # the request to the engine, so the scheduler must hand back that very request
     proc = scrapy(
         out,
         "shell",
         "--nolog",
-        "-s",
-        "SCHEDULER=scrapy.core.scheduler.Scheduler",
         "-c",
         "(response.status, response.css('title::text').get())",
         f"{server.url}/",

@@ -2,13 +2,13 @@
 
 Same command as Scrapy's, except that for the ``focused`` spider:
 
-- a bad topic, a bad ``FOCUSED_*`` setting, a ``JOBDIR`` or ``FOCUSED_OUTPUT_DIR`` that
-  cannot be created or written, a ``FOCUSED_OUTPUT_DIR`` that holds the pages of a crawl
-  of another topic or strategy (:mod:`focused.output.record`; allowed with
-  ``FOCUSED_CONTINUE``), or a ``JOBDIR`` another crawl is using (its frontier journal is
-  taken here, before Scrapy starts: :func:`focused.config.claim_jobdir`) prints one
-  line (``focused: error: ...``) and exits with status 2 before anything is fetched,
-  instead of a traceback;
+- a bad topic, a bad ``FOCUSED_*`` setting, an empty ``FOCUSED_OUTPUT_DIR``, a
+  ``JOBDIR`` or ``FOCUSED_OUTPUT_DIR`` that cannot be created or written, a
+  ``FOCUSED_OUTPUT_DIR`` that holds the pages of a crawl of another topic or strategy
+  (:mod:`focused.output.record`; allowed with ``FOCUSED_CONTINUE``), or a ``JOBDIR``
+  another crawl is using (its frontier journal is taken here, before Scrapy starts:
+  :func:`focused.config.claim_jobdir`) prints one line (``focused: error: ...``) and
+  exits with status 2 before anything is fetched, instead of a traceback;
 - a crawl of the real web that fetched no page because no host could be reached (DNS
   or connection failures, :mod:`focused.network`) prints one line and exits with
   status 1;
@@ -114,6 +114,14 @@ class Command(ScrapyCrawl):
         if len(args) > 1:
             raise UsageError("running 'scrapy crawl' with more than one spider is not supported")
         settings = self.settings
+        output = str(get(settings, "FOCUSED_OUTPUT_DIR"))
+        if not output.strip():  # Path("") is the current folder: the checkout
+            fail(
+                "FOCUSED_OUTPUT_DIR is empty; name the folder for the crawl's outputs"
+                " (default out/crawl)"
+            )
+            self.exitcode = 2
+            return
         try:
             topic = load_topic(
                 opts.spargs.get("topic", ""), get(settings, "FOCUSED_TOPICS_DIR") or None
@@ -123,16 +131,11 @@ class Command(ScrapyCrawl):
             fail(str(exc))
             self.exitcode = 2
             return
-        if not get(settings, "FOCUSED_CONTINUE"):
-            problem = mixing_error(
-                get(settings, "FOCUSED_OUTPUT_DIR"),
-                topic.name,
-                str(get(settings, "FOCUSED_STRATEGY")),
-            )
-            if problem:
-                fail(problem)
-                self.exitcode = 2
-                return
+        problem = self._output_problem(topic.name)
+        if problem:
+            fail(problem)
+            self.exitcode = 2
+            return
         try:  # from here on no other crawl can take JOBDIR (the journal's write lock)
             config.claim_jobdir(settings)
         except config.ConfigError as exc:
@@ -140,6 +143,18 @@ class Command(ScrapyCrawl):
             self.exitcode = 2
             return
         self._crawl_focused(opts)
+
+    def _output_problem(self, topic: str) -> str | None:
+        """Why this crawl may not go into its ``JOBDIR`` and ``FOCUSED_OUTPUT_DIR``, in one
+        line; None when it may."""
+        settings = self.settings
+        output = str(get(settings, "FOCUSED_OUTPUT_DIR"))
+        strategy = str(get(settings, "FOCUSED_STRATEGY"))
+        if not get(settings, "FOCUSED_CONTINUE"):
+            problem = mixing_error(output, topic, strategy)
+            if problem:
+                return problem
+        return None
 
     def _crawl_focused(self, opts: argparse.Namespace) -> None:
         process = self.crawler_process

@@ -1,0 +1,108 @@
+"""What a crawl may do to an output folder and a ``JOBDIR`` that already hold a crawl.
+
+Real ``scrapy crawl focused`` (and ``scrapy parse``) subprocesses on the embedded
+sandbox (127.0.0.1): nothing stored is rewritten by a run that stores nothing, a
+frontier or a folder of stored pages is never taken over silently, and each refusal is
+one line with exit status 2.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from focused.output.record import stored_count
+from tests.crawling import PROJECT, SANDBOX_PAGES, SANDBOX_SEED
+
+pytestmark = pytest.mark.integration
+
+OUTPUTS = ("crawl.json", "metrics.csv", "summary.json", "stats.json", "report.html")
+
+
+def command(out: Path, *settings: str, topic: str = "chemistry", verb: str = "crawl") -> list[str]:
+    cmd = [sys.executable, "-m", "scrapy", verb]
+    cmd += ["focused"] if verb == "crawl" else ["--spider=focused"]
+    cmd += ["-a", f"topic={topic}"]
+    for setting in (
+        "FOCUSED_WEB=sandbox",
+        f"FOCUSED_SANDBOX_SEED={SANDBOX_SEED}",
+        f"FOCUSED_SANDBOX_PAGES={SANDBOX_PAGES}",
+        f"FOCUSED_OUTPUT_DIR={out}",
+        "AUTOTHROTTLE_ENABLED=False",
+        "LOG_LEVEL=INFO",
+        *settings,
+    ):
+        cmd += ["-s", setting]
+    return cmd
+
+
+def env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
+
+
+def run(
+    out: Path, *settings: str, topic: str = "chemistry", verb: str = "crawl", args: tuple = ()
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*command(out, *settings, topic=topic, verb=verb), *args],
+        cwd=PROJECT,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def crawled(out: Path, *settings: str, **kwargs: str) -> subprocess.CompletedProcess[str]:
+    result = run(out, "CLOSESPIDER_PAGECOUNT=12", *settings, **kwargs)  # type: ignore[arg-type]
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert stored_count(out) > 0
+    return result
+
+
+def refusal(result: subprocess.CompletedProcess[str]) -> str:
+    """The one ``focused: error:`` line of a run refused before the spider opened."""
+    assert result.returncode == 2, result.stderr[-3000:]
+    lines = [x for x in result.stderr.splitlines() if x.startswith("focused: error:")]
+    assert len(lines) == 1, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    assert "Spider opened" not in result.stderr
+    return lines[0]
+
+
+def snapshot(out: Path) -> dict[str, bytes]:
+    return {name: (out / name).read_bytes() for name in OUTPUTS}
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+def wait_for(log: Path, text: str) -> None:
+    wait_until(lambda: text in log.read_text())
+
+
+# --- 7. an empty FOCUSED_OUTPUT_DIR -----------------------------------------------------
+def test_an_empty_output_dir_is_refused(tmp_path: Path) -> None:
+    cmd = command(tmp_path, "FOCUSED_OUTPUT_DIR=")
+    result = subprocess.run(
+        cmd,
+        cwd=tmp_path,
+        env={**env(), "SCRAPY_SETTINGS_MODULE": "focused.settings", "PYTHONPATH": str(PROJECT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    line = refusal(result)
+    assert "FOCUSED_OUTPUT_DIR is empty" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

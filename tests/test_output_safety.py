@@ -9,6 +9,7 @@ one line with exit status 2.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -90,6 +91,30 @@ def wait_until(condition: Callable[[], bool], timeout: float = 60) -> None:
 
 def wait_for(log: Path, text: str) -> None:
     wait_until(lambda: text in log.read_text())
+
+
+# --- 5. the sandbox's port taken --------------------------------------------------------
+def test_a_sandbox_port_in_use_is_one_line(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        line = refusal(run(tmp_path / "crawl", f"FOCUSED_SANDBOX_PORT={port}"))
+    assert f"cannot serve the sandbox on port {port}" in line
+    assert "choose another -s FOCUSED_SANDBOX_PORT" in line
+
+
+def test_resuming_when_the_sandbox_port_is_taken_is_one_line(tmp_path: Path) -> None:
+    out, job = tmp_path / "crawl", tmp_path / "job"
+    crawled(out, f"JOBDIR={job}")
+    port = int((job / "sandbox.port").read_text())
+    with socket.socket() as taken:
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        taken.bind(("127.0.0.1", port))
+        taken.listen()
+        line = refusal(run(out, f"JOBDIR={job}", "CLOSESPIDER_PAGECOUNT=3"))
+    assert f"cannot serve the sandbox on port {port}" in line
+    assert "stop what listens there, then resume" in line
 
 
 # --- 7. an empty FOCUSED_OUTPUT_DIR -----------------------------------------------------

@@ -5,10 +5,11 @@ Same command as Scrapy's, except that for the ``focused`` spider:
 - a bad topic, a bad ``FOCUSED_*`` setting, an empty ``FOCUSED_OUTPUT_DIR``, a
   ``JOBDIR`` or ``FOCUSED_OUTPUT_DIR`` that cannot be created or written, a
   ``FOCUSED_OUTPUT_DIR`` that holds the pages of a crawl of another topic or strategy
-  (:mod:`focused.output.record`; allowed with ``FOCUSED_CONTINUE``), or a ``JOBDIR``
+  (:mod:`focused.output.record`; allowed with ``FOCUSED_CONTINUE``), a ``JOBDIR``
   another crawl is using (its frontier journal is taken here, before Scrapy starts:
-  :func:`focused.config.claim_jobdir`) prints one line (``focused: error: ...``) and
-  exits with status 2 before anything is fetched, instead of a traceback;
+  :func:`focused.config.claim_jobdir`), or a sandbox that cannot be served on its port
+  (:class:`focused.web.sites.SandboxError`) prints one line (``focused: error: ...``)
+  and exits with status 2 before anything is fetched, instead of a traceback;
 - a crawl of the real web that fetched no page because no host could be reached (DNS
   or connection failures, :mod:`focused.network`) prints one line and exits with
   status 1;
@@ -29,21 +30,25 @@ Same command as Scrapy's, except that for the ``focused`` spider:
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import signal
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from scrapy import signals
 from scrapy.commands.crawl import Command as ScrapyCrawl
 from scrapy.exceptions import UsageError
 from scrapy.extensions.feedexport import FeedExporter
+from twisted.internet.defer import Deferred
 
 from focused import config
 from focused.defaults import get
 from focused.output.record import mixing_error
 from focused.stop import STORE_FAILED, stopped
+from focused.web.sites import SandboxError
 from focused.web.topics import TopicError, load_topic
 
 SIGINT_STATUS = 128 + signal.SIGINT  # 130, the shell's status for a Ctrl-C
@@ -160,6 +165,7 @@ class Command(ScrapyCrawl):
         process = self.crawler_process
         assert process is not None
         self._closed = False
+        self._sandbox_error: SandboxError | None = None
         self._signals: list[int] = []
         for name in ("_signal_shutdown", "_signal_shutdown_reactorless"):
             handler = getattr(process, name, None)
@@ -170,7 +176,7 @@ class Command(ScrapyCrawl):
         failures = ItemFailures()
         failures.connect(crawler)
         try:
-            process.crawl(crawler, **opts.spargs)
+            self._catch_sandbox_error(process.crawl(crawler, **opts.spargs))
             process.start()
         except KeyboardInterrupt:  # a Ctrl-C before Scrapy's handlers were installed
             self._signals.append(signal.SIGINT)
@@ -178,6 +184,10 @@ class Command(ScrapyCrawl):
             failures.disconnect()
         if process.bootstrap_failed:
             self.exitcode = 1
+        if self._sandbox_error is not None:
+            fail(self._sandbox_advice(self._sandbox_error))
+            self.exitcode = 2
+            return
         if not self._closed:  # Scrapy stopped before the crawl was under way
             if self._signals:
                 print("focused: interrupted during start-up; nothing was fetched", file=sys.stderr)
@@ -198,6 +208,48 @@ class Command(ScrapyCrawl):
 
     def _spider_closed(self, spider: Any) -> None:
         self._closed = True
+
+    def _catch_sandbox_error(self, started: Any) -> None:
+        """Keep a :class:`SandboxError` raised while the spider is made (the sandbox's
+        port taken) for one line after Scrapy stops, instead of its traceback;
+        ``started`` is what ``process.crawl`` returned (a Deferred or an asyncio task)."""
+        if isinstance(started, Deferred):
+
+            def errback(failure: Any) -> Any:
+                if failure.check(SandboxError):
+                    self._sandbox_error = failure.value
+                    return None
+                return failure
+
+            started.addErrback(errback)
+        elif isinstance(started, asyncio.Future):
+
+            def done(task: asyncio.Future[Any]) -> None:
+                if task.cancelled():
+                    return
+                exc = task.exception()  # retrieved: asyncio no longer logs it
+                if isinstance(exc, SandboxError):
+                    self._sandbox_error = exc
+                elif exc is not None:  # as asyncio would have logged it
+                    task.get_loop().call_exception_handler(
+                        {"message": "Task exception was never retrieved", "exception": exc}
+                    )
+
+            started.add_done_callback(done)
+
+    def _sandbox_advice(self, exc: SandboxError) -> str:
+        port_file = (
+            Path(self.settings["JOBDIR"]) / "sandbox.port" if self.settings.get("JOBDIR") else None
+        )
+        if not get(self.settings, "FOCUSED_SANDBOX_PORT") and port_file and port_file.is_file():
+            return (
+                f"{exc}; the crawl in JOBDIR serves its sandbox on that port (its URLs use"
+                " it): stop what listens there, then resume"
+            )
+        return (
+            f"{exc}; stop what listens there, or choose another -s FOCUSED_SANDBOX_PORT"
+            " (0: a free one)"
+        )
 
     def _check_real_web(self, crawler: Any) -> None:
         """A real-web crawl that stored nothing because no host answered: one line, 1."""

@@ -8,7 +8,9 @@ one line with exit status 2.
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -91,6 +93,51 @@ def wait_until(condition: Callable[[], bool], timeout: float = 60) -> None:
 
 def wait_for(log: Path, text: str) -> None:
     wait_until(lambda: text in log.read_text())
+
+
+# --- 4. a second Ctrl-C while the crawl closes -------------------------------------------
+def test_a_second_ctrl_c_while_closing_says_what_is_stored(tmp_path: Path) -> None:
+    out, job = tmp_path / "crawl", tmp_path / "job"
+    pipelines = {
+        "focused.pipelines.PageStorePipeline": 300,
+        "focused.pipelines.MetricsPipeline": 800,
+        "tests.slow_close_pipeline.SlowClosePipeline": 900,
+    }
+    log_path = tmp_path / "crawl.log"
+    with log_path.open("w") as log_file:
+        proc = subprocess.Popen(
+            command(
+                out,
+                f"JOBDIR={job}",
+                f"ITEM_PIPELINES={json.dumps(pipelines)}",
+                "DOWNLOAD_DELAY=0.05",
+            ),
+            cwd=PROJECT,
+            env=env(),
+            stderr=log_file,
+            stdout=subprocess.DEVNULL,
+        )
+    try:
+        wait_for(log_path, "Spider opened")
+        wait_until(lambda: stored_count(out) >= 5)
+        proc.send_signal(signal.SIGINT)
+        wait_for(log_path, "focused: stored ")  # the page store has closed; the slow one not
+        time.sleep(1)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=25)  # well before the slow close's 30 s
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    log = log_path.read_text()
+    assert proc.returncode == 130, log[-3000:]
+    pages = stored_count(out)
+    assert pages > 0
+    said = [x for x in log.splitlines() if x.startswith("focused: interrupted")]
+    assert said == [
+        f"focused: interrupted while closing; {pages} pages are stored in {out};"
+        " resume with the same command"
+    ], log[-3000:]
 
 
 # --- 5. the sandbox's port taken --------------------------------------------------------

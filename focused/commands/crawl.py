@@ -17,7 +17,8 @@ Same command as Scrapy's, except that for the ``focused`` spider:
   real web is probed, the sandbox generated, the spider opened: Scrapy then stops
   without closing the spider) prints one line and
   exits with status 130 (128 + SIGINT). A Ctrl-C later closes the crawl as Scrapy does
-  (the frontier is saved in ``JOBDIR``), with status 0 as before;
+  (the frontier is saved in ``JOBDIR``), with status 0 as before; a second Ctrl-C while
+  it closes stops it at once: one line says how many pages the store holds, status 130;
 - a crawl whose items all failed (every item that reached the pipelines raised in one
   of them, ``item_error``, or in a feed exporter) prints one line and exits with
   status 1; so does a crawl in which a feed could not be written or stored (Scrapy's
@@ -46,7 +47,10 @@ from twisted.internet.defer import Deferred
 
 from focused import config
 from focused.defaults import get
-from focused.output.record import mixing_error
+from focused.output.record import (
+    mixing_error,
+    stored_count,
+)
 from focused.stop import STORE_FAILED, stopped
 from focused.web.sites import SandboxError
 from focused.web.topics import TopicError, load_topic
@@ -165,6 +169,7 @@ class Command(ScrapyCrawl):
         process = self.crawler_process
         assert process is not None
         self._closed = False
+        self._opened = False
         self._sandbox_error: SandboxError | None = None
         self._signals: list[int] = []
         for name in ("_signal_shutdown", "_signal_shutdown_reactorless"):
@@ -173,6 +178,7 @@ class Command(ScrapyCrawl):
                 setattr(process, name, self._noting(handler))
         crawler = self._create_crawler("focused")
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         failures = ItemFailures()
         failures.connect(crawler)
         try:
@@ -188,9 +194,9 @@ class Command(ScrapyCrawl):
             fail(self._sandbox_advice(self._sandbox_error))
             self.exitcode = 2
             return
-        if not self._closed:  # Scrapy stopped before the crawl was under way
+        if not self._closed:  # Scrapy stopped before the spider closed
             if self._signals:
-                print("focused: interrupted during start-up; nothing was fetched", file=sys.stderr)
+                print(self._interrupted(), file=sys.stderr)
                 self.exitcode = SIGINT_STATUS
             return
         self._check_real_web(crawler)
@@ -208,6 +214,20 @@ class Command(ScrapyCrawl):
 
     def _spider_closed(self, spider: Any) -> None:
         self._closed = True
+
+    def _spider_opened(self, spider: Any) -> None:
+        self._opened = True
+
+    def _interrupted(self) -> str:
+        """The line for a crawl stopped by signals before its spider closed: during
+        start-up (the spider never opened), or while it was closing (a second Ctrl-C)."""
+        if not self._opened:
+            return "focused: interrupted during start-up; nothing was fetched"
+        output = str(get(self.settings, "FOCUSED_OUTPUT_DIR"))
+        stored = f"{stored_count(output)} pages are stored in {output}"
+        if self.settings.get("JOBDIR"):
+            return f"focused: interrupted while closing; {stored}; resume with the same command"
+        return f"focused: interrupted while closing; {stored} (without JOBDIR it cannot resume)"
 
     def _catch_sandbox_error(self, started: Any) -> None:
         """Keep a :class:`SandboxError` raised while the spider is made (the sandbox's

@@ -164,6 +164,16 @@ def test_resuming_when_the_sandbox_port_is_taken_is_one_line(tmp_path: Path) -> 
     assert "stop what listens there, then resume" in line
 
 
+# --- 6. no page store -------------------------------------------------------------------
+def test_a_crawl_without_the_page_store_warns_once(tmp_path: Path) -> None:
+    pipelines = json.dumps({"focused.pipelines.MetricsPipeline": 800})
+    result = run(tmp_path / "crawl", "CLOSESPIDER_PAGECOUNT=5", f"ITEM_PIPELINES={pipelines}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    warnings = [x for x in result.stderr.splitlines() if "is not in ITEM_PIPELINES" in x]
+    assert len(warnings) == 1 and " WARNING: " in warnings[0], result.stderr[-3000:]
+    assert "focused.pipelines.PageStorePipeline" in warnings[0]
+
+
 # --- 7. an empty FOCUSED_OUTPUT_DIR -----------------------------------------------------
 def test_an_empty_output_dir_is_refused(tmp_path: Path) -> None:
     cmd = command(tmp_path, "FOCUSED_OUTPUT_DIR=")

@@ -10,6 +10,8 @@ Same command as Scrapy's, except that for the ``focused`` spider:
   :func:`focused.config.claim_jobdir`), or a sandbox that cannot be served on its port
   (:class:`focused.web.sites.SandboxError`) prints one line (``focused: error: ...``)
   and exits with status 2 before anything is fetched, instead of a traceback;
+- ``ITEM_PIPELINES`` without the page store (:class:`focused.pipelines.PageStorePipeline`)
+  logs one WARNING at start: nothing will be stored;
 - a crawl of the real web that fetched no page because no host could be reached (DNS
   or connection failures, :mod:`focused.network`) prints one line and exits with
   status 1;
@@ -151,6 +153,7 @@ class Command(ScrapyCrawl):
             fail(str(exc))
             self.exitcode = 2
             return
+        self._warn_without_store()
         self._crawl_focused(opts)
 
     def _output_problem(self, topic: str) -> str | None:
@@ -164,6 +167,28 @@ class Command(ScrapyCrawl):
             if problem:
                 return problem
         return None
+
+    def _warn_without_store(self) -> None:
+        """One WARNING when the project's page store is not among ``ITEM_PIPELINES``:
+        then no page is stored, and none is journaled as stored."""
+        from scrapy.utils.conf import build_component_list
+        from scrapy.utils.misc import load_object
+
+        from focused.pipelines import PageStorePipeline
+
+        try:
+            classes = [
+                load_object(path) if isinstance(path, str) else path
+                for path in build_component_list(self.settings.getwithbase("ITEM_PIPELINES"))
+            ]
+        except (ImportError, NameError, ValueError):
+            return  # Scrapy reports a pipeline it cannot load
+        if not any(isinstance(c, type) and issubclass(c, PageStorePipeline) for c in classes):
+            logging.getLogger(__name__).warning(
+                "focused: %s is not in ITEM_PIPELINES: no page is stored in %s",
+                f"{PageStorePipeline.__module__}.{PageStorePipeline.__name__}",
+                get(self.settings, "FOCUSED_OUTPUT_DIR"),
+            )
 
     def _crawl_focused(self, opts: argparse.Namespace) -> None:
         process = self.crawler_process

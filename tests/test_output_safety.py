@@ -95,6 +95,29 @@ def wait_for(log: Path, text: str) -> None:
     wait_until(lambda: text in log.read_text())
 
 
+# --- 1. a run that stores nothing leaves a folder of stored pages as it was -------------
+def test_scrapy_parse_into_a_finished_crawl_leaves_its_outputs(tmp_path: Path) -> None:
+    out = tmp_path / "crawl"
+    first = crawled(out)
+    assert "is not in ITEM_PIPELINES" not in first.stderr
+    before, pages = snapshot(out), stored_count(out)
+    assert json.loads(before["summary.json"])["pages"] > 0
+
+    parsed = run(out, verb="parse", topic="physics", args=("http://127.0.0.1:1/",))
+    assert "Traceback" not in parsed.stderr, parsed.stderr[-3000:]
+    assert "Spider opened" in parsed.stderr  # it did run, pipelines and extensions too
+    assert snapshot(out) == before
+    assert stored_count(out) == pages
+
+
+def test_a_first_run_that_stores_nothing_still_writes_its_summary(tmp_path: Path) -> None:
+    out = tmp_path / "crawl"
+    parsed = run(out, verb="parse", args=("http://127.0.0.1:1/",))
+    assert "Traceback" not in parsed.stderr, parsed.stderr[-3000:]
+    assert json.loads((out / "summary.json").read_text())["pages"] == 0
+    assert (out / "crawl.json").is_file() and (out / "stats.json").is_file()
+
+
 # --- 4. a second Ctrl-C while the crawl closes -------------------------------------------
 def test_a_second_ctrl_c_while_closing_says_what_is_stored(tmp_path: Path) -> None:
     out, job = tmp_path / "crawl", tmp_path / "job"

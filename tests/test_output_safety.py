@@ -118,6 +118,30 @@ def test_a_first_run_that_stores_nothing_still_writes_its_summary(tmp_path: Path
     assert (out / "crawl.json").is_file() and (out / "stats.json").is_file()
 
 
+# --- 2. a JOBDIR belongs to one topic, strategy and web -------------------------------
+def test_a_jobdir_is_not_carried_on_by_another_crawl(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    crawled(tmp_path / "chem", f"JOBDIR={job}")
+    journal = (job / "frontier.sqlite3").stat().st_mtime_ns
+    for topic, setting in (
+        ("physics", "FOCUSED_STRATEGY=annealing"),
+        ("chemistry", "FOCUSED_STRATEGY=bfs"),
+        ("chemistry", "FOCUSED_WEB=real"),
+    ):
+        other = tmp_path / f"other-{topic}"
+        line = refusal(run(other, f"JOBDIR={job}", setting, topic=topic))
+        assert line == (
+            f"focused: error: JOBDIR {job} holds the frontier of a crawl of topic chemistry"
+            " with strategy annealing on the sandbox web; resume it with those, or use"
+            " another JOBDIR for this crawl"
+        )
+        assert stored_count(other) == 0
+    assert (job / "frontier.sqlite3").stat().st_mtime_ns == journal
+    # the same crawl resumes
+    resumed = run(tmp_path / "chem", f"JOBDIR={job}", "CLOSESPIDER_PAGECOUNT=3")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+
+
 # --- 4. a second Ctrl-C while the crawl closes -------------------------------------------
 def test_a_second_ctrl_c_while_closing_says_what_is_stored(tmp_path: Path) -> None:
     out, job = tmp_path / "crawl", tmp_path / "job"

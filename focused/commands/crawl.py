@@ -5,11 +5,13 @@ Same command as Scrapy's, except that for the ``focused`` spider:
 - a bad topic, a bad ``FOCUSED_*`` setting, an empty ``FOCUSED_OUTPUT_DIR``, a
   ``JOBDIR`` or ``FOCUSED_OUTPUT_DIR`` that cannot be created or written, a
   ``FOCUSED_OUTPUT_DIR`` that holds the pages of a crawl of another topic or strategy
-  (:mod:`focused.output.record`; allowed with ``FOCUSED_CONTINUE``), a ``JOBDIR``
-  another crawl is using (its frontier journal is taken here, before Scrapy starts:
-  :func:`focused.config.claim_jobdir`), or a sandbox that cannot be served on its port
-  (:class:`focused.web.sites.SandboxError`) prints one line (``focused: error: ...``)
-  and exits with status 2 before anything is fetched, instead of a traceback;
+  (:mod:`focused.output.record`; allowed with ``FOCUSED_CONTINUE``), a ``JOBDIR`` of a
+  crawl of another topic, strategy or web (its ``crawl.json``, written here the first
+  time a crawl takes it), a ``JOBDIR`` another crawl is using (its frontier journal is
+  taken here, before Scrapy starts: :func:`focused.config.claim_jobdir`), or a sandbox
+  that cannot be served on its port (:class:`focused.web.sites.SandboxError`) prints one
+  line (``focused: error: ...``) and exits with status 2 before anything is fetched,
+  instead of a traceback;
 - ``ITEM_PIPELINES`` without the page store (:class:`focused.pipelines.PageStorePipeline`)
   logs one WARNING at start: nothing will be stored;
 - a crawl of the real web that fetched no page because no host could be reached (DNS
@@ -50,8 +52,10 @@ from twisted.internet.defer import Deferred
 from focused import config
 from focused.defaults import get
 from focused.output.record import (
+    jobdir_error,
     mixing_error,
     stored_count,
+    write_jobdir_record,
 )
 from focused.stop import STORE_FAILED, stopped
 from focused.web.sites import SandboxError
@@ -153,6 +157,15 @@ class Command(ScrapyCrawl):
             fail(str(exc))
             self.exitcode = 2
             return
+        jobdir = settings.get("JOBDIR")
+        if jobdir:
+            write_jobdir_record(
+                jobdir,
+                topic=topic.name,
+                strategy=str(get(settings, "FOCUSED_STRATEGY")),
+                web=str(get(settings, "FOCUSED_WEB")),
+                output_dir=output,
+            )
         self._warn_without_store()
         self._crawl_focused(opts)
 
@@ -162,6 +175,11 @@ class Command(ScrapyCrawl):
         settings = self.settings
         output = str(get(settings, "FOCUSED_OUTPUT_DIR"))
         strategy = str(get(settings, "FOCUSED_STRATEGY"))
+        jobdir = settings.get("JOBDIR")
+        if jobdir:  # a frontier is never carried on by a crawl of another topic
+            problem = jobdir_error(jobdir, topic, strategy, str(get(settings, "FOCUSED_WEB")))
+            if problem:
+                return problem
         if not get(settings, "FOCUSED_CONTINUE"):
             problem = mixing_error(output, topic, strategy)
             if problem:

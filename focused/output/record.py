@@ -19,9 +19,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RECORD", "mixing_error", "read_record", "stored_count", "write_record"]
+__all__ = [
+    "RECORD",
+    "jobdir_error",
+    "mixing_error",
+    "read_record",
+    "stored_count",
+    "write_jobdir_record",
+    "write_record",
+]
 
 RECORD = "crawl.json"
+PORT_FILE = "sandbox.port"  # written into JOBDIR by a sandbox crawl (focused.web.sites)
 
 
 def write_record(folder: str | os.PathLike[str], **fields: Any) -> Path:
@@ -79,4 +88,41 @@ def mixing_error(folder: str | os.PathLike[str], topic: str, strategy: str) -> s
         f"{folder} holds a crawl of topic {held_topic or '?'} with strategy"
         f" {held_strategy or '?'}; use another FOCUSED_OUTPUT_DIR, or"
         " -s FOCUSED_CONTINUE=True to add to it"
+    )
+
+
+def jobdir_error(jobdir: str | os.PathLike[str], topic: str, strategy: str, web: str) -> str | None:
+    """One line when ``jobdir`` holds the frontier of a crawl of another topic, strategy
+    or web (its ``crawl.json``, :func:`write_jobdir_record`; a ``sandbox.port`` there
+    means a sandbox crawl); None when a crawl of them may resume it. ``web`` ``auto``
+    matches either web."""
+    record = read_record(jobdir)
+    if record is None:
+        return None
+    held_topic = str(record.get("topic", ""))
+    held_strategy = str(record.get("strategy", "")).strip()
+    held_web = "sandbox" if (Path(jobdir) / PORT_FILE).is_file() else str(record.get("web", ""))
+    webs = {held_web, web} - {"", "auto"}
+    if (held_topic, held_strategy) == (topic, strategy.strip()) and len(webs) <= 1:
+        return None
+    return (
+        f"JOBDIR {jobdir} holds the frontier of a crawl of topic {held_topic or '?'} with"
+        f" strategy {held_strategy or '?'} on the {held_web or '?'} web; resume it with"
+        " those, or use another JOBDIR for this crawl"
+    )
+
+
+def write_jobdir_record(
+    jobdir: str | os.PathLike[str], *, topic: str, strategy: str, web: str, output_dir: str
+) -> None:
+    """Record in ``jobdir/crawl.json`` which crawl its frontier belongs to and the output
+    folder it stores into, the first time a crawl takes it (kept as it is afterwards)."""
+    if (Path(jobdir) / RECORD).is_file():
+        return
+    write_record(
+        jobdir,
+        topic=topic,
+        strategy=strategy.strip(),
+        web=web,
+        output_dir=os.path.realpath(output_dir),
     )

@@ -142,6 +142,51 @@ def test_a_jobdir_is_not_carried_on_by_another_crawl(tmp_path: Path) -> None:
     assert resumed.returncode == 0, resumed.stderr[-3000:]
 
 
+# --- 3. one crawl per output folder -----------------------------------------------------
+def test_a_second_crawl_into_a_folder_of_pages_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "crawl"
+    crawled(out)
+    pages, before = stored_count(out), snapshot(out)
+    for extra in ((), (f"JOBDIR={tmp_path / 'fresh'}",)):
+        line = refusal(run(out, "CLOSESPIDER_PAGECOUNT=12", *extra))
+        assert f"{out} already holds {pages} pages of an earlier crawl" in line
+        for way_out in ("JOBDIR", "FOCUSED_CONTINUE=True", "another FOCUSED_OUTPUT_DIR"):
+            assert way_out in line
+        assert stored_count(out) == pages and snapshot(out) == before
+    # FOCUSED_CONTINUE adds to it, as before
+    more = run(out, "CLOSESPIDER_PAGECOUNT=12", "FOCUSED_CONTINUE=True")
+    assert more.returncode == 0, more.stderr[-3000:]
+    assert stored_count(out) > pages
+
+
+def test_two_crawls_into_one_folder_at_once(tmp_path: Path) -> None:
+    out = tmp_path / "crawl"
+    first = subprocess.Popen(
+        command(out, f"JOBDIR={tmp_path / 'job'}", "DOWNLOAD_DELAY=1"),
+        cwd=PROJECT,
+        env=env(),
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    assert first.stderr is not None
+    try:
+        for line in first.stderr:
+            if "Spider opened" in line:
+                break
+        # FOCUSED_CONTINUE would let it add to stored pages, not share an open store
+        line = refusal(run(out, "CLOSESPIDER_PAGECOUNT=5", "FOCUSED_CONTINUE=True"))
+        assert line == (
+            f"focused: error: another crawl (or program) has the page store in {out} open;"
+            " wait for it to finish, or choose another FOCUSED_OUTPUT_DIR"
+        )
+        assert first.poll() is None  # the first crawl goes on
+    finally:
+        first.send_signal(signal.SIGINT)
+        first.communicate(timeout=60)
+    assert first.returncode == 0
+
+
 # --- 4. a second Ctrl-C while the crawl closes -------------------------------------------
 def test_a_second_ctrl_c_while_closing_says_what_is_stored(tmp_path: Path) -> None:
     out, job = tmp_path / "crawl", tmp_path / "job"

@@ -5,13 +5,15 @@ Same command as Scrapy's, except that for the ``focused`` spider:
 - a bad topic, a bad ``FOCUSED_*`` setting, an empty ``FOCUSED_OUTPUT_DIR``, a
   ``JOBDIR`` or ``FOCUSED_OUTPUT_DIR`` that cannot be created or written, a
   ``FOCUSED_OUTPUT_DIR`` that holds the pages of a crawl of another topic or strategy
-  (:mod:`focused.output.record`; allowed with ``FOCUSED_CONTINUE``), a ``JOBDIR`` of a
-  crawl of another topic, strategy or web (its ``crawl.json``, written here the first
-  time a crawl takes it), a ``JOBDIR`` another crawl is using (its frontier journal is
-  taken here, before Scrapy starts: :func:`focused.config.claim_jobdir`), or a sandbox
-  that cannot be served on its port (:class:`focused.web.sites.SandboxError`) prints one
-  line (``focused: error: ...``) and exits with status 2 before anything is fetched,
-  instead of a traceback;
+  or of an earlier crawl this one does not resume (no ``JOBDIR``, or not the one it
+  was crawled with: :mod:`focused.output.record`; both allowed with
+  ``FOCUSED_CONTINUE``), a ``FOCUSED_OUTPUT_DIR`` whose page store another crawl has
+  open (its ``pages.lock``), a ``JOBDIR`` of a crawl of another topic, strategy or web
+  (its ``crawl.json``, written here the first time a crawl takes it), a ``JOBDIR``
+  another crawl is using (its frontier journal is taken here, before Scrapy starts:
+  :func:`focused.config.claim_jobdir`), or a sandbox that cannot be served on its port
+  (:class:`focused.web.sites.SandboxError`) prints one line (``focused: error: ...``)
+  and exits with status 2 before anything is fetched, instead of a traceback;
 - ``ITEM_PIPELINES`` without the page store (:class:`focused.pipelines.PageStorePipeline`)
   logs one WARNING at start: nothing will be stored;
 - a crawl of the real web that fetched no page because no host could be reached (DNS
@@ -52,8 +54,10 @@ from twisted.internet.defer import Deferred
 from focused import config
 from focused.defaults import get
 from focused.output.record import (
+    in_use,
     jobdir_error,
     mixing_error,
+    reuse_error,
     stored_count,
     write_jobdir_record,
 )
@@ -181,9 +185,15 @@ class Command(ScrapyCrawl):
             if problem:
                 return problem
         if not get(settings, "FOCUSED_CONTINUE"):
-            problem = mixing_error(output, topic, strategy)
+            problem = mixing_error(output, topic, strategy) or reuse_error(output, jobdir)
             if problem:
                 return problem
+        # the workers of a distributed crawl share one store on purpose
+        if str(get(settings, "FOCUSED_FRONTIER")) == "memory" and in_use(output):
+            return (
+                f"another crawl (or program) has the page store in {output} open; wait for"
+                " it to finish, or choose another FOCUSED_OUTPUT_DIR"
+            )
         return None
 
     def _warn_without_store(self) -> None:

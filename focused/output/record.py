@@ -19,17 +19,25 @@ import time
 from pathlib import Path
 from typing import Any
 
+try:  # POSIX advisory locks; without them no crawl is known to hold a store
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX
+    fcntl = None  # type: ignore[assignment]
+
 __all__ = [
     "RECORD",
+    "in_use",
     "jobdir_error",
     "mixing_error",
     "read_record",
+    "reuse_error",
     "stored_count",
     "write_jobdir_record",
     "write_record",
 ]
 
 RECORD = "crawl.json"
+LOCK_NAME = "pages.lock"  # focused.output.store.LOCK_NAME: a crawl holds it while open
 PORT_FILE = "sandbox.port"  # written into JOBDIR by a sandbox crawl (focused.web.sites)
 
 
@@ -91,6 +99,10 @@ def mixing_error(folder: str | os.PathLike[str], topic: str, strategy: str) -> s
     )
 
 
+def _same_folder(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
 def jobdir_error(jobdir: str | os.PathLike[str], topic: str, strategy: str, web: str) -> str | None:
     """One line when ``jobdir`` holds the frontier of a crawl of another topic, strategy
     or web (its ``crawl.json``, :func:`write_jobdir_record`; a ``sandbox.port`` there
@@ -126,3 +138,55 @@ def write_jobdir_record(
         web=web,
         output_dir=os.path.realpath(output_dir),
     )
+
+
+def resumes(jobdir: str | os.PathLike[str] | None, folder: str | os.PathLike[str]) -> bool:
+    """``jobdir`` is the frontier of the crawl that stored into ``folder``: its record
+    names ``folder``, or it has a journal but no record (made before records were)."""
+    if not jobdir:
+        return False
+    record = read_record(jobdir)
+    if record is None:
+        return (Path(jobdir) / "frontier.sqlite3").is_file()
+    held = record.get("output_dir")
+    return isinstance(held, str) and _same_folder(held, folder)
+
+
+def reuse_error(
+    folder: str | os.PathLike[str], jobdir: str | os.PathLike[str] | None
+) -> str | None:
+    """One line when ``folder`` holds stored pages and ``jobdir`` is not the frontier
+    that stored them (a new crawl there would fetch and store them again, and its
+    summary would describe only itself); None when a crawl may go there."""
+    pages = stored_count(folder)
+    if not pages or resumes(jobdir, folder):
+        return None
+    how = (
+        "resume it with the JOBDIR it was crawled with"
+        if not jobdir
+        else f"JOBDIR {jobdir} is not the one it was crawled with: resume it with that one"
+    )
+    return (
+        f"{folder} already holds {pages} pages of an earlier crawl; {how}, add to it with"
+        " -s FOCUSED_CONTINUE=True, or choose another FOCUSED_OUTPUT_DIR (or remove the"
+        " folder)"
+    )
+
+
+def in_use(folder: str | os.PathLike[str]) -> bool:
+    """Another process (a crawl) has the page store in ``folder`` open: it holds the
+    store's ``pages.lock`` (:meth:`focused.output.store.PageStore.open`)."""
+    path = Path(folder) / LOCK_NAME
+    if fcntl is None or not path.is_file():
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # releases the lock
+    return False

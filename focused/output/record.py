@@ -5,7 +5,15 @@
 another topic or strategy to a folder whose page store holds pages (they would be
 mixed in one ``pages.sqlite3`` while ``summary.json`` and ``curve.png`` describe only
 the last one), unless ``FOCUSED_CONTINUE`` says so. A folder written before the record
-existed is recognised by its ``summary.json``.
+existed is recognised by its ``summary.json``. It also refuses a new crawl into a folder
+of stored pages that its ``JOBDIR`` does not resume (:func:`reuse_error`: the pages
+would be fetched and stored again) and a crawl into a folder whose store another crawl
+has open (:func:`in_use`, the store's ``pages.lock``).
+
+``JOBDIR/crawl.json`` (:func:`write_jobdir_record`, written by the ``crawl`` command the
+first time a crawl takes the ``JOBDIR``) names the topic, strategy and web of the crawl
+whose frontier the ``JOBDIR`` holds, and its output folder: :func:`jobdir_error` refuses
+a crawl of another topic, strategy or web on it.
 
 Pure module: no Scrapy import.
 """
@@ -30,6 +38,7 @@ __all__ = [
     "jobdir_error",
     "mixing_error",
     "read_record",
+    "resumes",
     "reuse_error",
     "stored_count",
     "write_jobdir_record",

@@ -161,6 +161,11 @@ class Command(ScrapyCrawl):
             fail(str(exc))
             self.exitcode = 2
             return
+        problem = self._store_busy()
+        if problem:
+            fail(problem)
+            self.exitcode = 2
+            return
         jobdir = settings.get("JOBDIR")
         if jobdir:
             write_jobdir_record(
@@ -180,16 +185,21 @@ class Command(ScrapyCrawl):
         output = str(get(settings, "FOCUSED_OUTPUT_DIR"))
         strategy = str(get(settings, "FOCUSED_STRATEGY"))
         jobdir = settings.get("JOBDIR")
-        if jobdir:  # a frontier is never carried on by a crawl of another topic
+        adding = bool(get(settings, "FOCUSED_CONTINUE"))
+        problem = None if adding else mixing_error(output, topic, strategy)
+        if not problem and jobdir:  # a frontier is never carried on by another crawl
             problem = jobdir_error(jobdir, topic, strategy, str(get(settings, "FOCUSED_WEB")))
-            if problem:
-                return problem
-        if not get(settings, "FOCUSED_CONTINUE"):
-            problem = mixing_error(output, topic, strategy) or reuse_error(output, jobdir)
-            if problem:
-                return problem
+        if not problem and not adding:
+            problem = reuse_error(output, jobdir)
+        return problem
+
+    def _store_busy(self) -> str | None:
+        """One line when another crawl has the page store of ``FOCUSED_OUTPUT_DIR`` open
+        (checked once this crawl holds its ``JOBDIR``: a second crawl of one ``JOBDIR`` is
+        told that first, naming the other crawl)."""
+        output = str(get(self.settings, "FOCUSED_OUTPUT_DIR"))
         # the workers of a distributed crawl share one store on purpose
-        if str(get(settings, "FOCUSED_FRONTIER")) == "memory" and in_use(output):
+        if str(get(self.settings, "FOCUSED_FRONTIER")) == "memory" and in_use(output):
             return (
                 f"another crawl (or program) has the page store in {output} open; wait for"
                 " it to finish, or choose another FOCUSED_OUTPUT_DIR"
@@ -229,7 +239,7 @@ class Command(ScrapyCrawl):
             handler = getattr(process, name, None)
             if callable(handler):  # Scrapy's Ctrl-C handlers (installed once it runs)
                 setattr(process, name, self._noting(handler))
-        crawler = self._create_crawler("focused")
+        crawler = self._focused_crawler = self._create_crawler("focused")
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         failures = ItemFailures()
@@ -273,8 +283,13 @@ class Command(ScrapyCrawl):
 
     def _interrupted(self) -> str:
         """The line for a crawl stopped by signals before its spider closed: during
-        start-up (the spider never opened), or while it was closing (a second Ctrl-C)."""
-        if not self._opened:
+        start-up (nothing fetched yet), or while it was closing (a second Ctrl-C)."""
+        stats = (
+            self._focused_crawler.stats.get_stats()
+            if self._focused_crawler.stats is not None
+            else {}
+        )
+        if not self._opened or not stats.get("response_received_count"):
             return "focused: interrupted during start-up; nothing was fetched"
         output = str(get(self.settings, "FOCUSED_OUTPUT_DIR"))
         stored = f"{stored_count(output)} pages are stored in {output}"

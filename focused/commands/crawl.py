@@ -189,7 +189,9 @@ class Command(ScrapyCrawl):
         problem = None if adding else mixing_error(output, topic, strategy)
         if not problem and jobdir:  # a frontier is never carried on by another crawl
             problem = jobdir_error(jobdir, topic, strategy, str(get(settings, "FOCUSED_WEB")))
-        if not problem and not adding:
+        # the frontier of a distributed crawl is in Redis, its workers share the folder
+        distributed = str(get(settings, "FOCUSED_FRONTIER")) != "memory"
+        if not problem and not adding and not distributed:
             problem = reuse_error(output, jobdir)
         return problem
 

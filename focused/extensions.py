@@ -10,7 +10,9 @@
 - on ``spider_closed`` (after the item pipelines have closed, so ``metrics.csv`` and
   ``summary.json`` are written) saves Scrapy's final stats as ``stats.json`` and the
   settings in force as ``settings.json`` in ``FOCUSED_OUTPUT_DIR``, then, with
-  ``FOCUSED_REPORT``, writes ``report.html`` (:mod:`focused.output.html_report`).
+  ``FOCUSED_REPORT``, writes ``report.html`` (:mod:`focused.output.html_report`). A run
+  that stored no page in a folder that already held stored pages (``scrapy parse``, a
+  resume with nothing left to do) writes none of them: they keep describing that crawl.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from focused.output.atomic import write_text
 from focused.output.child import run_python
 from focused.output.metrics import QUEUES
 from focused.output.progress import Progress, Snapshot
+from focused.output.record import stored_count
 from focused.scope import require_focused_spider
 
 if TYPE_CHECKING:
@@ -74,6 +77,7 @@ class CrawlOutputExtension:
             get(s, "FOCUSED_PROGRESS_EVERY_SECONDS"),
             time.monotonic(),
         )
+        self.held = 0  # pages stored in the folder when the spider opened
         self.pages = 0  # items seen here (when MetricsPipeline is not enabled)
         self.relevant = 0
         self._loop: task.LoopingCall | None = None
@@ -89,6 +93,7 @@ class CrawlOutputExtension:
 
     # --- progress --------------------------------------------------------------------
     def spider_opened(self, spider: Any) -> None:
+        self.held = stored_count(self.output_dir)  # the store (repaired) is open by now
         now = time.monotonic()
         self.progress.started = self.progress.last_time = now
         self.progress.last_pages = self._stat("focused/pages", 0) or 0
@@ -137,6 +142,12 @@ class CrawlOutputExtension:
         if self._loop is not None and self._loop.running:
             self._loop.stop()
         self._loop = None
+        if self.held and stored_count(self.output_dir) == self.held:
+            logger.info(
+                "focused: no page stored; the stats and report in %s are left as they were",
+                self.output_dir,
+            )
+            return
         try:
             self.output_dir.mkdir(parents=True, exist_ok=True)
             stats = dict(self.crawler.stats.get_stats()) if self.crawler.stats else {}

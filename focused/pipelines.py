@@ -26,7 +26,7 @@ from focused.items import PageItem
 from focused.output.atomic import write_text
 from focused.output.child import run_python
 from focused.output.metrics import QUEUES, HarvestCurve
-from focused.output.record import write_record
+from focused.output.record import stored_count, write_record
 from focused.output.store import (
     COLUMNS,
     DB_NAME,
@@ -682,10 +682,13 @@ class MetricsPipeline:
     ``focused/pages``, ``focused/relevant``, ``focused/targets``,
     ``focused/targets_found``, ``focused/precision`` and ``focused/recall``, logs one INFO
     line every ``FOCUSED_METRICS_LOG_EVERY`` pages, writes ``crawl.json`` (topic,
-    strategy and web of the crawl, :mod:`focused.output.record`) when the crawl opens and
+    strategy and web of the crawl, :mod:`focused.output.record`) when the crawl opens (or
+    with its first page, in a folder that holds pages) and
     at close writes ``metrics.csv`` (one row per page), ``curve.png`` and
     ``summary.json`` in ``FOCUSED_OUTPUT_DIR``. When the crawl resumes a job (``JOBDIR``
-    set), the curve starts from the pages already stored there.
+    set), the curve starts from the pages already stored there. A run that gets no page
+    (``scrapy parse``, a resume with nothing left to do) into a folder that already
+    holds stored pages writes none of these files: they keep describing that crawl.
 
     Settings: ``FOCUSED_OUTPUT_DIR``, ``FOCUSED_METRICS_LOG_EVERY``, ``JOBDIR``,
     ``FOCUSED_STRATEGY`` (labels the plot and summary).
@@ -708,6 +711,9 @@ class MetricsPipeline:
         self.strategy = strategy
         self.stats = stats
         self.topic = ""
+        self.web = ""
+        self.held = False  # the folder held stored pages when the crawl opened
+        self.added = 0  # pages that came through this run
         self.crawler: Crawler | None = None
         self.curve = HarvestCurve(targets)
         self.started = time.time()
@@ -733,8 +739,13 @@ class MetricsPipeline:
                 self.targets = frozenset(getattr(spider, "targets", None) or ())
             topic = getattr(spider, "topic", None)
             self.topic = str(getattr(topic, "name", "") or "")
-            web = getattr(getattr(spider, "web", None), "kind", "")
-            write_record(self.output_dir, topic=self.topic, strategy=self.strategy, web=web)
+            self.web = str(getattr(getattr(spider, "web", None), "kind", ""))
+        # a run that stores nothing (``scrapy parse``, a finished resume) leaves a folder
+        # of stored pages as it was: its record is written with this run's first page
+        self.held = stored_count(self.output_dir) > 0
+        self.added = 0
+        if not self.held:
+            self._write_record()
         self.curve = HarvestCurve(self.targets)
         self.started = time.time()
         if self.resume:
@@ -744,11 +755,18 @@ class MetricsPipeline:
                 logger.info("focused: resuming metrics from %d stored pages", self.curve.pages)
         self._update_stats()
 
+    def _write_record(self) -> None:
+        if self.crawler is not None and self.crawler.spider is not None:
+            write_record(self.output_dir, topic=self.topic, strategy=self.strategy, web=self.web)
+
     def process_item(self, item: Any) -> Any:
         adapter = ItemAdapter(item)
         url = adapter.get("url")
         if not url:
             return item
+        self.added += 1
+        if self.added == 1 and self.held:
+            self._write_record()
         if self.curve.add(
             url,
             bool(adapter.get("relevant")),
@@ -814,6 +832,12 @@ class MetricsPipeline:
         return data
 
     def close_spider(self) -> None:
+        if self.held and not self.added:
+            logger.info(
+                "focused: no page stored; the outputs in %s are left as they were",
+                self.output_dir,
+            )
+            return
         self.output_dir.mkdir(parents=True, exist_ok=True)
         if self.curve.pages:
             self._log()

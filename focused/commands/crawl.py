@@ -2,13 +2,20 @@
 
 Same command as Scrapy's, except that for the ``focused`` spider:
 
-- a bad topic, a bad ``FOCUSED_*`` setting, a ``JOBDIR`` or ``FOCUSED_OUTPUT_DIR`` that
-  cannot be created or written, a ``FOCUSED_OUTPUT_DIR`` that holds the pages of a crawl
-  of another topic or strategy (:mod:`focused.output.record`; allowed with
-  ``FOCUSED_CONTINUE``), or a ``JOBDIR`` another crawl is using (its frontier journal is
-  taken here, before Scrapy starts: :func:`focused.config.claim_jobdir`) prints one
-  line (``focused: error: ...``) and exits with status 2 before anything is fetched,
-  instead of a traceback;
+- a bad topic, a bad ``FOCUSED_*`` setting, an empty ``FOCUSED_OUTPUT_DIR``, a
+  ``JOBDIR`` or ``FOCUSED_OUTPUT_DIR`` that cannot be created or written, a
+  ``FOCUSED_OUTPUT_DIR`` that holds the pages of a crawl of another topic or strategy
+  or of an earlier crawl this one does not resume (no ``JOBDIR``, or not the one it
+  was crawled with: :mod:`focused.output.record`; both allowed with
+  ``FOCUSED_CONTINUE``), a ``FOCUSED_OUTPUT_DIR`` whose page store another crawl has
+  open (its ``pages.lock``), a ``JOBDIR`` of a crawl of another topic, strategy or web
+  (its ``crawl.json``, written here the first time a crawl takes it), a ``JOBDIR``
+  another crawl is using (its frontier journal is taken here, before Scrapy starts:
+  :func:`focused.config.claim_jobdir`), or a sandbox that cannot be served on its port
+  (:class:`focused.web.sites.SandboxError`) prints one line (``focused: error: ...``)
+  and exits with status 2 before anything is fetched, instead of a traceback;
+- ``ITEM_PIPELINES`` without the page store (:class:`focused.pipelines.PageStorePipeline`)
+  logs one WARNING at start: nothing will be stored;
 - a crawl of the real web that fetched no page because no host could be reached (DNS
   or connection failures, :mod:`focused.network`) prints one line and exits with
   status 1;
@@ -16,7 +23,8 @@ Same command as Scrapy's, except that for the ``focused`` spider:
   real web is probed, the sandbox generated, the spider opened: Scrapy then stops
   without closing the spider) prints one line and
   exits with status 130 (128 + SIGINT). A Ctrl-C later closes the crawl as Scrapy does
-  (the frontier is saved in ``JOBDIR``), with status 0 as before;
+  (the frontier is saved in ``JOBDIR``), with status 0 as before; a second Ctrl-C while
+  it closes stops it at once: one line says how many pages the store holds, status 130;
 - a crawl whose items all failed (every item that reached the pipelines raised in one
   of them, ``item_error``, or in a feed exporter) prints one line and exits with
   status 1; so does a crawl in which a feed could not be written or stored (Scrapy's
@@ -29,21 +37,32 @@ Same command as Scrapy's, except that for the ``focused`` spider:
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import signal
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from scrapy import signals
 from scrapy.commands.crawl import Command as ScrapyCrawl
 from scrapy.exceptions import UsageError
 from scrapy.extensions.feedexport import FeedExporter
+from twisted.internet.defer import Deferred
 
 from focused import config
 from focused.defaults import get
-from focused.output.record import mixing_error
+from focused.output.record import (
+    in_use,
+    jobdir_error,
+    mixing_error,
+    reuse_error,
+    stored_count,
+    write_jobdir_record,
+)
 from focused.stop import STORE_FAILED, stopped
+from focused.web.sites import SandboxError
 from focused.web.topics import TopicError, load_topic
 
 SIGINT_STATUS = 128 + signal.SIGINT  # 130, the shell's status for a Ctrl-C
@@ -114,6 +133,14 @@ class Command(ScrapyCrawl):
         if len(args) > 1:
             raise UsageError("running 'scrapy crawl' with more than one spider is not supported")
         settings = self.settings
+        output = str(get(settings, "FOCUSED_OUTPUT_DIR"))
+        if not output.strip():  # Path("") is the current folder: the checkout
+            fail(
+                "FOCUSED_OUTPUT_DIR is empty; name the folder for the crawl's outputs"
+                " (default out/crawl)"
+            )
+            self.exitcode = 2
+            return
         try:
             topic = load_topic(
                 opts.spargs.get("topic", ""), get(settings, "FOCUSED_TOPICS_DIR") or None
@@ -123,39 +150,104 @@ class Command(ScrapyCrawl):
             fail(str(exc))
             self.exitcode = 2
             return
-        if not get(settings, "FOCUSED_CONTINUE"):
-            problem = mixing_error(
-                get(settings, "FOCUSED_OUTPUT_DIR"),
-                topic.name,
-                str(get(settings, "FOCUSED_STRATEGY")),
-            )
-            if problem:
-                fail(problem)
-                self.exitcode = 2
-                return
+        problem = self._output_problem(topic.name)
+        if problem:
+            fail(problem)
+            self.exitcode = 2
+            return
         try:  # from here on no other crawl can take JOBDIR (the journal's write lock)
             config.claim_jobdir(settings)
         except config.ConfigError as exc:
             fail(str(exc))
             self.exitcode = 2
             return
+        problem = self._store_busy()
+        if problem:
+            fail(problem)
+            self.exitcode = 2
+            return
+        jobdir = settings.get("JOBDIR")
+        if jobdir:
+            write_jobdir_record(
+                jobdir,
+                topic=topic.name,
+                strategy=str(get(settings, "FOCUSED_STRATEGY")),
+                web=str(get(settings, "FOCUSED_WEB")),
+                output_dir=output,
+            )
+        self._warn_without_store()
         self._crawl_focused(opts)
+
+    def _output_problem(self, topic: str) -> str | None:
+        """Why this crawl may not go into its ``JOBDIR`` and ``FOCUSED_OUTPUT_DIR``, in one
+        line; None when it may."""
+        settings = self.settings
+        output = str(get(settings, "FOCUSED_OUTPUT_DIR"))
+        strategy = str(get(settings, "FOCUSED_STRATEGY"))
+        jobdir = settings.get("JOBDIR")
+        adding = bool(get(settings, "FOCUSED_CONTINUE"))
+        problem = None if adding else mixing_error(output, topic, strategy)
+        if not problem and jobdir:  # a frontier is never carried on by another crawl
+            problem = jobdir_error(jobdir, topic, strategy, str(get(settings, "FOCUSED_WEB")))
+        # the frontier of a distributed crawl is in Redis, its workers share the folder
+        distributed = str(get(settings, "FOCUSED_FRONTIER")) != "memory"
+        if not problem and not adding and not distributed:
+            problem = reuse_error(output, jobdir)
+        return problem
+
+    def _store_busy(self) -> str | None:
+        """One line when another crawl has the page store of ``FOCUSED_OUTPUT_DIR`` open
+        (checked once this crawl holds its ``JOBDIR``: a second crawl of one ``JOBDIR`` is
+        told that first, naming the other crawl)."""
+        output = str(get(self.settings, "FOCUSED_OUTPUT_DIR"))
+        # the workers of a distributed crawl share one store on purpose
+        if str(get(self.settings, "FOCUSED_FRONTIER")) == "memory" and in_use(output):
+            return (
+                f"another crawl (or program) has the page store in {output} open; wait for"
+                " it to finish, or choose another FOCUSED_OUTPUT_DIR"
+            )
+        return None
+
+    def _warn_without_store(self) -> None:
+        """One WARNING when the project's page store is not among ``ITEM_PIPELINES``:
+        then no page is stored, and none is journaled as stored."""
+        from scrapy.utils.conf import build_component_list
+        from scrapy.utils.misc import load_object
+
+        from focused.pipelines import PageStorePipeline
+
+        try:
+            classes = [
+                load_object(path) if isinstance(path, str) else path
+                for path in build_component_list(self.settings.getwithbase("ITEM_PIPELINES"))
+            ]
+        except (ImportError, NameError, ValueError):
+            return  # Scrapy reports a pipeline it cannot load
+        if not any(isinstance(c, type) and issubclass(c, PageStorePipeline) for c in classes):
+            logging.getLogger(__name__).warning(
+                "focused: %s is not in ITEM_PIPELINES: no page is stored in %s",
+                f"{PageStorePipeline.__module__}.{PageStorePipeline.__name__}",
+                get(self.settings, "FOCUSED_OUTPUT_DIR"),
+            )
 
     def _crawl_focused(self, opts: argparse.Namespace) -> None:
         process = self.crawler_process
         assert process is not None
         self._closed = False
+        self._opened = False
+        self._sandbox_error: SandboxError | None = None
         self._signals: list[int] = []
         for name in ("_signal_shutdown", "_signal_shutdown_reactorless"):
             handler = getattr(process, name, None)
             if callable(handler):  # Scrapy's Ctrl-C handlers (installed once it runs)
                 setattr(process, name, self._noting(handler))
-        crawler = self._create_crawler("focused")
+        crawler = self._focused_crawler = self._create_crawler("focused")
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         failures = ItemFailures()
         failures.connect(crawler)
         try:
-            process.crawl(crawler, **opts.spargs)
+            self._catch_sandbox_error(process.crawl(crawler, **opts.spargs))
             process.start()
         except KeyboardInterrupt:  # a Ctrl-C before Scrapy's handlers were installed
             self._signals.append(signal.SIGINT)
@@ -163,9 +255,13 @@ class Command(ScrapyCrawl):
             failures.disconnect()
         if process.bootstrap_failed:
             self.exitcode = 1
-        if not self._closed:  # Scrapy stopped before the crawl was under way
+        if self._sandbox_error is not None:
+            fail(self._sandbox_advice(self._sandbox_error))
+            self.exitcode = 2
+            return
+        if not self._closed:  # Scrapy stopped before the spider closed
             if self._signals:
-                print("focused: interrupted during start-up; nothing was fetched", file=sys.stderr)
+                print(self._interrupted(), file=sys.stderr)
                 self.exitcode = SIGINT_STATUS
             return
         self._check_real_web(crawler)
@@ -183,6 +279,67 @@ class Command(ScrapyCrawl):
 
     def _spider_closed(self, spider: Any) -> None:
         self._closed = True
+
+    def _spider_opened(self, spider: Any) -> None:
+        self._opened = True
+
+    def _interrupted(self) -> str:
+        """The line for a crawl stopped by signals before its spider closed: during
+        start-up (nothing fetched yet), or while it was closing (a second Ctrl-C)."""
+        stats = (
+            self._focused_crawler.stats.get_stats()
+            if self._focused_crawler.stats is not None
+            else {}
+        )
+        if not self._opened or not stats.get("response_received_count"):
+            return "focused: interrupted during start-up; nothing was fetched"
+        output = str(get(self.settings, "FOCUSED_OUTPUT_DIR"))
+        stored = f"{stored_count(output)} pages are stored in {output}"
+        if self.settings.get("JOBDIR"):
+            return f"focused: interrupted while closing; {stored}; resume with the same command"
+        return f"focused: interrupted while closing; {stored} (without JOBDIR it cannot resume)"
+
+    def _catch_sandbox_error(self, started: Any) -> None:
+        """Keep a :class:`SandboxError` raised while the spider is made (the sandbox's
+        port taken) for one line after Scrapy stops, instead of its traceback;
+        ``started`` is what ``process.crawl`` returned (a Deferred or an asyncio task)."""
+        if isinstance(started, Deferred):
+
+            def errback(failure: Any) -> Any:
+                if failure.check(SandboxError):
+                    self._sandbox_error = failure.value
+                    return None
+                return failure
+
+            started.addErrback(errback)
+        elif isinstance(started, asyncio.Future):
+
+            def done(task: asyncio.Future[Any]) -> None:
+                if task.cancelled():
+                    return
+                exc = task.exception()  # retrieved: asyncio no longer logs it
+                if isinstance(exc, SandboxError):
+                    self._sandbox_error = exc
+                elif exc is not None:  # as asyncio would have logged it
+                    task.get_loop().call_exception_handler(
+                        {"message": "Task exception was never retrieved", "exception": exc}
+                    )
+
+            started.add_done_callback(done)
+
+    def _sandbox_advice(self, exc: SandboxError) -> str:
+        port_file = (
+            Path(self.settings["JOBDIR"]) / "sandbox.port" if self.settings.get("JOBDIR") else None
+        )
+        if not get(self.settings, "FOCUSED_SANDBOX_PORT") and port_file and port_file.is_file():
+            return (
+                f"{exc}; the crawl in JOBDIR serves its sandbox on that port (its URLs use"
+                " it): stop what listens there, then resume"
+            )
+        return (
+            f"{exc}; stop what listens there, or choose another -s FOCUSED_SANDBOX_PORT"
+            " (0: a free one)"
+        )
 
     def _check_real_web(self, crawler: Any) -> None:
         """A real-web crawl that stored nothing because no host answered: one line, 1."""

@@ -1,0 +1,282 @@
+"""What a crawl may do to an output folder and a ``JOBDIR`` that already hold a crawl.
+
+Real ``scrapy crawl focused`` (and ``scrapy parse``) subprocesses on the embedded
+sandbox (127.0.0.1): nothing stored is rewritten by a run that stores nothing, a
+frontier or a folder of stored pages is never taken over silently, and each refusal is
+one line with exit status 2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from focused.output.record import stored_count
+from tests.crawling import PROJECT, SANDBOX_PAGES, SANDBOX_SEED
+
+pytestmark = pytest.mark.integration
+
+OUTPUTS = ("crawl.json", "metrics.csv", "summary.json", "stats.json", "report.html")
+
+
+def command(out: Path, *settings: str, topic: str = "chemistry", verb: str = "crawl") -> list[str]:
+    cmd = [sys.executable, "-m", "scrapy", verb]
+    cmd += ["focused"] if verb == "crawl" else ["--spider=focused"]
+    cmd += ["-a", f"topic={topic}"]
+    for setting in (
+        "FOCUSED_WEB=sandbox",
+        f"FOCUSED_SANDBOX_SEED={SANDBOX_SEED}",
+        f"FOCUSED_SANDBOX_PAGES={SANDBOX_PAGES}",
+        f"FOCUSED_OUTPUT_DIR={out}",
+        "AUTOTHROTTLE_ENABLED=False",
+        "LOG_LEVEL=INFO",
+        *settings,
+    ):
+        cmd += ["-s", setting]
+    return cmd
+
+
+def env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
+
+
+def run(
+    out: Path, *settings: str, topic: str = "chemistry", verb: str = "crawl", args: tuple = ()
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*command(out, *settings, topic=topic, verb=verb), *args],
+        cwd=PROJECT,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def crawled(out: Path, *settings: str, **kwargs: str) -> subprocess.CompletedProcess[str]:
+    result = run(out, "CLOSESPIDER_PAGECOUNT=12", *settings, **kwargs)  # type: ignore[arg-type]
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert stored_count(out) > 0
+    return result
+
+
+def refusal(result: subprocess.CompletedProcess[str]) -> str:
+    """The one ``focused: error:`` line of a run refused before the spider opened."""
+    assert result.returncode == 2, result.stderr[-3000:]
+    lines = [x for x in result.stderr.splitlines() if x.startswith("focused: error:")]
+    assert len(lines) == 1, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    assert "Spider opened" not in result.stderr
+    return lines[0]
+
+
+def snapshot(out: Path) -> dict[str, bytes]:
+    return {name: (out / name).read_bytes() for name in OUTPUTS}
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+def wait_for(log: Path, text: str) -> None:
+    wait_until(lambda: text in log.read_text())
+
+
+# --- 1. a run that stores nothing leaves a folder of stored pages as it was -------------
+def test_scrapy_parse_into_a_finished_crawl_leaves_its_outputs(tmp_path: Path) -> None:
+    out = tmp_path / "crawl"
+    first = crawled(out)
+    assert "is not in ITEM_PIPELINES" not in first.stderr
+    before, pages = snapshot(out), stored_count(out)
+    assert json.loads(before["summary.json"])["pages"] > 0
+
+    parsed = run(out, verb="parse", topic="physics", args=("http://127.0.0.1:1/",))
+    assert "Traceback" not in parsed.stderr, parsed.stderr[-3000:]
+    assert "Spider opened" in parsed.stderr  # it did run, pipelines and extensions too
+    assert snapshot(out) == before
+    assert stored_count(out) == pages
+
+
+def test_a_first_run_that_stores_nothing_still_writes_its_summary(tmp_path: Path) -> None:
+    out = tmp_path / "crawl"
+    parsed = run(out, verb="parse", args=("http://127.0.0.1:1/",))
+    assert "Traceback" not in parsed.stderr, parsed.stderr[-3000:]
+    assert json.loads((out / "summary.json").read_text())["pages"] == 0
+    assert (out / "crawl.json").is_file() and (out / "stats.json").is_file()
+
+
+# --- 2. a JOBDIR belongs to one topic, strategy and web -------------------------------
+def test_a_jobdir_is_not_carried_on_by_another_crawl(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    crawled(tmp_path / "chem", f"JOBDIR={job}")
+    journal = (job / "frontier.sqlite3").stat().st_mtime_ns
+    for topic, setting in (
+        ("physics", "FOCUSED_STRATEGY=annealing"),
+        ("chemistry", "FOCUSED_STRATEGY=bfs"),
+        ("chemistry", "FOCUSED_WEB=real"),
+    ):
+        other = tmp_path / f"other-{topic}"
+        line = refusal(run(other, f"JOBDIR={job}", setting, topic=topic))
+        assert line == (
+            f"focused: error: JOBDIR {job} holds the frontier of a crawl of topic chemistry"
+            " with strategy annealing on the sandbox web; resume it with those, or use"
+            " another JOBDIR for this crawl"
+        )
+        assert stored_count(other) == 0
+    assert (job / "frontier.sqlite3").stat().st_mtime_ns == journal
+    # the same crawl resumes
+    resumed = run(tmp_path / "chem", f"JOBDIR={job}", "CLOSESPIDER_PAGECOUNT=3")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+
+
+# --- 3. one crawl per output folder -----------------------------------------------------
+def test_a_second_crawl_into_a_folder_of_pages_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "crawl"
+    crawled(out)
+    pages, before = stored_count(out), snapshot(out)
+    for extra in ((), (f"JOBDIR={tmp_path / 'fresh'}",)):
+        line = refusal(run(out, "CLOSESPIDER_PAGECOUNT=12", *extra))
+        assert f"{out} already holds {pages} pages of an earlier crawl" in line
+        for way_out in ("JOBDIR", "FOCUSED_CONTINUE=True", "another FOCUSED_OUTPUT_DIR"):
+            assert way_out in line
+        assert stored_count(out) == pages and snapshot(out) == before
+    # FOCUSED_CONTINUE adds to it, as before
+    more = run(out, "CLOSESPIDER_PAGECOUNT=12", "FOCUSED_CONTINUE=True")
+    assert more.returncode == 0, more.stderr[-3000:]
+    assert stored_count(out) > pages
+
+
+def test_two_crawls_into_one_folder_at_once(tmp_path: Path) -> None:
+    out = tmp_path / "crawl"
+    first = subprocess.Popen(
+        command(out, f"JOBDIR={tmp_path / 'job'}", "DOWNLOAD_DELAY=1"),
+        cwd=PROJECT,
+        env=env(),
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    assert first.stderr is not None
+    try:
+        for line in first.stderr:
+            if "Spider opened" in line:
+                break
+        # FOCUSED_CONTINUE would let it add to stored pages, not share an open store
+        line = refusal(run(out, "CLOSESPIDER_PAGECOUNT=5", "FOCUSED_CONTINUE=True"))
+        assert line == (
+            f"focused: error: another crawl (or program) has the page store in {out} open;"
+            " wait for it to finish, or choose another FOCUSED_OUTPUT_DIR"
+        )
+        assert first.poll() is None  # the first crawl goes on
+    finally:
+        first.send_signal(signal.SIGINT)
+        first.communicate(timeout=60)
+    assert first.returncode == 0
+
+
+# --- 4. a second Ctrl-C while the crawl closes -------------------------------------------
+def test_a_second_ctrl_c_while_closing_says_what_is_stored(tmp_path: Path) -> None:
+    out, job = tmp_path / "crawl", tmp_path / "job"
+    pipelines = {
+        "focused.pipelines.PageStorePipeline": 300,
+        "focused.pipelines.MetricsPipeline": 800,
+        "tests.slow_close_pipeline.SlowClosePipeline": 900,
+    }
+    log_path = tmp_path / "crawl.log"
+    with log_path.open("w") as log_file:
+        proc = subprocess.Popen(
+            command(
+                out,
+                f"JOBDIR={job}",
+                f"ITEM_PIPELINES={json.dumps(pipelines)}",
+                "DOWNLOAD_DELAY=0.05",
+            ),
+            cwd=PROJECT,
+            env=env(),
+            stderr=log_file,
+            stdout=subprocess.DEVNULL,
+        )
+    try:
+        wait_for(log_path, "Spider opened")
+        wait_until(lambda: stored_count(out) >= 5)
+        proc.send_signal(signal.SIGINT)
+        wait_for(log_path, "focused: stored ")  # the page store has closed; the slow one not
+        time.sleep(1)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=25)  # well before the slow close's 30 s
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    log = log_path.read_text()
+    assert proc.returncode == 130, log[-3000:]
+    pages = stored_count(out)
+    assert pages > 0
+    said = [x for x in log.splitlines() if x.startswith("focused: interrupted")]
+    assert said == [
+        f"focused: interrupted while closing; {pages} pages are stored in {out};"
+        " resume with the same command"
+    ], log[-3000:]
+
+
+# --- 5. the sandbox's port taken --------------------------------------------------------
+def test_a_sandbox_port_in_use_is_one_line(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        line = refusal(run(tmp_path / "crawl", f"FOCUSED_SANDBOX_PORT={port}"))
+    assert f"cannot serve the sandbox on port {port}" in line
+    assert "choose another -s FOCUSED_SANDBOX_PORT" in line
+
+
+def test_resuming_when_the_sandbox_port_is_taken_is_one_line(tmp_path: Path) -> None:
+    out, job = tmp_path / "crawl", tmp_path / "job"
+    crawled(out, f"JOBDIR={job}")
+    port = int((job / "sandbox.port").read_text())
+    with socket.socket() as taken:
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        taken.bind(("127.0.0.1", port))
+        taken.listen()
+        line = refusal(run(out, f"JOBDIR={job}", "CLOSESPIDER_PAGECOUNT=3"))
+    assert f"cannot serve the sandbox on port {port}" in line
+    assert "stop what listens there, then resume" in line
+
+
+# --- 6. no page store -------------------------------------------------------------------
+def test_a_crawl_without_the_page_store_warns_once(tmp_path: Path) -> None:
+    pipelines = json.dumps({"focused.pipelines.MetricsPipeline": 800})
+    result = run(tmp_path / "crawl", "CLOSESPIDER_PAGECOUNT=5", f"ITEM_PIPELINES={pipelines}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    warnings = [x for x in result.stderr.splitlines() if "is not in ITEM_PIPELINES" in x]
+    assert len(warnings) == 1 and " WARNING: " in warnings[0], result.stderr[-3000:]
+    assert "focused.pipelines.PageStorePipeline" in warnings[0]
+
+
+# --- 7. an empty FOCUSED_OUTPUT_DIR -----------------------------------------------------
+def test_an_empty_output_dir_is_refused(tmp_path: Path) -> None:
+    cmd = command(tmp_path, "FOCUSED_OUTPUT_DIR=")
+    result = subprocess.run(
+        cmd,
+        cwd=tmp_path,
+        env={**env(), "SCRAPY_SETTINGS_MODULE": "focused.settings", "PYTHONPATH": str(PROJECT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    line = refusal(result)
+    assert "FOCUSED_OUTPUT_DIR is empty" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

@@ -250,11 +250,6 @@ def test_a_labels_file_that_does_not_exist(
     assert line == f"focused: error: FOCUSED_LABELS: {str(missing)!r} does not exist"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs focused/commands/crawl.py to call config.check_spider_args(opts.spargs)"
-    " before load_topic (the spider refuses the argument, with a traceback, exit 1)",
-)
 def test_an_unknown_spider_argument(project_root: Path, venv_scrapy: list[str], out: Path) -> None:
     """``-a strategy=bfs`` was ignored: the crawl ran the default strategy."""
     result = crawl(

@@ -142,6 +142,7 @@ class Command(ScrapyCrawl):
             self.exitcode = 2
             return
         try:
+            config.check_spider_args(opts.spargs)
             topic = load_topic(
                 opts.spargs.get("topic", ""), get(settings, "FOCUSED_TOPICS_DIR") or None
             )

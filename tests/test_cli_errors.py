@@ -271,31 +271,6 @@ def test_an_unknown_spider_argument(project_root: Path, venv_scrapy: list[str], 
     assert "generating the sandbox" not in result.stderr + result.stdout
 
 
-def test_an_unknown_spider_argument_stops_the_crawl(
-    project_root: Path, venv_scrapy: list[str], out: Path
-) -> None:
-    """Until the crawl command checks it first, the spider refuses it: nothing is fetched
-    with another strategy than the user meant, and the exit status says it failed."""
-    result = crawl(
-        project_root,
-        venv_scrapy,
-        out,
-        "-a",
-        "topic=chemistry",
-        "-a",
-        "strategy=bfs",
-        "-s",
-        "FOCUSED_WEB=sandbox",
-        "-s",
-        "CLOSESPIDER_PAGECOUNT=10",
-    )
-    log = result.stderr + result.stdout
-    assert result.returncode != 0, log[-2000:]
-    assert "unknown spider argument -a strategy=bfs" in log
-    assert "use -s FOCUSED_STRATEGY=bfs" in log
-    assert "Crawled (" not in log and "generating the sandbox" not in log
-
-
 def test_sandbox_with_seeds_on_another_site(
     project_root: Path, venv_scrapy: list[str], out: Path
 ) -> None:

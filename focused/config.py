@@ -387,6 +387,12 @@ def _quietly() -> Iterator[None]:
         yield
 
 
+def check_log_level(settings: Any) -> None:
+    """``LOG_LEVEL`` alone (:func:`check_scrapy_settings` checks it with the others; the
+    crawl command needs it before Scrapy's logging is set up from it)."""
+    _check_log_level("LOG_LEVEL", settings.get("LOG_LEVEL"))
+
+
 def _check_log_level(name: str, raw: Any) -> None:
     """What :meth:`logging.Handler.setLevel` takes: a number or a level's name."""
     levels = logging.getLevelNamesMapping()

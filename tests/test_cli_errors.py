@@ -320,3 +320,12 @@ def test_downloader_middlewares_without_the_address_filter(
         " focused.addressfilter.AddressFilterMiddleware"
     ), line
     assert "generating the sandbox" not in result.stderr + result.stdout
+
+
+def test_a_bad_log_level(project_root: Path, venv_scrapy: list[str], out: Path) -> None:
+    """Scrapy sets its logging up from ``LOG_LEVEL`` before the crawl command runs: it was
+    a ``ValueError`` traceback, exit status 1."""
+    result = crawl(project_root, venv_scrapy, out, "-a", "topic=chemistry", "-L", "nope")
+    line = the_error(result, out)
+    assert line.startswith("focused: error: LOG_LEVEL must be a logging level (CRITICAL,")
+    assert line.endswith("got 'nope'")

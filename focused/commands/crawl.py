@@ -126,6 +126,16 @@ class ItemFailures(logging.Handler):
 
 
 class Command(ScrapyCrawl):
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        """Scrapy's options, then ``LOG_LEVEL`` checked: Scrapy sets up its logging from it
+        before :meth:`run`, so a bad level would be a traceback there."""
+        super().process_options(args, opts)
+        try:
+            config.check_log_level(self.settings)
+        except config.ConfigError as exc:
+            fail(str(exc))
+            sys.exit(2)
+
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if not args or args[0] != "focused":
             super().run(args, opts)

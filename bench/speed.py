@@ -704,7 +704,16 @@ ABLATIONS: dict[str, dict[str, str]] = {
     "without the priority middleware": {"SPIDER_MIDDLEWARES": "{}"},
     "with Scrapy's scheduler": {"SCHEDULER": "scrapy.core.scheduler.Scheduler"},
     "without pipelines": {"ITEM_PIPELINES": "{}"},
-    "without the robustness middleware": {"DOWNLOADER_MIDDLEWARES": "{}"},
+    # the project's downloader middlewares less the robustness one (an empty dict would
+    # also drop the address filter, which the crawl refuses to run without)
+    "without the robustness middleware": {
+        "DOWNLOADER_MIDDLEWARES": json.dumps(
+            {
+                **project_settings.DOWNLOADER_MIDDLEWARES,
+                "focused.robustness.RobustnessMiddleware": None,
+            }
+        )
+    },
 }
 
 

@@ -313,16 +313,19 @@ class ProxyAddressFilterMiddleware:
     first, with the crawl's resolver, and refused (``IgnoreRequest``,
     ``focused/refused/<kind>``) when it resolves only to refused addresses, or to none at
     all (``focused/refused/unresolved``: the proxy might reach a host this machine cannot
-    check). A literal IP address was checked already by :class:`AddressFilterMiddleware`.
-    A name once checked is not resolved again (bounded)."""
+    check; ``FOCUSED_PROXY_RESOLVES=True`` sends such a name to a proxy trusted to reach
+    public hosts only). A literal IP address was checked already by
+    :class:`AddressFilterMiddleware`. A name once checked is not resolved again
+    (bounded)."""
 
-    def __init__(self, stats: StatsCollector | None = None) -> None:
+    def __init__(self, stats: StatsCollector | None = None, proxy_resolves: bool = False) -> None:
         self.stats = stats
-        self.checked: dict[str, bool] = {}  # host name -> allowed
+        self.proxy_resolves = proxy_resolves
+        self.checked: dict[str, str | None] = {}  # host name -> refused kind (None: allowed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler.stats)
+        return cls(crawler.stats, bool(get(crawler.settings, "FOCUSED_PROXY_RESOLVES")))
 
     def process_request(self, request: Request) -> Deferred[None] | None:
         if not request.meta.get("proxy") or _Active.policy is None:
@@ -331,8 +334,11 @@ class ProxyAddressFilterMiddleware:
         if not host or parse_host(host) is not None:
             return None
         name = host.lower().rstrip(".")
-        if self.checked.get(name):
-            return None
+        if name in self.checked:
+            kind = self.checked[name]
+            if kind is None:
+                return None
+            self._refuse(name, kind)
         collected = _Collected()
         from twisted.internet import reactor
 
@@ -342,16 +348,19 @@ class ProxyAddressFilterMiddleware:
     def _verdict(self, request: Request, name: str, addresses: list[IAddress]) -> None:
         policy = _Active.policy
         kind = policy.refused_names.get(name) if policy is not None else "unchecked"
-        if kind is None and not addresses:
+        if kind is None and not addresses and not self.proxy_resolves:
             kind = "unresolved"
             logger.warning(
                 "focused: %s does not resolve here: not fetched through the proxy %s (its"
-                " address cannot be checked)",
+                " address cannot be checked; FOCUSED_PROXY_RESOLVES=True sends it)",
                 name,
                 request.meta.get("proxy"),
             )
+        remember(self.checked, name, kind, CHECKED_NAMES)
         if kind is not None:
-            if self.stats is not None:
-                self.stats.inc_value(f"focused/refused/{kind}")
-            raise IgnoreRequest(f"{name}: {kind} address, refused before the proxy")
-        remember(self.checked, name, True, CHECKED_NAMES)
+            self._refuse(name, kind)
+
+    def _refuse(self, name: str, kind: str) -> None:
+        if self.stats is not None:
+            self.stats.inc_value(f"focused/refused/{kind}")
+        raise IgnoreRequest(f"{name}: {kind} address, refused before the proxy")

@@ -215,6 +215,9 @@ DEFAULTS: dict[str, Any] = {
     # networks (CIDR) the crawl may fetch from although they are loopback, private,
     # link-local, ...; a seed's own kind is allowed anyway (not link-local)
     "FOCUSED_ALLOWED_NETWORKS": [],
+    # behind a proxy, a link's host name that does not resolve on this machine is sent to
+    # the proxy anyway (only for a proxy that reaches public hosts alone); else refused
+    "FOCUSED_PROXY_RESOLVES": False,
     # host name -> IP address, used instead of a DNS lookup (like curl --resolve)
     "FOCUSED_HOSTS": {},
     # robots.txt: only its first this many bytes are downloaded and parsed (RFC 9309
@@ -383,6 +386,7 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_GC_FREEZE": _flag(),
     "FOCUSED_GC_THRESHOLD": _int(0, 10_000_000, open_high=False),
     "FOCUSED_ALLOWED_NETWORKS": Check("list", special="networks"),
+    "FOCUSED_PROXY_RESOLVES": _flag(),
     "FOCUSED_HOSTS": Check("dict", special="hosts"),
     "FOCUSED_ROBOTS_MAX_BYTES": _int(0),
     "FOCUSED_MAX_CRAWL_DELAY": _float(0.0),

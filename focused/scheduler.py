@@ -1182,11 +1182,13 @@ class FocusedScheduler(BaseScheduler):
 
     def _is_plain(self, request: Request) -> bool:
         """Rebuilt exactly from a compact entry (else kept whole). A ``dont_filter``
-        request is kept whole: its sender may still hold it and change it after handing
-        it over (``scrapy shell`` sets its callback after ``engine.crawl``), and it must
-        get that very request back; the crawl's own links are never ``dont_filter``
-        (retries are, and are few)."""
-        if type(request) is not Request or request.errback is not None or request.dont_filter:
+        request that no strategy scored is kept whole: its sender may still hold it and
+        change it after handing it over (``scrapy shell`` sets its callback after
+        ``engine.crawl``), and it must get that very request back (a retry of a crawled
+        link, scored, stays compact with its ranking columns)."""
+        if type(request) is not Request or request.errback is not None:
+            return False
+        if request.dont_filter and LINK_VALUE not in request.meta:
             return False
         callback = request.callback
         if callback is not None and callback != getattr(self.spider, "parse", None):

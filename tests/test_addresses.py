@@ -161,8 +161,16 @@ def test_a_name_that_does_not_resolve_here_is_not_sent_through_a_proxy(monkeypat
     with pytest.raises(IgnoreRequest, match="unresolved"):
         mw._verdict(request, "unknown.test", [])
     assert stats.get_value("focused/refused/unresolved") == 1
+    # the refusal is remembered: the next request to the name is refused without a lookup
+    with pytest.raises(IgnoreRequest, match="unresolved"):
+        mw.process_request(Request("http://unknown.test/again", meta={"proxy": "p"}))
+    assert stats.get_value("focused/refused/unresolved") == 2
     # resolved to an allowed address: let through, and not resolved again
     mw._verdict(request, "known.test", [object()])
     assert mw.process_request(Request("http://known.test/x", meta={"proxy": "p"})) is None
+    # a proxy trusted to resolve (FOCUSED_PROXY_RESOLVES) gets the name
+    trusting = addressfilter.ProxyAddressFilterMiddleware(stats, proxy_resolves=True)
+    trusting._verdict(request, "unknown.test", [])
+    assert trusting.process_request(Request("http://unknown.test/", meta={"proxy": "p"})) is None
     # without a proxy nothing is resolved here (the resolver checks at connection)
     assert mw.process_request(Request("http://unknown.test/")) is None

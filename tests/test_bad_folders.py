@@ -221,3 +221,28 @@ def test_search_without_a_query_or_with_no_limit(
     assert one_error(scrapy(*args, "--dir", str(tmp_path))) == f"focused: error: {says}"
     found = scrapy("search", "acid", "--limit", "1", "--dir", str(tmp_path))
     assert found.returncode == 0 and "http://h/a" in found.stdout, found.stderr[-3000:]
+
+
+def test_export_writes_into_a_pipe_and_through_a_link(tmp_path: Path) -> None:
+    """A pipe (as ``/dev/stdout`` or ``>(...)`` is) is written as it is, not replaced by a
+    file renamed over it; a symbolic link's target gets the export, the link stays."""
+    import threading
+
+    folder = tmp_path / "crawl"
+    with PageStore(folder, index=False) as store:
+        for i in range(3):
+            body = f"<html><title>P{i}</title><p>acid</p></html>".encode()
+            assert store.add({"url": f"http://h/p{i}", "title": f"P{i}", "text": "acid"}, body)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    assert export(folder, "jsonl", fifo) == 3
+    reader.join(30)
+    assert fifo.is_fifo() and got and got[0].count(b"\n") == 3
+    target = tmp_path / "real.jsonl"
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(target)
+    assert export(folder, "jsonl", link) == 3
+    assert link.is_symlink() and target.read_bytes().count(b"\n") == 3

@@ -196,8 +196,12 @@ def _write_whole(
     check(folder)  # before anything is made
     encoding = None if "b" in mode else "utf-8"
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_path(out) as tmp, open(tmp, mode, encoding=encoding) as fh:
+        real = Path(os.path.realpath(out))  # a link's target is written, not replaced
+        if real.exists() and not real.is_file():  # a pipe, /dev/stdout: written as it is
+            with open(real, mode, encoding=encoding) as fh:
+                return write(fh)
+        real.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(real) as tmp, open(tmp, mode, encoding=encoding) as fh:
             return write(fh)
     except OSError as exc:
         raise ExportError(f"cannot write {out}: {exc.strerror or exc}") from None

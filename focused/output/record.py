@@ -171,7 +171,8 @@ def reuse_error(
     if not pages or resumes(jobdir, folder):
         return None
     how = (
-        "resume it with the JOBDIR it was crawled with"
+        "resume it with -s JOBDIR=... if it was crawled with one (a crawl without a JOBDIR"
+        " cannot be resumed)"
         if not jobdir
         else f"JOBDIR {jobdir} is not the one it was crawled with: resume it with that one"
     )

@@ -202,9 +202,25 @@ class _CheckedRedirects:
             source_request, response, url=url, **kwargs
         )
 
-    def _ignored(self, problem: str) -> None:
+    def _followed(
+        self, request: Request, response: Response
+    ) -> tuple[Request | Response | None, str, str]:
+        """Scrapy's answer, or ``(None, problem, target)`` (counted in
+        ``focused/redirects/ignored/<problem>``) when the redirect makes no URL to
+        follow."""
+        try:
+            return super().process_response(request, response), "", ""  # type: ignore[misc]
+        except _BadRedirect as bad:
+            problem, target = bad.problem, bad.url
+        except ValueError:  # w3lib raised: no URL at all
+            problem, target = "bad_url", self._unparsed(response)
         if self.crawler.stats is not None:
             self.crawler.stats.inc_value(f"focused/redirects/ignored/{problem}")
+        return None, problem, target
+
+    def _unparsed(self, response: Response) -> str:
+        """The target to show when w3lib could not even parse it."""
+        return ""
 
 
 def _shorter(url: str, limit: int = 200) -> str:
@@ -224,17 +240,15 @@ class FocusedRedirectMiddleware(_CheckedRedirects, RedirectMiddleware):
     def process_response(  # type: ignore[override]
         self, request: Request, response: Response
     ) -> Request | Response:
-        try:
-            return super().process_response(request, response)
-        except _BadRedirect as bad:
-            problem, target = bad.problem, bad.url
-        except ValueError:  # w3lib's safe_url_string raised: no URL at all
-            problem = "bad_url"
-            target = (response.headers.get(b"Location") or b"").decode("latin-1")
-        self._ignored(problem)
+        followed, problem, target = self._followed(request, response)
+        if followed is not None:
+            return followed
         shown = _shorter(target)
         logger.info("focused: %s redirects to %r (%s): dropped", response.url, shown, problem)
         raise IgnoreRequest(f"redirect to {shown!r} not followed ({problem})")
+
+    def _unparsed(self, response: Response) -> str:
+        return (response.headers.get(b"Location") or b"").decode("latin-1")
 
 
 class FocusedMetaRefreshMiddleware(_CheckedRedirects, MetaRefreshMiddleware):
@@ -247,13 +261,9 @@ class FocusedMetaRefreshMiddleware(_CheckedRedirects, MetaRefreshMiddleware):
     def process_response(  # type: ignore[override]
         self, request: Request, response: Response
     ) -> Request | Response:
-        try:
-            return super().process_response(request, response)
-        except _BadRedirect as bad:
-            problem, target = bad.problem, bad.url
-        except ValueError:  # w3lib's get_meta_refresh raised: no URL at all
-            problem, target = "bad_url", ""
-        self._ignored(problem)
+        followed, problem, target = self._followed(request, response)
+        if followed is not None:
+            return followed
         logger.debug(
             "focused: %s refreshes to %r (%s): ignored", response.url, _shorter(target), problem
         )

@@ -161,6 +161,9 @@ DEFAULTS: dict[str, Any] = {
     # same shape on all hosts) reaches this (1: off)
     "FOCUSED_WASTE_SHAPE_THRESHOLD": 0.55,
     "FOCUSED_THIN_WORDS": 100,
+    # a block that is template (repeated chrome) on this many other hosts is chrome on a
+    # host's first pages too: sites of one software share their chrome (0: off)
+    "FOCUSED_TEMPLATE_SHARED_HOSTS": 2,
     # a waiting link whose URL shape became wasteful after it was found is re-queued at
     # the bottom when it comes up, instead of being fetched, once (in-memory and Redis
     # frontiers; the judgement comes from a focused.signals.frontier_waste_check handler)
@@ -370,6 +373,7 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_MAX_LINKS_PER_PAGE": _int(0),
     "FOCUSED_WASTE_SHAPE_THRESHOLD": _float(0.0, 1.0, open_low=True, open_high=False),
     "FOCUSED_THIN_WORDS": _int(0, 1e9),
+    "FOCUSED_TEMPLATE_SHARED_HOSTS": _int(0, 1e9),
     "FOCUSED_WASTE_SHAPE_RECHECK": _flag(),
     "FOCUSED_OBEY_META_ROBOTS": _flag(),
     "FOCUSED_ALLOWED_DOMAINS": Check("list", special="domains"),

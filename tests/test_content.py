@@ -90,6 +90,52 @@ def test_unmarked_template_is_learnt_after_min_pages() -> None:
     assert "Privacy policy" in page.chrome_text()
 
 
+def _learn_host(templates: HostTemplates, host: str, pages: int) -> None:
+    for i in range(pages):
+        r = parsed(html(f"{host}{i}", f"{ARTICLE} {host} {i}", [], nav(markup=False)))
+        templates.learn(host, templates.classify(host, split_page(r.selector.root)))
+
+
+@pytest.mark.parametrize("shared_hosts", [2, 0])
+def test_template_of_other_hosts_is_chrome_on_a_new_hosts_first_page(shared_hosts: int) -> None:
+    templates = HostTemplates(min_pages=2, shared_hosts=shared_hosts)
+    _learn_host(templates, "a.test", 3)
+    first = split_page(
+        parsed(html("n", ARTICLE, [("/Acid", "Acid")], nav(markup=False))).selector.root
+    )
+    # one other host is not enough
+    assert "Random article" in templates.classify("new.test", first).content_text()
+    _learn_host(templates, "b.test", 3)
+    page = templates.classify(
+        "new.test",
+        split_page(
+            parsed(html("n", ARTICLE, [("/Acid", "Acid")], nav(markup=False))).selector.root
+        ),
+    )
+    chrome = chrome_urls(page, lambda h: "http://new.test" + h)
+    if shared_hosts:
+        assert "Random article" in page.chrome_text() and "Random" not in page.content_text()
+        assert "http://new.test/Random" in chrome and "http://new.test/Login" in chrome
+    else:
+        assert "Random article" in page.content_text()
+        assert "http://new.test/Random" not in chrome
+    # the article's own text and link stay content either way
+    assert "hydrochloric acid" in page.content_text()
+    assert "http://new.test/Acid" not in chrome
+
+
+def test_an_article_copied_to_many_hosts_stays_content() -> None:
+    # a copy is seen once on each host, never on earlier pages of the same host, so it
+    # becomes template on none of them
+    templates = HostTemplates(shared_hosts=2)
+    copy = html("Acid", ARTICLE, [("/Base", "Base"), ("/Salt", "Salt")])
+    for host in ("a.test", "b.test", "c.test", "d.test"):
+        templates.learn(host, templates.classify(host, split_page(parsed(copy).selector.root)))
+    page = templates.classify("e.test", split_page(parsed(copy).selector.root))
+    assert not page.has_chrome
+    assert "hydrochloric acid" in page.content_text()
+
+
 def test_repeated_short_heading_stays_content() -> None:
     templates = HostTemplates(min_pages=1)
     for i in range(3):

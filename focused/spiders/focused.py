@@ -92,6 +92,8 @@ class FocusedSpider(scrapy.Spider):
     ``FOCUSED_WASTE_SHAPE_RECHECK`` the spider hands :meth:`wasteful_link` to the scheduler
     (in-memory or Redis) through :data:`focused.signals.frontier_waste_check`, so that a
     link found before its shape was learnt wasteful is re-checked when it comes up.
+    ``FOCUSED_TEMPLATE_SHARED_HOSTS``: chrome learnt as a template on that many other
+    hosts is chrome from a host's first page on (:class:`~focused.web.template.HostTemplates`).
     """
 
     name = "focused"
@@ -163,7 +165,9 @@ class FocusedSpider(scrapy.Spider):
         #: only the first this many characters of a page's text are scored (None: all)
         self.max_text_chars: int | None = get(settings, "FOCUSED_MAX_TEXT_CHARS") or None
         #: each host's template, learnt from its pages (focused.web.template)
-        self.templates = HostTemplates()
+        self.templates = HostTemplates(
+            shared_hosts=int(get(settings, "FOCUSED_TEMPLATE_SHARED_HOSTS"))
+        )
         #: main contents seen, by SimHash (focused.web.neardup)
         self.near_duplicates = NearDuplicates()
         #: waste per URL shape (focused.web.urlshape); None: off

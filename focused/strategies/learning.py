@@ -43,8 +43,9 @@ import numpy as np
 
 from focused import meta
 from focused.bounded import remember
+from focused.errors import ConfigError
 from focused.meta import PageFacts
-from focused.ranking import mvalue
+from focused.ranking import mvalue, nameprior
 from focused.ranking.learning import (
     CACHE_SIZE,
     Exploration,
@@ -58,9 +59,12 @@ from focused.ranking.learning import (
     decode_evidence,
     degree,
     encode_evidence,
+    evidence_priors,
     label,
     page_name,
+    quantized_priors,
     same_page_name,
+    url_words,
 )
 from focused.ranking.modelstate import DeltaRecorder, ModelDelta, join_terms, split_terms
 from focused.ranking.pagemodel import PageModel
@@ -121,6 +125,12 @@ class LearningStrategy(Strategy):
     #: anchor and context words by construction, so its own label would vote for every
     #: one of its links (leave-one-out)
     leave_parent_out: bool = False
+    #: share of the name prior (a pre-trained sentence-embedding model's rank of the
+    #: link's name against the topic) in a link's value, geometric (0: off)
+    name_prior: float = 0.0
+    #: the name prior's model: a sentence-transformers path or name ("": the bundled
+    #: all-MiniLM-L6-v2)
+    name_model: str = ""
     #: the page threshold (the page model's clear cases are relative to it)
     page_threshold: float = 2.0
     #: give each link its rescoring evidence (the frontier re-orders waiting links)
@@ -171,6 +181,10 @@ class LearningStrategy(Strategy):
             "waste_label": read.flag("FOCUSED_LEARNING_WASTE_LABEL"),
             "leave_parent_out": read.flag("FOCUSED_LEARNING_LEAVE_PARENT_OUT"),
             "own_name": read.flag("FOCUSED_LEARNING_OWN_NAME"),
+            "name_prior": read.in_range(
+                "FOCUSED_LEARNING_NAME_PRIOR", 0.0, 1.0, open_low=False, open_high=False
+            ),
+            "name_model": read.text("FOCUSED_LEARNING_NAME_MODEL"),
             # links carry rescoring evidence only for a frontier that will rescore them
             "rescore_links": int(read.in_range("FOCUSED_RESCORE_EVERY", 0, 1e12, open_low=False))
             > 0
@@ -178,6 +192,13 @@ class LearningStrategy(Strategy):
         }
         read.in_range("FOCUSED_RESCORE_BUDGET", 0, 1e12, open_low=False)
         values["link_model"] = read.flag("FOCUSED_LEARNING_CLASSIFIER")
+        if values["name_prior"] > 0:
+            missing = nameprior.missing_packages(values["name_model"])
+            if missing:
+                raise ConfigError(
+                    f"FOCUSED_LEARNING_NAME_PRIOR needs {', '.join(missing)}: "
+                    "pip install -r requirements-prior.txt (or make install-prior)"
+                )
         if values["page_model"] > 0 and read.text("FOCUSED_FRONTIER") == "redis":
             # the workers share the term model, not (yet) the page model: one judge of
             # a page's label for the whole crawl, so the page model is off there
@@ -224,6 +245,12 @@ class LearningStrategy(Strategy):
         self.page_judge = (
             PageModel(self.page_threshold, cap=self.page_model) if self.page_model > 0 else None
         )
+        self.prior: nameprior.NamePrior | None = None
+        if self.name_prior > 0:
+            try:
+                self.prior = nameprior.NamePrior.load(self.keywords, self.name_model)
+            except nameprior.NamePriorError as exc:
+                raise ConfigError(str(exc)) from None
         #: the last page learnt: its URL, distinct buckets and label (leave_parent_out)
         self._learnt: tuple[str, np.ndarray, float] | None = None
         self._vector: TermWeights | None = None  # the expanded topic, once there is one
@@ -308,10 +335,12 @@ class LearningStrategy(Strategy):
         else:
             values = self._with_parent(values, parent_label)
         values = np.clip(values, 0.0, 1.0)
+        priors = self._priors(kept_links)
+        values = self._with_prior(values, priors)
         priorities = np.rint(values * PRIORITY_SCALE).astype(np.int64).tolist()
         if self.rescores:
             # what the frontier keeps to score the link again (:meth:`rescore`)
-            blobs = encode_evidence(link_terms, parent_label, parent_id)
+            blobs = encode_evidence(link_terms, parent_label, parent_id, priors)
             metas = [{meta.EVIDENCE: blob} for blob in blobs]
         elif self.classifier is not None:
             # the classifier learns from the link's evidence when its page comes back
@@ -326,6 +355,31 @@ class LearningStrategy(Strategy):
             m, hops = states[0 if relevant_list[i] else 1]
             scores[i] = LinkScore(priorities[j], value, m, hops, metas[j])
         return scores
+
+    @staticmethod
+    def _name_of(link: Link) -> str:
+        """What the name prior reads of a link: its anchor text, else its URL's words."""
+        return link.anchor_text.strip() or " ".join(url_words(link.url))
+
+    def _priors(self, links: Sequence[Link]) -> np.ndarray | None:
+        """The links' name priors (``None``: the prior is off)."""
+        if self.prior is None:
+            return None
+        priors = self.prior.scores([self._name_of(link) for link in links])
+        # as the rescoring evidence keeps them (2 bytes), so a rescore gives the same
+        # numbers while the models are unchanged
+        return quantized_priors(priors)
+
+    def _with_prior(self, values: np.ndarray, priors: np.ndarray | None) -> np.ndarray:
+        """``max(floor, value) ** (1 - w) * prior ** w`` (w = ``name_prior``; the floor
+        lets the prior order links the models value at 0); a link without a prior (NaN:
+        scored before the prior was on) keeps its value."""
+        if priors is None:
+            return values
+        w = self.name_prior
+        floor = nameprior.FLOOR
+        mixed = np.maximum(floor, values) ** (1.0 - w) * np.maximum(floor, priors) ** w
+        return np.where(np.isnan(priors), values, mixed)
 
     def _left_out(self, parent: Parent, link_terms: LinkTerms) -> LinkTerms:
         """``link_terms`` with their parent page left out of their scores
@@ -390,6 +444,8 @@ class LearningStrategy(Strategy):
         if self.hubs is not None:
             parent_labels = self.hubs.values(parent_labels, parent_ids)
         values = np.clip(self._with_parent(values, parent_labels), 0.0, 1.0)
+        if self.prior is not None:
+            values = self._with_prior(values, evidence_priors(evidence))
         self.rescored += len(evidence)
         self.rescorings += 1
         return np.rint(values * PRIORITY_SCALE).astype(np.int64).tolist(), values.tolist()
@@ -560,6 +616,8 @@ class LearningStrategy(Strategy):
         }
         if self.classifier is not None:
             out["classifier_examples"] = float(self.classifier.examples)
+        if self.prior is not None:
+            out["name_prior_embedded"] = float(self.prior.embedded)
         return out
 
 

@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 
 from focused import meta
+from focused.meta import PageFacts
 from focused.ranking.learning import decode_evidence, encode_evidence, evidence_priors
 from focused.ranking.nameprior import NEUTRAL, NamePrior, missing_packages, topic_text
+from focused.ranking.relevance import term_counts
 from focused.strategies import Link, Parent
 from focused.strategies.learning import LearningStrategy
 
@@ -112,3 +114,21 @@ def test_the_prior_orders_unknown_names_and_rescoring_keeps_it() -> None:
     assert prios == [sc.priority for sc in scores]  # type: ignore[union-attr]
     assert again == pytest.approx(values, abs=1e-4)
     assert on.stats()["name_prior_embedded"] == 2
+
+
+def test_name_evidence_is_the_least_used_word_of_the_name() -> None:
+    s = LearningStrategy(keywords={"acid": 1.0})
+    for i in range(4):
+        s.observe(f"http://h/{i}", _facts("carbon dioxide gas"), {})
+    s.observe("http://h/x", _facts("carbon monoxide"), {})
+    links = [
+        Link("http://h/a", 0.0, "carbon dioxide", ""),
+        Link("http://h/b", 0.0, "carbon nanotube", ""),
+        Link("http://h/c", 0.0, "", ""),
+    ]
+    terms = s.terms.terms_of(["", "", ""], [k.anchor_text for k in links], ["", "", ""])
+    assert s.terms.name_evidence(terms).tolist() == [4.0, 0.0, 0.0]
+
+
+def _facts(text: str) -> PageFacts:
+    return PageFacts(1.0, True, 0.0, 1, tuple(term_counts(text)), False, None)

@@ -372,6 +372,21 @@ class TermModel:
             return np.zeros(0)
         return self.score_terms(self.link_terms(evidence))
 
+    def name_evidence(self, links: LinkTerms) -> np.ndarray:
+        """Per link: the fetched pages that used the least used word of its name (0 for
+        a name with a word no page used, or no name): how much the term model knows of
+        the whole name."""
+        n = len(links.n_names)
+        lengths = np.empty(2 * n, dtype=np.int64)
+        lengths[0::2] = links.n_names
+        lengths[1::2] = links.n_contexts
+        reduced = np.zeros(2 * n)
+        has = lengths > 0
+        if links.buckets.size:
+            starts = (np.cumsum(lengths) - lengths)[has]
+            reduced[has] = np.minimum.reduceat(self.counts[links.buckets], starts)
+        return reduced[0::2]
+
     def score_terms(self, links: LinkTerms) -> np.ndarray:
         """:meth:`score` of links given by their buckets (all links in one pass)."""
         n = len(links.n_names)

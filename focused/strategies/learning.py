@@ -336,7 +336,7 @@ class LearningStrategy(Strategy):
             values = self._with_parent(values, parent_label)
         values = np.clip(values, 0.0, 1.0)
         priors = self._priors(kept_links)
-        values = self._with_prior(values, priors)
+        values = self._with_prior(values, priors, link_terms)
         priorities = np.rint(values * PRIORITY_SCALE).astype(np.int64).tolist()
         if self.rescores:
             # what the frontier keeps to score the link again (:meth:`rescore`)
@@ -370,13 +370,20 @@ class LearningStrategy(Strategy):
         # numbers while the models are unchanged
         return quantized_priors(priors)
 
-    def _with_prior(self, values: np.ndarray, priors: np.ndarray | None) -> np.ndarray:
-        """``max(floor, value) ** (1 - w) * prior ** w`` (w = ``name_prior``; the floor
-        lets the prior order links the models value at 0); a link without a prior (NaN:
-        scored before the prior was on) keeps its value."""
+    def _with_prior(
+        self, values: np.ndarray, priors: np.ndarray | None, link_terms: LinkTerms
+    ) -> np.ndarray:
+        """``max(floor, value) ** (1 - w) * prior ** w`` (the floor lets the prior order
+        links the models value at 0); a link without a prior (NaN: scored before the
+        prior was on) keeps its value. The prior stands in for what the term model does
+        not know: ``w = name_prior * k / (k + n)``, ``n`` the fetched pages that used the
+        least used word of the link's name (:meth:`TermModel.name_evidence`), ``k`` the
+        term model's shrinkage: a name of words no page used gets the whole share, a
+        name the crawl knows well little of it."""
         if priors is None:
             return values
-        w = self.name_prior
+        k = self.terms.shrinkage
+        w = self.name_prior * k / (k + self.terms.name_evidence(link_terms))
         floor = nameprior.FLOOR
         mixed = np.maximum(floor, values) ** (1.0 - w) * np.maximum(floor, priors) ** w
         return np.where(np.isnan(priors), values, mixed)
@@ -445,7 +452,7 @@ class LearningStrategy(Strategy):
             parent_labels = self.hubs.values(parent_labels, parent_ids)
         values = np.clip(self._with_parent(values, parent_labels), 0.0, 1.0)
         if self.prior is not None:
-            values = self._with_prior(values, evidence_priors(evidence))
+            values = self._with_prior(values, evidence_priors(evidence), link_terms)
         self.rescored += len(evidence)
         self.rescorings += 1
         return np.rint(values * PRIORITY_SCALE).astype(np.int64).tolist(), values.tolist()

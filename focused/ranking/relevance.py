@@ -24,11 +24,16 @@ from __future__ import annotations
 import logging
 import math
 import re
+import warnings
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from operator import mul
 
-import jieba
+with warnings.catch_warnings():
+    # jieba 0.42 imports pkg_resources, which setuptools 67+ reports as deprecated on
+    # stderr at every start (torch, for the name prior, needs setuptools >= 77)
+    warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
+    import jieba
 import mmh3
 import numpy as np
 

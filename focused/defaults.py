@@ -105,15 +105,15 @@ DEFAULTS: dict[str, Any] = {
     # a link's terms are scored without the page it stands on (leave-one-out: that
     # page holds the link's anchor and context words, and would vote for all its links)
     "FOCUSED_LEARNING_LEAVE_PARENT_OUT": False,
-    # a link whose URL names the page it stands on (the same last path segment, a
-    # namespace like Talk: left out: a variant of that page) is valued without its
-    # URL's words
     # learning: share of the name prior (a pre-trained sentence-embedding model's rank of
     # a link's name against the topic's keywords; requirements-prior.txt) in a link's
     # value, geometric (0: off), and its model (a sentence-transformers path or name;
     # "": the bundled all-MiniLM-L6-v2)
     "FOCUSED_LEARNING_NAME_PRIOR": 0.0,
     "FOCUSED_LEARNING_NAME_MODEL": "",
+    # a link whose URL names the page it stands on (the same last path segment, a
+    # namespace like Talk: left out: a variant of that page) is valued without its
+    # URL's words
     "FOCUSED_LEARNING_OWN_NAME": True,
     # --- frontier --------------------------------------------------------------
     # rescoring of the waiting links (a strategy that rescores: `learning`): every

@@ -376,14 +376,9 @@ class TermModel:
         """Per link: the fetched pages that used the least used word of its name (0 for
         a name with a word no page used, or no name): how much the term model knows of
         the whole name."""
-        n = len(links.n_names)
-        lengths = np.empty(2 * n, dtype=np.int64)
-        lengths[0::2] = links.n_names
-        lengths[1::2] = links.n_contexts
-        reduced = np.zeros(2 * n)
-        has = lengths > 0
+        has, starts = links.segments()
+        reduced = np.zeros(len(has))
         if links.buckets.size:
-            starts = (np.cumsum(lengths) - lengths)[has]
             reduced[has] = np.minimum.reduceat(self.counts[links.buckets], starts)
         return reduced[0::2]
 
@@ -392,19 +387,14 @@ class TermModel:
         n = len(links.n_names)
         if not n:
             return np.zeros(0)
-        # segments: name terms then context terms of link 0, of link 1, ...
-        lengths = np.empty(2 * n, dtype=np.int64)
-        lengths[0::2] = links.n_names
-        lengths[1::2] = links.n_contexts
         own_y = None
         if links.own is not None and links.own_labels is not None:
             own_y = np.repeat(links.own_labels, links.n_names + links.n_contexts)
         values = self._scores(links.buckets, links.own, own_y)
         reduced_max = np.full(2 * n, np.nan)
         reduced_sum = np.full(2 * n, np.nan)
-        has = lengths > 0
+        has, starts = links.segments()
         if values.size:
-            starts = (np.cumsum(lengths) - lengths)[has]
             reduced_max[has] = np.maximum.reduceat(values, starts)
             reduced_sum[has] = np.add.reduceat(values, starts)
         best = reduced_max[0::2]
@@ -475,14 +465,10 @@ class Exploration:
             pos = np.minimum(pos, self._buckets.size - 1)
             hit = self._buckets[pos] == links.buckets
             values[hit] = self._values[pos[hit]]
-        lengths = np.empty(2 * n, dtype=np.int64)
-        lengths[0::2] = links.n_names
-        lengths[1::2] = links.n_contexts
         reduced_max = np.zeros(2 * n)
         reduced_sum = np.zeros(2 * n)
-        has = lengths > 0
+        has, starts = links.segments()
         if values.size:
-            starts = (np.cumsum(lengths) - lengths)[has]
             reduced_max[has] = np.maximum.reduceat(values, starts)
             reduced_sum[has] = np.add.reduceat(values, starts)
         best = reduced_max[0::2]
@@ -513,6 +499,16 @@ class LinkTerms:
     own: np.ndarray | None = None
     #: per link, the label the parent page was learnt with
     own_labels: np.ndarray | None = None
+
+    def segments(self) -> tuple[np.ndarray, np.ndarray]:
+        """The flat buckets as segments (link 0's name terms, its context terms, link
+        1's name terms, ...): which of the ``2 n`` segments hold a term, and where
+        those start (for ``ufunc.reduceat``)."""
+        lengths = np.empty(2 * len(self.n_names), dtype=np.int64)
+        lengths[0::2] = self.n_names
+        lengths[1::2] = self.n_contexts
+        has = lengths > 0
+        return has, (np.cumsum(lengths) - lengths)[has]
 
     def leaving_out(self, page_buckets: np.ndarray, y: float) -> LinkTerms:
         """These links with their parent page (distinct ascending ``page_buckets``,
@@ -584,10 +580,9 @@ def encode_evidence(
         head = _EVIDENCE.pack(keep_n, keep_c, parent_label, parent_id, own_y)
         out.append(head + names + ctx)
     if priors is not None:
-        tails = np.rint(np.clip(np.nan_to_num(priors, nan=0.0), 0.0, 1.0) * _PRIOR_SCALE)
-        # 0 stands for "no prior" (a prior is at least its floor, 1e-3 -> 66)
-        tails = np.where(np.isnan(priors), 0, np.maximum(1, tails)).astype("<u2").tolist()
-        out = [r + _PRIOR.pack(t) for r, t in zip(out, tails, strict=True)]
+        # 0 stands for "no prior" (a quantized prior is at least 1)
+        q = np.rint(np.nan_to_num(quantized_priors(priors), nan=0.0) * _PRIOR_SCALE)
+        out = [r + _PRIOR.pack(t) for r, t in zip(out, q.astype(np.int64).tolist(), strict=True)]
     return out
 
 

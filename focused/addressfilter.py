@@ -191,32 +191,40 @@ class AddressFilterMiddleware:
     redirect hop, robots.txt included (it runs before the robots.txt middleware).
 
     Allowed: ``FOCUSED_ALLOWED_NETWORKS``, and the kinds of the spider's seeds (a loopback
-    seed allows loopback addresses; a link-local seed allows nothing). Host names are
-    checked after resolution by :class:`FocusedResolver`; a name it refused is dropped
-    here from then on.
+    seed allows loopback addresses; a link-local seed allows nothing). A spider without
+    seeds of its own (``scrapy fetch URL``, ``scrapy shell URL``) has ``FOCUSED_SEEDS``'s.
+    Host names are checked after resolution by :class:`FocusedResolver`; a name it
+    refused is dropped here from then on.
     """
 
-    def __init__(self, policy: AddressPolicy, stats: StatsCollector | None = None) -> None:
+    def __init__(
+        self,
+        policy: AddressPolicy,
+        stats: StatsCollector | None = None,
+        seeds: Sequence[str] = (),
+    ) -> None:
         self.policy = policy
         self.stats = stats
+        self.seeds = list(seeds)  # FOCUSED_SEEDS: for a spider without its own
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         networks = parse_networks(get(crawler.settings, "FOCUSED_ALLOWED_NETWORKS"))
-        mw = cls(AddressPolicy(networks=networks), crawler.stats)
+        seeds = [str(url) for url in get(crawler.settings, "FOCUSED_SEEDS") or ()]
+        mw = cls(AddressPolicy(networks=networks), crawler.stats, seeds)
         _Active.policy, _Active.stats = mw.policy, crawler.stats
         crawler.signals.connect(mw.spider_opened, signal=signals.spider_opened)
         return mw
 
     def spider_opened(self, spider: Spider) -> None:
-        """The seeds' kinds are allowed: ``spider.web.seeds``, ``spider.seeds`` or
-        ``spider.start_urls``."""
+        """The seeds' kinds are allowed: ``spider.web.seeds``, ``spider.seeds``,
+        ``spider.start_urls`` or else ``FOCUSED_SEEDS``."""
         web = getattr(spider, "web", None)
         seeds = (
             getattr(web, "seeds", None)
             or getattr(spider, "seeds", None)
             or getattr(spider, "start_urls", None)
-            or ()
+            or self.seeds
         )
         for url in seeds:
             try:

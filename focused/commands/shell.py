@@ -1,0 +1,22 @@
+"""``scrapy shell [URL]``: Scrapy's command, where the URL asked for is the crawl's seed.
+
+As for ``scrapy fetch`` (:mod:`focused.commands.fetch`): the URL on the command line
+may be on loopback (a sandbox served by ``scrapy sandbox``), and ``fetch()`` in the shell
+then reaches the addresses of its kind; other internal addresses stay refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from scrapy.commands.shell import Command as ScrapyShell
+
+from focused.cli import seed_from_command_line
+
+
+class Command(ScrapyShell):
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if args and not opts.spider:
+            assert self.settings is not None
+            seed_from_command_line(self.settings, args[0])
+        super().run(args, opts)

@@ -34,6 +34,7 @@ from focused.output.metrics import QUEUES
 from focused.output.progress import Progress, Snapshot
 from focused.output.record import stored_count
 from focused.scope import require_focused_spider
+from focused.stop import folder_taken
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -142,6 +143,8 @@ class CrawlOutputExtension:
         if self._loop is not None and self._loop.running:
             self._loop.stop()
         self._loop = None
+        if folder_taken(self.crawler):
+            return  # another crawl's folder (the page store said so at open)
         if self.held and stored_count(self.output_dir) == self.held:
             logger.info(
                 "focused: no page stored; the stats and report in %s are left as they were",

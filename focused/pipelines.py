@@ -34,11 +34,12 @@ from focused.output.store import (
     SEGMENT_BYTES,
     PageStore,
     StoreBusy,
+    StoreInUse,
     content_hash,
     stored_pages,
 )
 from focused.scope import require_focused_spider
-from focused.stop import stop_crawl, then_for
+from focused.stop import STORE_TAKEN_STAT, folder_taken, stop_crawl, then_for
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -123,7 +124,10 @@ class PageStorePipeline:
     it, in order: Scrapy does not hand over more items than its scraper slot holds) and the
     write is tried again every :data:`RETRY_EVERY` seconds from the reactor; after
     ``FOCUSED_STORE_LOCK_TIMEOUT`` seconds of that the crawl stops as above. A reader never
-    blocks a write (WAL).
+    blocks a write (WAL). A crawl on the in-memory frontier writes the store alone: when
+    another crawl writes it already (two started at the same instant), this one stops at
+    open as above and writes nothing in the folder (the workers of a distributed crawl
+    share the store).
 
     With ``threaded`` (``FOCUSED_STORE_THREAD``, off by default: measured, it does not pay
     on 2 cores, see ``docs/speed.md``) the page's records are compressed and written in
@@ -168,8 +172,11 @@ class PageStorePipeline:
         index_max_chars: int = 100_000,
         crawler: Crawler | None = None,
         segment_bytes: int = SEGMENT_BYTES,
+        sole: bool = False,
     ) -> None:
         self.segment_bytes = segment_bytes
+        #: the crawl has the store to itself (no other crawl may open it meanwhile)
+        self.sole = sole
         self.output_dir = Path(output_dir)
         self.index = index  # the store's full-text index (FOCUSED_INDEX*)
         self.index_max_chars = index_max_chars
@@ -227,6 +234,8 @@ class PageStorePipeline:
             index_max_chars=get(s, "FOCUSED_INDEX_MAX_CHARS"),
             crawler=crawler,
             segment_bytes=int(get(s, "FOCUSED_STORE_SEGMENT_MB") * (1 << 20)),
+            # the workers of a distributed crawl share one store on purpose
+            sole=str(get(s, "FOCUSED_FRONTIER")) == "memory",
         )
 
     def open_spider(self) -> None:
@@ -243,9 +252,12 @@ class PageStorePipeline:
                 index_max_chars=self.index_max_chars,
                 open_timeout=self.lock_timeout,
                 segment_bytes=self.segment_bytes,
+                sole=self.sole,
             ).open()
         except STORE_ERRORS as exc:
             self.store = None
+            if isinstance(exc, StoreInUse) and self.stats is not None:
+                self.stats.set_value(STORE_TAKEN_STAT, 1)  # the folder is another crawl's
             self._fail(exc)
         if self.stats is not None:
             self.stats.set_value("focused/stored", 0)
@@ -714,6 +726,7 @@ class MetricsPipeline:
         self.web = ""
         self.held = False  # the folder held stored pages when the crawl opened
         self.added = 0  # pages that came through this run
+        self.taken = False  # another crawl had the folder's store: nothing written
         self.crawler: Crawler | None = None
         self.curve = HarvestCurve(targets)
         self.started = time.time()
@@ -740,6 +753,10 @@ class MetricsPipeline:
             topic = getattr(spider, "topic", None)
             self.topic = str(getattr(topic, "name", "") or "")
             self.web = str(getattr(getattr(spider, "web", None), "kind", ""))
+        # another crawl has the folder (its page store would not open): nothing is written
+        self.taken = folder_taken(self.crawler)
+        if self.taken:
+            return
         # a run that stores nothing (``scrapy parse``, a finished resume) leaves a folder
         # of stored pages as it was: its record is written with this run's first page
         self.held = stored_count(self.output_dir) > 0
@@ -832,6 +849,9 @@ class MetricsPipeline:
         return data
 
     def close_spider(self) -> None:
+        if self.taken:
+            logger.info("focused: %s is another crawl's: no output written", self.output_dir)
+            return
         if self.held and not self.added:
             logger.info(
                 "focused: no page stored; the outputs in %s are left as they were",

@@ -23,7 +23,18 @@ STORE_FAILED = "store_failed"
 #: stat holding the line :func:`stop_crawl` logged
 STORE_FAILED_STAT = "focused/store_failed"
 
+#: stat set when the page store was another crawl's at open (:func:`folder_taken`)
+STORE_TAKEN_STAT = "focused/store/taken"
+
 _stopped: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+
+def folder_taken(crawler: Any) -> bool:
+    """Whether another crawl had the output folder's page store when this one opened
+    (:class:`focused.output.store.StoreInUse`): then this crawl writes nothing there,
+    not even its record, metrics or stats."""
+    stats = getattr(crawler, "stats", None)
+    return bool(stats is not None and stats.get_value(STORE_TAKEN_STAT))
 
 
 def stopped(crawler: Any) -> str | None:
@@ -73,6 +84,10 @@ def _close(crawler: Any) -> None:
 
 def then_for(exc: BaseException) -> str:
     """How to say when to resume after ``exc``."""
+    from focused.output.store import StoreInUse
+
+    if isinstance(exc, StoreInUse):
+        return "once the other crawl has finished, or choose another FOCUSED_OUTPUT_DIR"
     text = str(exc)
     if getattr(exc, "errno", None) == errno.ENOSPC or "full" in text or "No space" in text:
         return "once there is room"

@@ -187,6 +187,36 @@ def test_two_crawls_into_one_folder_at_once(tmp_path: Path) -> None:
     assert first.returncode == 0
 
 
+def test_two_crawls_started_at_the_same_instant(tmp_path: Path) -> None:
+    """Both start before either has opened its store (so both pass the command's check):
+    the page store lets one write, the other stops with one line and writes nothing
+    there, not even its record (the folder says which crawl it holds)."""
+    out = tmp_path / "crawl"
+    procs = {
+        topic: subprocess.Popen(
+            command(out, "CLOSESPIDER_PAGECOUNT=15", topic=topic),
+            cwd=PROJECT,
+            env=env(),
+            stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            text=True,
+        )
+        for topic in ("chemistry", "physics")
+    }
+    logs = {topic: proc.communicate(timeout=180)[1] for topic, proc in procs.items()}
+    codes = {topic: proc.returncode for topic, proc in procs.items()}
+    assert sorted(codes.values())[0] == 0, logs
+    (winner,) = [t for t, c in codes.items() if c == 0]
+    (loser,) = [t for t in codes if t != winner]
+    errors = [x for x in logs[loser].splitlines() if "ERROR: focused: error:" in x]
+    assert len(errors) == 1, logs[loser][-3000:]
+    assert "another crawl" in errors[0] and codes[loser] in (1, 2)
+    assert "Traceback" not in logs[loser]
+    assert json.loads((out / "crawl.json").read_text())["topic"] == winner
+    assert len(list((out / "segments").iterdir())) == 1  # one writer's segment
+    assert stored_count(out) >= 15
+
+
 # --- 4. a second Ctrl-C while the crawl closes -------------------------------------------
 def test_a_second_ctrl_c_while_closing_says_what_is_stored(tmp_path: Path) -> None:
     out, job = tmp_path / "crawl", tmp_path / "job"

@@ -5,6 +5,7 @@ Layout in the output folder::
     pages.sqlite3            table ``pages``, one row per URL (url UNIQUE), WAL mode;
                              table ``segments``: the committed end of every segment
     pages.lock               advisory lock: who may repair
+    writer.lock              advisory lock: which crawls write pages (one, or shared)
     segments/<time>-<pid>-<random>-<n>.warc.gz
                              append-only WARC 1.1 segments (:mod:`focused.output.segments`)
 
@@ -84,6 +85,9 @@ __all__ = [
 
 DB_NAME = "pages.sqlite3"
 LOCK_NAME = "pages.lock"
+#: held by the crawls that write the store: exclusively by one crawl, shared by the
+#: workers of a distributed crawl (:class:`PageStore`'s ``sole``)
+WRITER_LOCK_NAME = "writer.lock"
 HTML_DIR = "html"
 _HASH_FILE = re.compile(r"^([0-9a-f]{64})\.html\.gz$")
 _TMP_SUFFIX = ".tmp"  # a file being written (``.<sha256>.<uuid>.tmp``), or a leftover
@@ -135,6 +139,11 @@ class Location(NamedTuple):
     record_offset: int | None = None
     record_length: int | None = None
     end: int | None = None
+
+
+class StoreInUse(OSError):
+    """Another crawl writes the store, and this one may not write it beside that crawl
+    (:class:`PageStore`'s ``sole``): nothing was opened or written."""
 
 
 class StoreBusy(Exception):
@@ -226,6 +235,7 @@ class PageStore:
         open_timeout: float | None = None,
         layout: str = "segments",
         segment_bytes: int = SEGMENT_BYTES,
+        sole: bool | None = None,
     ) -> None:
         if not 0 <= int(gzip_level) <= 9:
             raise ValueError(f"gzip_level must be 0-9, got {gzip_level!r}")
@@ -264,6 +274,12 @@ class PageStore:
         self._lock_fh: Any = None
         #: this process had the store to itself when it opened it (it repaired it)
         self.exclusive = False
+        #: a crawl's store: True, this crawl writes it alone (``writer.lock`` held
+        #: exclusively while open); False, with the other workers of a distributed crawl
+        #: (held shared); None, a tool that is no crawl (no writer lock). Either kind of
+        #: crawl gets :class:`StoreInUse` at open when the other kind writes the store.
+        self.sole = sole
+        self._writer_fh: Any = None
 
     # --- life cycle --------------------------------------------------------------
     @property
@@ -280,8 +296,19 @@ class PageStore:
 
     def open(self, repair: bool = True) -> PageStore:
         """Create/open the database; when no one else has it open, cut torn records off
-        the segments and remove orphan files."""
+        the segments and remove orphan files. :class:`StoreInUse` (checked first: nothing
+        written) when ``sole`` and another crawl writes the store."""
         self.output_dir.mkdir(parents=True, exist_ok=True)
+        self._writer_lock()
+        try:
+            return self._open(repair)
+        except BaseException:
+            if self._writer_fh is not None:
+                self._writer_fh.close()
+                self._writer_fh = None
+            raise
+
+    def _open(self, repair: bool) -> PageStore:
         if self.layout == "files":
             self.html_dir.mkdir(exist_ok=True)
         conn = sqlite3.connect(self.db_path, isolation_level=None, timeout=self.open_timeout)
@@ -363,6 +390,20 @@ class PageStore:
             return False
         return True
 
+    def _writer_lock(self) -> None:
+        """Hold ``writer.lock`` as ``sole`` says, or raise :class:`StoreInUse`."""
+        if fcntl is None or self.sole is None:
+            return
+        fh = open(self.output_dir / WRITER_LOCK_NAME, "a+b")  # noqa: SIM115
+        try:
+            fcntl.flock(
+                fh.fileno(), (fcntl.LOCK_EX if self.sole else fcntl.LOCK_SH) | fcntl.LOCK_NB
+            )
+        except OSError:
+            fh.close()
+            raise StoreInUse("another crawl writes this page store") from None
+        self._writer_fh = fh
+
     def _share_lock(self) -> None:
         if fcntl is not None and self._lock_fh is not None:
             fcntl.flock(self._lock_fh.fileno(), fcntl.LOCK_SH)
@@ -442,6 +483,9 @@ class PageStore:
         if self._lock_fh is not None:
             self._lock_fh.close()  # releases the flock
             self._lock_fh = None
+        if self._writer_fh is not None:
+            self._writer_fh.close()
+            self._writer_fh = None
 
     def __enter__(self) -> PageStore:
         return self if self.conn is not None else self.open()

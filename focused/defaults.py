@@ -111,9 +111,6 @@ DEFAULTS: dict[str, Any] = {
     # "": the bundled all-MiniLM-L6-v2)
     "FOCUSED_LEARNING_NAME_PRIOR": 0.0,
     "FOCUSED_LEARNING_NAME_MODEL": "",
-    # what the name prior ranks a name's cosine against: "crawl" (the names met so far)
-    # or "vocabulary" (general words of the model's vocabulary, fixed before the crawl)
-    "FOCUSED_LEARNING_NAME_CALIBRATION": "crawl",
     # a link whose URL names the page it stands on (the same last path segment, a
     # namespace like Talk: left out: a variant of that page) is valued without its
     # URL's words
@@ -366,7 +363,6 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_LEARNING_LEAVE_PARENT_OUT": _flag(),
     "FOCUSED_LEARNING_NAME_PRIOR": _float(0.0, 1.0, open_high=False),
     "FOCUSED_LEARNING_NAME_MODEL": _text(),
-    "FOCUSED_LEARNING_NAME_CALIBRATION": _text("crawl", "vocabulary"),
     "FOCUSED_LEARNING_OWN_NAME": _flag(),
     "FOCUSED_RESCORE_EVERY": _int(0, 1e12),
     "FOCUSED_RESCORE_BUDGET": _int(0, 1e12),

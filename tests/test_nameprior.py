@@ -11,13 +11,7 @@ import pytest
 from focused import meta
 from focused.meta import PageFacts
 from focused.ranking.learning import decode_evidence, encode_evidence, evidence_priors
-from focused.ranking.nameprior import (
-    NEUTRAL,
-    NamePrior,
-    missing_packages,
-    topic_text,
-    vocabulary_words,
-)
+from focused.ranking.nameprior import NEUTRAL, NamePrior, missing_packages, topic_text
 from focused.ranking.relevance import term_counts
 from focused.strategies import Link, Parent
 from focused.strategies.learning import LearningStrategy
@@ -76,42 +70,6 @@ def test_scores_are_ranks_among_the_names_met(prior: NamePrior) -> None:
     before = fresh.embedded
     fresh.scores(["Jane Austen", "Jane Austen", "Volcano"])
     assert fresh.embedded == before
-
-
-def test_vocabulary_words_are_a_fixed_spread_of_whole_words() -> None:
-    vocab = ["[PAD]", "##ing", "the", "3rd", "house", "Mixed", "river", "music", "stone"]
-    assert vocabulary_words(vocab, 10) == ["house", "river", "music", "stone"]
-    assert vocabulary_words(vocab, 2) == ["house", "music"]  # every other one, in order
-    assert vocabulary_words(vocab, 2) == vocabulary_words(vocab, 2)
-
-
-def test_a_vocabulary_calibration_ranks_against_a_fixed_sample() -> None:
-    """With a reference, a name's prior does not depend on the names met before it."""
-
-    def encode(texts: list[str]) -> np.ndarray:  # 2-d unit vectors: angle from the text
-        angles = np.array([float(len(t)) / 10.0 for t in texts])
-        return np.stack([np.cos(angles), np.sin(angles)], axis=1)
-
-    reference = ["a" * n for n in range(1, 21)]  # cosines spread over 20 lengths
-    fixed = NamePrior({"x": 1.0}, encode, reference=reference)
-    met = NamePrior({"x": 1.0}, encode)
-    first = fixed.scores(["abcd"])[0]
-    assert met.scores(["abcd"])[0] == 0.5  # alone among the names met: the middle
-    # 16 of the 20 references are further from the topic, one as far (a tie: half)
-    assert first == pytest.approx(16.5 / 20)
-    # names met since change nothing with a reference, everything without
-    fixed.scores(["ab", "abc", "a"])
-    met.scores(["ab", "abc", "a"])
-    assert fixed.scores(["abcd"])[0] == first
-    assert met.scores(["abcd"])[0] < 0.5
-
-
-@needs_model
-def test_the_model_vocabulary_calibrates_the_prior() -> None:
-    fixed = NamePrior.load(WRITERS, calibration="vocabulary")
-    scores = fixed.scores(["Charles Dickens", "Railway signal"])
-    assert scores[0] > 0.9
-    assert scores[1] < 0.5
 
 
 def test_evidence_carries_the_prior_and_reads_without_it() -> None:

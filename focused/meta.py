@@ -20,6 +20,10 @@ Set by the spider on each link request:
 - ``focused_anchor_text`` and ``focused_link_context`` (:data:`ANCHOR_TEXT`,
   :data:`LINK_CONTEXT`): the anchor text and the words around the link, only for a
   strategy that asks for them (:attr:`focused.strategies.base.Strategy.link_evidence`).
+- ``focused_link_slot`` (:data:`LINK_SLOT`): for the same strategies, the slot of the
+  block the link stands in (a 32-bit hash of its container path: tags, ids and classes
+  from the body down, :mod:`focused.web.template`); 0 when unknown. Links in a page's
+  prose share one slot, those of a "related articles" list another.
 
 Set by :class:`focused.middlewares.FocusedPriorityMiddleware` when it scores a link
 (``request.priority`` is set at the same time):
@@ -47,6 +51,7 @@ ANCHOR_RELEVANCE = "focused_anchor_relevance"
 PARENT_URL = "focused_parent_url"
 ANCHOR_TEXT = "focused_anchor_text"
 LINK_CONTEXT = "focused_link_context"
+LINK_SLOT = "focused_link_slot"
 LINK_VALUE = "focused_value"
 M = "focused_m"
 HOPS = "focused_hops"

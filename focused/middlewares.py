@@ -291,4 +291,5 @@ def _link(request: Request) -> Link:
         got.get(meta.ANCHOR_RELEVANCE, 0.0),
         got.get(meta.ANCHOR_TEXT, ""),
         got.get(meta.LINK_CONTEXT, ""),
+        got.get(meta.LINK_SLOT, 0),
     )

@@ -209,6 +209,10 @@ def label(relevance_degree: float, floor: float = 0.002) -> float:
     return math.log((d + floor) / floor) / math.log((1.0 + floor) / floor)
 
 
+#: Buckets for the slots of links (:meth:`TermModel.learn_slot`), past the term buckets.
+SLOT_BUCKETS = 1 << 14
+
+
 # --- the term model ---------------------------------------------------------------------
 class TermModel:
     """Mean label of the fetched pages that use each term (hashed, shrunk to the mean).
@@ -230,8 +234,9 @@ class TermModel:
     ) -> None:
         self.shrinkage = max(1e-6, shrinkage)
         self.context_share = min(1.0, max(0.0, context_share))
-        self.sums = np.zeros(N_FEATURES, dtype=np.float64)
-        self.counts = np.zeros(N_FEATURES, dtype=np.float64)
+        # the term buckets, then SLOT_BUCKETS more for the slots (:meth:`learn_slot`)
+        self.sums = np.zeros(N_FEATURES + SLOT_BUCKETS, dtype=np.float64)
+        self.counts = np.zeros(N_FEATURES + SLOT_BUCKETS, dtype=np.float64)
         self.total = 0.0
         self.pages = 0
         #: bonus of a term seen in no page; ``optimism * k / (count + k)`` in general
@@ -305,9 +310,27 @@ class TermModel:
         """Add what other pages taught (per bucket: pages and summed labels); the page
         count and label total are :attr:`pages` and :attr:`total`."""
         if buckets.size:
-            ok = (buckets >= 0) & (buckets < N_FEATURES)
+            ok = (buckets >= 0) & (buckets < self.counts.size)
             np.add.at(self.counts, buckets[ok], counts[ok])
             np.add.at(self.sums, buckets[ok], sums[ok])
+
+    def learn_slot(self, slot: int, y: float) -> int:
+        """A page fetched through a link of ``slot`` (a block's container path,
+        :func:`focused.web.template.link_slots`) taught label ``y`` to that slot; returns
+        the slot's bucket (past the term buckets, so no term shares it)."""
+        b = N_FEATURES + int(slot) % SLOT_BUCKETS
+        self.counts[b] += 1.0
+        self.sums[b] += y
+        return b
+
+    def slot_scores(self, slots: np.ndarray) -> np.ndarray:
+        """Per slot, the mean label of the pages fetched through its links, shrunk to the
+        crawl's mean label with ``shrinkage`` pseudo-pages (no optimism: a slot is no
+        word to explore); the mean for slot 0 (unknown)."""
+        b = N_FEATURES + np.asarray(slots, dtype=np.int64) % SLOT_BUCKETS
+        k, mean = self.shrinkage, self.mean
+        scores = (self.sums[b] + k * mean) / (self.counts[b] + k)
+        return np.where(np.asarray(slots) == 0, mean, scores)
 
     def learn_text(self, text: str, y: float) -> None:
         """:meth:`learn_page` with the terms of ``text``."""
@@ -541,6 +564,8 @@ _PRIOR_SCALE = 65535.0
 #: on a stored bucket (3 bytes, ``N_FEATURES`` = 2**20 needs 20 bits): the term is one
 #: of the parent page's own
 _OWN_BIT = 1 << 23
+#: a link's slot after its terms and its prior (0: none)
+_SLOT = struct.Struct("<I")
 #: bytes per bucket (``N_FEATURES`` = 2**20 buckets fit in 3)
 _BUCKET_BYTES = 3
 #: At most this many name (and context) terms are kept per waiting link.
@@ -552,12 +577,15 @@ def encode_evidence(
     parent_label: float,
     parent_id: int = 0,
     priors: np.ndarray | None = None,
+    slots: np.ndarray | None = None,
 ) -> list[bytes]:
     """One compact record per link for a later :func:`decode_evidence`: 18 bytes and 3
     per term (a link with a 3-word anchor and a 16-word context: 75 bytes). Terms past
     ``MAX_EVIDENCE_TERMS`` of either kind are dropped. ``priors`` (the name prior of
     each link, :mod:`focused.ranking.nameprior`) follow the terms, 2 bytes each
-    (:func:`evidence_priors`); a record without one is read as before."""
+    (:func:`evidence_priors`), then ``slots`` (each link's slot,
+    :func:`focused.web.template.link_slots`), 4 bytes each (:func:`evidence_slots`); a
+    record without them is read as before."""
     stored = links.buckets.astype(np.int64)
     if links.own is not None:
         stored = stored | np.where(links.own > 0, _OWN_BIT, 0)
@@ -583,6 +611,9 @@ def encode_evidence(
         # 0 stands for "no prior" (a quantized prior is at least 1)
         q = np.rint(np.nan_to_num(quantized_priors(priors), nan=0.0) * _PRIOR_SCALE)
         out = [r + _PRIOR.pack(t) for r, t in zip(out, q.astype(np.int64).tolist(), strict=True)]
+    if slots is not None:
+        packed = np.asarray(slots, dtype=np.int64).tolist()
+        out = [r + _SLOT.pack(t & 0xFFFFFFFF) for r, t in zip(out, packed, strict=True)]
     return out
 
 
@@ -601,10 +632,24 @@ def evidence_priors(records: Sequence[bytes]) -> np.ndarray:
         if len(record) < size:
             continue
         need = size + (record[0] + record[1]) * w
-        if len(record) == need + _PRIOR.size:
+        if len(record) in (need + _PRIOR.size, need + _PRIOR.size + _SLOT.size):
             (value,) = _PRIOR.unpack_from(record, need)
             if value:
                 out[i] = value / _PRIOR_SCALE
+    return out
+
+
+def evidence_slots(records: Sequence[bytes]) -> np.ndarray:
+    """The slot each record carries (:func:`encode_evidence`); 0 for a record without
+    one. A record's length tells its trailers apart: a prior is 2 bytes, a slot 4."""
+    out = np.zeros(len(records), dtype=np.int64)
+    size, w = _EVIDENCE.size, _BUCKET_BYTES
+    for i, record in enumerate(records):
+        if len(record) < size:
+            continue
+        need = size + (record[0] + record[1]) * w
+        if len(record) in (need + _SLOT.size, need + _PRIOR.size + _SLOT.size):
+            (out[i],) = _SLOT.unpack_from(record, len(record) - _SLOT.size)
     return out
 
 

@@ -30,7 +30,7 @@ from focused.strategies import Strategy
 from focused.web.neardup import NearDuplicates
 from focused.web.sanitize import strip_session_ids
 from focused.web.sites import Web, open_web
-from focused.web.template import HostTemplates, Page, chrome_urls, split_page
+from focused.web.template import HostTemplates, Page, chrome_urls, link_slots, split_page
 from focused.web.topics import load_topic
 from focused.web.urlshape import ShapeStats, thin
 
@@ -255,15 +255,7 @@ class FocusedSpider(scrapy.Spider):
             # of a waste page, the words of its main content beside its title's
             own_terms=tuple(own) if learns and own is not None else None,
         )
-        anchors = self.vector.cosines([link.text for link in links])
-        contexts = link_contexts(response.selector.root, url_of) if self.link_evidence else None
-        for link, r in zip(links, anchors, strict=True):
-            request = self._request(link.url, float(r), response.url)
-            if request is not None:
-                if contexts is not None:
-                    request.meta[meta.ANCHOR_TEXT] = link.text[:MAX_ANCHOR_CHARS]
-                    request.meta[meta.LINK_CONTEXT] = contexts.get(link.url, "")
-                yield request
+        yield from self._link_requests(response, links, page, url_of)
         yield from self._chrome_requests(response, chrome_links)
         yield from self._chrome_requests(response, waste_links, droppable=False)
         if "noindex" in robots:  # its links followed, the page not stored
@@ -295,6 +287,29 @@ class FocusedSpider(scrapy.Spider):
         )
         item.text_terms = text_terms
         yield item
+
+    def _link_requests(
+        self,
+        response: TextResponse,
+        links: list[Any],
+        page: Page | None,
+        url_of: Callable[[str], str],
+    ) -> Iterator[scrapy.Request]:
+        """The requests of the page's content links; for a strategy that asks for link
+        evidence, each with its anchor text, context and slot."""
+        anchors = self.vector.cosines([link.text for link in links])
+        contexts = link_contexts(response.selector.root, url_of) if self.link_evidence else None
+        slots = link_slots(page, url_of) if contexts is not None and page is not None else {}
+        for link, r in zip(links, anchors, strict=True):
+            request = self._request(link.url, float(r), response.url)
+            if request is not None:
+                if contexts is not None:
+                    request.meta[meta.ANCHOR_TEXT] = link.text[:MAX_ANCHOR_CHARS]
+                    request.meta[meta.LINK_CONTEXT] = contexts.get(link.url, "")
+                    slot = slots.get(link.url)
+                    if slot:
+                        request.meta[meta.LINK_SLOT] = slot
+                yield request
 
     def _parse_feed(self, response: TextResponse, feed: robustness.Feed) -> Iterator[Any]:
         """An RSS or Atom feed is a list of links, not a page: each item's link is

@@ -70,6 +70,9 @@ class Link(NamedTuple):
     #: :attr:`Strategy.link_evidence` is set (else empty)
     anchor_text: str = ""
     context: str = ""
+    #: the slot of the block the link stands in (:func:`focused.web.template.link_slots`;
+    #: 0: unknown); for the same strategies
+    slot: int = 0
 
 
 @dataclass(frozen=True, slots=True)

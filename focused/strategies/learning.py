@@ -60,6 +60,7 @@ from focused.ranking.learning import (
     degree,
     encode_evidence,
     evidence_priors,
+    evidence_slots,
     label,
     page_name,
     quantized_priors,
@@ -142,6 +143,10 @@ class LearningStrategy(Strategy):
     #: that page: its talk page, print copy, second page) is valued without its URL's
     #: words (:func:`focused.ranking.learning.page_name`)
     own_name: bool = True
+    #: share of a link's slot (the container path of the block it stands in) in its
+    #: value, geometric: the mean label of the pages fetched through links of that
+    #: slot, shrunk to the crawl's mean (0: off)
+    slot_share: float = 0.0
     name = "learning"
     #: the spider puts anchor text and context in the meta, and the page's terms in its
     #: facts
@@ -181,6 +186,9 @@ class LearningStrategy(Strategy):
             "waste_label": read.flag("FOCUSED_LEARNING_WASTE_LABEL"),
             "leave_parent_out": read.flag("FOCUSED_LEARNING_LEAVE_PARENT_OUT"),
             "own_name": read.flag("FOCUSED_LEARNING_OWN_NAME"),
+            "slot_share": read.in_range(
+                "FOCUSED_LEARNING_SLOT_SHARE", 0.0, 1.0, open_low=False, open_high=False
+            ),
             "name_prior": read.in_range(
                 "FOCUSED_LEARNING_NAME_PRIOR", 0.0, 1.0, open_low=False, open_high=False
             ),
@@ -334,13 +342,14 @@ class LearningStrategy(Strategy):
             values = self._with_parent(values, float(hub[0]))
         else:
             values = self._with_parent(values, parent_label)
-        values = np.clip(values, 0.0, 1.0)
+        slots = self._slots(kept_links)
+        values = np.clip(self._with_slot(values, slots), 0.0, 1.0)
         priors = self._priors(kept_links)
         values = self._with_prior(values, priors, link_terms)
         priorities = np.rint(values * PRIORITY_SCALE).astype(np.int64).tolist()
         if self.rescores:
             # what the frontier keeps to score the link again (:meth:`rescore`)
-            blobs = encode_evidence(link_terms, parent_label, parent_id, priors)
+            blobs = encode_evidence(link_terms, parent_label, parent_id, priors, slots)
             metas = [{meta.EVIDENCE: blob} for blob in blobs]
         elif self.classifier is not None:
             # the classifier learns from the link's evidence when its page comes back
@@ -431,6 +440,24 @@ class LearningStrategy(Strategy):
         parent = np.maximum(PARENT_FLOOR, parent_label)
         return np.clip(values, 0.0, 1.0) ** (1.0 - self.parent_share) * (parent**self.parent_share)
 
+    def _slots(self, links: Sequence[Link]) -> np.ndarray | None:
+        """The links' slots (``None``: the slot share is off)."""
+        if self.slot_share <= 0:
+            return None
+        return np.fromiter((link.slot for link in links), np.int64, len(links))
+
+    def _with_slot(self, values: np.ndarray, slots: np.ndarray | None) -> np.ndarray:
+        """Where a link stands weighs in geometrically: ``value ** (1 - q) * score ** q``,
+        ``score`` the mean label of the pages fetched through links of the same slot
+        (:meth:`TermModel.slot_scores`). Links of one slot keep their order; a slot whose
+        links led to off-topic pages (a "related articles" list of random articles, a
+        forum's replies) falls below the page's prose, learnt on the site as it is."""
+        if slots is None:
+            return values
+        q = self.slot_share
+        scores = np.maximum(PARENT_FLOOR, self.terms.slot_scores(slots))
+        return np.clip(values, 0.0, 1.0) ** (1.0 - q) * scores**q
+
     @property  # type: ignore[override]
     def rescores(self) -> bool:
         """Links carry rescoring evidence (the term model alone scores them)."""
@@ -450,7 +477,9 @@ class LearningStrategy(Strategy):
         values = self.exploration.blend(self.terms.score_terms(link_terms), link_terms)
         if self.hubs is not None:
             parent_labels = self.hubs.values(parent_labels, parent_ids)
-        values = np.clip(self._with_parent(values, parent_labels), 0.0, 1.0)
+        values = self._with_parent(values, parent_labels)
+        slots = evidence_slots(evidence) if self.slot_share > 0 else None
+        values = np.clip(self._with_slot(values, slots), 0.0, 1.0)
         if self.prior is not None:
             values = self._with_prior(values, evidence_priors(evidence), link_terms)
         self.rescored += len(evidence)
@@ -493,6 +522,10 @@ class LearningStrategy(Strategy):
             self.hubs.add(url, y, str(link.get(meta.PARENT_URL) or ""))
         # the page's buckets are hashed once, for the page model and the term model
         buckets = self.terms.learn_page(terms, y, page_buckets)
+        slot = int(link.get(meta.LINK_SLOT, 0) or 0)
+        if self.slot_share > 0 and slot:
+            # the slot of the link that led here learns how good its page was
+            buckets = np.append(buckets, self.terms.learn_slot(slot, y))
         if self.leave_parent_out:
             self._learnt = (url, buckets, y)
         if self.recorder is not None:

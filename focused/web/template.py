@@ -439,5 +439,30 @@ def chrome_urls(page: Page, absolute: Callable[[str], str]) -> set[str]:
     return {u for u in urls(hrefs) if u not in content}
 
 
+#: A slot is the low 32 bits of a block's path hash; 0 stands for "no slot".
+SLOT_MASK = 0xFFFFFFFF
+
+
+def link_slots(page: Page, absolute: Callable[[str], str]) -> dict[str, int]:
+    """The slot of each content link of ``page``, by absolute URL: the low 32 bits of
+    the container path of the first content block that holds it (never 0).
+
+    The path names tags, ids and classes from the body down, not the block's text, so
+    every article of a site puts the links of its prose in one slot and those of its
+    "related articles" list in another, whatever the list holds."""
+    slots: dict[str, int] = {}
+    for b in page.blocks:
+        if b.chrome or not b.hrefs:
+            continue
+        slot = (b.path & SLOT_MASK) or 1
+        for h in b.hrefs:
+            try:
+                url = absolute(h)
+            except ValueError:
+                continue
+            slots.setdefault(url, slot)
+    return slots
+
+
 def blocks_text(blocks: Iterable[Block]) -> str:
     return " ".join(t for b in blocks for t in b.texts)

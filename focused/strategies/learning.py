@@ -347,23 +347,49 @@ class LearningStrategy(Strategy):
         priors = self._priors(kept_links)
         values = self._with_prior(values, priors, link_terms)
         priorities = np.rint(values * PRIORITY_SCALE).astype(np.int64).tolist()
-        if self.rescores:
-            # what the frontier keeps to score the link again (:meth:`rescore`)
-            blobs = encode_evidence(link_terms, parent_label, parent_id, priors, slots)
-            metas = [{meta.EVIDENCE: blob} for blob in blobs]
-        elif self.classifier is not None:
-            # the classifier learns from the link's evidence when its page comes back
-            terms_list = terms.tolist()
-            metas = [
-                {meta.PARENT_RELEVANCE: round(parent_degree, 6), meta.TERM_SCORE: round(t, 6)}
-                for t in terms_list
-            ]
-        else:
-            metas = [{}] * len(kept)
+        metas = self._link_metas(
+            link_terms,
+            terms=terms,
+            parent_degree=parent_degree,
+            parent_label=parent_label,
+            parent_id=parent_id,
+            priors=priors,
+            slots=slots,
+        )
         for j, (i, value) in enumerate(zip(kept, values.tolist(), strict=True)):
             m, hops = states[0 if relevant_list[i] else 1]
             scores[i] = LinkScore(priorities[j], value, m, hops, metas[j])
         return scores
+
+    def _link_metas(
+        self,
+        link_terms: LinkTerms,
+        *,
+        terms: np.ndarray,
+        parent_degree: float,
+        parent_label: float,
+        parent_id: int,
+        priors: np.ndarray | None,
+        slots: np.ndarray | None,
+    ) -> list[dict[str, Any]]:
+        """What each link's request carries for the strategy to read back."""
+        n = len(link_terms.n_names)
+        if self.rescores:
+            # what the frontier keeps to score the link again (:meth:`rescore`)
+            blobs = encode_evidence(link_terms, parent_label, parent_id, priors, slots)
+            metas: list[dict[str, Any]] = [{meta.EVIDENCE: blob} for blob in blobs]
+        elif self.classifier is not None:
+            # the classifier learns from the link's evidence when its page comes back
+            metas = [{meta.TERM_SCORE: round(t, 6)} for t in terms.tolist()]
+        else:
+            metas = [{} for _ in range(n)]
+        if self.classifier is not None or slots is not None:
+            # the slot learns only from links of pages at least as good as the mean
+            # (:meth:`observe`); the classifier reads it as a feature
+            parent = round(parent_degree, 6)
+            for m in metas:
+                m[meta.PARENT_RELEVANCE] = parent
+        return metas
 
     @staticmethod
     def _name_of(link: Link) -> str:
@@ -523,7 +549,7 @@ class LearningStrategy(Strategy):
         # the page's buckets are hashed once, for the page model and the term model
         buckets = self.terms.learn_page(terms, y, page_buckets)
         slot = int(link.get(meta.LINK_SLOT, 0) or 0)
-        if self.slot_share > 0 and slot:
+        if self.slot_share > 0 and slot and self._slot_learns(link):
             # the slot of the link that led here learns how good its page was
             buckets = np.append(buckets, self.terms.learn_slot(slot, y))
         if self.leave_parent_out:
@@ -549,6 +575,17 @@ class LearningStrategy(Strategy):
             self.expander.add_relevant(terms)  # UTF-8 terms, decoded only when added
             self.relevant_pages += 1
             self._maybe_expand()
+
+    def _slot_learns(self, link: Mapping[str, Any]) -> bool:
+        """Whether the page of ``link`` teaches its slot: only when the link's page was
+        at least as good as the crawl's mean label. What a slot says is whether its
+        links keep to the subject of the page they stand on: a page's prose does, a
+        list of random articles does not. From an off-topic page every slot leads
+        mostly off-topic, and a random list, which leaves the subject, looks best."""
+        parent = link.get(meta.PARENT_RELEVANCE)
+        if parent is None:
+            return False
+        return label(float(parent), self.label_floor) >= self.terms.mean
 
     def _maybe_expand(self, force: bool = False) -> None:
         """Refresh the expanded topic when enough relevant pages came since the last."""

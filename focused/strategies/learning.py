@@ -473,16 +473,19 @@ class LearningStrategy(Strategy):
         return np.fromiter((link.slot for link in links), np.int64, len(links))
 
     def _with_slot(self, values: np.ndarray, slots: np.ndarray | None) -> np.ndarray:
-        """Where a link stands weighs in geometrically: ``value ** (1 - q) * score ** q``,
+        """Where a link stands can only cost it: ``value * min(1, score / mean) ** q``,
         ``score`` the mean label of the pages fetched through links of the same slot
-        (:meth:`TermModel.slot_scores`). Links of one slot keep their order; a slot whose
-        links led to off-topic pages (a "related articles" list of random articles, a
-        forum's replies) falls below the page's prose, learnt on the site as it is."""
+        (:meth:`TermModel.slot_scores`), ``mean`` the crawl's. Links of one slot keep
+        their order, a slot as good as the crawl's pages costs nothing, and a slot
+        whose links led to worse pages (a "related articles" list of random articles,
+        a forum's replies) falls below the page's prose, learnt on the site as it is."""
         if slots is None:
             return values
-        q = self.slot_share
-        scores = np.maximum(PARENT_FLOOR, self.terms.slot_scores(slots))
-        return np.clip(values, 0.0, 1.0) ** (1.0 - q) * scores**q
+        mean = self.terms.mean
+        if mean <= 0:
+            return values
+        ratio = np.minimum(1.0, self.terms.slot_scores(slots) / mean)
+        return np.clip(values, 0.0, 1.0) * np.maximum(PARENT_FLOOR, ratio) ** self.slot_share
 
     @property  # type: ignore[override]
     def rescores(self) -> bool:

@@ -116,9 +116,10 @@ DEFAULTS: dict[str, Any] = {
     # URL's words
     "FOCUSED_LEARNING_OWN_NAME": True,
     # a link's slot (the container path of the block it stands in: a page's prose, its
-    # infobox, a "related articles" list) weighs in geometrically with this share, by
-    # the mean label of the pages fetched through links of that slot (0: off)
-    "FOCUSED_LEARNING_SLOT_SHARE": 0.0,
+    # infobox, a "related articles" list): its value x min(1, slot score / mean label) **
+    # this share, the slot score the mean label of the pages fetched through links of
+    # that slot from pages at least as good as the mean (0: off)
+    "FOCUSED_LEARNING_SLOT_SHARE": 0.5,
     # --- frontier --------------------------------------------------------------
     # rescoring of the waiting links (a strategy that rescores: `learning`): every
     # FOCUSED_RESCORE_EVERY learnt pages (0: never), or every waiting / BUDGET pages

@@ -143,10 +143,9 @@ class LearningStrategy(Strategy):
     #: that page: its talk page, print copy, second page) is valued without its URL's
     #: words (:func:`focused.ranking.learning.page_name`)
     own_name: bool = True
-    #: share of a link's slot (the container path of the block it stands in) in its
-    #: value, geometric: the mean label of the pages fetched through links of that
-    #: slot, shrunk to the crawl's mean (0: off)
-    slot_share: float = 0.0
+    #: a link's slot (the container path of the block it stands in) can cost it:
+    #: ``value * min(1, slot score / mean label) ** slot_share`` (0: off)
+    slot_share: float = 0.5
     name = "learning"
     #: the spider puts anchor text and context in the meta, and the page's terms in its
     #: facts

@@ -52,6 +52,8 @@ def test_learning_crawl_learns_from_every_page(crawls):
     assert 0.0 < _stat(crawl.log, "focused/learning/mean_label") < 1.0
     # relevance feedback added terms, within the bound
     assert 0 < _stat(crawl.log, "focused/learning/expanded_terms") <= 30
+    # the spider gave the links their slots, and pages of good parents taught them
+    assert 0 < _stat(crawl.log, "focused/learning/slot_pages") < pages
     assert {r["strategy"] for r in crawl.rows()} == {"learning"}
     values = [r["link_value"] for r in crawl.rows()[1:]]
     assert all(0.0 <= v <= 1.0 for v in values) and len(set(values)) > 10

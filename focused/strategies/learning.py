@@ -273,6 +273,7 @@ class LearningStrategy(Strategy):
         self._names: dict[str, tuple[str, ...]] = {}  # URL -> page_name(URL), bounded
         self.own_name_links = 0  # links valued without their URL's words (own_name)
         self.waste_pages = 0  # pages learnt as waste (waste_label)
+        self.slot_pages = 0  # pages that taught the slot of their link (slot_share)
 
     # --- scoring --------------------------------------------------------------------
     def seed(self) -> LinkScore:
@@ -382,12 +383,16 @@ class LearningStrategy(Strategy):
             metas = [{meta.TERM_SCORE: round(t, 6)} for t in terms.tolist()]
         else:
             metas = [{} for _ in range(n)]
-        if self.classifier is not None or slots is not None:
-            # the slot learns only from links of pages at least as good as the mean
-            # (:meth:`observe`); the classifier reads it as a feature
-            parent = round(parent_degree, 6)
+        parent = round(parent_degree, 6)
+        if self.classifier is not None:  # the classifier reads it as a feature
             for m in metas:
                 m[meta.PARENT_RELEVANCE] = parent
+        elif slots is not None:
+            # a slot learns only from links of pages at least as good as the mean
+            # (:meth:`_slot_learns`)
+            for m, slot in zip(metas, slots.tolist(), strict=True):
+                if slot:
+                    m[meta.PARENT_RELEVANCE] = parent
         return metas
 
     @staticmethod
@@ -466,8 +471,8 @@ class LearningStrategy(Strategy):
         return np.clip(values, 0.0, 1.0) ** (1.0 - self.parent_share) * (parent**self.parent_share)
 
     def _slots(self, links: Sequence[Link]) -> np.ndarray | None:
-        """The links' slots (``None``: the slot share is off)."""
-        if self.slot_share <= 0:
+        """The links' slots (``None``: the slot share is off, or no link has a slot)."""
+        if self.slot_share <= 0 or not any(link.slot for link in links):
             return None
         return np.fromiter((link.slot for link in links), np.int64, len(links))
 
@@ -554,6 +559,7 @@ class LearningStrategy(Strategy):
         if self.slot_share > 0 and slot and self._slot_learns(link):
             # the slot of the link that led here learns how good its page was
             buckets = np.append(buckets, self.terms.learn_slot(slot, y))
+            self.slot_pages += 1
         if self.leave_parent_out:
             self._learnt = (url, buckets, y)
         if self.recorder is not None:
@@ -692,6 +698,7 @@ class LearningStrategy(Strategy):
             "explore_weight": round(self.exploration.weight, 4),
             "own_name_links": float(self.own_name_links),
             "waste_pages": float(self.waste_pages),
+            "slot_pages": float(self.slot_pages),
         }
         if self.classifier is not None:
             out["classifier_examples"] = float(self.classifier.examples)

@@ -248,6 +248,8 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
                 self._inc("focused/links/dropped")
                 continue
             self._inc("focused/links/scored")
+            # the slot is scored; a strategy that needs it again has it in its meta
+            request.meta.pop(meta.LINK_SLOT, None)
             self._apply(request, score)
             if waiting and self._dropped_as_waiting(request):
                 continue

@@ -86,6 +86,8 @@ def test_rescoring_reorders_the_waiting_links_from_the_first_rescore_on(crawls):
     assert _stat(rescored.log, "focused/frontier/rescores") >= pages // 16 - 1
     assert _stat(rescored.log, "focused/frontier/rescore_moved") > 0
     assert "focused/frontier/rescores" not in fixed.log
+    # without rescoring evidence the slot comes back in the request's meta, and teaches
+    assert _stat(fixed.log, "focused/learning/slot_pages") > 0
     paths = [crawl.paths_in_order() for crawl in (rescored, fixed)]
     assert paths[0][:16] == paths[1][:16]
     assert paths[0] != paths[1]

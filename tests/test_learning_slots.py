@@ -145,3 +145,63 @@ def test_links_without_a_slot_are_scored_as_before() -> None:
     got, plain = s.score_links(PARENT, links), off.score_links(PARENT, links)
     assert [g.value for g in got] == [p.value for p in plain]  # type: ignore[union-attr]
     assert [g.meta for g in got] == [p.meta for p in plain]  # type: ignore[union-attr]
+
+
+def test_with_rescoring_the_slot_comes_back_in_the_evidence_alone() -> None:
+    """The frontier keeps a link's evidence packed: the slot and the parent's label
+    travel in it, so no other meta key gives the waiting link an extra."""
+    s = _taught(0.5)
+    assert s.rescores and s.link_slots
+    (score,) = s.score_links(PARENT, [Link("http://h/story/Salt", 0.0, "salt", "", slot=7)])
+    assert score is not None and set(score.meta) == {meta.EVIDENCE}
+    before = float(s.terms.slot_scores(np.array([7]))[0])
+    tennis = tuple(term_counts("tennis opera"))
+    s.observe("http://h/z", PageFacts(0.01, False, terms=tennis), score.meta)
+    assert s.slot_pages == 13  # the 12 of _taught, then this one, from its evidence
+    assert float(s.terms.slot_scores(np.array([7]))[0]) < before
+
+
+def test_a_slot_past_32_bits_is_the_same_slot_when_rescored() -> None:
+    s = _taught(0.5)
+    links = [Link("http://h/story/Salt", 0.0, "salt", "", slot=2 + (1 << 32))]
+    (wide,) = s.score_links(PARENT, links)
+    (same,) = s.score_links(PARENT, [Link("http://h/story/Salt", 0.0, "salt", "", slot=2)])
+    (wrapped,) = s.score_links(PARENT, [Link("http://h/story/Salt", 0.0, "salt", "", slot=1 << 32)])
+    assert wide is not None and same is not None and wrapped is not None
+    assert wide.value == pytest.approx(same.value)
+    assert evidence_slots([wrapped.meta[meta.EVIDENCE]]).tolist() == [1]  # never "no slot"
+    assert s.rescore([wide.meta[meta.EVIDENCE]])[1] == pytest.approx([wide.value])
+
+
+def test_a_strategy_without_slots_asks_the_spider_for_none() -> None:
+    assert not LearningStrategy(keywords=CHEM, slot_share=0.0).link_slots
+    assert LearningStrategy(keywords=CHEM).link_slots
+
+
+def test_a_scored_link_leaves_the_middleware_with_packed_meta_only() -> None:
+    """Slot and text are read once: what waits in the frontier is packed (no extra)."""
+    from scrapy import Request
+
+    from focused.middlewares import FocusedPriorityMiddleware
+    from focused.scheduler import PACKED_META
+
+    strategy = _taught(0.5)
+    mw = FocusedPriorityMiddleware(strategy)
+    response = HtmlResponse(
+        "http://h/wiki/Iron.html",
+        body=b"<html><body>iron</body></html>",
+        request=Request("http://h/wiki/Iron.html", meta={meta.M: 100.0, meta.DEPTH: 1}),
+    )
+    response.meta[meta.PAGE] = PageFacts(2.5, True, terms=tuple(term_counts("acid salt")))
+    links = [
+        Request(
+            f"http://h/wiki/{name}.html",
+            meta={meta.ANCHOR_TEXT: name, meta.LINK_CONTEXT: "", meta.LINK_SLOT: slot},
+        )
+        for name, slot in (("Salt", 1), ("Opera", 2))
+    ]
+    out = list(mw.process_spider_output(response, links))
+    assert out == links
+    for request in out:
+        assert set(request.meta) <= PACKED_META, set(request.meta) - PACKED_META
+    assert links[1].meta[meta.LINK_VALUE] < links[0].meta[meta.LINK_VALUE]  # slot 2 costs

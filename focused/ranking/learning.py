@@ -641,16 +641,39 @@ def evidence_priors(records: Sequence[bytes]) -> np.ndarray:
 
 def evidence_slots(records: Sequence[bytes]) -> np.ndarray:
     """The slot each record carries (:func:`encode_evidence`); 0 for a record without
-    one. A record's length tells its trailers apart: a prior is 2 bytes, a slot 4."""
-    out = np.zeros(len(records), dtype=np.int64)
+    one. A record's length tells its trailers apart: a prior is 2 bytes, a slot 4
+    (numpy over all the records at once)."""
+    count = len(records)
+    out = np.zeros(count, dtype=np.int64)
+    if not count:
+        return out
     size, w = _EVIDENCE.size, _BUCKET_BYTES
-    for i, record in enumerate(records):
-        if len(record) < size:
-            continue
-        need = size + (record[0] + record[1]) * w
-        if len(record) in (need + _SLOT.size, need + _PRIOR.size + _SLOT.size):
-            (out[i],) = _SLOT.unpack_from(record, len(record) - _SLOT.size)
+    lengths = np.fromiter(map(len, records), dtype=np.int64, count=count)
+    # padded: the first two bytes of an empty last record are read, then ignored
+    data = np.frombuffer(b"".join(records) + bytes(2), dtype=np.uint8)
+    starts = np.cumsum(lengths) - lengths
+    need = size + (data[starts].astype(np.int64) + data[starts + 1]) * w
+    trailer = lengths - need
+    has = (lengths >= size) & ((trailer == _SLOT.size) | (trailer == _PRIOR.size + _SLOT.size))
+    if has.any():
+        ends = (starts + lengths)[has]
+        raw = data[ends[:, None] - _SLOT.size + np.arange(_SLOT.size)].astype(np.int64)
+        out[has] = raw[:, 0] | (raw[:, 1] << 8) | (raw[:, 2] << 16) | (raw[:, 3] << 24)
     return out
+
+
+def evidence_slot_and_parent(record: bytes) -> tuple[int, float]:
+    """The slot of one record and the label of the page its link stood on (0, 0.0:
+    a record without a slot, or a damaged one)."""
+    size = _EVIDENCE.size
+    if len(record) < size:
+        return 0, 0.0
+    need = size + (record[0] + record[1]) * _BUCKET_BYTES
+    if len(record) - need not in (_SLOT.size, _PRIOR.size + _SLOT.size):
+        return 0, 0.0
+    (slot,) = _SLOT.unpack_from(record, len(record) - _SLOT.size)
+    _, _, parent_label, _, _ = _EVIDENCE.unpack_from(record)
+    return slot, parent_label
 
 
 def decode_evidence(records: Sequence[bytes]) -> tuple[LinkTerms, np.ndarray, np.ndarray]:

@@ -152,6 +152,7 @@ class FocusedSpider(scrapy.Spider):
         # a strategy that asks for them gets each link's anchor text and context, and the
         # page's terms
         self.link_evidence = self.strategy.link_evidence
+        self.link_slots = self.link_evidence and self.strategy.link_slots
         self.learns = self.strategy.learns
         self.allowed_domains = [d.strip() for d in get(settings, "FOCUSED_ALLOWED_DOMAINS")]
         self.session_params = [p for p in get(settings, "FOCUSED_SESSION_PARAMS") if p]
@@ -299,7 +300,7 @@ class FocusedSpider(scrapy.Spider):
         evidence, each with its anchor text, context and slot."""
         anchors = self.vector.cosines([link.text for link in links])
         contexts = link_contexts(response.selector.root, url_of) if self.link_evidence else None
-        slots = link_slots(page, url_of) if contexts is not None and page is not None else {}
+        slots = link_slots(page, url_of) if self.link_slots and page is not None else {}
         for link, r in zip(links, anchors, strict=True):
             request = self._request(link.url, float(r), response.url)
             if request is not None:

@@ -151,7 +151,11 @@ class Strategy:
     - ``rescores``: links carry :data:`focused.meta.EVIDENCE` and the frontier re-orders
       waiting links with :meth:`rescore` (an instance may turn it off);
     - ``keeps_link_text``: anchor text and context stay in a request once it is scored
-      (else the middleware drops them: smaller frontier entries).
+      (else the middleware drops them: smaller frontier entries);
+    - ``link_slots``: the spider puts each content link's slot in its request
+      (:data:`focused.meta.LINK_SLOT`, read into :attr:`Link.slot`); the middleware
+      drops it once the link is scored (a strategy that needs it back puts it in its
+      :attr:`LinkScore.meta`).
     """
 
     name: ClassVar[str] = ""
@@ -160,6 +164,7 @@ class Strategy:
     learns: ClassVar[bool] = False
     rescores: bool = False
     keeps_link_text: bool = False
+    link_slots: bool = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -60,6 +60,7 @@ from focused.ranking.learning import (
     degree,
     encode_evidence,
     evidence_priors,
+    evidence_slot_and_parent,
     evidence_slots,
     label,
     page_name,
@@ -387,11 +388,13 @@ class LearningStrategy(Strategy):
         if self.classifier is not None:  # the classifier reads it as a feature
             for m in metas:
                 m[meta.PARENT_RELEVANCE] = parent
-        elif slots is not None:
-            # a slot learns only from links of pages at least as good as the mean
-            # (:meth:`_slot_learns`)
+        if slots is not None and not self.rescores:
+            # without rescoring evidence (which holds both), the slot and the parent
+            # (a slot learns only from links of pages at least as good as the mean:
+            # :meth:`_slot_of`) come back in the meta
             for m, slot in zip(metas, slots.tolist(), strict=True):
                 if slot:
+                    m[meta.LINK_SLOT] = slot
                     m[meta.PARENT_RELEVANCE] = parent
         return metas
 
@@ -471,10 +474,13 @@ class LearningStrategy(Strategy):
         return np.clip(values, 0.0, 1.0) ** (1.0 - self.parent_share) * (parent**self.parent_share)
 
     def _slots(self, links: Sequence[Link]) -> np.ndarray | None:
-        """The links' slots (``None``: the slot share is off, or no link has a slot)."""
+        """The links' slots, as 32-bit values (``None``: the slot share is off, or no
+        link has a slot); a slot that would wrap to 0 (no slot) is 1."""
         if self.slot_share <= 0 or not any(link.slot for link in links):
             return None
-        return np.fromiter((link.slot for link in links), np.int64, len(links))
+        given = np.fromiter((link.slot for link in links), np.int64, len(links))
+        slots = given & 0xFFFFFFFF
+        return np.where((slots == 0) & (given != 0), 1, slots)
 
     def _with_slot(self, values: np.ndarray, slots: np.ndarray | None) -> np.ndarray:
         """Where a link stands can only cost it: ``value * min(1, score / mean) ** q``,
@@ -495,6 +501,11 @@ class LearningStrategy(Strategy):
     def rescores(self) -> bool:
         """Links carry rescoring evidence (the term model alone scores them)."""
         return self.rescore_links and self.classifier is None
+
+    @property  # type: ignore[override]
+    def link_slots(self) -> bool:
+        """The spider gives each content link its slot (``slot_share`` is on)."""
+        return self.slot_share > 0
 
     @property  # type: ignore[override]
     def keeps_link_text(self) -> bool:
@@ -555,8 +566,8 @@ class LearningStrategy(Strategy):
             self.hubs.add(url, y, str(link.get(meta.PARENT_URL) or ""))
         # the page's buckets are hashed once, for the page model and the term model
         buckets = self.terms.learn_page(terms, y, page_buckets)
-        slot = int(link.get(meta.LINK_SLOT, 0) or 0)
-        if self.slot_share > 0 and slot and self._slot_learns(link):
+        slot, parent_label = self._slot_of(link)
+        if slot and parent_label >= self.terms.mean:
             # the slot of the link that led here learns how good its page was
             buckets = np.append(buckets, self.terms.learn_slot(slot, y))
             self.slot_pages += 1
@@ -584,16 +595,25 @@ class LearningStrategy(Strategy):
             self.relevant_pages += 1
             self._maybe_expand()
 
-    def _slot_learns(self, link: Mapping[str, Any]) -> bool:
-        """Whether the page of ``link`` teaches its slot: only when the link's page was
-        at least as good as the crawl's mean label. What a slot says is whether its
-        links keep to the subject of the page they stand on: a page's prose does, a
-        list of random articles does not. From an off-topic page every slot leads
-        mostly off-topic, and a random list, which leaves the subject, looks best."""
+    def _slot_of(self, link: Mapping[str, Any]) -> tuple[int, float]:
+        """The slot of ``link`` and the label of the page it stood on (0, 0.0: none).
+
+        The page of ``link`` teaches its slot only when that parent page was at least as
+        good as the crawl's mean label. What a slot says is whether its links keep to
+        the subject of the page they stand on: a page's prose does, a list of random
+        articles does not. From an off-topic page every slot leads mostly off-topic,
+        and a random list, which leaves the subject, looks best. Both come from the
+        link's rescoring evidence, else from its meta."""
+        if self.slot_share <= 0:
+            return 0, 0.0
+        record = link.get(meta.EVIDENCE)
+        if isinstance(record, bytes):
+            return evidence_slot_and_parent(record)
+        slot = int(link.get(meta.LINK_SLOT, 0) or 0)
         parent = link.get(meta.PARENT_RELEVANCE)
-        if parent is None:
-            return False
-        return label(float(parent), self.label_floor) >= self.terms.mean
+        if not slot or parent is None:
+            return 0, 0.0
+        return slot, label(float(parent), self.label_floor)
 
     def _maybe_expand(self, force: bool = False) -> None:
         """Refresh the expanded topic when enough relevant pages came since the last."""

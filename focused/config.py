@@ -485,12 +485,27 @@ def check_sandbox_seeds(settings: Any) -> None:
         )
 
 
+def sandbox_port_files(settings: Any) -> tuple[Path | None, list[Path]]:
+    """Where a sandbox crawl finds the port an earlier crawl of the same pages served
+    the sandbox on, and where it records its own. A crawl that resumes a ``JOBDIR``
+    (``JOBDIR/sandbox.port``) or adds to an output folder (``FOCUSED_CONTINUE``, the
+    folder's ``sandbox.port``) serves the sandbox on the kept port, so its URLs are those
+    of the pages already stored and none is stored twice under another port. Every
+    sandbox crawl records its port in both places."""
+    out = Path(str(get(settings, "FOCUSED_OUTPUT_DIR"))) / "sandbox.port"
+    job = Path(str(settings.get("JOBDIR"))) / "sandbox.port" if settings.get("JOBDIR") else None
+    kept = [p for p in (job, out if get(settings, "FOCUSED_CONTINUE") else None) if p]
+    found = next((p for p in kept if p.is_file()), None)
+    return found, [p for p in (job, out) if p]
+
+
 def _kept_sandbox_port(settings: Any) -> int:
-    """The port a ``JOBDIR`` crawl's sandbox kept (``JOBDIR/sandbox.port``), else 0."""
-    if not settings.get("JOBDIR"):
+    """The port :func:`sandbox_port_files` finds kept, else 0."""
+    found, _ = sandbox_port_files(settings)
+    if found is None:
         return 0
     try:
-        return int((Path(str(settings.get("JOBDIR"))) / "sandbox.port").read_text().strip() or 0)
+        return int(found.read_text().strip() or 0)
     except (OSError, ValueError):
         return 0
 

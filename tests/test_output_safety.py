@@ -12,11 +12,13 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -153,10 +155,15 @@ def test_a_second_crawl_into_a_folder_of_pages_is_refused(tmp_path: Path) -> Non
         for way_out in ("JOBDIR", "FOCUSED_CONTINUE=True", "another FOCUSED_OUTPUT_DIR"):
             assert way_out in line
         assert stored_count(out) == pages and snapshot(out) == before
-    # FOCUSED_CONTINUE adds to it, as before
-    more = run(out, "CLOSESPIDER_PAGECOUNT=12", "FOCUSED_CONTINUE=True")
+    # FOCUSED_CONTINUE adds to it, as before, on the sandbox's first port: the pages it
+    # fetches again have the URLs they were stored under, and none is stored twice
+    more = run(out, "CLOSESPIDER_PAGECOUNT=30", "FOCUSED_CONTINUE=True")
     assert more.returncode == 0, more.stderr[-3000:]
     assert stored_count(out) > pages
+    with sqlite3.connect(out / "pages.sqlite3") as db:
+        urls = [url for (url,) in db.execute("SELECT url FROM pages")]
+    assert len({urlsplit(url).port for url in urls}) == 1, sorted(urls)[:5]
+    assert len({urlsplit(url).path for url in urls}) == len(urls) == stored_count(out)
 
 
 def test_two_crawls_into_one_folder_at_once(tmp_path: Path) -> None:
@@ -284,6 +291,19 @@ def test_resuming_when_the_sandbox_port_is_taken_is_one_line(tmp_path: Path) -> 
         line = refusal(run(out, f"JOBDIR={job}", "CLOSESPIDER_PAGECOUNT=3"))
     assert f"cannot serve the sandbox on port {port}" in line
     assert "stop what listens there, then resume" in line
+
+
+def test_continuing_when_the_sandbox_port_is_taken_is_one_line(tmp_path: Path) -> None:
+    out = tmp_path / "crawl"
+    crawled(out)
+    port = int((out / "sandbox.port").read_text())
+    with socket.socket() as taken:
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        taken.bind(("127.0.0.1", port))
+        taken.listen()
+        line = refusal(run(out, "FOCUSED_CONTINUE=True", "CLOSESPIDER_PAGECOUNT=3"))
+    assert f"cannot serve the sandbox on port {port}" in line
+    assert "the pages in FOCUSED_OUTPUT_DIR were crawled on that port" in line
 
 
 # --- 6. no page store -------------------------------------------------------------------

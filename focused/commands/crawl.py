@@ -339,13 +339,17 @@ class Command(ScrapyCrawl):
             started.add_done_callback(done)
 
     def _sandbox_advice(self, exc: SandboxError) -> str:
-        port_file = (
-            Path(self.settings["JOBDIR"]) / "sandbox.port" if self.settings.get("JOBDIR") else None
-        )
-        if not get(self.settings, "FOCUSED_SANDBOX_PORT") and port_file and port_file.is_file():
+        port_file, _ = config.sandbox_port_files(self.settings)
+        if not get(self.settings, "FOCUSED_SANDBOX_PORT") and port_file is not None:
+            if self.settings.get("JOBDIR") and port_file.parent == Path(self.settings["JOBDIR"]):
+                return (
+                    f"{exc}; the crawl in JOBDIR serves its sandbox on that port (its URLs use"
+                    " it): stop what listens there, then resume"
+                )
             return (
-                f"{exc}; the crawl in JOBDIR serves its sandbox on that port (its URLs use"
-                " it): stop what listens there, then resume"
+                f"{exc}; the pages in FOCUSED_OUTPUT_DIR were crawled on that port (a crawl"
+                " that adds to them serves the sandbox there, so none is stored twice):"
+                " stop what listens there, then run again"
             )
         return (
             f"{exc}; stop what listens there, or choose another -s FOCUSED_SANDBOX_PORT"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Collection, Iterator
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -134,6 +133,7 @@ class FocusedSpider(scrapy.Spider):
         self.title_weight = get(settings, "FOCUSED_TITLE_WEIGHT")
         self.page_threshold = config.threshold(settings, self.topic, "page")
         self.strategy_name = str(get(settings, "FOCUSED_STRATEGY"))
+        port_file, port_records = config.sandbox_port_files(settings)
         self.web: Web = open_web(
             self.topic,
             mode=get(settings, "FOCUSED_WEB"),
@@ -144,7 +144,8 @@ class FocusedSpider(scrapy.Spider):
             sandbox_pages=get(settings, "FOCUSED_SANDBOX_PAGES"),
             sandbox_mode=get(settings, "FOCUSED_SANDBOX_MODE"),
             sandbox_port=get(settings, "FOCUSED_SANDBOX_PORT"),
-            port_file=Path(settings["JOBDIR"]) / "sandbox.port" if settings.get("JOBDIR") else None,
+            port_file=port_file,
+            port_records=port_records,
         )
         self.targets = self.web.targets
         #: the crawl's one strategy; the priority middleware and the scheduler read it

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import socket
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
@@ -98,6 +99,7 @@ def open_web(
     sandbox_mode: str,
     sandbox_port: int = 0,
     port_file: Path | None = None,
+    port_records: Sequence[Path] = (),
 ) -> Web:
     """Decide the web, start the sandbox if it is the one, and gather seeds and targets.
 
@@ -109,8 +111,10 @@ def open_web(
     ``seeds`` (``FOCUSED_SEEDS``) replace the topic's; ``labels`` (``FOCUSED_LABELS``) and
     ``category`` (``FOCUSED_TARGET_CATEGORY`` or the topic's) define the targets on a
     labelled web; the topic's own ``targets`` count on the real web. The sandbox listens
-    on ``sandbox_port`` (0: a free one); with ``port_file`` (``JOBDIR/sandbox.port``) a
-    resumed crawl serves the sandbox on the port of the first run, so its URLs match.
+    on ``sandbox_port`` (0: a free one); with ``port_file`` (a ``sandbox.port`` kept by an
+    earlier crawl, :func:`focused.config.sandbox_port_files`) a resumed or continued crawl
+    serves the sandbox on the port of the first run, so its URLs match; the port served
+    is written to each of ``port_records``.
     """
     category = category or topic.category
     mode = _decide_mode(topic, mode, seeds)
@@ -124,6 +128,7 @@ def open_web(
             sandbox_mode=sandbox_mode,
             sandbox_port=sandbox_port,
             port_file=port_file,
+            port_records=port_records,
         )
     return _open_real(topic, category=category, seeds=seeds, labels=labels)
 
@@ -162,6 +167,7 @@ def _open_sandbox(
     sandbox_mode: str,
     sandbox_port: int,
     port_file: Path | None,
+    port_records: Sequence[Path],
 ) -> Web:
     """Generate the sandbox web, serve it (on the port of the first run when ``port_file``
     names one) and take its pages labelled ``category`` as the targets."""
@@ -174,9 +180,9 @@ def _open_sandbox(
     except OSError as exc:
         raise SandboxError(f"cannot serve the sandbox on port {sandbox_port}: {exc}") from None
     base = server.start()
-    if port_file is not None:
-        port_file.parent.mkdir(parents=True, exist_ok=True)
-        port_file.write_text(str(urlsplit(base).port))
+    for record in port_records:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(str(urlsplit(base).port))
     # Only a category labels the sandbox's pages: without one (or with one the
     # sandbox has no page for) there is no target, and recall is not measured.
     paths = site.targets(category) if category else set()

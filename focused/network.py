@@ -1,16 +1,21 @@
-"""A host that does not resolve or does not answer: one WARNING line, not a traceback.
+"""A download that fails (a host that does not resolve or does not answer, a page that
+times out, a connection lost mid-answer, a page over ``DOWNLOAD_MAXSIZE``): one WARNING
+line, not a traceback.
 
-Scrapy logs a request whose download raised a DNS or connection error twice at ERROR:
-RetryMiddleware's "Gave up retrying" and the scraper's "Error downloading" with the
-whole traceback (and Scrapy's robots.txt middleware logs its own). For a crawl started
-offline that is a screenful of tracebacks saying only "no network". Here, once Scrapy's
-retries (``RETRY_TIMES``) are spent, such a failure is:
+Scrapy logs a request whose download raised twice at ERROR: RetryMiddleware's "Gave up
+retrying" and the scraper's "Error downloading" with the whole traceback (and Scrapy's
+robots.txt middleware logs its own). For a crawl started offline that is a screenful of
+tracebacks saying only "no network", and on the real web each bad page adds sixty lines
+to the log (a hostile server can flood it). Here, once Scrapy's retries
+(``RETRY_TIMES``) are spent, such a failure is:
 
 - logged once, at WARNING: ``focused: <GET http://x.invalid/> failed: DNS lookup failed
   for x.invalid (3 attempts)``; a robots.txt download is logged by
   :class:`~focused.robots.FocusedRobotsTxtMiddleware` instead (its host is disallowed
   for a while, RFC 9309), so still once;
-- counted in the stats ``focused/errors/<kind>`` (``dns``, ``refused``, ``connect``);
+- counted in the stats ``focused/errors/<kind>`` (``dns``, ``refused``, ``connect``,
+  ``timeout``, ``lost``: the connection closed or reset before a whole answer,
+  ``cancelled``: over ``DOWNLOAD_MAXSIZE``);
   ``focused/errors/first`` keeps the first one's reason (the ``crawl`` command quotes it
   when a real-web crawl fetched nothing);
 - raised again as :class:`NetworkError`, an ``IgnoreRequest``: the request's errback
@@ -23,8 +28,8 @@ and never answers (a hanging host) then holds its waiting requests for one
 ``timeout`` as above, its host disallowed for a while and robots.txt fetched again later
 (RFC 9309, :class:`~focused.robots.FocusedRobotsTxtMiddleware`).
 
-Retries, their stats (``retry/*``) and every other failure (time-outs of pages, lost
-connections, data loss) stay Scrapy's. Two middlewares, on both sides of
+Retries, their stats (``retry/*``, ``downloader/exception_type_count/*``) and every
+other failure stay Scrapy's. Two middlewares, on both sides of
 RetryMiddleware (550): :class:`QuietNetworkGiveUp` (560) asks RetryMiddleware to log its
 give-up of such a failure at DEBUG (and not to retry a robots.txt time-out),
 :class:`NetworkErrorMiddleware` (540) does the rest.
@@ -38,18 +43,24 @@ from urllib.parse import urlsplit
 
 from scrapy.exceptions import (
     CannotResolveHostError,
+    DownloadCancelledError,
     DownloadConnectionRefusedError,
+    DownloadFailedError,
     DownloadTimeoutError,
     IgnoreRequest,
+    ResponseDataLossError,
 )
 from twisted.internet import defer
 from twisted.internet.error import (
     ConnectError,
+    ConnectionDone,
+    ConnectionLost,
     ConnectionRefusedError,
     DNSLookupError,
     TCPTimedOutError,
 )
 from twisted.internet.error import TimeoutError as ConnectTimeoutError
+from twisted.web._newclient import ResponseFailed, ResponseNeverReceived
 
 if TYPE_CHECKING:
     from typing import Self
@@ -59,16 +70,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: exception classes of each kind, most specific first (a DNSLookupError is no ConnectError)
-KINDS: tuple[tuple[str, tuple[type[BaseException], ...]], ...] = (
-    ("dns", (CannotResolveHostError, DNSLookupError)),
-    ("refused", (DownloadConnectionRefusedError, ConnectionRefusedError)),
-    ("connect", (ConnectError,)),
-)
-
-
-#: a download that took longer than ``DOWNLOAD_TIMEOUT`` (a robots.txt one is of kind
-#: ``timeout``; a page's stays Scrapy's)
+#: a download that took longer than ``DOWNLOAD_TIMEOUT``
 TIMEOUTS: tuple[type[BaseException], ...] = (
     DownloadTimeoutError,
     ConnectTimeoutError,
@@ -76,15 +78,34 @@ TIMEOUTS: tuple[type[BaseException], ...] = (
     defer.TimeoutError,
 )
 
+#: exception classes of each kind, most specific first (a DNSLookupError and a
+#: time-out to connect are no plain ConnectError)
+KINDS: tuple[tuple[str, tuple[type[BaseException], ...]], ...] = (
+    ("dns", (CannotResolveHostError, DNSLookupError)),
+    ("refused", (DownloadConnectionRefusedError, ConnectionRefusedError)),
+    ("timeout", TIMEOUTS),
+    ("connect", (ConnectError,)),
+    (
+        "lost",
+        (
+            ResponseDataLossError,
+            DownloadFailedError,
+            ResponseNeverReceived,
+            ResponseFailed,
+            ConnectionLost,
+            ConnectionDone,
+        ),
+    ),
+    ("cancelled", (DownloadCancelledError,)),
+)
+
 
 def kind_of(exception: BaseException, request: Request | None = None) -> str | None:
-    """``dns``, ``refused`` or ``connect`` for a network failure (``timeout`` for a
-    robots.txt ``request`` that timed out), else None."""
+    """The kind of a failed download (:data:`KINDS`), else None. ``request`` is kept
+    for callers that pass it."""
     for kind, classes in KINDS:
         if isinstance(exception, classes):
             return kind
-    if request is not None and isinstance(exception, TIMEOUTS) and is_robots_txt(request):
-        return "timeout"
     return None
 
 
@@ -99,6 +120,10 @@ def reason(kind: str, url: str) -> str:
         return f"{host}:{port} refused the connection"
     if kind == "timeout":
         return f"{host}:{port} did not answer in time"
+    if kind == "lost":
+        return f"{host}:{port} closed the connection before a whole answer"
+    if kind == "cancelled":
+        return f"{host}:{port} sent more than DOWNLOAD_MAXSIZE"
     return f"could not connect to {host}:{port}"
 
 
@@ -122,22 +147,22 @@ class NetworkError(IgnoreRequest):
 
 class QuietNetworkGiveUp:
     """Downloader middleware (560, above RetryMiddleware): RetryMiddleware logs its
-    give-up of a DNS or connection failure at DEBUG (request meta
+    give-up of a failed download at DEBUG (request meta
     ``give_up_log_level``), since :class:`NetworkErrorMiddleware` logs it; a robots.txt
     download that timed out is not retried (``dont_retry``)."""
 
     def process_exception(self, request: Request, exception: Exception) -> None:
         kind = kind_of(exception, request)
-        if kind == "timeout":
+        if kind == "timeout" and is_robots_txt(request):
             request.meta["dont_retry"] = True  # a hanging host: one time-out, not three
         elif kind is not None:
             request.meta.setdefault("give_up_log_level", "DEBUG")
 
 
 class NetworkErrorMiddleware:
-    """Downloader middleware (540, below RetryMiddleware): a DNS or connection failure
-    that RetryMiddleware gave up on is logged in one WARNING line, counted in
-    ``focused/errors/<kind>`` and raised again as :class:`NetworkError`."""
+    """Downloader middleware (540, below RetryMiddleware): a failed download
+    (:data:`KINDS`) that RetryMiddleware gave up on is logged in one WARNING line,
+    counted in ``focused/errors/<kind>`` and raised again as :class:`NetworkError`."""
 
     def __init__(self, crawler: Crawler) -> None:
         self.stats = crawler.stats

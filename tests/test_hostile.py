@@ -404,6 +404,27 @@ def test_failures_are_retried_then_land_in_the_error_queue(hostile_crawl):
 
 
 @pytest.mark.integration
+def test_a_failed_download_is_one_warning_line_not_a_traceback(hostile_crawl):
+    s = stats(hostile_crawl)
+    assert s["focused/errors/timeout"] >= 1  # hang.html
+    assert s["focused/errors/lost"] >= 2  # reset.html, dataloss.html
+    assert s["focused/errors/cancelled"] >= 1  # huge.html
+    log = hostile_crawl.log
+    assert "Traceback" not in log, log[log.find("Traceback") - 2000 :][:4000]
+    assert "Error downloading" not in log
+    for name, why in (
+        ("hang", "did not answer in time"),
+        ("reset", "closed the connection before a whole answer"),
+        ("dataloss", "closed the connection before a whole answer"),
+        ("huge", "sent more than DOWNLOAD_MAXSIZE"),
+    ):
+        lines = [ln for ln in log.splitlines() if f"/hostile/{name}.html>" in ln]
+        said = [ln for ln in lines if "WARNING" in ln and "failed:" in ln]
+        assert len(said) == 1 and why in said[0], lines
+        assert not [ln for ln in lines if "ERROR" in ln], lines
+
+
+@pytest.mark.integration
 def test_broken_binary_and_looping_pages(hostile_crawl):
     s = stats(hostile_crawl)
     got = paths(hostile_crawl)

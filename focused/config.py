@@ -563,6 +563,37 @@ def _check_page_threshold(settings: Any, name: str, value: float) -> None:
     _in_range(settings, name, 0.0, title_weight + 1.0, open_low=False)
 
 
+def topics_dir(settings: Any) -> str | None:
+    """``FOCUSED_TOPICS_DIR`` checked (:func:`_check_topics_dir`), for
+    :func:`~focused.web.topics.load_topic`: None when empty (the project's ``topics/``).
+    The crawl command and the spider read it before the topic, so a folder that is not
+    there is said so, not an "unknown topic" with no topic available."""
+    value = get(settings, "FOCUSED_TOPICS_DIR")
+    if not value:
+        return None
+    if not isinstance(value, str | os.PathLike):
+        raise ConfigError(f"FOCUSED_TOPICS_DIR must be a string, got {value!r}")
+    _check_topics_dir(settings, "FOCUSED_TOPICS_DIR", str(value))
+    return str(value)
+
+
+def _check_topics_dir(settings: Any, name: str, value: str) -> None:
+    """A folder that exists (empty: the project's ``topics/``)."""
+    if not value:
+        return
+    path = Path(value)
+    if not path.exists():
+        raise ConfigError(
+            f"{name}: {value!r} does not exist; name a folder of topic files"
+            " (or leave it empty for the project's topics/)"
+        )
+    if not path.is_dir():
+        hint = (
+            f"; to crawl that topic file, give -a topic={value}" if value.endswith(".toml") else ""
+        )
+        raise ConfigError(f"{name}: {value!r} is a file, not a folder of topic files{hint}")
+
+
 def _check_labels(settings: Any, name: str, value: str) -> None:
     """A labels file must exist and be readable UTF-8 text (an http(s) URL is fetched when
     the crawl opens its web); it was ignored on the sandbox, and a traceback on the real
@@ -587,6 +618,7 @@ _SPECIAL: dict[str, Callable[[Any, str, Any], None]] = {
     "hosts": _check_hosts,
     "page_threshold": _check_page_threshold,
     "labels": _check_labels,
+    "topics_dir": _check_topics_dir,
 }
 
 

@@ -288,7 +288,7 @@ class Check:
     default. A number lies between ``low`` and ``high`` (each bound open or closed, and
     finite); a string is one of ``choices`` when they are given. ``special`` names a
     further check of :mod:`focused.config` on the value (``"urls"``, ``"domains"``,
-    ``"networks"``, ``"hosts"``, ``"page_threshold"``, ``"labels"``).
+    ``"networks"``, ``"hosts"``, ``"page_threshold"``, ``"labels"``, ``"topics_dir"``).
     """
 
     kind: str
@@ -330,7 +330,7 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_SEEDS": Check("list", special="urls"),
     "FOCUSED_LABELS": Check("str", special="labels"),  # a readable file, or an http(s) URL
     "FOCUSED_TARGET_CATEGORY": _text(),
-    "FOCUSED_TOPICS_DIR": _text(),
+    "FOCUSED_TOPICS_DIR": Check("str", special="topics_dir"),  # an existing folder
     "FOCUSED_SANDBOX_SEED": _int(),
     "FOCUSED_SANDBOX_PAGES": _int(SANDBOX_MIN_PAGES, 10_000_000),
     "FOCUSED_SANDBOX_MODE": _text("normal", "hostile"),  # focused.web.sandbox MODES

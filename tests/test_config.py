@@ -568,6 +568,50 @@ def test_a_labels_file_a_path_object_or_a_url_is_accepted(tmp_path: Path) -> Non
     config.validate(make_settings(tmp_path, FOCUSED_LABELS=""))
 
 
+# --- FOCUSED_TOPICS_DIR: a folder that exists ---------------------------------------------
+
+
+def test_a_topics_dir_that_does_not_exist(tmp_path: Path) -> None:
+    """It was "unknown topic 'chemistry'; available topics: none"."""
+    missing = tmp_path / "no-topics"
+    settings = make_settings(tmp_path, FOCUSED_TOPICS_DIR=str(missing))
+    says = (
+        f"FOCUSED_TOPICS_DIR: {str(missing)!r} does not exist; name a folder of topic files"
+        " (or leave it empty for the project's topics/)"
+    )
+    with pytest.raises(ConfigError) as info:
+        config.topics_dir(settings)
+    assert str(info.value) == says
+    assert refused(settings) == says
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("name", ["topics.txt", "chemistry.toml"])
+def test_a_topics_dir_that_is_a_file(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    path.write_text('name = "x"\n', encoding="utf-8")
+    settings = make_settings(tmp_path, FOCUSED_TOPICS_DIR=str(path))
+    with pytest.raises(ConfigError) as info:
+        config.topics_dir(settings)
+    message = str(info.value)
+    assert message.startswith(
+        f"FOCUSED_TOPICS_DIR: {str(path)!r} is a file, not a folder of topic files"
+    ), message
+    # a topic file given as the folder: the way to crawl it
+    assert message.endswith(f"; to crawl that topic file, give -a topic={path}") == (
+        name == "chemistry.toml"
+    ), message
+    assert refused(settings) == message
+
+
+def test_a_topics_dir_that_is_a_folder_or_empty(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, FOCUSED_TOPICS_DIR=str(tmp_path))
+    assert config.topics_dir(settings) == str(tmp_path)
+    config.validate(settings)
+    assert config.topics_dir(make_settings(tmp_path)) is None  # the project's topics/
+    assert config.topics_dir(make_settings(tmp_path, FOCUSED_TOPICS_DIR="")) is None
+
+
 # --- spider arguments (-a NAME=VALUE) ---------------------------------------------------
 
 

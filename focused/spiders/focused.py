@@ -126,7 +126,7 @@ class FocusedSpider(scrapy.Spider):
 
     def setup(self, settings: Any) -> None:
         """Load and check the topic and the settings, then open the web to crawl."""
-        self.topic = load_topic(self.topic_arg, get(settings, "FOCUSED_TOPICS_DIR") or None)
+        self.topic = load_topic(self.topic_arg, config.topics_dir(settings))
         config.validate(settings, self.topic)
         config.claim_jobdir(settings)  # (the crawl command took it already)
         self.vector = TopicVector(self.topic.keywords)

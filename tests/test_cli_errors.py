@@ -123,6 +123,9 @@ def test_non_http_seed_in_topic_file(
         ("FOCUSED_SEEDS=http://[::1", "'http://[::1' is not a valid URL"),
         ("FOCUSED_SEEDS=http://127.0.0.1:99999/", "Port out of range"),
         ("FOCUSED_ALLOWED_DOMAINS=127.0.0.1:8000", "(say '127.0.0.1')"),
+        # split at its commas, it was a seed '["http://127.0.0.1:1/"' refused as not http(s)
+        ('FOCUSED_SEEDS=["http://127.0.0.1:1/", "http://127.0.0.1:2/"]', "not a JSON or Python"),
+        ("FOCUSED_SESSION_PARAMS=sid=", "must be query parameter names"),
     ],
 )
 def test_bad_setting_of_a_sandbox_crawl(

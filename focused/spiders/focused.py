@@ -156,7 +156,7 @@ class FocusedSpider(scrapy.Spider):
         self.link_slots = self.link_evidence and self.strategy.link_slots
         self.learns = self.strategy.learns
         self.allowed_domains = [d.strip() for d in get(settings, "FOCUSED_ALLOWED_DOMAINS")]
-        self.session_params = [p for p in get(settings, "FOCUSED_SESSION_PARAMS") if p]
+        self.session_params = config.session_params(settings)
         self.link_extractor = robustness.FocusedLinkExtractor(
             count=self._count, max_links=get(settings, "FOCUSED_MAX_LINKS_PER_PAGE")
         )

@@ -618,6 +618,24 @@ def test_session_params_are_stripped_of_whitespace(tmp_path: Path) -> None:
     assert strip_session_ids(url, spider.session_params) == "http://h/p?a=1"
 
 
+@pytest.mark.parametrize(
+    ("seeds", "targets", "says"),
+    [
+        (1, 1, "1 seed, 1 known target, strategy"),
+        (2, 0, "2 seeds, 0 known targets, strategy"),
+        (1, 3, "1 seed, 3 known targets, strategy"),
+    ],
+)
+def test_the_spiders_start_line_counts_in_good_english(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, seeds: int, targets: int, says: str
+) -> None:
+    """It said "1 seeds, 1 known targets"."""
+    with caplog.at_level("INFO", logger="focused"):
+        spider_with(tmp_path, seeds=seeds, targets=targets)
+    [line] = [r.getMessage() for r in caplog.records if "known target" in r.getMessage()]
+    assert line == f"focused: topic t on the real web, {says} annealing", line
+
+
 def spider_with(tmp_path: Path, seeds: int = 1, targets: int = 1, **settings: Any) -> Any:
     """The focused spider as a crawl makes it (its settings checked, its web opened): on
     the real web, with ``seeds`` seeds and a topic of ``targets`` known targets, on a

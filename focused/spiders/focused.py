@@ -39,6 +39,11 @@ TITLE_TEXT = "//title//text()"
 META_ROBOTS = "//head/meta[translate(@name, 'ROBTS', 'robts')='robots']/@content"
 
 
+def counted(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless ``n`` is 1: "1 seed", "2 seeds", "0 seeds"."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def release_selector(response: Response) -> None:
     """Drop the selector a parsed response keeps (``TextResponse.selector`` caches one,
     and Scrapy's ``Selector`` keeps its response: a reference cycle). Without the cycle
@@ -182,11 +187,11 @@ class FocusedSpider(scrapy.Spider):
         #: the scheduler's "is this URL done?" (None: every link gets its request)
         self.drop_done: Callable[[str], bool] | None = None
         self.logger.info(
-            "focused: topic %s on the %s web, %d seeds, %d known targets, strategy %s",
+            "focused: topic %s on the %s web, %s, %s, strategy %s",
             self.topic.name,
             self.web.kind,
-            len(self.web.seeds),
-            len(self.targets),
+            counted(len(self.web.seeds), "seed"),
+            counted(len(self.targets), "known target"),
             self.strategy_name,
         )
 

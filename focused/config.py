@@ -12,6 +12,7 @@ import json
 import logging
 import math
 import os
+import re
 import sqlite3
 import warnings
 from collections.abc import Callable, Iterator, Mapping
@@ -232,6 +233,12 @@ def _checked(settings: Any, name: str, check: Check) -> Any:
             raise ConfigError(f"{name} must be one of {', '.join(check.choices)}, got {value!r}")
         return value
     if check.kind == "list":
+        if isinstance(raw, str) and raw.lstrip().startswith(("[", "{", "(")):
+            example = _LIST_EXAMPLES.get(check.special, "a,b")
+            raise ConfigError(
+                f"{name} must be comma-separated values (-s {name}={example}), not a JSON or"
+                f" Python literal, got {raw!r}"
+            )
         try:
             values = list(get(settings, name))
         except (TypeError, ValueError):
@@ -240,6 +247,16 @@ def _checked(settings: Any, name: str, check: Check) -> Any:
             raise ConfigError(f"{name} must be a list or a comma-separated string, got {raw!r}")
         return values
     return _checked_mapping(name, raw)
+
+
+#: the form of a list setting's values on the command line, by its special check (a
+#: JSON or Python list there would be split at its commas into broken values)
+_LIST_EXAMPLES = {
+    "urls": "https://a.example/,https://b.example/",
+    "domains": "example.org,example.net",
+    "networks": "10.0.0.0/8,fd00::/8",
+    "params": "sid,phpsessid",
+}
 
 
 def _checked_number(
@@ -539,6 +556,32 @@ def _check_domains(settings: Any, name: str, value: list[str]) -> None:
             )
 
 
+#: what a query parameter's name cannot hold: it would never match a link's (a query is
+#: split at "&", each pair at its first "=")
+_NOT_IN_PARAM = re.compile(r"[\s=&#?\"]")
+
+
+def _check_params(settings: Any, name: str, value: list[str]) -> None:
+    """Query parameter names (whitespace around each one is dropped): ``sid``, not
+    ``sid=`` or ``?sid``, which would never match a link's parameter."""
+    for entry in value:
+        param = entry.strip()
+        if param and _NOT_IN_PARAM.search(param):
+            bare = re.split(r"[=&#]", param.lstrip("?"))[0].strip()
+            hint = f" (say {bare!r})" if bare and not _NOT_IN_PARAM.search(bare) else ""
+            raise ConfigError(
+                f"{name} must be query parameter names (-s {name}=sid,phpsessid), got"
+                f" {param!r}{hint}"
+            )
+
+
+def session_params(settings: Any) -> list[str]:
+    """``FOCUSED_SESSION_PARAMS`` as the names the spider strips from links: each
+    without the whitespace around it (``-s FOCUSED_SESSION_PARAMS="sid, token"``), the
+    empty ones left out."""
+    return [p.strip() for p in get(settings, "FOCUSED_SESSION_PARAMS") if p.strip()]
+
+
 def _check_networks(settings: Any, name: str, value: list[str]) -> None:
     for entry in value:
         try:
@@ -561,6 +604,37 @@ def _check_page_threshold(settings: Any, name: str, value: float) -> None:
     """Below the largest page relevance A = 4B + C: the title weight + 1."""
     title_weight = _number(settings, "FOCUSED_TITLE_WEIGHT")
     _in_range(settings, name, 0.0, title_weight + 1.0, open_low=False)
+
+
+def topics_dir(settings: Any) -> str | None:
+    """``FOCUSED_TOPICS_DIR`` checked (:func:`_check_topics_dir`), for
+    :func:`~focused.web.topics.load_topic`: None when empty (the project's ``topics/``).
+    The crawl command and the spider read it before the topic, so a folder that is not
+    there is said so, not an "unknown topic" with no topic available."""
+    value = get(settings, "FOCUSED_TOPICS_DIR")
+    if not value:
+        return None
+    if not isinstance(value, str | os.PathLike):
+        raise ConfigError(f"FOCUSED_TOPICS_DIR must be a string, got {value!r}")
+    _check_topics_dir(settings, "FOCUSED_TOPICS_DIR", str(value))
+    return str(value)
+
+
+def _check_topics_dir(settings: Any, name: str, value: str) -> None:
+    """A folder that exists (empty: the project's ``topics/``)."""
+    if not value:
+        return
+    path = Path(value)
+    if not path.exists():
+        raise ConfigError(
+            f"{name}: {value!r} does not exist; name a folder of topic files"
+            " (or leave it empty for the project's topics/)"
+        )
+    if not path.is_dir():
+        hint = (
+            f"; to crawl that topic file, give -a topic={value}" if value.endswith(".toml") else ""
+        )
+        raise ConfigError(f"{name}: {value!r} is a file, not a folder of topic files{hint}")
 
 
 def _check_labels(settings: Any, name: str, value: str) -> None:
@@ -587,6 +661,8 @@ _SPECIAL: dict[str, Callable[[Any, str, Any], None]] = {
     "hosts": _check_hosts,
     "page_threshold": _check_page_threshold,
     "labels": _check_labels,
+    "topics_dir": _check_topics_dir,
+    "params": _check_params,
 }
 
 

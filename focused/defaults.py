@@ -284,11 +284,13 @@ class Check:
     """A setting's type and constraint, as :func:`focused.config.validate` checks them.
 
     ``kind``: ``"bool"``, ``"int"``, ``"float"``, ``"str"``, ``"list"`` (a list or a
-    comma-separated string) or ``"dict"`` (a mapping or a JSON object); the kind of the
-    default. A number lies between ``low`` and ``high`` (each bound open or closed, and
+    comma-separated string; a string that starts as a JSON or Python literal does, with
+    ``[``, ``{`` or ``(``, is refused) or ``"dict"`` (a mapping or a JSON object); the kind
+    of the default. A number lies between ``low`` and ``high`` (each bound open or closed, and
     finite); a string is one of ``choices`` when they are given. ``special`` names a
     further check of :mod:`focused.config` on the value (``"urls"``, ``"domains"``,
-    ``"networks"``, ``"hosts"``, ``"page_threshold"``, ``"labels"``).
+    ``"networks"``, ``"hosts"``, ``"page_threshold"``, ``"labels"``, ``"topics_dir"``,
+    ``"params"``).
     """
 
     kind: str
@@ -330,7 +332,7 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_SEEDS": Check("list", special="urls"),
     "FOCUSED_LABELS": Check("str", special="labels"),  # a readable file, or an http(s) URL
     "FOCUSED_TARGET_CATEGORY": _text(),
-    "FOCUSED_TOPICS_DIR": _text(),
+    "FOCUSED_TOPICS_DIR": Check("str", special="topics_dir"),  # an existing folder
     "FOCUSED_SANDBOX_SEED": _int(),
     "FOCUSED_SANDBOX_PAGES": _int(SANDBOX_MIN_PAGES, 10_000_000),
     "FOCUSED_SANDBOX_MODE": _text("normal", "hostile"),  # focused.web.sandbox MODES
@@ -391,7 +393,7 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_WASTE_SHAPE_RECHECK": _flag(),
     "FOCUSED_OBEY_META_ROBOTS": _flag(),
     "FOCUSED_ALLOWED_DOMAINS": Check("list", special="domains"),
-    "FOCUSED_SESSION_PARAMS": Check("list"),
+    "FOCUSED_SESSION_PARAMS": Check("list", special="params"),  # query parameter names
     "FOCUSED_OUTPUT_DIR": _text(),  # created (or refused) last: focused.config.validate
     "FOCUSED_CONTINUE": _flag(),
     "FOCUSED_METRICS_LOG_EVERY": _int(0),  # 0: no metrics line

@@ -7,6 +7,8 @@ Each command runs for real in a subprocess from the project root (about 1.5 s ea
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import sqlite3
 import subprocess
@@ -246,3 +248,89 @@ def test_export_writes_into_a_pipe_and_through_a_link(tmp_path: Path) -> None:
     link.symlink_to(target)
     assert export(folder, "jsonl", link) == 3
     assert link.is_symlink() and target.read_bytes().count(b"\n") == 3
+
+
+# --- scrapy export --output -: the standard output, and a reader that goes away ----------
+def _big_store(folder: Path, pages: int = 100) -> None:
+    """A store whose JSON lines (about 1.3 MB) are far more than a pipe holds (64 KiB), so
+    a reader that stops early leaves the export writing into a closed pipe."""
+    words = " ".join(f"acid{j}" for j in range(1500))
+    with PageStore(folder, index=False) as store:
+        for i in range(pages):
+            body = f"<html><title>P{i}</title><p>{words}</p></html>".encode()
+            assert store.add({"url": f"http://h/p{i}", "title": f"P{i}", "text": "acid"}, body)
+
+
+def _export_to_stdout(folder: Path, fmt: str) -> list[str]:
+    """The command that exports ``folder`` as ``fmt`` to the standard output."""
+    args = ["export", "--format", fmt, "--output", "-", "--dir", str(folder)]
+    return [sys.executable, "-m", "scrapy", *args]
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "warc"])
+def test_export_to_stdout(tmp_path: Path, fmt: str) -> None:
+    """``--output -`` was a file named ``-`` in the current folder."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    folder = tmp_path / "crawl"
+    _big_store(folder, pages=5)
+    try:
+        proc = subprocess.run(
+            _export_to_stdout(folder, fmt),
+            cwd=PROJECT,
+            env=_env(),
+            capture_output=True,
+            timeout=120,
+        )
+        assert not (PROJECT / "-").exists()
+    finally:
+        (PROJECT / "-").unlink(missing_ok=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stderr.decode().splitlines() == [f"focused: wrote 5 pages to stdout ({fmt})"]
+    if fmt == "jsonl":
+        rows = [json.loads(line) for line in proc.stdout.decode().splitlines()]
+        assert [r["url"] for r in rows] == [f"http://h/p{i}" for i in range(5)]
+    else:
+        kinds = [r.rec_type for r in ArchiveIterator(io.BytesIO(proc.stdout))]
+        assert kinds[0] == "warcinfo" and sorted(kinds[1:]) == ["request"] * 5 + ["response"] * 5
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "warc"])
+def test_export_into_a_pipe_closed_early(tmp_path: Path, fmt: str) -> None:
+    """``scrapy export ... --output - | head -1``: the reader goes after one line; one
+    error line and exit status 2 (it was a BrokenPipeError traceback)."""
+    folder = tmp_path / "crawl"
+    _big_store(folder)
+    export_proc = subprocess.Popen(
+        _export_to_stdout(folder, fmt),
+        cwd=PROJECT,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert export_proc.stdout is not None and export_proc.stderr is not None
+    head = subprocess.run(
+        ["head", "-1"], stdin=export_proc.stdout, capture_output=True, text=True, timeout=120
+    )
+    export_proc.stdout.close()  # only head reads it
+    stderr = export_proc.stderr.read()
+    export_proc.stderr.close()
+    try:
+        returncode = export_proc.wait(120)
+    finally:
+        (PROJECT / "-").unlink(missing_ok=True)
+    assert head.returncode == 0 and head.stdout.count("\n") == 1
+    if fmt == "jsonl":
+        assert json.loads(head.stdout)["url"] == "http://h/p0"
+    else:
+        assert head.stdout == "WARC/1.1\n"
+    assert returncode == 2, stderr[-3000:]
+    assert stderr.splitlines() == [
+        "focused: error: cannot write to stdout: its reader closed the pipe before the"
+        " export ended (broken pipe)"
+    ], stderr[-3000:]

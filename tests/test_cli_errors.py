@@ -123,6 +123,9 @@ def test_non_http_seed_in_topic_file(
         ("FOCUSED_SEEDS=http://[::1", "'http://[::1' is not a valid URL"),
         ("FOCUSED_SEEDS=http://127.0.0.1:99999/", "Port out of range"),
         ("FOCUSED_ALLOWED_DOMAINS=127.0.0.1:8000", "(say '127.0.0.1')"),
+        # split at its commas, it was a seed '["http://127.0.0.1:1/"' refused as not http(s)
+        ('FOCUSED_SEEDS=["http://127.0.0.1:1/", "http://127.0.0.1:2/"]', "not a JSON or Python"),
+        ("FOCUSED_SESSION_PARAMS=sid=", "must be query parameter names"),
     ],
 )
 def test_bad_setting_of_a_sandbox_crawl(
@@ -329,3 +332,28 @@ def test_a_bad_log_level(project_root: Path, venv_scrapy: list[str], out: Path) 
     line = the_error(result, out)
     assert line.startswith("focused: error: LOG_LEVEL must be a logging level (CRITICAL,")
     assert line.endswith("got 'nope'")
+
+
+@pytest.mark.parametrize("kind", ["missing", "file"])
+def test_a_topics_dir_that_is_not_a_folder(
+    project_root: Path, venv_scrapy: list[str], out: Path, tmp_path: Path, kind: str
+) -> None:
+    """It was "unknown topic 'chemistry'; available topics: none"."""
+    topics = tmp_path / "topics"
+    if kind == "file":
+        topics.write_text("not a folder")
+    result = crawl(
+        project_root,
+        venv_scrapy,
+        out,
+        "-a",
+        "topic=chemistry",
+        "-s",
+        "FOCUSED_WEB=sandbox",
+        "-s",
+        f"FOCUSED_TOPICS_DIR={topics}",
+    )
+    line = the_error(result, out)
+    says = "does not exist" if kind == "missing" else "is a file, not a folder of topic files"
+    assert line.startswith(f"focused: error: FOCUSED_TOPICS_DIR: {str(topics)!r} {says}"), line
+    assert "unknown topic" not in line

@@ -539,6 +539,130 @@ def test_every_known_focused_setting_and_other_names_pass(tmp_path: Path) -> Non
     config.validate(make_settings(tmp_path, **DEFAULTS, MY_OWN_SETTING="x"))
 
 
+# --- list settings on the command line: comma-separated, not a literal --------------------
+
+LIST_SETTINGS = [name for name, check in CHECKS.items() if check.kind == "list"]
+
+
+@pytest.mark.parametrize("name", LIST_SETTINGS)
+@pytest.mark.parametrize(
+    "value", ['["a", "b"]', "['a']", "  [a,b]", '{"a": 1}', "('a', 'b')", "[]"]
+)
+def test_a_list_setting_given_as_a_literal_is_refused(
+    tmp_path: Path, name: str, value: str
+) -> None:
+    """``-s FOCUSED_SEEDS='["http://a/"]'`` was split at its commas: a seed '["http://a/"]'
+    refused as not http(s), a session parameter '["sid"' that never matched."""
+    message = refused(make_settings(tmp_path, **{name: value}))
+    assert message.startswith(f"{name} must be comma-separated values (-s {name}="), message
+    assert message.endswith(f"), not a JSON or Python literal, got {value!r}"), message
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "form"),
+    [
+        ("FOCUSED_SEEDS", "https://a.example/,https://b.example/"),
+        ("FOCUSED_ALLOWED_DOMAINS", "example.org,example.net"),
+        ("FOCUSED_ALLOWED_NETWORKS", "10.0.0.0/8,fd00::/8"),
+        ("FOCUSED_SESSION_PARAMS", "sid,phpsessid"),
+    ],
+)
+def test_a_list_literal_is_told_the_settings_form(tmp_path: Path, name: str, form: str) -> None:
+    message = refused(make_settings(tmp_path, **{name: '["x"]'}))
+    assert f"(-s {name}={form})" in message, message
+    config.validate(make_settings(tmp_path, **{name: form}))  # the form given is good
+
+
+def test_list_settings_as_lists_or_comma_separated_are_accepted(tmp_path: Path) -> None:
+    config.validate(make_settings(tmp_path, FOCUSED_SEEDS=["http://a.example/"]))
+    config.validate(make_settings(tmp_path, FOCUSED_ALLOWED_NETWORKS="::1/128, 10.0.0.0/8"))
+    config.validate(make_settings(tmp_path, FOCUSED_SESSION_PARAMS=""))
+
+
+# --- FOCUSED_SESSION_PARAMS: query parameter names ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "bad", "hint"),
+    [
+        ("sid=", "sid=", " (say 'sid')"),
+        ("jsessionid, ?token=x", "?token=x", " (say 'token')"),
+        ("sid,session id", "session id", ""),
+        ("a&b", "a&b", " (say 'a')"),
+        ('"sid"', '"sid"', ""),
+    ],
+)
+def test_session_params_must_be_parameter_names(
+    tmp_path: Path, value: str, bad: str, hint: str
+) -> None:
+    """Each was taken as it was, and matched no link's parameter."""
+    message = refused(make_settings(tmp_path, FOCUSED_SESSION_PARAMS=value))
+    assert message == (
+        "FOCUSED_SESSION_PARAMS must be query parameter names"
+        f" (-s FOCUSED_SESSION_PARAMS=sid,phpsessid), got {bad!r}{hint}"
+    )
+
+
+def test_session_params_are_stripped_of_whitespace(tmp_path: Path) -> None:
+    """``-s FOCUSED_SESSION_PARAMS="sid, token"`` stripped ``sid`` and not ``token`` (the
+    name was " token")."""
+    from focused.web.sanitize import strip_session_ids
+
+    settings = make_settings(tmp_path, FOCUSED_SESSION_PARAMS=" sid , token,, ")
+    config.validate(settings)
+    assert config.session_params(settings) == ["sid", "token"]
+    spider = spider_with(tmp_path, FOCUSED_SESSION_PARAMS=" sid , token,, ")
+    assert spider.session_params == ["sid", "token"]
+    url = "http://h/p?a=1&token=x&sid=y"
+    assert strip_session_ids(url, spider.session_params) == "http://h/p?a=1"
+
+
+@pytest.mark.parametrize(
+    ("seeds", "targets", "says"),
+    [
+        (1, 1, "1 seed, 1 known target, strategy"),
+        (2, 0, "2 seeds, 0 known targets, strategy"),
+        (1, 3, "1 seed, 3 known targets, strategy"),
+    ],
+)
+def test_the_spiders_start_line_counts_in_good_english(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, seeds: int, targets: int, says: str
+) -> None:
+    """It said "1 seeds, 1 known targets"."""
+    with caplog.at_level("INFO", logger="focused"):
+        spider_with(tmp_path, seeds=seeds, targets=targets)
+    [line] = [r.getMessage() for r in caplog.records if "known target" in r.getMessage()]
+    assert line == f"focused: topic t on the real web, {says} annealing", line
+
+
+def spider_with(tmp_path: Path, seeds: int = 1, targets: int = 1, **settings: Any) -> Any:
+    """The focused spider as a crawl makes it (its settings checked, its web opened): on
+    the real web, with ``seeds`` seeds and a topic of ``targets`` known targets, on a
+    port where nothing answers (nothing is fetched)."""
+    from scrapy.utils.test import get_crawler
+
+    from focused.spiders.focused import FocusedSpider
+
+    urls = [f"http://127.0.0.1:9/s{i}" for i in range(seeds)]
+    known = ", ".join(f'"http://127.0.0.1:9/t{i}"' for i in range(targets))
+    topic = tmp_path / "t.toml"
+    topic.write_text(
+        f'seeds = ["http://127.0.0.1:9/"]\ntargets = [{known}]\n[keywords]\nacid = 1\n',
+        encoding="utf-8",
+    )
+    values = {
+        "FOCUSED_OUTPUT_DIR": str(tmp_path / "out"),
+        "FOCUSED_WEB": "real",
+        "FOCUSED_SEEDS": ",".join(urls),  # given: the real web is not probed
+        **settings,
+    }
+    crawler = get_crawler(FocusedSpider, values)
+    spider = FocusedSpider.from_crawler(crawler, topic=str(topic))
+    spider.web.close()
+    return spider
+
+
 # --- FOCUSED_LABELS: a file that can be read --------------------------------------------
 
 
@@ -566,6 +690,50 @@ def test_a_labels_file_a_path_object_or_a_url_is_accepted(tmp_path: Path) -> Non
     # fetched when the crawl opens its web (a benchmark's sandbox serves it)
     config.validate(make_settings(tmp_path, FOCUSED_LABELS="http://127.0.0.1:9/labels.tsv"))
     config.validate(make_settings(tmp_path, FOCUSED_LABELS=""))
+
+
+# --- FOCUSED_TOPICS_DIR: a folder that exists ---------------------------------------------
+
+
+def test_a_topics_dir_that_does_not_exist(tmp_path: Path) -> None:
+    """It was "unknown topic 'chemistry'; available topics: none"."""
+    missing = tmp_path / "no-topics"
+    settings = make_settings(tmp_path, FOCUSED_TOPICS_DIR=str(missing))
+    says = (
+        f"FOCUSED_TOPICS_DIR: {str(missing)!r} does not exist; name a folder of topic files"
+        " (or leave it empty for the project's topics/)"
+    )
+    with pytest.raises(ConfigError) as info:
+        config.topics_dir(settings)
+    assert str(info.value) == says
+    assert refused(settings) == says
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("name", ["topics.txt", "chemistry.toml"])
+def test_a_topics_dir_that_is_a_file(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    path.write_text('name = "x"\n', encoding="utf-8")
+    settings = make_settings(tmp_path, FOCUSED_TOPICS_DIR=str(path))
+    with pytest.raises(ConfigError) as info:
+        config.topics_dir(settings)
+    message = str(info.value)
+    assert message.startswith(
+        f"FOCUSED_TOPICS_DIR: {str(path)!r} is a file, not a folder of topic files"
+    ), message
+    # a topic file given as the folder: the way to crawl it
+    assert message.endswith(f"; to crawl that topic file, give -a topic={path}") == (
+        name == "chemistry.toml"
+    ), message
+    assert refused(settings) == message
+
+
+def test_a_topics_dir_that_is_a_folder_or_empty(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, FOCUSED_TOPICS_DIR=str(tmp_path))
+    assert config.topics_dir(settings) == str(tmp_path)
+    config.validate(settings)
+    assert config.topics_dir(make_settings(tmp_path)) is None  # the project's topics/
+    assert config.topics_dir(make_settings(tmp_path, FOCUSED_TOPICS_DIR="")) is None
 
 
 # --- spider arguments (-a NAME=VALUE) ---------------------------------------------------

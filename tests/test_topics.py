@@ -88,6 +88,17 @@ def test_unknown_topic_in_a_topics_dir(tmp_topic: MakeTopic, tmp_path: Path) -> 
     assert message.endswith("available topics: alpha, beta")
 
 
+@pytest.mark.parametrize(
+    ("kind", "says"), [("missing", "does not exist"), ("file", "is not a folder")]
+)
+def test_a_topics_dir_that_is_not_a_folder(tmp_path: Path, kind: str, says: str) -> None:
+    """It was "unknown topic 'chemistry'; available topics: none"."""
+    folder = tmp_path / "topics"
+    if kind == "file":
+        folder.write_text("not a folder")
+    assert error_of("chemistry", folder) == f"topics folder {folder} {says}"
+
+
 def test_missing_toml_path_is_named(tmp_path: Path) -> None:
     missing = tmp_path / "nowhere" / "x.toml"
     message = error_of(missing)

@@ -153,9 +153,7 @@ class Command(ScrapyCrawl):
             return
         try:
             config.check_spider_args(opts.spargs)
-            topic = load_topic(
-                opts.spargs.get("topic", ""), get(settings, "FOCUSED_TOPICS_DIR") or None
-            )
+            topic = load_topic(opts.spargs.get("topic", ""), config.topics_dir(settings))
             config.validate(settings, topic)
         except (TopicError, config.ConfigError) as exc:
             fail(str(exc))

@@ -16,17 +16,21 @@ The output file is written whole or not at all: the pages go to a temporary file
 it, renamed over it at the end (:mod:`focused.output.atomic`). A store SQLite cannot read
 (not a database, damaged, not a crawl's) or an output that cannot be written is an
 :class:`ExportError` naming the file, and leaves no output behind (an older file of that
-name stays as it was).
+name stays as it was). The output ``-`` (:data:`STDOUT`) is the standard output, written
+as the pages are read (a WARC there is not gzipped); a reader that closes it before the
+end (``| head``) is an :class:`OutputClosed`.
 
 Pure module: no Scrapy import.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
 import sqlite3
+import sys
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from http.client import responses
@@ -38,15 +42,31 @@ from focused.output import fulltext
 from focused.output.atomic import atomic_path
 from focused.output.store import COLUMNS, DB_NAME, READ_ERRORS, read_body
 
-__all__ = ["FORMATS", "export", "export_jsonl", "export_warc", "pages"]
+__all__ = [
+    "FORMATS",
+    "STDOUT",
+    "ExportError",
+    "OutputClosed",
+    "export",
+    "export_jsonl",
+    "export_warc",
+    "pages",
+]
 
 FORMATS = ("warc", "jsonl")
+#: the output that names the standard output
+STDOUT = "-"
 SOFTWARE = "focused (Scrapy focused crawler) with warcio"
 
 
 class ExportError(Exception):
     """No store in the folder, a store SQLite cannot read, an output that cannot be
     written, or an unknown format; the message names the file."""
+
+
+class OutputClosed(ExportError):
+    """The reader of the standard output closed it before the export ended (a broken
+    pipe: ``scrapy export ... --output - | head``)."""
 
 
 _QUERY = f"SELECT id, {', '.join(COLUMNS)} FROM pages ORDER BY id"
@@ -118,16 +138,24 @@ def _warc_date(ts: float) -> str:
 
 def export_warc(folder: str | os.PathLike[str], output: str | os.PathLike[str]) -> int:
     """Write the stored pages of ``folder`` as WARC 1.1 to ``output``; pages written."""
+    out = Path(output)
+    write = _warc_writer(folder, out.name, gzip=out.name.endswith(".gz"))
+    return _write_whole(folder, out, "wb", write)
+
+
+def _warc_writer(
+    folder: str | os.PathLike[str], name: str, *, gzip: bool
+) -> Callable[[IO[bytes]], int]:
+    """What writes the stored pages of ``folder`` as WARC 1.1 into a binary file
+    (``name``: the file's, for the ``warcinfo`` record; none for the standard output)."""
     from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
 
-    out = Path(output)
-
     def write(fh: IO[bytes]) -> int:
         n = 0
-        writer = WARCWriter(fh, gzip=out.name.endswith(".gz"), warc_version="1.1")
+        writer = WARCWriter(fh, gzip=gzip, warc_version="1.1")
         info = writer.create_warcinfo_record(
-            out.name,
+            name,
             {"software": SOFTWARE, "format": "WARC File Format 1.1", "source": str(folder)},
         )
         writer.write_record(info)
@@ -165,11 +193,19 @@ def export_warc(folder: str | os.PathLike[str], output: str | os.PathLike[str]) 
             n += 1
         return n
 
-    return _write_whole(folder, out, "wb", write)
+    return write
 
 
 def export_jsonl(folder: str | os.PathLike[str], output: str | os.PathLike[str] | IO[str]) -> int:
     """Write one JSON object per stored page (its row and main ``text``); pages written."""
+    write = _jsonl_writer(folder)
+    if hasattr(output, "write"):
+        return write(output)  # type: ignore[arg-type]
+    return _write_whole(folder, Path(output), "w", write)  # type: ignore[arg-type]
+
+
+def _jsonl_writer(folder: str | os.PathLike[str]) -> Callable[[IO[str]], int]:
+    """What writes one JSON object per stored page of ``folder`` into a text file."""
 
     def write(fh: IO[str]) -> int:
         n = 0
@@ -181,9 +217,7 @@ def export_jsonl(folder: str | os.PathLike[str], output: str | os.PathLike[str] 
             n += 1
         return n
 
-    if hasattr(output, "write"):
-        return write(output)  # type: ignore[arg-type]
-    return _write_whole(folder, Path(output), "w", write)  # type: ignore[arg-type]
+    return write
 
 
 def _write_whole(
@@ -207,9 +241,48 @@ def _write_whole(
         raise ExportError(f"cannot write {out}: {exc.strerror or exc}") from None
 
 
+def _write_stdout(folder: str | os.PathLike[str], mode: str, write: Callable[[Any], int]) -> int:
+    """``write(fh)`` into the standard output as the pages are read, after the store of
+    ``folder`` was found readable. :class:`OutputClosed` when its reader closed it (a
+    broken pipe), :class:`ExportError` when it cannot be written otherwise."""
+    check(folder)  # before anything is written
+    try:
+        sys.stdout.flush()
+        with _stdout(mode) as fh:
+            n = write(fh)
+            fh.flush()
+            return n
+    except BrokenPipeError:
+        raise OutputClosed(
+            "cannot write to stdout: its reader closed the pipe before the export ended"
+            " (broken pipe)"
+        ) from None
+    except OSError as exc:
+        raise ExportError(f"cannot write to stdout: {exc.strerror or exc}") from None
+
+
+def _stdout(mode: str) -> contextlib.AbstractContextManager[IO[Any]]:
+    """The standard output as a file of ``mode`` (``"wb"`` or ``"w"``, UTF-8): its file
+    descriptor opened again (left open at the end), or ``sys.stdout`` itself when it has
+    none (replaced in-process)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, ValueError, io.UnsupportedOperation):
+        stream = sys.stdout.buffer if "b" in mode else sys.stdout
+        return contextlib.nullcontext(stream)
+    encoding = None if "b" in mode else "utf-8"
+    return open(fd, mode, encoding=encoding, closefd=False)
+
+
 def export(folder: str | os.PathLike[str], fmt: str, output: str | os.PathLike[str]) -> int:
+    """Export the stored pages of ``folder`` as ``fmt`` to the file ``output`` (``-``:
+    the standard output); pages written."""
+    if fmt not in FORMATS:
+        raise ExportError(f"unknown export format {fmt!r} (one of {', '.join(FORMATS)})")
+    if isinstance(output, str) and output == STDOUT:
+        if fmt == "warc":
+            return _write_stdout(folder, "wb", _warc_writer(folder, "", gzip=False))
+        return _write_stdout(folder, "w", _jsonl_writer(folder))
     if fmt == "warc":
         return export_warc(folder, output)
-    if fmt == "jsonl":
-        return export_jsonl(folder, output)
-    raise ExportError(f"unknown export format {fmt!r} (one of {', '.join(FORMATS)})")
+    return export_jsonl(folder, output)

@@ -39,6 +39,11 @@ TITLE_TEXT = "//title//text()"
 META_ROBOTS = "//head/meta[translate(@name, 'ROBTS', 'robts')='robots']/@content"
 
 
+def counted(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless ``n`` is 1: "1 seed", "2 seeds", "0 seeds"."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def release_selector(response: Response) -> None:
     """Drop the selector a parsed response keeps (``TextResponse.selector`` caches one,
     and Scrapy's ``Selector`` keeps its response: a reference cycle). Without the cycle
@@ -126,7 +131,7 @@ class FocusedSpider(scrapy.Spider):
 
     def setup(self, settings: Any) -> None:
         """Load and check the topic and the settings, then open the web to crawl."""
-        self.topic = load_topic(self.topic_arg, get(settings, "FOCUSED_TOPICS_DIR") or None)
+        self.topic = load_topic(self.topic_arg, config.topics_dir(settings))
         config.validate(settings, self.topic)
         config.claim_jobdir(settings)  # (the crawl command took it already)
         self.vector = TopicVector(self.topic.keywords)
@@ -156,7 +161,7 @@ class FocusedSpider(scrapy.Spider):
         self.link_slots = self.link_evidence and self.strategy.link_slots
         self.learns = self.strategy.learns
         self.allowed_domains = [d.strip() for d in get(settings, "FOCUSED_ALLOWED_DOMAINS")]
-        self.session_params = [p for p in get(settings, "FOCUSED_SESSION_PARAMS") if p]
+        self.session_params = config.session_params(settings)
         self.link_extractor = robustness.FocusedLinkExtractor(
             count=self._count, max_links=get(settings, "FOCUSED_MAX_LINKS_PER_PAGE")
         )
@@ -182,11 +187,11 @@ class FocusedSpider(scrapy.Spider):
         #: the scheduler's "is this URL done?" (None: every link gets its request)
         self.drop_done: Callable[[str], bool] | None = None
         self.logger.info(
-            "focused: topic %s on the %s web, %d seeds, %d known targets, strategy %s",
+            "focused: topic %s on the %s web, %s, %s, strategy %s",
             self.topic.name,
             self.web.kind,
-            len(self.web.seeds),
-            len(self.targets),
+            counted(len(self.web.seeds), "seed"),
+            counted(len(self.targets), "known target"),
             self.strategy_name,
         )
 

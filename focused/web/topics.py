@@ -89,6 +89,9 @@ def load_topic(name_or_path: str, directory: str | Path | None = None) -> Topic:
             raise TopicError(f"topic file {path} does not exist")
     else:
         folder = topics_dir(directory)
+        if directory and not folder.is_dir():  # FOCUSED_TOPICS_DIR (the crawl checks it first)
+            why = "is not a folder" if Path(directory).exists() else "does not exist"
+            raise TopicError(f"topics folder {directory} {why}")
         path = folder / f"{name_or_path}.toml"
         if not path.is_file():
             names = ", ".join(available(folder)) or "none"

@@ -22,6 +22,11 @@ from twisted.internet.defer import Deferred
 
 from focused.defaults import get
 
+#: the one line for an empty ``FOCUSED_OUTPUT_DIR`` (``Path("")`` is the current folder)
+EMPTY_OUTPUT_DIR = (
+    "FOCUSED_OUTPUT_DIR is empty; name the folder for the crawl's outputs (default out/crawl)"
+)
+
 
 def fail(message: str) -> None:
     """The one line of a command that stops on bad input: ``focused: error: ...``."""

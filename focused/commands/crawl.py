@@ -50,7 +50,7 @@ from scrapy.exceptions import UsageError
 from scrapy.extensions.feedexport import FeedExporter
 
 from focused import config
-from focused.cli import fail, keep_start_error
+from focused.cli import EMPTY_OUTPUT_DIR, fail, keep_start_error
 from focused.defaults import get
 from focused.output.record import (
     in_use,
@@ -140,10 +140,7 @@ class Command(ScrapyCrawl):
         settings = self.settings
         output = str(get(settings, "FOCUSED_OUTPUT_DIR"))
         if not output.strip():  # Path("") is the current folder: the checkout
-            fail(
-                "FOCUSED_OUTPUT_DIR is empty; name the folder for the crawl's outputs"
-                " (default out/crawl)"
-            )
+            fail(EMPTY_OUTPUT_DIR)
             self.exitcode = 2
             return
         try:

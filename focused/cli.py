@@ -1,5 +1,7 @@
-"""What the project's commands over a crawl's output folder share (``scrapy search``,
-``scrapy report``, ``scrapy export``).
+"""What the project's commands share: the one error line (:func:`fail`), a start error
+kept for it (:func:`keep_start_error`, ``scrapy crawl`` and ``scrapy parse``), the URL
+on the command line as the seed (``scrapy fetch``, ``scrapy shell``), and the commands
+over a crawl's output folder (``scrapy search``, ``scrapy report``, ``scrapy export``).
 
 Kept outside :mod:`focused.commands`: Scrapy lists every command class defined in a
 module of ``COMMANDS_MODULE`` as a command named after its module.
@@ -8,14 +10,66 @@ module of ``COMMANDS_MODULE`` as a command named after its module.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
+from twisted.internet.defer import Deferred
 
 from focused.defaults import get
+
+#: the one line for an empty ``FOCUSED_OUTPUT_DIR`` (``Path("")`` is the current folder)
+EMPTY_OUTPUT_DIR = (
+    "FOCUSED_OUTPUT_DIR is empty; name the folder for the crawl's outputs (default out/crawl)"
+)
+
+
+def fail(message: str) -> None:
+    """The one line of a command that stops on bad input: ``focused: error: ...``."""
+    print(f"focused: error: {message}", file=sys.stderr)
+
+
+def keep_start_error(
+    started: Any,
+    errors: tuple[type[BaseException], ...],
+    keep: Callable[[BaseException], None],
+) -> None:
+    """Hand an error of one of the ``errors`` types raised while a crawl starts (the
+    spider is made: a bad topic or setting, the sandbox's port taken) to ``keep``, for
+    one line after Scrapy stops, instead of its traceback and of Twisted's "Unhandled
+    error in Deferred" or asyncio's "Task exception was never retrieved".
+
+    ``started`` is what ``process.crawl`` returned (a Deferred or an asyncio task). Any
+    other error goes on as before: the Deferred's failure, or asyncio's exception
+    handler, as asyncio would have logged it.
+    """
+    if isinstance(started, Deferred):
+
+        def errback(failure: Any) -> Any:
+            if failure.check(*errors):
+                keep(failure.value)
+                return None
+            return failure
+
+        started.addErrback(errback)
+    elif isinstance(started, asyncio.Future):
+
+        def done(task: asyncio.Future[Any]) -> None:
+            if task.cancelled():
+                return
+            exc = task.exception()  # retrieved: asyncio no longer logs it
+            if isinstance(exc, errors):
+                keep(exc)
+            elif exc is not None:  # as asyncio would have logged it
+                task.get_loop().call_exception_handler(
+                    {"message": "Task exception was never retrieved", "exception": exc}
+                )
+
+        started.add_done_callback(done)
 
 
 class FolderCommand(ScrapyCommand):
@@ -54,7 +108,7 @@ class FolderCommand(ScrapyCommand):
         return type(self).__module__.rsplit(".", 1)[-1]
 
     def fail(self, message: str) -> None:
-        print(f"focused: error: {message}", file=sys.stderr)
+        fail(message)
         self.exitcode = 2
 
 

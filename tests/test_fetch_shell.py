@@ -1,7 +1,9 @@
 """``scrapy fetch URL`` and ``scrapy shell URL`` reach the URL asked for, on loopback too.
 
 The project refuses internal addresses unless a seed is of their kind; for these two
-commands the URL on the command line is the seed (``focused.commands.fetch``). Real
+commands the URL on the command line is the seed (``focused.commands.fetch``).
+``scrapy parse --spider focused URL`` shows a loopback page's items and links, and
+refuses bad input in one line, exit status 2 (``focused.commands.parse``). Real
 commands in a subprocess against a real loopback server.
 """
 
@@ -9,7 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -94,3 +96,140 @@ def test_shell_fetches_the_url_and_its_kind(
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == "(200, 'Loopback page', None)"
     assert server.log.count("/a") == 1 and "/c" in server.log
+
+
+# --- scrapy parse: the focused spider on a loopback page; bad input is one line ------------
+def parse(
+    project_root: Path, venv_scrapy: list[str], out: Path, *args: str, topic: str = "chemistry"
+) -> subprocess.CompletedProcess[str]:
+    return scrapy(
+        project_root,
+        venv_scrapy,
+        "parse",
+        "--spider",
+        "focused",
+        "-a",
+        f"topic={topic}",
+        "-s",
+        f"FOCUSED_OUTPUT_DIR={out}",
+        "-s",
+        "FOCUSED_SANDBOX_PAGES=60",
+        "-s",
+        "AUTOTHROTTLE_ENABLED=False",
+        *args,
+    )
+
+
+def one_line(result: subprocess.CompletedProcess[str]) -> str:
+    """The single ``focused: error:`` line of a refused ``scrapy parse``: status 2, no
+    traceback, no unhandled Deferred or task, no results printed."""
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = [x for x in result.stderr.splitlines() if x.startswith("focused: error:")]
+    assert len(lines) == 1, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    assert "Unhandled error" not in result.stderr
+    assert "never retrieved" not in result.stderr
+    assert "Scraped Items" not in result.stdout
+    return lines[0]
+
+
+def test_parse_shows_the_items_and_links_of_a_loopback_page(
+    project_root: Path, venv_scrapy: list[str], server: LoopbackServer, tmp_path: Path
+) -> None:
+    result = parse(
+        project_root, venv_scrapy, tmp_path / "out", "-s", "FOCUSED_WEB=sandbox", f"{server.url}/a"
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "# Scraped Items" in result.stdout
+    assert "'title': 'Loopback page'" in result.stdout
+    assert f"<GET {server.url}/b>" in result.stdout  # the link to follow
+    assert "/a" in server.log
+    for noise in ("Traceback", "Unhandled error", "focused: error:", "returned a Deferred"):
+        assert noise not in result.stderr, result.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        (("-a", "topic=nope"), "unknown topic 'nope'; available topics: chemistry"),
+        (("-s", "FOCUSED_STRATEGY=nope"), "unknown FOCUSED_STRATEGY 'nope'"),
+        (("-c", "nope"), "cannot find callback 'nope' in spider: focused"),
+    ],
+    ids=["topic", "setting", "callback"],
+)
+def test_parse_refuses_bad_input_in_one_line(
+    project_root: Path,
+    venv_scrapy: list[str],
+    server: LoopbackServer,
+    tmp_path: Path,
+    case: tuple[tuple[str, ...], str],
+) -> None:
+    args, said = case
+    out = tmp_path / "out"
+    result = parse(project_root, venv_scrapy, out, "-s", "FOCUSED_WEB=sandbox", *args, server.url)
+    assert said in one_line(result)
+    assert server.log == []  # nothing fetched
+    if "-c" not in args:  # found before the spider was made
+        assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("http://127.0.0.1:99999/a", "malformed URL 'http://127.0.0.1:99999/a' (Port out of range"),
+        ("http://[::1/a", "malformed URL 'http://[::1/a' (Invalid IPv6 URL)"),
+        ("http://", "malformed URL 'http://' (no host)"),
+        ("127.0.0.1/a", "'127.0.0.1/a' is not a URL"),
+    ],
+)
+def test_parse_refuses_a_malformed_url_in_one_line(
+    project_root: Path, venv_scrapy: list[str], tmp_path: Path, url: str, said: str
+) -> None:
+    out = tmp_path / "out"
+    assert said in one_line(parse(project_root, venv_scrapy, out, url))
+    assert not out.exists()
+
+
+def test_parse_refuses_a_url_off_loopback_on_the_sandbox(
+    project_root: Path, venv_scrapy: list[str], tmp_path: Path, tmp_topic: Callable[..., Path]
+) -> None:
+    """Off loopback while the web is the sandbox: said before the spider is made with
+    FOCUSED_WEB=sandbox, and once the spider knows its web with auto (the topic's seed
+    does not answer, so the sandbox is crawled)."""
+    out = tmp_path / "out"
+    line = one_line(
+        parse(project_root, venv_scrapy, out, "-s", "FOCUSED_WEB=sandbox", "http://example.com/")
+    )
+    assert line.startswith("focused: error: http://example.com/ is not on loopback (127.0.0.0/8)")
+    assert "FOCUSED_WEB=real" in line
+    assert not out.exists()
+    topic = tmp_topic()  # its seed, http://127.0.0.1:1/start, does not answer
+    result = parse(project_root, venv_scrapy, out, "http://10.0.0.1/", topic=str(topic))
+    assert "crawling the sandbox web instead" in result.stderr
+    assert one_line(result) == line.replace("http://example.com/", "http://10.0.0.1/")
+    assert "Crawled (" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "reactor",
+    ["asyncio", "twisted.internet.epollreactor.EPollReactor"],
+)
+def test_parse_keeps_an_error_raised_while_the_spider_is_made(
+    project_root: Path, venv_scrapy: list[str], server: LoopbackServer, tmp_path: Path, reactor: str
+) -> None:
+    """The sandbox's port taken is raised while the spider is made: one line, not asyncio's
+    unretrieved task exception nor Twisted's unhandled error in a Deferred."""
+    settings = ["-s", f"TWISTED_REACTOR={reactor}"] if "." in reactor else []
+    result = parse(
+        project_root,
+        venv_scrapy,
+        tmp_path / "out",
+        *settings,
+        "-s",
+        "FOCUSED_WEB=sandbox",
+        "-s",
+        f"FOCUSED_SANDBOX_PORT={server.port}",
+        f"{server.url}/a",
+    )
+    assert f"cannot serve the sandbox on port {server.port}" in one_line(result)
+    assert server.log == []

@@ -37,7 +37,6 @@ Same command as Scrapy's, except that for the ``focused`` spider:
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import signal
 import sys
@@ -49,9 +48,9 @@ from scrapy import signals
 from scrapy.commands.crawl import Command as ScrapyCrawl
 from scrapy.exceptions import UsageError
 from scrapy.extensions.feedexport import FeedExporter
-from twisted.internet.defer import Deferred
 
 from focused import config
+from focused.cli import EMPTY_OUTPUT_DIR, fail, keep_start_error
 from focused.defaults import get
 from focused.output.record import (
     in_use,
@@ -66,10 +65,6 @@ from focused.web.sites import SandboxError
 from focused.web.topics import TopicError, load_topic
 
 SIGINT_STATUS = 128 + signal.SIGINT  # 130, the shell's status for a Ctrl-C
-
-
-def fail(message: str) -> None:
-    print(f"focused: error: {message}", file=sys.stderr)
 
 
 class ItemFailures(logging.Handler):
@@ -145,10 +140,7 @@ class Command(ScrapyCrawl):
         settings = self.settings
         output = str(get(settings, "FOCUSED_OUTPUT_DIR"))
         if not output.strip():  # Path("") is the current folder: the checkout
-            fail(
-                "FOCUSED_OUTPUT_DIR is empty; name the folder for the crawl's outputs"
-                " (default out/crawl)"
-            )
+            fail(EMPTY_OUTPUT_DIR)
             self.exitcode = 2
             return
         try:
@@ -256,7 +248,11 @@ class Command(ScrapyCrawl):
         failures = ItemFailures()
         failures.connect(crawler)
         try:
-            self._catch_sandbox_error(process.crawl(crawler, **opts.spargs))
+            # a SandboxError raised while the spider is made (the sandbox's port taken)
+            # is kept for one line after Scrapy stops, instead of its traceback
+            keep_start_error(
+                process.crawl(crawler, **opts.spargs), (SandboxError,), self._keep_sandbox_error
+            )
             process.start()
         except KeyboardInterrupt:  # a Ctrl-C before Scrapy's handlers were installed
             self._signals.append(signal.SIGINT)
@@ -308,33 +304,9 @@ class Command(ScrapyCrawl):
             return f"focused: interrupted while closing; {stored}; resume with the same command"
         return f"focused: interrupted while closing; {stored} (without JOBDIR it cannot resume)"
 
-    def _catch_sandbox_error(self, started: Any) -> None:
-        """Keep a :class:`SandboxError` raised while the spider is made (the sandbox's
-        port taken) for one line after Scrapy stops, instead of its traceback;
-        ``started`` is what ``process.crawl`` returned (a Deferred or an asyncio task)."""
-        if isinstance(started, Deferred):
-
-            def errback(failure: Any) -> Any:
-                if failure.check(SandboxError):
-                    self._sandbox_error = failure.value
-                    return None
-                return failure
-
-            started.addErrback(errback)
-        elif isinstance(started, asyncio.Future):
-
-            def done(task: asyncio.Future[Any]) -> None:
-                if task.cancelled():
-                    return
-                exc = task.exception()  # retrieved: asyncio no longer logs it
-                if isinstance(exc, SandboxError):
-                    self._sandbox_error = exc
-                elif exc is not None:  # as asyncio would have logged it
-                    task.get_loop().call_exception_handler(
-                        {"message": "Task exception was never retrieved", "exception": exc}
-                    )
-
-            started.add_done_callback(done)
+    def _keep_sandbox_error(self, exc: BaseException) -> None:
+        assert isinstance(exc, SandboxError)
+        self._sandbox_error = exc
 
     def _sandbox_advice(self, exc: SandboxError) -> str:
         port_file, _ = config.sandbox_port_files(self.settings)

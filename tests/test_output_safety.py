@@ -224,7 +224,68 @@ def test_two_crawls_started_at_the_same_instant(tmp_path: Path) -> None:
     assert stored_count(out) >= 15
 
 
-# --- 4. a second Ctrl-C while the crawl closes -------------------------------------------
+# --- 4. a second Ctrl-C stops the crawl at once -----------------------------------------
+def started(out: Path, log_path: Path, *settings: str) -> subprocess.Popen[bytes]:
+    """A crawl in the background, its log in ``log_path``."""
+    with log_path.open("w") as log_file:
+        return subprocess.Popen(
+            command(out, *settings),
+            cwd=PROJECT,
+            env=env(),
+            stderr=log_file,
+            stdout=subprocess.DEVNULL,
+        )
+
+
+def first_ctrl_c(proc: subprocess.Popen[bytes], out: Path, log_path: Path) -> None:
+    """A Ctrl-C once the crawl has stored a few pages; back once Scrapy has taken it
+    (its second Ctrl-C handler is installed then)."""
+    wait_for(log_path, "Spider opened")
+    wait_until(lambda: stored_count(out) >= 5)
+    proc.send_signal(signal.SIGINT)
+    wait_for(log_path, "Received SIGINT, shutting down gracefully")
+
+
+def ended(proc: subprocess.Popen[bytes], timeout: float) -> None:
+    try:
+        proc.wait(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def stopped_at_once(log: str, out: Path, job: Path | None) -> None:
+    """The one line of a crawl a second Ctrl-C stopped, and no traceback."""
+    said = [x for x in log.splitlines() if x.startswith("focused: ")]
+    way_on = "resume with the same command" if job else "without JOBDIR the crawl cannot resume"
+    assert said == [
+        f"focused: stopped at once by a second Ctrl-C; the {stored_count(out)} pages stored"
+        f" in {out} are kept whole (the metrics, curve or report may be missing or stale);"
+        f" {way_on}"
+    ], log[-3000:]
+    assert "Traceback" not in log, log[-3000:]
+
+
+def store_is_whole(out: Path) -> None:
+    """The store's own check passes (every row's record there and hashing to its
+    content hash) and no temporary file of an atomic write is left."""
+    checked = subprocess.run(
+        [sys.executable, "-m", "focused.output.store", "check", "--verify", "--dir", str(out)],
+        cwd=PROJECT,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "focused: the store is consistent" in checked.stdout
+    assert [p.name for p in out.rglob("*.tmp")] == []
+    for name in ("summary.json", "stats.json", "settings.json", "crawl.json"):
+        if (out / name).exists():
+            json.loads((out / name).read_text())
+
+
 def test_a_second_ctrl_c_while_closing_says_what_is_stored(tmp_path: Path) -> None:
     out, job = tmp_path / "crawl", tmp_path / "job"
     pipelines = {
@@ -233,40 +294,106 @@ def test_a_second_ctrl_c_while_closing_says_what_is_stored(tmp_path: Path) -> No
         "tests.slow_close_pipeline.SlowClosePipeline": 900,
     }
     log_path = tmp_path / "crawl.log"
-    with log_path.open("w") as log_file:
-        proc = subprocess.Popen(
-            command(
-                out,
-                f"JOBDIR={job}",
-                f"ITEM_PIPELINES={json.dumps(pipelines)}",
-                "DOWNLOAD_DELAY=0.05",
-            ),
-            cwd=PROJECT,
-            env=env(),
-            stderr=log_file,
-            stdout=subprocess.DEVNULL,
-        )
+    proc = started(
+        out,
+        log_path,
+        f"JOBDIR={job}",
+        f"ITEM_PIPELINES={json.dumps(pipelines)}",
+        "DOWNLOAD_DELAY=0.05",
+    )
     try:
-        wait_for(log_path, "Spider opened")
-        wait_until(lambda: stored_count(out) >= 5)
-        proc.send_signal(signal.SIGINT)
+        first_ctrl_c(proc, out, log_path)
         wait_for(log_path, "focused: stored ")  # the page store has closed; the slow one not
-        time.sleep(1)
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=25)  # well before the slow close's 30 s
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        ended(proc, timeout=25)  # well before the slow close's 30 s
     log = log_path.read_text()
     assert proc.returncode == 130, log[-3000:]
+    assert stored_count(out) > 0
+    stopped_at_once(log, out, job)
+    store_is_whole(out)
+
+
+def test_a_second_ctrl_c_while_crawling_stops_at_once_and_resumes(tmp_path: Path) -> None:
+    out, job = tmp_path / "crawl", tmp_path / "job"
+    log_path = tmp_path / "crawl.log"
+    proc = started(out, log_path, f"JOBDIR={job}", "DOWNLOAD_DELAY=0.05")
+    try:
+        first_ctrl_c(proc, out, log_path)  # downloads and items still in progress
+        proc.send_signal(signal.SIGINT)
+    finally:
+        ended(proc, timeout=60)
+    log = log_path.read_text()
+    assert proc.returncode == 130, log[-3000:]
+    stopped_at_once(log, out, job)
+    store_is_whole(out)
     pages = stored_count(out)
-    assert pages > 0
-    said = [x for x in log.splitlines() if x.startswith("focused: interrupted")]
-    assert said == [
-        f"focused: interrupted while closing; {pages} pages are stored in {out};"
-        " resume with the same command"
-    ], log[-3000:]
+    # the same command goes on: no page stored twice, the store whole
+    resumed = run(out, f"JOBDIR={job}", "CLOSESPIDER_PAGECOUNT=10")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "Traceback" not in resumed.stderr, resumed.stderr[-3000:]
+    assert stored_count(out) > pages
+    store_is_whole(out)
+
+
+@pytest.mark.parametrize(("child", "target"), [("curve", "curve.png"), ("report", "report.html")])
+def test_a_second_ctrl_c_while_a_child_draws_interrupts_it(
+    tmp_path: Path, child: str, target: str
+) -> None:
+    """The child drawing the curve (or the report) would go on for 60 s: the second
+    Ctrl-C interrupts it, its half-written file is not left behind, and no other child
+    starts."""
+    out, pidfile = tmp_path / "crawl", tmp_path / "child.pid"
+    pipelines = {
+        "focused.pipelines.PageStorePipeline": 300,
+        "focused.pipelines.MetricsPipeline": 800,
+        "tests.slow_child.SlowChildPipeline": 900,
+    }
+    log_path = tmp_path / "crawl.log"
+    proc = started(
+        out,
+        log_path,
+        f"ITEM_PIPELINES={json.dumps(pipelines)}",
+        f"TEST_SLOW_CHILD={child}",
+        f"TEST_CHILD_PIDFILE={pidfile}",
+        "DOWNLOAD_DELAY=0.05",
+    )
+    try:
+        first_ctrl_c(proc, out, log_path)
+        wait_until(pidfile.exists)  # the child is writing its file
+        proc.send_signal(signal.SIGINT)
+    finally:
+        ended(proc, timeout=30)  # well before the child's 60 s
+    log = log_path.read_text()
+    assert proc.returncode == 130, log[-3000:]
+    stopped_at_once(log, out, None)
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pidfile.read_text()), 0)  # the child is gone too
+    assert not (out / target).exists()
+    assert not (out / "report.html").exists()  # not drawn after an interrupted curve
+    store_is_whole(out)
+    assert (out / "metrics.csv").is_file()  # written before the curve is drawn
+
+
+def test_a_second_ctrl_c_after_spider_closed_is_ignored(tmp_path: Path) -> None:
+    """From the "Spider closed" line on, every output is written: a Ctrl-C more changes
+    nothing, whether the process is still stopping Scrapy or already exiting."""
+    out = tmp_path / "crawl"
+    log_path = tmp_path / "crawl.log"
+    proc = started(out, log_path, "DOWNLOAD_DELAY=0.05")
+    try:
+        first_ctrl_c(proc, out, log_path)
+        wait_for(log_path, "Spider closed")
+        proc.send_signal(signal.SIGINT)
+    finally:
+        ended(proc, timeout=60)
+    log = log_path.read_text()
+    assert proc.returncode == 0, log[-3000:]
+    assert [x for x in log.splitlines() if x.startswith("focused: ")] == []
+    assert "Traceback" not in log, log[-3000:]
+    assert "twice, forcing unclean shutdown" not in log
+    assert (out / "report.html").is_file() and (out / "curve.png").is_file()
+    store_is_whole(out)
 
 
 # --- 5. the sandbox's port taken --------------------------------------------------------

@@ -23,8 +23,15 @@ Same command as Scrapy's, except that for the ``focused`` spider:
   real web is probed, the sandbox generated, the spider opened: Scrapy then stops
   without closing the spider) prints one line and
   exits with status 130 (128 + SIGINT). A Ctrl-C later closes the crawl as Scrapy does
-  (the frontier is saved in ``JOBDIR``), with status 0 as before; a second Ctrl-C while
-  it closes stops it at once: one line says how many pages the store holds, status 130;
+  (the frontier is saved in ``JOBDIR``), with status 0 as before. A second Ctrl-C (or
+  SIGTERM) up to "Spider closed" goes to Scrapy's forced shutdown, wrapped here: the
+  child drawing the curve or the report is interrupted and none starts any more
+  (:func:`focused.output.child.interrupt`), Scrapy stops its reactor, and one line says
+  that the crawl stopped at once and how many pages the store keeps (whole: the store
+  is safe against ``kill -9``), status 130. From the "Spider closed" line on (or
+  ``engine_stopped``, sent right after it, when that line is not logged) every output
+  is written: a further Ctrl-C is ignored while the process exits, with the status of
+  the finished crawl;
 - a crawl whose items all failed (every item that reached the pipelines raised in one
   of them, ``item_error``, or in a feed exporter) prints one line and exits with
   status 1; so does a crawl in which a feed could not be written or stored (Scrapy's
@@ -40,6 +47,7 @@ import argparse
 import logging
 import signal
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -52,6 +60,7 @@ from scrapy.extensions.feedexport import FeedExporter
 from focused import config
 from focused.cli import EMPTY_OUTPUT_DIR, fail, keep_start_error
 from focused.defaults import get
+from focused.output import child
 from focused.output.record import (
     in_use,
     jobdir_error,
@@ -118,6 +127,28 @@ class ItemFailures(logging.Handler):
         if failed:
             return f"a feed could not be written or stored ({failed} failures); see the log"
         return None
+
+
+class ClosedLine(logging.Handler):
+    """Calls ``then`` when Scrapy's engine logs "Spider closed", the crawl's last line:
+    every output is written by then. A handler of the engine's own logger runs before
+    the log's handlers (on the root logger), so ``then`` has run once the line shows."""
+
+    LOGGER = "scrapy.core.engine"
+
+    def __init__(self, then: Callable[[], None]) -> None:
+        super().__init__(logging.INFO)
+        self.then = then
+
+    def connect(self) -> None:
+        logging.getLogger(self.LOGGER).addHandler(self)
+
+    def disconnect(self) -> None:
+        logging.getLogger(self.LOGGER).removeHandler(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if isinstance(record.msg, str) and record.msg.startswith("Spider closed"):
+            self.then()
 
 
 class Command(ScrapyCrawl):
@@ -237,14 +268,17 @@ class Command(ScrapyCrawl):
         self._closed = False
         self._opened = False
         self._sandbox_error: SandboxError | None = None
+        self._finished = False
         self._signals: list[int] = []
-        for name in ("_signal_shutdown", "_signal_shutdown_reactorless"):
-            handler = getattr(process, name, None)
-            if callable(handler):  # Scrapy's Ctrl-C handlers (installed once it runs)
-                setattr(process, name, self._noting(handler))
+        self._forced: int | None = None  # the signal that forced the stop
+        self._wrap_signal_handlers(process)
         crawler = self._focused_crawler = self._create_crawler("focused")
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
+        # the crawl has closed: its "Spider closed" line, or engine_stopped right after it
+        crawler.signals.connect(self._crawl_closed, signal=signals.engine_stopped)
+        closed_line = ClosedLine(self._crawl_closed)
+        closed_line.connect()
         failures = ItemFailures()
         failures.connect(crawler)
         try:
@@ -258,6 +292,13 @@ class Command(ScrapyCrawl):
             self._signals.append(signal.SIGINT)
         finally:
             failures.disconnect()
+            closed_line.disconnect()
+            if self._signals:  # a Ctrl-C more, as the process exits, changes nothing
+                _ignore_shutdown_signals()
+        if self._forced is not None:  # a second Ctrl-C before the spider had closed
+            print(self._stopped_at_once(self._forced), file=sys.stderr)
+            self.exitcode = SIGINT_STATUS
+            return
         if process.bootstrap_failed:
             self.exitcode = 1
         if self._sandbox_error is not None:
@@ -275,6 +316,18 @@ class Command(ScrapyCrawl):
             fail(problem)
             self.exitcode = 1
 
+    def _wrap_signal_handlers(self, process: Any) -> None:
+        """Scrapy's own handlers, wrapped: the first Ctrl-C noted, the second one
+        (Scrapy's forced shutdown) noted and the crawl's children interrupted."""
+        for name in ("_signal_shutdown", "_signal_shutdown_reactorless"):
+            handler = getattr(process, name, None)
+            if callable(handler):  # Scrapy's Ctrl-C handlers (installed once it runs)
+                setattr(process, name, self._noting(handler))
+        for name in ("_signal_kill", "_signal_kill_reactorless"):
+            handler = getattr(process, name, None)
+            if callable(handler):  # Scrapy's second Ctrl-C (installed by the first)
+                setattr(process, name, self._forcing(handler))
+
     def _noting(self, handler: Callable[[int, Any], None]) -> Callable[[int, Any], None]:
         def noted(signum: int, frame: Any) -> None:
             self._signals.append(signum)
@@ -282,27 +335,63 @@ class Command(ScrapyCrawl):
 
         return noted
 
+    def _forcing(self, handler: Callable[[int, Any], None]) -> Callable[[int, Any], None]:
+        """Scrapy's forced shutdown, ``handler``, with the crawl's children interrupted
+        first (a child drawing would hold the reactor until it ends); ignored from the
+        "Spider closed" line on (everything is written, the reactor is stopping)."""
+
+        def forced(signum: int, frame: Any) -> None:
+            if self._finished:
+                return
+            self._signals.append(signum)
+            if self._forced is None:
+                self._forced = signum
+            child.interrupt()
+            handler(signum, frame)
+
+        return forced
+
     def _spider_closed(self, spider: Any) -> None:
         self._closed = True
+
+    def _crawl_closed(self) -> None:
+        self._finished = True
 
     def _spider_opened(self, spider: Any) -> None:
         self._opened = True
 
-    def _interrupted(self) -> str:
-        """The line for a crawl stopped by signals before its spider closed: during
-        start-up (nothing fetched yet), or while it was closing (a second Ctrl-C)."""
+    def _nothing_fetched(self) -> bool:
         stats = (
             self._focused_crawler.stats.get_stats()
             if self._focused_crawler.stats is not None
             else {}
         )
-        if not self._opened or not stats.get("response_received_count"):
+        return not self._opened or not stats.get("response_received_count")
+
+    def _interrupted(self) -> str:
+        """The line for a crawl that signals stopped before its spider closed: during
+        start-up (nothing fetched yet), or otherwise before it had closed."""
+        if self._nothing_fetched():
             return "focused: interrupted during start-up; nothing was fetched"
+        return f"focused: interrupted before the crawl closed; {self._kept()}"
+
+    def _stopped_at_once(self, signum: int) -> str:
+        """The line for a crawl that a second signal stopped before its spider closed."""
+        if self._nothing_fetched():
+            return "focused: interrupted during start-up; nothing was fetched"
+        why = "Ctrl-C" if signum == signal.SIGINT else _name(signum)
+        return f"focused: stopped at once by a second {why}; {self._kept()}"
+
+    def _kept(self) -> str:
+        """What a crawl stopped before it closed keeps, and how it goes on."""
         output = str(get(self.settings, "FOCUSED_OUTPUT_DIR"))
-        stored = f"{stored_count(output)} pages are stored in {output}"
+        kept = (
+            f"the {stored_count(output)} pages stored in {output} are kept whole (the metrics,"
+            " curve or report may be missing or stale)"
+        )
         if self.settings.get("JOBDIR"):
-            return f"focused: interrupted while closing; {stored}; resume with the same command"
-        return f"focused: interrupted while closing; {stored} (without JOBDIR it cannot resume)"
+            return f"{kept}; resume with the same command"
+        return f"{kept}; without JOBDIR the crawl cannot resume"
 
     def _keep_sandbox_error(self, exc: BaseException) -> None:
         assert isinstance(exc, SandboxError)
@@ -353,3 +442,26 @@ class Command(ScrapyCrawl):
 
         crawler.signals.connect(closed, signal=signals.spider_closed, weak=False)
         return crawler
+
+
+def _name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def _ignore_shutdown_signals() -> None:
+    """Once Scrapy has stopped a crawl that was signalled, a Ctrl-C or SIGTERM more is
+    ignored while the process exits.
+
+    Scrapy's handlers stay installed after its reactor stops, and Python sets them back
+    to the default action when it finalizes (a signal then ends the process silently,
+    status 130 or 143, in the last ~0.2 s); ignored signals are left ignored, so the
+    status is the crawl's. (A program that runs the command in its own process and goes
+    on afterwards ignores them too.)
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)

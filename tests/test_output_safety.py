@@ -443,6 +443,29 @@ def test_a_crawl_without_the_page_store_warns_once(tmp_path: Path) -> None:
     assert "focused.pipelines.PageStorePipeline" in warnings[0]
 
 
+def test_a_crawl_without_the_strategy_or_the_report_warns(tmp_path: Path) -> None:
+    # a user's whole dict replaces the project's: the priority middleware and the
+    # output extension are gone, so the strategy scores nothing and no report is made
+    middlewares = json.dumps({"scrapy.spidermiddlewares.referer.RefererMiddleware": None})
+    extensions = json.dumps({"scrapy.extensions.telnet.TelnetConsole": None})
+    result = run(
+        tmp_path / "crawl",
+        "CLOSESPIDER_PAGECOUNT=5",
+        "FOCUSED_STRATEGY=bfs",
+        f"SPIDER_MIDDLEWARES={middlewares}",
+        f"EXTENSIONS={extensions}",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stderr.splitlines()
+    strategy = [x for x in lines if "is not in SPIDER_MIDDLEWARES" in x]
+    report = [x for x in lines if "is not in EXTENSIONS" in x]
+    assert len(strategy) == 1 and "the strategy bfs scores no link" in strategy[0], lines[-30:]
+    assert "focused.middlewares.FocusedPriorityMiddleware" in strategy[0]
+    assert len(report) == 1 and "report.html" in report[0], lines[-30:]
+    assert not (tmp_path / "crawl" / "report.html").exists()
+    assert not [x for x in lines if "is not in ITEM_PIPELINES" in x]
+
+
 # --- 7. an empty FOCUSED_OUTPUT_DIR -----------------------------------------------------
 def test_an_empty_output_dir_is_refused(tmp_path: Path) -> None:
     cmd = command(tmp_path, "FOCUSED_OUTPUT_DIR=")

@@ -19,6 +19,12 @@ DOWNLOAD_TIMEOUT = 10  # connect and read time-outs of 10 s (web-crawler thesis,
 DOWNLOAD_MAXSIZE = 8 * 1024 * 1024
 DOWNLOAD_WARNSIZE = 2 * 1024 * 1024
 REDIRECT_MAX_TIMES = 5
+# No cookies (Scrapy's advice for broad crawls): a topical crawl reads public pages, and
+# a host that sets thousands of cookies would have them all sent back with every later
+# request (megabytes of Cookie header, CPU on the reactor for every host); the first
+# cookie also made tldextract fetch the Public Suffix List outside the address filter.
+# A site that needs a session: -s COOKIES_ENABLED=True.
+COOKIES_ENABLED = False
 RETRY_TIMES = 2
 LOG_LEVEL = "INFO"
 FEED_EXPORT_ENCODING = "utf-8"

@@ -40,6 +40,8 @@ class LoopbackServer:
 
     def __init__(self, address: str, answer: Callable[[str], Answer]) -> None:
         self.log: list[str] = []
+        #: the ``Cookie`` header of each request, in the order of ``log`` (None: none)
+        self.cookies: list[str | None] = []
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -47,6 +49,7 @@ class LoopbackServer:
 
             def do_GET(self) -> None:  # noqa: N802
                 server.log.append(self.path)
+                server.cookies.append(self.headers.get("Cookie"))
                 reply = answer(self.path)
                 if reply is None:
                     self.close_connection = True

@@ -43,7 +43,7 @@ from focused.web.sanitize import (
     wide_encoding,
 )
 from focused.web.topics import load_topic
-from tests.loopback import LoopbackServer
+from tests.loopback import Answer, LoopbackServer
 
 #: DOWNLOAD_TIMEOUT: hanging pages end quickly, yet a 7.5 MB page still arrives in time
 #: when the 2 cores are busy (at 2 s it timed out once under a load of 5)
@@ -829,3 +829,40 @@ def test_oversized_pages_are_capped_and_feeds_followed(hostile_crawl):
     assert rows["/hostile/feed/rss-1.html"]["anchor_relevance"] > 0.1  # "Acid and base ..."
     assert rows["/hostile/feed/atom-2.html"]["anchor_relevance"] == 0.0  # sports
     assert rows["/hostile/feed/rss-1.html"]["parent_url"].endswith("/hostile/feed.rss")
+
+
+def cookie_chain(path: str) -> Answer:
+    """Pages /0.html -> /1.html -> ... /5.html, each setting a cookie of its own."""
+    if path == "/robots.txt":
+        return 404, {}, b""
+    n = int(path.strip("/").removesuffix(".html") or 0)
+    if n > 5:
+        return 404, {}, b"not found"
+    body = f'<html><title>chemistry {n}</title><a href="/{n + 1}.html">next</a></html>'
+    return 200, {"Set-Cookie": f"c{n}={'x' * 100}; Path=/"}, body.encode()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("enabled", [False, True])
+def test_cookies_are_not_sent_back_unless_enabled(tmp_path, enabled):
+    # a hostile host can set thousands of cookies a page; by default none is sent back
+    server = LoopbackServer("127.0.0.1", cookie_chain)
+    try:
+        extra = ("COOKIES_ENABLED=True",) if enabled else ()
+        run_crawl(
+            tmp_path,
+            "FOCUSED_WEB=real",
+            f"FOCUSED_SEEDS={server.url}/0.html",
+            "FOCUSED_STRATEGY=bfs",
+            "RETRY_TIMES=0",
+            *extra,
+        )
+    finally:
+        server.close()
+    pages = [c for p, c in zip(server.log, server.cookies, strict=True) if p != "/robots.txt"]
+    assert len(pages) == 7
+    sent = [c for c in pages if c]
+    if enabled:  # Scrapy's cookie middleware: every later page gets the cookies back
+        assert len(sent) == 6 and sent[-1].count("=") == 6
+    else:
+        assert not sent

@@ -256,11 +256,26 @@ class AddressFilterMiddleware:
 
     def process_exception(self, request: Request, exception: Exception) -> None:
         """A download whose host name the resolver just refused failed as a DNS error:
-        it becomes ``IgnoreRequest`` (for robots.txt: no error logged, no retry)."""
-        host = (urlparse_cached(request).hostname or "").lower().rstrip(".")
-        kind = self.policy.refused_names.get(host)
-        if kind is not None:
-            raise IgnoreRequest(f"{host} resolves to a {kind} address: refused")
+        it becomes ``IgnoreRequest`` (for robots.txt: no error logged, no retry).
+        :class:`focused.network.QuietNetworkGiveUp` raises it first (above
+        RetryMiddleware: no retry, no "DNS lookup failed"); this is the fallback."""
+        refusal = name_refusal(request, self.policy)
+        if refusal is not None:
+            raise refusal
+
+
+def name_refusal(request: Request, policy: AddressPolicy | None = None) -> IgnoreRequest | None:
+    """The ``IgnoreRequest`` for a request whose host name the resolver refused (it
+    resolves to an internal address) under ``policy`` (default: the running crawl's),
+    else None."""
+    policy = policy or _Active.policy
+    if policy is None:
+        return None
+    host = (urlparse_cached(request).hostname or "").lower().rstrip(".")
+    kind = policy.refused_names.get(host)
+    if kind is None:
+        return None
+    return IgnoreRequest(f"{host} resolves to a {kind} address: refused")
 
 
 class RedirectAddressFilterMiddleware:

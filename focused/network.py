@@ -62,6 +62,8 @@ from twisted.internet.error import (
 from twisted.internet.error import TimeoutError as ConnectTimeoutError
 from twisted.web._newclient import ResponseFailed, ResponseNeverReceived
 
+from focused.addressfilter import name_refusal
+
 if TYPE_CHECKING:
     from typing import Self
 
@@ -149,10 +151,16 @@ class QuietNetworkGiveUp:
     """Downloader middleware (560, above RetryMiddleware): RetryMiddleware logs its
     give-up of a failed download at DEBUG (request meta
     ``give_up_log_level``), since :class:`NetworkErrorMiddleware` logs it; a robots.txt
-    download that timed out is not retried (``dont_retry``)."""
+    download that timed out is not retried (``dont_retry``). A host name the address
+    filter refused (it resolves to an internal address) fails as a DNS error: it is
+    dropped here (``IgnoreRequest``), neither retried nor reported as a DNS failure."""
 
     def process_exception(self, request: Request, exception: Exception) -> None:
         kind = kind_of(exception, request)
+        if kind == "dns":
+            refusal = name_refusal(request)
+            if refusal is not None:  # refused by the address filter, not a DNS failure
+                raise refusal
         if kind == "timeout" and is_robots_txt(request):
             request.meta["dont_retry"] = True  # a hanging host: one time-out, not three
         elif kind is not None:

@@ -144,6 +144,12 @@ def test_no_spelling_and_no_redirect_reaches_an_internal_address(victim: Server)
     assert stats["focused/refused/private"] >= 2  # intranet.test, 10.0.0.1
     assert "downloader/exception_type_count/twisted.internet.error.ConnectError" not in stats
     assert "is a link-local address (169.254.169.254)" in log
+    # a refused name fails as a DNS error inside Twisted: it is a refusal, not a DNS
+    # failure (no "DNS lookup failed" line, no focused/errors/dns, robots.txt not
+    # reported unreachable)
+    assert "DNS lookup failed" not in log
+    assert "focused/errors/dns" not in stats
+    assert "focused/robotstxt/unreachable" not in stats
 
 
 def test_a_loopback_seed_allows_loopback_only() -> None:

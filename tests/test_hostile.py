@@ -24,6 +24,7 @@ from scrapy.statscollectors import MemoryStatsCollector
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
+from focused.defaults import DEFAULTS
 from focused.output.store import PageStore
 from focused.ranking.relevance import TopicVector, page_relevance
 from focused.robustness import (
@@ -34,6 +35,7 @@ from focused.robustness import (
 )
 from focused.web.sandbox import generate_site, hostile
 from focused.web.sanitize import (
+    RETRY_AFTER_HUGE,
     looks_binary,
     repair_encoding,
     retry_after_seconds,
@@ -778,6 +780,26 @@ def test_retry_after_values():
     assert retry_after_seconds("Tue, 14 Nov 2023 22:00:00 GMT", now=now) == 0.0
     for bad in (None, "", "soon", "-5", "1.5e3"):
         assert retry_after_seconds(bad) is None, bad
+
+
+def test_retry_after_with_odd_digits_never_raises():
+    # b"\xb2" is "²" in latin-1: str.isdigit() says yes, int() raises
+    for odd in (
+        b"\xb2",
+        "²",
+        "1²",
+        "\u0663",
+        "\uff11\uff12",
+        b"12\xb3",
+        "Tue, 14 Nov 99999 22:13:50 GMT",
+    ):
+        assert retry_after_seconds(odd) is None, odd
+    # more digits than int() reads (4,300): as long a wait as there is, capped by the caller
+    assert retry_after_seconds("9" * 5000) == RETRY_AFTER_HUGE
+    assert retry_after_seconds(b"1" * 11) == RETRY_AFTER_HUGE
+    assert DEFAULTS["FOCUSED_MAX_RETRY_AFTER"] < RETRY_AFTER_HUGE
+    assert retry_after_seconds("0" * 5000 + "7") == 7.0
+    assert retry_after_seconds("9" * 10) == 9_999_999_999.0
 
 
 @pytest.mark.integration

@@ -306,28 +306,46 @@ def strip_session_ids(url: str, params: Iterable[str] = SESSION_PARAMS) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, query, parts.fragment))
 
 
+#: digits of a ``Retry-After`` number of seconds that are read; a longer one (5,000
+#: digits: more than Python's ``int`` reads) counts as :data:`RETRY_AFTER_HUGE`
+_RETRY_AFTER_DIGITS = 10
+#: the seconds of an over-long ``Retry-After`` (every cap, ``FOCUSED_MAX_RETRY_AFTER``, is lower)
+RETRY_AFTER_HUGE = float(10**_RETRY_AFTER_DIGITS)
+
+
 def retry_after_seconds(value: str | bytes | None, now: float | None = None) -> float | None:
     """Seconds that an HTTP ``Retry-After`` value asks to wait (RFC 9110, section 10.2.3):
-    a number of seconds or an HTTP date (``now``: the current Unix time, default
-    ``time.time()``). None when it is missing or neither; never negative."""
+    a number of seconds (ASCII digits only: ``"²"`` is a digit to ``str.isdigit`` but
+    not to ``int``; more than 10 digits are :data:`RETRY_AFTER_HUGE`) or an HTTP date
+    (``now``: the current Unix time, default ``time.time()``). None when it is missing
+    or neither; never negative; never raises."""
     if value is None:
         return None
     text = value.decode("latin-1") if isinstance(value, bytes) else value
     text = text.strip()
     if not text:
         return None
-    if text.isdigit():
-        return float(int(text))
+    if text.isascii() and text.isdigit():
+        digits = text.lstrip("0") or "0"
+        if len(digits) > _RETRY_AFTER_DIGITS:
+            return RETRY_AFTER_HUGE
+        return float(int(digits))
+    return _seconds_until(text, now)
+
+
+def _seconds_until(text: str, now: float | None) -> float | None:
+    """Seconds from ``now`` (default ``time.time()``) to the HTTP date ``text``, at
+    least 0; None when ``text`` is no date (also a year out of range)."""
     try:
         when = parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
+        if when is None:
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        current = time.time() if now is None else now
+        return max(0.0, when.timestamp() - current)
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
-    if when is None:
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    current = time.time() if now is None else now
-    return max(0.0, when.timestamp() - current)
 
 
 def wide_encoding(content_type: str | None, body: bytes) -> str | None:

@@ -268,6 +268,11 @@ def test_the_project_uses_the_checked_redirect_middlewares():
         ("http://h%2eorg/", "bad_host"),
         ("http://a~b.org/", "bad_host"),
         ("http://a b.org/", "bad_host"),
+        # IDNA cannot encode them: Scrapy's robots.txt download failed with "'ascii' codec
+        # can't encode" and a traceback, per host
+        ("http://x1\ufffd.test/", "bad_host"),  # what invalid UTF-8 in an href decodes to
+        ("http://b\u00fccher..de/", "bad_host"),  # an empty label
+        ("http://" + "\u00e9" * 64 + ".de/", "bad_host"),  # a label over 63 characters
     ],
 )
 def test_links_with_credentials_or_a_bad_host_are_dropped(href, problem):
@@ -288,11 +293,26 @@ def test_links_with_credentials_or_a_bad_host_are_dropped(href, problem):
     # filter refuses that one), a ~ in the path
     for ok in (
         "http://bücher.de/",
+        "http://\uff11\uff12.de/",  # fullwidth digits: NFKC makes them 12
+        "http://a\u3002b\uff0ec/",  # ideographic and fullwidth full stops
         "http://a_b.h.org/",
         "http://[fe80::1%25eth0]/",
         "http://h.org/~user/",
     ):
         assert scheme_problem(ok) is None, ok
+    assert scheme_problem("http://[fe80::1%25\u00e9]/") == "bad_host"  # a non-ASCII zone id
+
+
+def test_invalid_utf8_in_a_link_host_is_dropped_before_a_request():
+    """Raw invalid UTF-8 in an href decodes to U+FFFD, which IDNA refuses."""
+    body = b'<a href="http://x1\xff.test/">x</a><a href="http://x2\xfe\xfd.test/a">y</a>'
+    body += b'<a href="/ok">ok</a>'
+    for kwargs in ({}, {"unique": True}):  # the fast path and Scrapy's own
+        counted: list[str] = []
+        extractor = FocusedLinkExtractor(count=counted.append, **kwargs)
+        response = HtmlResponse("http://h.org/", body=body, encoding="utf-8")
+        assert [link.url for link in extractor.extract_links(response)] == ["http://h.org/ok"]
+        assert counted == ["focused/links/ignored/bad_host"] * 2
 
 
 def test_session_ids_are_stripped():

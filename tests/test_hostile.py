@@ -31,6 +31,7 @@ from focused.robustness import (
     FocusedLinkExtractor,
     FocusedMetaRefreshMiddleware,
     FocusedRedirectMiddleware,
+    FocusedUrlLengthMiddleware,
     RobustnessMiddleware,
 )
 from focused.web.sandbox import generate_site, hostile
@@ -256,6 +257,34 @@ def test_the_project_uses_the_checked_redirect_middlewares():
     assert mw["focused.robustness.FocusedRedirectMiddleware"] == 600
     assert mw["scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware"] is None
     assert mw["focused.robustness.FocusedMetaRefreshMiddleware"] == 580
+
+
+def test_over_long_links_are_logged_cut_once_per_host(caplog):
+    """Scrapy's UrlLengthMiddleware logged each ignored URL whole at INFO: a page of 8 KB
+    links made a 29 MB log, one 7.9 MB href a 7.9 MB line."""
+    from focused import settings
+
+    mw = settings.SPIDER_MIDDLEWARES
+    assert mw["scrapy.spidermiddlewares.urllength.UrlLengthMiddleware"] is None
+    assert mw["focused.robustness.FocusedUrlLengthMiddleware"] == 800
+    crawler = get_crawler(settings_dict={"URLLENGTH_LIMIT": 2083})
+    middleware = build_from_crawler(FocusedUrlLengthMiddleware, crawler)
+    page = HtmlResponse("http://h.org/page.html", body=b"<p>x")
+    long, huge = "http://h.org/" + "a" * 8000, "http://h.org/" + "a" * 2_000_000
+    links = [Request("http://h.org/ok"), Request(huge)]
+    links += [Request(f"{long}{i}") for i in range(49)]
+    other = HtmlResponse("http://other.org/", body=b"<p>x")
+    with caplog.at_level(logging.DEBUG, logger="focused.robustness"):
+        kept = list(middleware.process_spider_output(page, links))
+        kept += list(middleware.process_spider_output(other, [Request(f"{long}x")]))
+    assert [r.url for r in kept] == ["http://h.org/ok"]
+    assert crawler.stats.get_value("urllength/request_ignored_count") == 51
+    records = [r for r in caplog.records if "URLLENGTH_LIMIT" in r.getMessage()]
+    assert [r.levelname for r in records] == ["INFO"] + ["DEBUG"] * 49 + ["INFO"]
+    assert max(len(r.getMessage()) for r in records) < 600
+    assert "(2000013 characters)" in records[0].getMessage()
+    assert "http://h.org/page.html" in records[0].getMessage()
+    assert "http://other.org/" in records[-1].getMessage()
 
 
 @pytest.mark.parametrize(

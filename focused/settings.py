@@ -50,6 +50,9 @@ SPIDER_MIDDLEWARES = {
     # Output runs from high to low orders: below DepthMiddleware (900), the strategy
     # sees the request's depth.
     "focused.middlewares.FocusedPriorityMiddleware": 890,
+    # Scrapy's logged every over-long link whole at INFO (megabytes per hostile page).
+    "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware": None,
+    "focused.robustness.FocusedUrlLengthMiddleware": 800,
 }
 DOWNLOADER_MIDDLEWARES = {
     # No fetch from loopback, private or link-local addresses, in any spelling, on any

@@ -73,6 +73,13 @@ def test_every_spelling_of_loopback_is_loopback(host):
         ("ff02::1", "multicast"),
         ("240.0.0.1", "reserved"),
         ("192.0.2.1", "reserved"),  # documentation
+        # IETF protocol assignments 192.0.0.0/24, global to Python 3.11.7's ipaddress
+        ("192.0.0.192", "reserved"),  # Oracle Cloud's metadata service
+        ("0xc00000c0", "reserved"),  # 192.0.0.192
+        ("[::ffff:192.0.0.192]", "reserved"),
+        ("2002:c000:c0::", "reserved"),  # 6to4 of 192.0.0.192
+        ("192.0.0.9", "reserved"),
+        ("192.0.0.255", "reserved"),
         ("255.255.255.255", "reserved"),
     ],
 )
@@ -117,6 +124,11 @@ def test_policy_seed_kinds_and_networks():
     assert allowed.refusal(parse_host("[2002:a00:1::1]")) is None  # 6to4 of 10.0.0.1
     assert allowed.refusal(parse_host("[2002:c0a8:1::]")) == "private"  # of 192.168.0.1
     assert allowed.refusal(parse_host("192.168.0.1")) == "private"
+    # a private seed (an intranet crawl) does not allow 192.0.0.0/24
+    intranet = AddressPolicy()
+    intranet.add_seed("10.0.0.1")
+    assert intranet.refusal(private) is None
+    assert intranet.refusal(parse_host("192.0.0.192")) == "reserved"
     with pytest.raises(ValueError):
         parse_networks(["not a network"])
 
@@ -137,6 +149,9 @@ def test_middleware_refuses_literal_spellings_without_a_loopback_seed():
         "[2002:a00:1::1]",
         "[2002:a9fe:a9fe::]",
         "[fec0::1]",
+        "192.0.0.192",  # Oracle Cloud's metadata service, and its spellings
+        "0xc00000c0",
+        "[::ffff:192.0.0.192]",
     ):
         with pytest.raises(IgnoreRequest):
             mw.process_request(Request(f"http://{host}/latest/meta-data/"))

@@ -24,16 +24,19 @@ from scrapy.statscollectors import MemoryStatsCollector
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
+from focused.defaults import DEFAULTS
 from focused.output.store import PageStore
 from focused.ranking.relevance import TopicVector, page_relevance
 from focused.robustness import (
     FocusedLinkExtractor,
     FocusedMetaRefreshMiddleware,
     FocusedRedirectMiddleware,
+    FocusedUrlLengthMiddleware,
     RobustnessMiddleware,
 )
 from focused.web.sandbox import generate_site, hostile
 from focused.web.sanitize import (
+    RETRY_AFTER_HUGE,
     looks_binary,
     repair_encoding,
     retry_after_seconds,
@@ -256,6 +259,34 @@ def test_the_project_uses_the_checked_redirect_middlewares():
     assert mw["focused.robustness.FocusedMetaRefreshMiddleware"] == 580
 
 
+def test_over_long_links_are_logged_cut_once_per_host(caplog):
+    """Scrapy's UrlLengthMiddleware logged each ignored URL whole at INFO: a page of 8 KB
+    links made a 29 MB log, one 7.9 MB href a 7.9 MB line."""
+    from focused import settings
+
+    mw = settings.SPIDER_MIDDLEWARES
+    assert mw["scrapy.spidermiddlewares.urllength.UrlLengthMiddleware"] is None
+    assert mw["focused.robustness.FocusedUrlLengthMiddleware"] == 800
+    crawler = get_crawler(settings_dict={"URLLENGTH_LIMIT": 2083})
+    middleware = build_from_crawler(FocusedUrlLengthMiddleware, crawler)
+    page = HtmlResponse("http://h.org/page.html", body=b"<p>x")
+    long, huge = "http://h.org/" + "a" * 8000, "http://h.org/" + "a" * 2_000_000
+    links = [Request("http://h.org/ok"), Request(huge)]
+    links += [Request(f"{long}{i}") for i in range(49)]
+    other = HtmlResponse("http://other.org/", body=b"<p>x")
+    with caplog.at_level(logging.DEBUG, logger="focused.robustness"):
+        kept = list(middleware.process_spider_output(page, links))
+        kept += list(middleware.process_spider_output(other, [Request(f"{long}x")]))
+    assert [r.url for r in kept] == ["http://h.org/ok"]
+    assert crawler.stats.get_value("urllength/request_ignored_count") == 51
+    records = [r for r in caplog.records if "URLLENGTH_LIMIT" in r.getMessage()]
+    assert [r.levelname for r in records] == ["INFO"] + ["DEBUG"] * 49 + ["INFO"]
+    assert max(len(r.getMessage()) for r in records) < 600
+    assert "(2000013 characters)" in records[0].getMessage()
+    assert "http://h.org/page.html" in records[0].getMessage()
+    assert "http://other.org/" in records[-1].getMessage()
+
+
 @pytest.mark.parametrize(
     ("href", "problem"),
     [
@@ -266,6 +297,11 @@ def test_the_project_uses_the_checked_redirect_middlewares():
         ("http://h%2eorg/", "bad_host"),
         ("http://a~b.org/", "bad_host"),
         ("http://a b.org/", "bad_host"),
+        # IDNA cannot encode them: Scrapy's robots.txt download failed with "'ascii' codec
+        # can't encode" and a traceback, per host
+        ("http://x1\ufffd.test/", "bad_host"),  # what invalid UTF-8 in an href decodes to
+        ("http://b\u00fccher..de/", "bad_host"),  # an empty label
+        ("http://" + "\u00e9" * 64 + ".de/", "bad_host"),  # a label over 63 characters
     ],
 )
 def test_links_with_credentials_or_a_bad_host_are_dropped(href, problem):
@@ -286,11 +322,26 @@ def test_links_with_credentials_or_a_bad_host_are_dropped(href, problem):
     # filter refuses that one), a ~ in the path
     for ok in (
         "http://bücher.de/",
+        "http://\uff11\uff12.de/",  # fullwidth digits: NFKC makes them 12
+        "http://a\u3002b\uff0ec/",  # ideographic and fullwidth full stops
         "http://a_b.h.org/",
         "http://[fe80::1%25eth0]/",
         "http://h.org/~user/",
     ):
         assert scheme_problem(ok) is None, ok
+    assert scheme_problem("http://[fe80::1%25\u00e9]/") == "bad_host"  # a non-ASCII zone id
+
+
+def test_invalid_utf8_in_a_link_host_is_dropped_before_a_request():
+    """Raw invalid UTF-8 in an href decodes to U+FFFD, which IDNA refuses."""
+    body = b'<a href="http://x1\xff.test/">x</a><a href="http://x2\xfe\xfd.test/a">y</a>'
+    body += b'<a href="/ok">ok</a>'
+    for kwargs in ({}, {"unique": True}):  # the fast path and Scrapy's own
+        counted: list[str] = []
+        extractor = FocusedLinkExtractor(count=counted.append, **kwargs)
+        response = HtmlResponse("http://h.org/", body=body, encoding="utf-8")
+        assert [link.url for link in extractor.extract_links(response)] == ["http://h.org/ok"]
+        assert counted == ["focused/links/ignored/bad_host"] * 2
 
 
 def test_session_ids_are_stripped():
@@ -778,6 +829,26 @@ def test_retry_after_values():
     assert retry_after_seconds("Tue, 14 Nov 2023 22:00:00 GMT", now=now) == 0.0
     for bad in (None, "", "soon", "-5", "1.5e3"):
         assert retry_after_seconds(bad) is None, bad
+
+
+def test_retry_after_with_odd_digits_never_raises():
+    # b"\xb2" is "²" in latin-1: str.isdigit() says yes, int() raises
+    for odd in (
+        b"\xb2",
+        "²",
+        "1²",
+        "\u0663",
+        "\uff11\uff12",
+        b"12\xb3",
+        "Tue, 14 Nov 99999 22:13:50 GMT",
+    ):
+        assert retry_after_seconds(odd) is None, odd
+    # more digits than int() reads (4,300): as long a wait as there is, capped by the caller
+    assert retry_after_seconds("9" * 5000) == RETRY_AFTER_HUGE
+    assert retry_after_seconds(b"1" * 11) == RETRY_AFTER_HUGE
+    assert DEFAULTS["FOCUSED_MAX_RETRY_AFTER"] < RETRY_AFTER_HUGE
+    assert retry_after_seconds("0" * 5000 + "7") == 7.0
+    assert retry_after_seconds("9" * 10) == 9_999_999_999.0
 
 
 @pytest.mark.integration

@@ -250,14 +250,29 @@ def _scheme_problem_reference(url: str) -> str | None:
     host = parts.hostname
     if not host:
         return "bad_url"
-    bad = [c for c in host if c.isascii() and not (c.isalnum() or c in ".-_")]
-    return "bad_host" if bad and not parts.netloc.startswith("[") else None
+    if parts.netloc.startswith("["):  # an IPv6 literal: an ASCII zone id is allowed
+        bad = not host.isascii()
+    else:
+        bad = any(c.isascii() and not (c.isalnum() or c in ".-_") for c in host)
+        bad = bad or not _idna_reference(host)
+    return "bad_host" if bad else None
+
+
+def _idna_reference(host: str) -> bool:
+    """Whether safe_url_string IDNA-encodes a non-ASCII host (U+FFFD, an empty label fail)."""
+    import unicodedata
+
+    try:
+        host.isascii() or unicodedata.normalize("NFKC", host).encode("idna")
+    except UnicodeError:
+        return False
+    return True
 
 
 _URL_PARTS = st.sampled_from(
     ["http://", "https://", "HTTP://", "h", "a.b", "-", "_", "~", ":", "80", "65535",
      "65536", "0" * 12, "99999", "@", "[", "]", "::1", "/", "?", "#", "%", "é", "\t",
-     "\n", " ", "１", "x" * 3]
+     "\n", " ", "１", "x" * 3, "\ufffd", ".", "é" * 33]
 )  # fmt: skip
 
 
@@ -267,6 +282,8 @@ _URL_PARTS = st.sampled_from(
 @example("http://h@h")
 @example("http://%")
 @example("http://h:0")
+@example("http://x1\ufffd.test")  # IDNA cannot encode it
+@example("http://é..h")
 def test_scheme_problem_fast_path_agrees_with_urlsplit(url):
     assert scheme_problem(url) == _scheme_problem_reference(url)
     if url.startswith(("http://", "https://")):

@@ -48,6 +48,11 @@ _PRIVATE = tuple(
         "fec0::/10",
     )
 )
+#: Networks that are "reserved" whatever the Python: the IETF protocol assignments
+#: 192.0.0.0/24 (RFC 6890; 192.0.0.192 is Oracle Cloud's metadata service), which
+#: Python 3.11.7's :mod:`ipaddress` calls global except 192.0.0.0/29 and 192.0.0.170/31
+#: (later versions call all of it private but 192.0.0.9 and 192.0.0.10).
+_RESERVED = tuple(ipaddress.ip_network(n) for n in ("192.0.0.0/24",))
 #: A seed of one of these kinds does not allow the kind (only the setting does).
 _NEVER_FROM_SEEDS = frozenset({"link_local"})
 
@@ -131,6 +136,8 @@ def classify(address: IPAddress) -> str | None:
     if any(address in net for net in _PRIVATE if net.version == address.version):
         return "private"
     if address.is_reserved or address.is_private or not address.is_global:
+        return "reserved"
+    if any(address in net for net in _RESERVED if net.version == address.version):
         return "reserved"
     return None
 

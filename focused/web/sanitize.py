@@ -32,8 +32,10 @@ charset, in the ``<meta>``: the page is decoded as UTF-8 when it is, else by its
 from __future__ import annotations
 
 import codecs
+import functools
 import re
 import time
+import unicodedata
 from collections.abc import Iterable
 from datetime import UTC
 from email.utils import parsedate_to_datetime
@@ -225,7 +227,8 @@ _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.\-]*):")
 #: always accepts with that host (only the port's range is left to check).
 _PLAIN_HTTP = re.compile(r"https?://[A-Za-z0-9.\-_]+(?::([0-9]*))?(?:[/?#]|\Z)")
 #: an ASCII character that no host name has (Twisted refuses it: "invalid hostname");
-#: other characters are an IDN's, which ``safe_url_string`` encodes
+#: other characters are an IDN's, which ``safe_url_string`` encodes when IDNA can
+#: (:func:`_idna_encodes`)
 _NOT_IN_HOST = re.compile(r"[^A-Za-z0-9.\-_\x80-\U0010ffff]")
 
 
@@ -235,7 +238,8 @@ def scheme_problem(url: str) -> str | None:
     out of range or 0, no host),
     ``credentials`` (``http://user:pw@host/``: Scrapy cannot fetch it, and a crawl has no
     business with an account) or ``bad_host`` (a host name with a character no host
-    name has, ``%31%30.0.0.1`` or ``a~b``; an IPv6 literal's zone id is allowed)."""
+    name has, ``%31%30.0.0.1`` or ``a~b``, or a non-ASCII one that IDNA cannot encode,
+    ``x1\ufffd.test``; an IPv6 literal's ASCII zone id is allowed)."""
     plain = _PLAIN_HTTP.match(url)
     if plain is not None:  # the same answer as below without a urlsplit per link
         port = plain.group(1)
@@ -272,9 +276,26 @@ def _host_problem(parts: SplitResult) -> str | None:
     host = parts.hostname
     if not host:
         return "bad_url"
-    if not parts.netloc.startswith("[") and _NOT_IN_HOST.search(host):
+    if parts.netloc.startswith("["):  # an IPv6 literal: Scrapy encodes it as ASCII
+        return None if host.isascii() else "bad_host"
+    if _NOT_IN_HOST.search(host) or not _idna_encodes(host):
         return "bad_host"
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _idna_encodes(host: str) -> bool:
+    """Whether ``safe_url_string`` (Scrapy's ``Request``) can IDNA-encode ``host``: a
+    host it cannot (``x1\ufffd.test``, what invalid UTF-8 in an ``href`` decodes to; an
+    empty or over-long label of an IDN) stays non-ASCII in the URL, and every download
+    of it (robots.txt first) failed with "'ascii' codec can't encode" and a traceback."""
+    if host.isascii():
+        return True
+    try:
+        unicodedata.normalize("NFKC", host).encode("idna")
+    except UnicodeError:
+        return False
+    return True
 
 
 #: Query parameters (case-insensitive) that carry a session id (``FOCUSED_SESSION_PARAMS``);
@@ -306,28 +327,46 @@ def strip_session_ids(url: str, params: Iterable[str] = SESSION_PARAMS) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, query, parts.fragment))
 
 
+#: digits of a ``Retry-After`` number of seconds that are read; a longer one (5,000
+#: digits: more than Python's ``int`` reads) counts as :data:`RETRY_AFTER_HUGE`
+_RETRY_AFTER_DIGITS = 10
+#: the seconds of an over-long ``Retry-After`` (every cap, ``FOCUSED_MAX_RETRY_AFTER``, is lower)
+RETRY_AFTER_HUGE = float(10**_RETRY_AFTER_DIGITS)
+
+
 def retry_after_seconds(value: str | bytes | None, now: float | None = None) -> float | None:
     """Seconds that an HTTP ``Retry-After`` value asks to wait (RFC 9110, section 10.2.3):
-    a number of seconds or an HTTP date (``now``: the current Unix time, default
-    ``time.time()``). None when it is missing or neither; never negative."""
+    a number of seconds (ASCII digits only: ``"²"`` is a digit to ``str.isdigit`` but
+    not to ``int``; more than 10 digits are :data:`RETRY_AFTER_HUGE`) or an HTTP date
+    (``now``: the current Unix time, default ``time.time()``). None when it is missing
+    or neither; never negative; never raises."""
     if value is None:
         return None
     text = value.decode("latin-1") if isinstance(value, bytes) else value
     text = text.strip()
     if not text:
         return None
-    if text.isdigit():
-        return float(int(text))
+    if text.isascii() and text.isdigit():
+        digits = text.lstrip("0") or "0"
+        if len(digits) > _RETRY_AFTER_DIGITS:
+            return RETRY_AFTER_HUGE
+        return float(int(digits))
+    return _seconds_until(text, now)
+
+
+def _seconds_until(text: str, now: float | None) -> float | None:
+    """Seconds from ``now`` (default ``time.time()``) to the HTTP date ``text``, at
+    least 0; None when ``text`` is no date (also a year out of range)."""
     try:
         when = parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
+        if when is None:
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        current = time.time() if now is None else now
+        return max(0.0, when.timestamp() - current)
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
-    if when is None:
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    current = time.time() if now is None else now
-    return max(0.0, when.timestamp() - current)
 
 
 def wide_encoding(content_type: str | None, body: bytes) -> str | None:

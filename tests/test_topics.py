@@ -79,6 +79,14 @@ def test_unknown_topic_lists_the_available_ones_in_one_line() -> None:
     assert "no-such-topic" in message
     assert "available topics" in message
     assert "chemistry" in message
+    assert "did you mean" not in message
+
+
+@pytest.mark.parametrize("typed", ["Chemistry", "CHEMISTRY", "chemstry", "chemistry "])
+def test_a_near_miss_topic_name_gets_a_hint(typed: str) -> None:
+    message = error_of(typed)
+    assert f"unknown topic {typed!r}; did you mean chemistry?" in message
+    assert "\n" not in message
 
 
 def test_unknown_topic_in_a_topics_dir(tmp_topic: MakeTopic, tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ import math
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from difflib import get_close_matches
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -94,8 +95,11 @@ def load_topic(name_or_path: str, directory: str | Path | None = None) -> Topic:
             raise TopicError(f"topics folder {directory} {why}")
         path = folder / f"{name_or_path}.toml"
         if not path.is_file():
-            names = ", ".join(available(folder)) or "none"
-            raise TopicError(f"unknown topic {name_or_path!r}; available topics: {names}")
+            known = available(folder)
+            names = ", ".join(known) or "none"
+            close = get_close_matches(name_or_path.lower(), known, n=1, cutoff=0.75)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            raise TopicError(f"unknown topic {name_or_path!r}{hint}; available topics: {names}")
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:

@@ -336,6 +336,26 @@ def test_a_second_ctrl_c_while_crawling_stops_at_once_and_resumes(tmp_path: Path
     store_is_whole(out)
 
 
+def test_a_second_sigterm_exits_143(tmp_path: Path) -> None:
+    # what a service manager sends; the shell's status for it is 128 + 15
+    out, log_path = tmp_path / "crawl", tmp_path / "crawl.log"
+    proc = started(out, log_path, "DOWNLOAD_DELAY=0.05")
+    try:
+        wait_for(log_path, "Spider opened")
+        wait_until(lambda: stored_count(out) >= 5)
+        proc.send_signal(signal.SIGTERM)
+        wait_for(log_path, "Received SIGTERM, shutting down gracefully")
+        proc.send_signal(signal.SIGTERM)
+    finally:
+        ended(proc, timeout=60)
+    log = log_path.read_text()
+    assert proc.returncode == 143, log[-3000:]
+    said = [x for x in log.splitlines() if x.startswith("focused: ")]
+    assert len(said) == 1 and said[0].startswith("focused: stopped at once by a second SIGTERM;")
+    assert "Traceback" not in log, log[-3000:]
+    store_is_whole(out)
+
+
 @pytest.mark.parametrize(("child", "target"), [("curve", "curve.png"), ("report", "report.html")])
 def test_a_second_ctrl_c_while_a_child_draws_interrupts_it(
     tmp_path: Path, child: str, target: str

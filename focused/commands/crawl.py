@@ -23,14 +23,15 @@ Same command as Scrapy's, except that for the ``focused`` spider:
   status 1;
 - a Ctrl-C (or SIGTERM) that stops Scrapy before the crawl is under way (while the
   real web is probed, the sandbox generated, the spider opened: Scrapy then stops
-  without closing the spider) prints one line and
-  exits with status 130 (128 + SIGINT). A Ctrl-C later closes the crawl as Scrapy does
+  without closing the spider) prints one line and exits with status 130 (128 + SIGINT;
+  143 for SIGTERM). A Ctrl-C later closes the crawl as Scrapy does
   (the frontier is saved in ``JOBDIR``), with status 0 as before. A second Ctrl-C (or
   SIGTERM) up to "Spider closed" goes to Scrapy's forced shutdown, wrapped here: the
   child drawing the curve or the report is interrupted and none starts any more
   (:func:`focused.output.child.interrupt`), Scrapy stops its reactor, and one line says
   that the crawl stopped at once and how many pages the store keeps (whole: the store
-  is safe against ``kill -9``), status 130. From the "Spider closed" line on (or
+  is safe against ``kill -9``), status 130 (143 for SIGTERM). From the "Spider closed"
+  line on (or
   ``engine_stopped``, sent right after it, when that line is not logged) every output
   is written: a further Ctrl-C is ignored while the process exits, with the status of
   the finished crawl;
@@ -74,8 +75,6 @@ from focused.output.record import (
 from focused.stop import STORE_FAILED, stopped
 from focused.web.sites import SandboxError
 from focused.web.topics import TopicError, load_topic
-
-SIGINT_STATUS = 128 + signal.SIGINT  # 130, the shell's status for a Ctrl-C
 
 
 class ItemFailures(logging.Handler):
@@ -321,7 +320,7 @@ class Command(ScrapyCrawl):
                 _ignore_shutdown_signals()
         if self._forced is not None:  # a second Ctrl-C before the spider had closed
             print(self._stopped_at_once(self._forced), file=sys.stderr)
-            self.exitcode = SIGINT_STATUS
+            self.exitcode = 128 + int(self._forced)  # 130 for SIGINT, 143 for SIGTERM
             return
         if process.bootstrap_failed:
             self.exitcode = 1
@@ -332,7 +331,7 @@ class Command(ScrapyCrawl):
         if not self._closed:  # Scrapy stopped before the spider closed
             if self._signals:
                 print(self._interrupted(), file=sys.stderr)
-                self.exitcode = SIGINT_STATUS
+                self.exitcode = 128 + int(self._signals[-1])  # 130 (SIGINT), 143 (SIGTERM)
             return
         self._check_real_web(crawler)
         problem = failures.problem(crawler.stats.get_stats() if crawler.stats else {})

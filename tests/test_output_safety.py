@@ -138,6 +138,16 @@ def test_a_jobdir_is_not_carried_on_by_another_crawl(tmp_path: Path) -> None:
             " another JOBDIR for this crawl"
         )
         assert stored_count(other) == 0
+    # the same topic, strategy and web, but another sandbox: its URLs are other pages
+    bigger = tmp_path / "bigger"
+    line = refusal(run(bigger, f"JOBDIR={job}", f"FOCUSED_SANDBOX_PAGES={SANDBOX_PAGES + 100}"))
+    assert line == (
+        f"focused: error: JOBDIR {job} holds the frontier of a crawl of another sandbox"
+        f" (FOCUSED_SANDBOX_MODE=normal, FOCUSED_SANDBOX_PAGES={SANDBOX_PAGES},"
+        f" FOCUSED_SANDBOX_SEED={SANDBOX_SEED}); resume it with those settings, or use"
+        " another JOBDIR for this crawl"
+    )
+    assert stored_count(bigger) == 0
     assert (job / "frontier.sqlite3").stat().st_mtime_ns == journal
     # the same crawl resumes
     resumed = run(tmp_path / "chem", f"JOBDIR={job}", "CLOSESPIDER_PAGECOUNT=3")

@@ -207,6 +207,7 @@ class Command(ScrapyCrawl):
                 strategy=str(get(settings, "FOCUSED_STRATEGY")),
                 web=str(get(settings, "FOCUSED_WEB")),
                 output_dir=output,
+                sandbox=_sandbox_made(settings),
             )
         self._warn_without_store()
         self._crawl_focused(opts)
@@ -221,7 +222,13 @@ class Command(ScrapyCrawl):
         adding = bool(get(settings, "FOCUSED_CONTINUE"))
         problem = None if adding else mixing_error(output, topic, strategy)
         if not problem and jobdir:  # a frontier is never carried on by another crawl
-            problem = jobdir_error(jobdir, topic, strategy, str(get(settings, "FOCUSED_WEB")))
+            problem = jobdir_error(
+                jobdir,
+                topic,
+                strategy,
+                str(get(settings, "FOCUSED_WEB")),
+                _sandbox_made(settings),
+            )
         # the frontier of a distributed crawl is in Redis, its workers share the folder
         distributed = str(get(settings, "FOCUSED_FRONTIER")) != "memory"
         if not problem and not adding and not distributed:
@@ -465,6 +472,16 @@ class Command(ScrapyCrawl):
 
         crawler.signals.connect(closed, signal=signals.spider_closed, weak=False)
         return crawler
+
+
+def _sandbox_made(settings: Any) -> dict[str, object]:
+    """The settings that make the sandbox web (a frontier of one is no frontier of
+    another)."""
+    return {
+        "pages": int(get(settings, "FOCUSED_SANDBOX_PAGES")),
+        "seed": int(get(settings, "FOCUSED_SANDBOX_SEED")),
+        "mode": str(get(settings, "FOCUSED_SANDBOX_MODE")),
+    }
 
 
 def _name(signum: int) -> str:

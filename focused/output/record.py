@@ -112,11 +112,18 @@ def _same_folder(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
 
-def jobdir_error(jobdir: str | os.PathLike[str], topic: str, strategy: str, web: str) -> str | None:
+def jobdir_error(
+    jobdir: str | os.PathLike[str],
+    topic: str,
+    strategy: str,
+    web: str,
+    sandbox: dict[str, object] | None = None,
+) -> str | None:
     """One line when ``jobdir`` holds the frontier of a crawl of another topic, strategy
     or web (its ``crawl.json``, :func:`write_jobdir_record`; a ``sandbox.port`` there
-    means a sandbox crawl); None when a crawl of them may resume it. ``web`` ``auto``
-    matches either web."""
+    means a sandbox crawl), or of another sandbox (``sandbox``: the settings that make
+    it, pages, seed and mode); None when a crawl of them may resume it. ``web``
+    ``auto`` matches either web."""
     record = read_record(jobdir)
     if record is None:
         return None
@@ -124,6 +131,19 @@ def jobdir_error(jobdir: str | os.PathLike[str], topic: str, strategy: str, web:
     held_strategy = str(record.get("strategy", "")).strip()
     held_web = "sandbox" if (Path(jobdir) / PORT_FILE).is_file() else str(record.get("web", ""))
     webs = {held_web, web} - {"", "auto"}
+    held_sandbox = record.get("sandbox")
+    if (
+        held_web == "sandbox"
+        and web in ("sandbox", "auto")
+        and isinstance(held_sandbox, dict)
+        and sandbox is not None
+        and held_sandbox != sandbox
+    ):
+        made = ", ".join(f"FOCUSED_SANDBOX_{k.upper()}={v}" for k, v in held_sandbox.items())
+        return (
+            f"JOBDIR {jobdir} holds the frontier of a crawl of another sandbox ({made});"
+            " resume it with those settings, or use another JOBDIR for this crawl"
+        )
     if (held_topic, held_strategy) == (topic, strategy.strip()) and len(webs) <= 1:
         return None
     return (
@@ -134,10 +154,17 @@ def jobdir_error(jobdir: str | os.PathLike[str], topic: str, strategy: str, web:
 
 
 def write_jobdir_record(
-    jobdir: str | os.PathLike[str], *, topic: str, strategy: str, web: str, output_dir: str
+    jobdir: str | os.PathLike[str],
+    *,
+    topic: str,
+    strategy: str,
+    web: str,
+    output_dir: str,
+    sandbox: dict[str, object] | None = None,
 ) -> None:
-    """Record in ``jobdir/crawl.json`` which crawl its frontier belongs to and the output
-    folder it stores into, the first time a crawl takes it (kept as it is afterwards)."""
+    """Record in ``jobdir/crawl.json`` which crawl its frontier belongs to, the output
+    folder it stores into and the settings that make its sandbox (``sandbox``), the
+    first time a crawl takes it (kept as it is afterwards)."""
     if (Path(jobdir) / RECORD).is_file():
         return
     write_record(
@@ -146,6 +173,7 @@ def write_jobdir_record(
         strategy=strategy.strip(),
         web=web,
         output_dir=os.path.realpath(output_dir),
+        **({"sandbox": sandbox} if sandbox is not None else {}),
     )
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlparse
 
 from lxml import etree
+from scrapy.downloadermiddlewares.cookies import CookiesMiddleware
 from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddleware
 from scrapy.downloadermiddlewares.redirect import MetaRefreshMiddleware, RedirectMiddleware
 from scrapy.exceptions import IgnoreRequest
@@ -31,6 +32,7 @@ from scrapy.spidermiddlewares.urllength import UrlLengthMiddleware
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import rel_has_nofollow
 from scrapy.utils.response import get_base_url
+from tldextract import TLDExtract
 from w3lib.html import strip_html5_whitespace
 from w3lib.url import safe_url_string
 
@@ -594,3 +596,31 @@ def _feed_url(response: TextResponse, href: str) -> str | None:
         return safe_url_string(urljoin(response.url, href), response.encoding)
     except ValueError:
         return None
+
+
+#: the Public Suffix List snapshot tldextract ships, never fetched (``suffix_list_urls``
+#: empty: no download, no cache folder)
+_OFFLINE_SUFFIXES = TLDExtract(
+    include_psl_private_domains=True, suffix_list_urls=(), cache_dir=None
+)
+
+
+class FocusedCookiesMiddleware(CookiesMiddleware):
+    """Scrapy's cookies middleware (on with ``COOKIES_ENABLED``, off in this project),
+    except that whether a cookie's domain is a public suffix is read from the suffix
+    list tldextract ships. Scrapy's own asks tldextract, which downloads the Public
+    Suffix List from publicsuffix.org or GitHub on the first cookie: a connection the
+    address filter never sees, and two tracebacks when there is no network."""
+
+    def _process_cookies(self, cookies: Any, *, jar: Any, request: Any) -> None:
+        for cookie in cookies:
+            cookie_domain = cookie.domain.removeprefix(".")
+            hostname = urlparse_cached(request).hostname
+            if hostname is None:
+                continue
+            request_domain = hostname.lower()
+            if cookie_domain and not _OFFLINE_SUFFIXES(cookie_domain).domain:
+                if cookie_domain != request_domain:
+                    continue  # a cookie for a whole public suffix: refused
+                cookie.domain = request_domain
+            jar.set_cookie_if_ok(cookie, request)

@@ -73,6 +73,9 @@ DOWNLOADER_MIDDLEWARES = {
     "focused.scheduler.DownloadFailureMiddleware": 5,
     # A body that is not what its Content-Encoding says is kept as sent, not lost.
     "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
+    # With COOKIES_ENABLED=True: no download of the Public Suffix List (focused/robustness.py).
+    "scrapy.downloadermiddlewares.cookies.CookiesMiddleware": None,
+    "focused.robustness.FocusedCookiesMiddleware": 700,
     "focused.robustness.FocusedHttpCompressionMiddleware": 590,
     # A redirect or meta refresh to a URL that is no http(s) link (javascript:, a port
     # out of range, credentials) is dropped and counted, not an error with a traceback.

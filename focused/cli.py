@@ -33,6 +33,18 @@ def fail(message: str) -> None:
     print(f"focused: error: {message}", file=sys.stderr)
 
 
+def check_log_level_or_exit(settings: Any) -> None:
+    """``LOG_LEVEL`` checked before Scrapy sets up its logging from it (a bad level
+    would be a traceback there): one line and exit status 2."""
+    from focused import config
+
+    try:
+        config.check_log_level(settings)
+    except config.ConfigError as exc:
+        fail(str(exc))
+        sys.exit(2)
+
+
 def keep_start_error(
     started: Any,
     errors: tuple[type[BaseException], ...],

@@ -61,7 +61,7 @@ from scrapy.exceptions import UsageError
 from scrapy.extensions.feedexport import FeedExporter
 
 from focused import config
-from focused.cli import EMPTY_OUTPUT_DIR, fail, keep_start_error
+from focused.cli import EMPTY_OUTPUT_DIR, check_log_level_or_exit, fail, keep_start_error
 from focused.defaults import get
 from focused.output import child
 from focused.output.record import (
@@ -157,11 +157,7 @@ class Command(ScrapyCrawl):
         """Scrapy's options, then ``LOG_LEVEL`` checked: Scrapy sets up its logging from it
         before :meth:`run`, so a bad level would be a traceback there."""
         super().process_options(args, opts)
-        try:
-            config.check_log_level(self.settings)
-        except config.ConfigError as exc:
-            fail(str(exc))
-            sys.exit(2)
+        check_log_level_or_exit(self.settings)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if not args or args[0] != "focused":

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import functools
 import logging
-import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 from urllib.parse import urlsplit
@@ -39,7 +38,7 @@ from twisted.internet.defer import Deferred
 from w3lib.url import is_url
 
 from focused import config
-from focused.cli import EMPTY_OUTPUT_DIR, fail, keep_start_error
+from focused.cli import EMPTY_OUTPUT_DIR, check_log_level_or_exit, fail, keep_start_error
 from focused.defaults import get
 from focused.web.addresses import classify, parse_host
 from focused.web.sites import SandboxError
@@ -106,11 +105,7 @@ class Command(ScrapyParse):
         """Scrapy's options, then ``LOG_LEVEL`` checked: Scrapy sets up its logging from it
         before :meth:`run`, so a bad level would be a traceback there."""
         super().process_options(args, opts)
-        try:
-            config.check_log_level(self.settings)
-        except config.ConfigError as exc:
-            fail(str(exc))
-            sys.exit(2)
+        check_log_level_or_exit(self.settings)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:

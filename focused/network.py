@@ -102,9 +102,8 @@ KINDS: tuple[tuple[str, tuple[type[BaseException], ...]], ...] = (
 )
 
 
-def kind_of(exception: BaseException, request: Request | None = None) -> str | None:
-    """The kind of a failed download (:data:`KINDS`), else None. ``request`` is kept
-    for callers that pass it."""
+def kind_of(exception: BaseException) -> str | None:
+    """The kind of a failed download (:data:`KINDS`), else None."""
     for kind, classes in KINDS:
         if isinstance(exception, classes):
             return kind
@@ -156,7 +155,7 @@ class QuietNetworkGiveUp:
     dropped here (``IgnoreRequest``), neither retried nor reported as a DNS failure."""
 
     def process_exception(self, request: Request, exception: Exception) -> None:
-        kind = kind_of(exception, request)
+        kind = kind_of(exception)
         if kind == "dns":
             refusal = name_refusal(request)
             if refusal is not None:  # refused by the address filter, not a DNS failure
@@ -180,7 +179,7 @@ class NetworkErrorMiddleware:
         return cls(crawler)
 
     def process_exception(self, request: Request, exception: Exception) -> Any:
-        kind = kind_of(exception, request)
+        kind = kind_of(exception)
         if kind is None:
             return None
         why = reason(kind, request.url)

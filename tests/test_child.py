@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -102,6 +103,25 @@ def test_interrupt_stops_a_running_child_and_its_write(tmp_path: Path, stopping:
     assert len(raised) == 1 and isinstance(raised[0], ChildInterrupted), raised
     assert gone(int(pidfile.read_text()))
     assert sorted(p.name for p in target.parent.iterdir()) == []  # no file, no .tmp
+
+
+def test_interrupt_unwinds_a_child_started_with_sigint_ignored(
+    tmp_path: Path, stopping: None
+) -> None:
+    """A crawler started with SIGINT ignored (a background job of a script, or after an
+    in-process crawl) passes that on to its children: they unwind all the same."""
+    target, pidfile = tmp_path / "out" / "curve.png", tmp_path / "child.pid"
+    target.parent.mkdir()
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        thread, raised = run_in_thread(SLOW_WRITE, str(target), str(pidfile))
+        wait_for_file(pidfile)
+    finally:
+        signal.signal(signal.SIGINT, before)
+    child.interrupt()
+    thread.join(timeout=30)
+    assert len(raised) == 1 and isinstance(raised[0], ChildInterrupted), raised
+    assert sorted(p.name for p in target.parent.iterdir()) == []  # unwound, not killed
 
 
 def test_interrupt_kills_a_child_that_ignores_it(

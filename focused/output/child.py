@@ -59,6 +59,13 @@ def _signal(proc: subprocess.Popen[bytes], signum: int) -> None:
             os.kill(proc.pid, signum)
 
 
+#: first line of every child: SIGINT raises KeyboardInterrupt, so :func:`interrupt`
+#: unwinds it (an atomic write removes its temporary file) even when the crawler was
+#: started with SIGINT ignored (a background job of a shell script, or a process that
+#: ran a crawl before and ignores it since), which the child would inherit
+_SIGINT_RAISES = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+
+
 def run_python(code: str, *args: str, timeout: float = CHILD_TIMEOUT) -> str:
     """Run ``code`` (``sys.argv[1:]`` = ``args``) in a child process; its standard
     output. Raises ``RuntimeError`` (with the child's last error line) when it fails,
@@ -69,7 +76,7 @@ def run_python(code: str, *args: str, timeout: float = CHILD_TIMEOUT) -> str:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, env.get("PYTHONPATH", "")) if p)
     proc = subprocess.Popen(
-        [sys.executable, "-c", code, *args],
+        [sys.executable, "-c", _SIGINT_RAISES + code, *args],
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,

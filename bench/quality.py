@@ -1470,6 +1470,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--hosts", type=int, default=32, help="live hosts of the realistic web (default 32)"
     )
     p.add_argument(
+        "--markup",
+        choices=("named", "anonymous"),
+        default="named",
+        help='how the realistic web marks its regions: named (id="sidebar", default) or '
+        "anonymous (generated class names: only what repeats across a host's pages tells "
+        "chrome apart)",
+    )
+    p.add_argument(
         "--web-seed",
         type=int,
         help="seed of the realistic web's generator (default: --seed)",
@@ -1662,7 +1670,7 @@ def realistic_of(args: argparse.Namespace, site: Site) -> Realistic | None:
     if args.delay < 0 or args.download_timeout <= 0:
         raise BenchError("--delay must be >= 0 and --download-timeout > 0")
     seed = args.seed if args.web_seed is None else args.web_seed
-    web = RealWeb(site.root, seed=seed, hosts=args.hosts)
+    web = RealWeb(site.root, seed=seed, hosts=args.hosts, markup=args.markup)
     return Realistic(web, delay=args.delay, download_timeout=args.download_timeout)
 
 
@@ -1672,7 +1680,8 @@ def _realistic_lines(realistic: Realistic, args: argparse.Namespace) -> list[str
         f"{sum(h.kind == k for h in web.live_hosts)} {k}" for k in ("wiki", "news", "forum")
     )
     return [
-        f"web: realistic (bench/realweb, generator seed {web.seed}): {len(web.live_hosts)} "
+        f"web: realistic (bench/realweb, generator seed {web.seed}, {web.markup} markup): "
+        f"{len(web.live_hosts)} "
         f"live hosts ({kinds}), {len(web.dead_hosts)} dead, {len(web.hanging_hosts)} "
         "hanging; each crawl serves it on its own port",
         f"DOWNLOAD_DELAY={realistic.delay:g}, DOWNLOAD_TIMEOUT="

@@ -304,3 +304,30 @@ def test_bench_quality_realistic_end_to_end(tmp_path: Path) -> None:
             assert len(list(csv.DictReader(fh))) >= len(urls)
     assert float(rows["oracle"]["recall"]) >= float(rows["bfs"]["recall"])
     assert json.loads((out / "quality.json").read_text(encoding="utf-8"))[0]["strategy"] in rows
+
+
+def test_anonymous_markup_names_no_region_but_keeps_every_word_and_link(web: RealWeb) -> None:
+    from lxml import html as lxml_html
+
+    from focused.web.template import split_page
+
+    anon = RealWeb(DATA, seed=7, hosts=32, port=8123, markup="anonymous")
+    assert anon.live_hosts == web.live_hosts
+    for name in web.articles.names[:200:20]:
+        url = web.article_url(name)
+        _, named_body = _get(web, url)
+        _, anon_body = _get(anon, url)
+        assert anon_body != named_body
+        assert _links(anon_body) == _links(named_body)
+        strip = re.compile(r"<[^>]*>")
+        assert strip.sub("", anon_body) == strip.sub("", named_body)
+        # the named markup tells the sidebar and footer apart on a host's first page;
+        # the anonymous one tells nothing: only a template learnt over pages can
+        named_page = split_page(lxml_html.document_fromstring(named_body))
+        anon_page = split_page(lxml_html.document_fromstring(anon_body))
+        assert any(b.hinted for b in named_page.blocks)
+        assert not any(b.hinted for b in anon_page.blocks)
+    kinds = {h.kind: anon.region_attributes(h.kind) for h in anon.live_hosts}
+    assert len({a["sidebar"] for a in kinds.values()}) == len(kinds)  # one per software
+    with pytest.raises(ValueError, match="markup must be one of"):
+        RealWeb(DATA, seed=7, hosts=32, markup="semantic")

@@ -63,6 +63,11 @@ CLASSES = (ARTICLE, DUPLICATE, META, CHROME, ROBOTS, EXTERNAL, MISSING)
 NON_ARTICLE = (DUPLICATE, META, CHROME)
 
 WIKI, NEWS, FORUM = "wiki", "news", "forum"
+#: How a page's regions are marked up: ``named`` (``id="sidebar"``, as most sites and
+#: every CMS theme do) or ``anonymous`` (generated class names that name nothing).
+NAMED, ANONYMOUS = "named", "anonymous"
+MARKUPS = (NAMED, ANONYMOUS)
+REGIONS = ("header", "main", "sidebar", "footer")
 KINDS = (WIKI, NEWS, FORUM)
 DEAD, HANG = "dead", "hang"
 #: Where the article of each kind of host lives.
@@ -307,12 +312,16 @@ class RealWeb:
         seed: int = 0,
         hosts: int = 32,
         port: int = 0,
+        markup: str = NAMED,
         _articles: _Articles | None = None,
     ) -> None:
         if not 3 <= hosts <= MAX_HOSTS:
             raise ValueError(f"hosts must be in 3..{MAX_HOSTS}, got {hosts}")
+        if markup not in MARKUPS:
+            raise ValueError(f"markup must be one of {', '.join(MARKUPS)}, got {markup!r}")
         self.root = Path(root)
         self.seed = seed
+        self.markup = markup
         self.port = port
         self.articles = _articles or _Articles(self.root)
         self.live_hosts = self._make_hosts(hosts)
@@ -326,6 +335,15 @@ class RealWeb:
         self.all_hosts = self.live_hosts + self.dead_hosts + self.hanging_hosts
         self._by_name = {h.name: h for h in self.all_hosts}
         self._by_ip = {h.ip: h for h in self.all_hosts}
+
+    def region_attributes(self, kind: str) -> dict[str, str]:
+        """The attribute of each region's ``div`` (header, main, sidebar, footer) on a
+        host of ``kind``: ``id="header"`` ... with the named markup; with the anonymous
+        one, a class made by a CSS-in-JS build (``css-3f9a1c``), the same on every host of
+        a kind (one site software), so that only what repeats tells chrome apart."""
+        if self.markup == NAMED:
+            return {r: f'id="{r}"' for r in REGIONS}
+        return {r: f'class="css-{_stable(self.seed, kind, r) % 16**6:06x}"' for r in REGIONS}
 
     def at_port(self, port: int) -> RealWeb:
         """The same web (same hosts, pages, classes) served on ``port``."""
@@ -563,11 +581,13 @@ class _Renderer:
         site = f"{self.host.kind.title()} {self.host.name.split('.')[0][1:]}"
         robots = NOINDEX.get((self.host.kind, self.route.handler))
         head = f'<meta name="robots" content="{robots}">' if robots else ""
+        at = self.web.region_attributes(self.host.kind)
         return (
             '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f"{head}<title>{html.escape(title)} - {site}</title></head><body>\n"
-            f'<div id="header">{header}</div>\n<div id="main">{main}</div>\n'
-            f'<div id="sidebar">{side}</div>\n<div id="footer">{footer}</div>\n</body></html>\n'
+            f"<div {at['header']}>{header}</div>\n<div {at['main']}>{main}</div>\n"
+            f"<div {at['sidebar']}>{side}</div>\n<div {at['footer']}>{footer}</div>\n"
+            "</body></html>\n"
         )
 
     def render(self) -> str:

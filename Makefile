@@ -82,7 +82,8 @@ deploy: install
 #   DATA=../shared/data/wikispeedia-site  BENCH_OUT=out/bench
 #   WEB=realistic (the site dressed as real sites over HOSTS=32 loopback hosts with
 #   latency, chrome, meta pages, duplicates, dead/hanging hosts; out/bench-realistic;
-#   DELAY=1: the politeness run, DOWNLOAD_DELAY=1)
+#   DELAY=1: the politeness run, DOWNLOAD_DELAY=1; MARKUP=anonymous: regions named by
+#   generated class names only)
 BUDGET ?= 2
 JOBS ?= 2
 REPEAT ?= 1
@@ -95,7 +96,8 @@ BENCH_ARGS = $(if $(filter-out file,$(origin TOPIC)),--topic $(TOPIC)) \
 	$(if $(STRATEGIES),--strategies $(STRATEGIES)) \
 	$(if $(CONCURRENCY),--concurrency $(CONCURRENCY)) $(if $(DATA),--data $(DATA)) \
 	--jobs $(JOBS) --repeat $(REPEAT) \
-	$(if $(WEB),--web $(WEB)) $(if $(HOSTS),--hosts $(HOSTS)) $(if $(DELAY),--delay $(DELAY))
+	$(if $(WEB),--web $(WEB)) $(if $(HOSTS),--hosts $(HOSTS)) $(if $(DELAY),--delay $(DELAY)) \
+	$(if $(MARKUP),--markup $(MARKUP))
 
 .PHONY: bench-quality bench-quality-quick bench-quality-heldout
 bench-quality: install

@@ -108,16 +108,13 @@ class _FilteringReceiver:
         self.addresses.append(address)
 
     def resolutionComplete(self) -> None:  # noqa: N802
-        seed = self.name in self.policy.seed_hosts
         allowed: list[IAddress] = []
         refused: list[tuple[str, str]] = []
         for address in sorted(self.addresses, key=lambda a: isinstance(a, IPv6Address)):
             ip = parse_host(getattr(address, "host", None))
             if ip is None:
                 continue
-            if seed:
-                self.policy.learn_seed(ip)
-            kind = self.policy.refusal(ip)
+            kind = self.policy.resolved(self.name, ip)
             if kind is None:
                 allowed.append(address)
             else:

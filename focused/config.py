@@ -27,6 +27,7 @@ from focused.errors import ConfigError  # defined there; focused.config.ConfigEr
 from focused.ranking.relevance import tokenize
 from focused.strategies.base import Strategy, StrategyParams
 from focused.web.addresses import parse_host, parse_networks
+from focused.web.probe import ProbeScope
 from focused.web.topics import Topic, TopicError, check_url
 
 WEBS = CHECKS["FOCUSED_WEB"].choices
@@ -580,6 +581,18 @@ def session_params(settings: Any) -> list[str]:
     without the whitespace around it (``-s FOCUSED_SESSION_PARAMS="sid, token"``), the
     empty ones left out."""
     return [p.strip() for p in get(settings, "FOCUSED_SESSION_PARAMS") if p.strip()]
+
+
+def probe_scope(settings: Any) -> ProbeScope:
+    """The scope the start-up probe of ``FOCUSED_WEB=auto``/``real`` keeps to, as the
+    crawl does (:mod:`focused.web.probe`): ``FOCUSED_ALLOWED_NETWORKS``,
+    ``FOCUSED_HOSTS`` and ``FOCUSED_ALLOWED_DOMAINS`` (checked by :func:`validate`)."""
+    hosts = _checked_mapping("FOCUSED_HOSTS", get(settings, "FOCUSED_HOSTS"))
+    return ProbeScope(
+        networks=parse_networks(get(settings, "FOCUSED_ALLOWED_NETWORKS")),
+        hosts={str(k): str(v) for k, v in hosts.items()},
+        allowed_domains=tuple(d.strip() for d in get(settings, "FOCUSED_ALLOWED_DOMAINS")),
+    )
 
 
 def _check_networks(settings: Any, name: str, value: list[str]) -> None:

@@ -185,7 +185,8 @@ DEFAULTS: dict[str, Any] = {
     # hosts the crawl may leave the seeds for (Scrapy's allowed_domains: a domain also
     # allows its subdomains); empty: any host
     "FOCUSED_ALLOWED_DOMAINS": [],
-    # query (and ;jsessionid= path) parameters stripped from every link as session ids
+    # query (?sid=) and path (;jsessionid=) parameters of these names stripped from
+    # every link as session ids
     "FOCUSED_SESSION_PARAMS": [
         "jsessionid",
         "phpsessid",

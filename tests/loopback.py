@@ -106,3 +106,39 @@ def run_probe(
     lines = proc.stdout.strip().splitlines()
     stats = json.loads(lines[-1]) if lines and lines[-1].startswith("{") else {}
     return stats, proc
+
+
+class Listener:
+    """A TCP port on ``address`` (a free one) that accepts nothing by itself: the
+    connections made to it wait in its queue, and :meth:`connections` counts them. With
+    ``full`` its queue is filled first, so that a further connection hangs (its SYN is
+    dropped) until the client gives up: a host that does not answer."""
+
+    def __init__(self, address: str, *, full: bool = False) -> None:
+        family = socket.AF_INET6 if ":" in address else socket.AF_INET
+        self.sock = socket.socket(family, socket.SOCK_STREAM)
+        self.sock.bind((address, 0))
+        self.sock.listen(0 if full else 16)
+        self.port: int = self.sock.getsockname()[1]
+        self.fillers: list[socket.socket] = []
+        if full:  # one connection fills a queue of 0; the next ones get no answer
+            filler = socket.create_connection((address, self.port), timeout=2)
+            self.fillers.append(filler)
+        self.counted = len(self.fillers)
+
+    def connections(self) -> int:
+        """The connections made to the port so far (the fillers left out)."""
+        self.sock.setblocking(False)
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except BlockingIOError:
+                break
+            conn.close()
+            self.counted += 1
+        return self.counted - len(self.fillers)
+
+    def close(self) -> None:
+        for filler in self.fillers:
+            filler.close()
+        self.sock.close()

@@ -619,6 +619,37 @@ def test_session_params_are_stripped_of_whitespace(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("params", "url", "kept"),
+    [
+        # the default names, as before: ;jsessionid= and ;sid= are session ids
+        (None, "http://h/a;jsessionid=A1;sid=B2?x=1", "http://h/a?x=1"),
+        # a list without jsessionid keeps it (it was stripped whatever the setting)
+        ("phpsessid", "http://h/a;jsessionid=A1?x=1", None),
+        ("phpsessid", "http://h/a;JSESSIONID=A1;phpsessid=B", "http://h/a;JSESSIONID=A1"),
+        # a name of the user's own is stripped from the path too (it was kept)
+        ("sid", "http://h/a;sid=B2;jsessionid=A1", "http://h/a;jsessionid=A1"),
+        ("sid,token", "http://h/shop/;Token=xyz/cart?q=1", "http://h/shop//cart?q=1"),
+        # only the whole name: ;sidx= and ;xsid= are not session ids
+        ("sid", "http://h/a;sidx=1;xsid=2", None),
+        ("aspsessionid", "http://h/a;ASPSESSIONIDQA=z", "http://h/a"),
+    ],
+)
+def test_path_parameters_follow_the_session_params_setting(
+    tmp_path: Path, params: str | None, url: str, kept: str | None
+) -> None:
+    """``;name=`` path parameters are stripped for the names of
+    ``FOCUSED_SESSION_PARAMS``, as query parameters are: the path's names were fixed
+    (``jsessionid``, ``phpsessid``, ``sessionid``, ``sid``) whatever the setting."""
+    settings = {} if params is None else {"FOCUSED_SESSION_PARAMS": params}
+    spider = spider_with(tmp_path, **settings)
+    request = spider._request(url, 1.0, "")
+    assert request is not None
+    assert request.url == (kept or url)
+    stripped = spider.crawler.stats.get_value("focused/links/session_ids_stripped", 0)
+    assert stripped == (0 if kept is None else 1)
+
+
+@pytest.mark.parametrize(
     ("seeds", "targets", "says"),
     [
         (1, 1, "1 seed, 1 known target, strategy"),

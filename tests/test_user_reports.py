@@ -21,6 +21,7 @@ import pytest
 
 from focused.web.sites import unreachable_reason
 from tests.crawling import PROJECT, SANDBOX_PAGES, SANDBOX_SEED
+from tests.loopback import Listener
 
 pytestmark = pytest.mark.integration
 
@@ -175,6 +176,50 @@ def test_auto_says_why_it_crawls_the_sandbox(tmp_path: Path) -> None:
     assert f"127.0.0.1 does not answer on port {port}" in line[0]
     assert "crawling the sandbox web instead" in line[0]
     assert "on the sandbox web" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("address", "host", "setting", "why"),
+    [
+        (
+            "127.0.0.2",
+            "127.0.0.2",
+            "FOCUSED_ALLOWED_DOMAINS=127.0.0.1",  # the sandbox's host, not the seed's
+            "127.0.0.2 is not in FOCUSED_ALLOWED_DOMAINS",
+        ),
+        (
+            "127.0.0.1",
+            "localhost",  # resolves from /etc/hosts: no DNS query either way
+            'FOCUSED_HOSTS={"elsewhere.test": "127.0.0.1"}',
+            "localhost is not in FOCUSED_HOSTS, and with FOCUSED_HOSTS set no other name"
+            " is looked up",
+        ),
+    ],
+    ids=["allowed domains", "hosts"],
+)
+def test_auto_does_not_probe_a_seed_out_of_the_crawls_scope(
+    tmp_path: Path, address: str, host: str, setting: str, why: str
+) -> None:
+    listener = Listener(address)  # counts the connections made to it
+    try:
+        topic = tmp_path / "scoped.toml"
+        text = NO_CATEGORY.replace("127.0.0.1:{port}", f"{host}:{listener.port}")
+        text = text.replace("seeds", 'category = "subject.Science.Chemistry"\nseeds')
+        topic.write_text(text, encoding="utf-8")
+        out = tmp_path / "out"
+        result = scrapy_crawl(
+            out, "FOCUSED_WEB=auto", "CLOSESPIDER_PAGECOUNT=5", setting, topic=str(topic)
+        )
+        connections = listener.connections()
+    finally:
+        listener.close()
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert connections == 0
+    line = lines_with(result.stderr, "the real web is not probed")
+    assert len(line) == 1 and " INFO: " in line[0], result.stderr[-3000:]
+    assert f"({why}); crawling the sandbox web instead" in line[0]
+    assert "on the sandbox web" in result.stderr
+    assert "the real web is unreachable" not in result.stderr
 
 
 @pytest.mark.parametrize("obey_robots", [True, False])

@@ -151,6 +151,7 @@ class FocusedSpider(scrapy.Spider):
             sandbox_port=get(settings, "FOCUSED_SANDBOX_PORT"),
             port_file=port_file,
             port_records=port_records,
+            scope=config.probe_scope(settings),
         )
         self.targets = self.web.targets
         #: the crawl's one strategy; the priority middleware and the scheduler read it

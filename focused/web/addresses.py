@@ -25,6 +25,7 @@ __all__ = [
     "KINDS",
     "AddressPolicy",
     "IPAddress",
+    "IPNetwork",
     "classify",
     "parse_host",
     "parse_networks",
@@ -187,6 +188,13 @@ class AddressPolicy:
         if any(a in net for a in addresses for net in self.networks if net.version == a.version):
             return None
         return None if kind in self.allowed_kinds else kind
+
+    def resolved(self, name: str, address: IPAddress) -> str | None:
+        """``refusal`` of an ``address`` that the host ``name`` resolved to: a seed's
+        name first allows its address's kind (:meth:`learn_seed`)."""
+        if name.lower().rstrip(".") in self.seed_hosts:
+            self.learn_seed(address)
+        return self.refusal(address)
 
     def learn_seed(self, address: IPAddress) -> None:
         """A seed is on ``address``: its kind is allowed (link-local never is)."""

@@ -301,18 +301,29 @@ def _idna_encodes(host: str) -> bool:
 #: Query parameters (case-insensitive) that carry a session id (``FOCUSED_SESSION_PARAMS``);
 #: ``aspsessionid`` is a prefix (ASP appends random letters). Heritrix strips the same ones.
 SESSION_PARAMS = tuple(DEFAULTS["FOCUSED_SESSION_PARAMS"])
-_PATH_SESSION = re.compile(r";(?:jsessionid|phpsessid|sessionid|sid)=[^/?#;]*", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=64)
+def _path_session(names: tuple[str, ...]) -> re.Pattern[str]:
+    """The ``;name=value`` path parameters of ``names`` (lower case; ``aspsessionid`` a
+    prefix, as in the query), case-insensitively."""
+    alternatives = "|".join(
+        re.escape(name) + ("[^=/?#;]*" if name == "aspsessionid" else "")
+        for name in sorted(set(names), key=len, reverse=True)
+    )
+    return re.compile(rf";(?:{alternatives})=[^/?#;]*", re.IGNORECASE)
 
 
 def strip_session_ids(url: str, params: Iterable[str] = SESSION_PARAMS) -> str:
-    """``url`` without session-id query parameters and ``;jsessionid=`` path parameters,
-    so that one page reached under many session ids is one URL (an infinite URL space
+    """``url`` without the session-id query parameters and path parameters
+    (``;jsessionid=...``) named in ``params`` (``FOCUSED_SESSION_PARAMS``, any case), so
+    that one page reached under many session ids is one URL (an infinite URL space
     otherwise). Idempotent; other parameters keep their order and spelling."""
     names = tuple(p.lower() for p in params)
     if not names:
         return url
     parts = urlsplit(url)
-    path = _PATH_SESSION.sub("", parts.path)
+    path = _path_session(names).sub("", parts.path) if ";" in parts.path else parts.path
     query = parts.query
     if query:
         kept = []

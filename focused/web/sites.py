@@ -2,13 +2,14 @@
 
 ``FOCUSED_WEB = "auto"`` crawls the real web when the host of the topic's first seed
 answers on its port within a few seconds, and the sandbox otherwise, so that the same
-command works on a machine with internet and on one without.
+command works on a machine with internet and on one without. The probe keeps to the
+crawl's scope (:mod:`focused.web.probe`): a seed host the crawl may not reach is not
+looked up or connected to, and counts as unreachable.
 """
 
 from __future__ import annotations
 
 import logging
-import socket
 import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from urllib.parse import urljoin, urlsplit
 from w3lib.url import canonicalize_url
 
 from focused.output.metrics import read_labels, targets_from_labels
+from focused.web.probe import PROBE_TIMEOUT, Probe, ProbeScope, probe
 from focused.web.sandbox import SandboxServer, generate_site
 from focused.web.topics import Topic
 
@@ -43,38 +45,19 @@ class Web:
             self.server = None
 
 
-def unreachable_reason(url: str, timeout: float = 3.0) -> str | None:
+def unreachable_reason(
+    url: str, timeout: float = PROBE_TIMEOUT, scope: ProbeScope | None = None
+) -> str | None:
     """Why the host of ``url`` does not accept a TCP connection within ``timeout``, in a
     few words ("DNS lookup failed for example.org", "example.org does not answer"), or
-    None when it does.
-
-    A name under ``.invalid`` is refused at once, without asking any resolver (RFC 6761,
-    section 6.4: such names never resolve, and libraries should answer them negatively
-    themselves).
-    """
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    if not host or host.rstrip(".").lower().endswith(".invalid") or host == "invalid":
-        return f"DNS lookup failed for {host or url}"
-    try:
-        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError):
-        return f"DNS lookup failed for {host}"
-    for family, kind, proto, _, address in addresses:
-        try:
-            with socket.socket(family, kind, proto) as sock:
-                sock.settimeout(timeout)
-                sock.connect(address)
-                return None
-        except OSError:
-            continue
-    return f"{host} does not answer on port {port}"
+    None when it does; looked up and connected to only within ``scope``
+    (:func:`focused.web.probe.probe`)."""
+    return probe(url, scope, timeout=timeout).reason
 
 
-def reachable(url: str, timeout: float = 3.0) -> bool:
+def reachable(url: str, timeout: float = PROBE_TIMEOUT, scope: ProbeScope | None = None) -> bool:
     """True when the host of ``url`` accepts a TCP connection within ``timeout``."""
-    return unreachable_reason(url, timeout) is None
+    return unreachable_reason(url, timeout, scope) is None
 
 
 def load_labels(source: str) -> dict[str, list[str]]:
@@ -100,6 +83,7 @@ def open_web(
     sandbox_port: int = 0,
     port_file: Path | None = None,
     port_records: Sequence[Path] = (),
+    scope: ProbeScope | None = None,
 ) -> Web:
     """Decide the web, start the sandbox if it is the one, and gather seeds and targets.
 
@@ -114,10 +98,12 @@ def open_web(
     on ``sandbox_port`` (0: a free one); with ``port_file`` (a ``sandbox.port`` kept by an
     earlier crawl, :func:`focused.config.sandbox_port_files`) a resumed or continued crawl
     serves the sandbox on the port of the first run, so its URLs match; the port served
-    is written to each of ``port_records``.
+    is written to each of ``port_records``. The probe of the first seed looks up and
+    connects to it only within ``scope`` (the crawl's ``FOCUSED_ALLOWED_DOMAINS``,
+    ``FOCUSED_HOSTS`` and address policy, :func:`focused.config.probe_scope`).
     """
     category = category or topic.category
-    mode = _decide_mode(topic, mode, seeds)
+    mode = _decide_mode(topic, mode, seeds, scope or ProbeScope())
     if mode == "sandbox":
         return _open_sandbox(
             topic,
@@ -133,26 +119,37 @@ def open_web(
     return _open_real(topic, category=category, seeds=seeds, labels=labels)
 
 
-def _decide_mode(topic: Topic, mode: str, seeds: list[str]) -> str:
+def _decide_mode(topic: Topic, mode: str, seeds: list[str], scope: ProbeScope) -> str:
     """The web ``mode`` names, with ``auto`` decided by probing the first seed (unless the
     user gave seeds); a fallback to the sandbox, or a real web that looks unreachable, is
-    logged with the reason."""
+    logged with the reason. A first seed out of ``scope`` is not probed (one INFO line):
+    ``auto`` crawls the sandbox, ``real`` the real web as asked."""
     if mode == "auto":
         first = (seeds or topic.seeds)[0]
-        why = None if seeds else unreachable_reason(first)
-        mode = "real" if why is None else "sandbox"
-        if why is not None:
+        answer = Probe(None) if seeds else probe(first, scope, seeds=topic.seeds)
+        mode = "real" if answer.answered else "sandbox"
+        if answer.refused:
+            logger.info(
+                "focused: the real web is not probed (%s); crawling the sandbox web instead",
+                answer.reason,
+            )
+        elif answer.reason is not None:
             logger.warning(
                 "focused: the real web is unreachable (%s); crawling the sandbox web instead",
-                why,
+                answer.reason,
             )
     elif mode == "real" and not seeds:  # FOCUSED_SEEDS (a benchmark's server): no probe
-        why = unreachable_reason(topic.seeds[0])
-        if why is not None:
+        answer = probe(topic.seeds[0], scope, seeds=topic.seeds)
+        if answer.refused:
+            logger.info(
+                "focused: the real web is not probed (%s); crawling it (FOCUSED_WEB=real)",
+                answer.reason,
+            )
+        elif answer.reason is not None:
             logger.warning(
                 "focused: the real web looks unreachable (%s); crawling it anyway"
                 " (FOCUSED_WEB=real)",
-                why,
+                answer.reason,
             )
     return mode
 

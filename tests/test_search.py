@@ -200,3 +200,45 @@ def test_progress_line_shows_the_window_and_flags_a_drift() -> None:
     line = progress.line(Snapshot(200, 85, None), now=20.0)  # 5 relevant of the last 100
     assert "harvest rate 0.425, last 100 pages 0.050 (falling: drifting off-topic?)" in line
     assert "recall" not in line and not progress.due(250, 21.0)
+
+
+PHRASES = {
+    "http://h/speed": ("Reaction rates", "A catalyst speeds up a reaction; heat speeds it too."),
+    "http://h/enzyme": ("Enzymes", "An enzyme is a catalyst. The reaction speeds up."),
+    "http://h/title": ("Catalyst speeds", "Nothing here says it."),
+}
+
+
+def test_phrases_left_out_terms_and_the_title_filter(tmp_path: Path) -> None:
+    with PageStore(tmp_path) as store:
+        fill(store, PHRASES)
+    urls = lambda q: {h.url for h in search(tmp_path, q)}  # noqa: E731
+    assert urls("catalyst speeds") == set(PHRASES)  # words: any of them
+    # a quoted phrase: its words next to each other, in order
+    assert urls('"catalyst speeds"') == {"http://h/speed", "http://h/title"}
+    assert urls('"speeds catalyst"') == set()
+    # a leading minus leaves out the pages with the word, or with the phrase
+    assert urls("catalyst -enzyme") == {"http://h/speed", "http://h/title"}
+    assert urls('reaction -"catalyst speeds"') == {"http://h/enzyme"}
+    # title: looks in the title only
+    assert urls("title:catalyst") == {"http://h/title"}
+    assert urls('title:"reaction rates" enzyme') == {"http://h/speed", "http://h/enzyme"}
+    assert urls("-catalyst") == set()  # nothing wanted: no pages
+    # FTS5's own syntax is not read: a column the index lacks, NEAR, a star are words
+    assert urls("url:catalyst") == set(PHRASES)
+    assert search(tmp_path, 'NEAR(catalyst speeds) cat*') != []
+
+
+def test_the_match_expression_of_each_form() -> None:
+    m = fulltext.match_expression
+    assert m('"Catalyst Speeds" -enzyme') == '("catalyst speeds") NOT ("enzyme")'
+    assert m("title:催化剂") == 'title : "催化剂"'
+    assert m('-"催化剂 可以"') == ""
+    assert m("acid base", all_terms=True) == '"acid" AND "base"'
+
+
+def test_a_tiny_score_is_printed_with_its_digits() -> None:
+    from focused.output.search import Hit, format_hits
+
+    hit = Hit("http://h/a", "A", 2.4e-06, "", 0.5, True, 1, "x")
+    assert "score 2.4e-06;" in format_hits([hit])

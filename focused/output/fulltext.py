@@ -23,6 +23,7 @@ Pure module: no Scrapy import (parsel, as Scrapy's selectors use it, for :func:`
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterable
 
@@ -119,12 +120,42 @@ def html_text(body: bytes, encoding: str = "") -> tuple[str, str]:
     return title, " ".join(sel.xpath(TEXT_XPATH).getall())
 
 
+#: One piece of a query: an optional ``-`` (leave out pages with it), an optional
+#: column (``title:``), then a "quoted phrase" or a word.
+_QUERY_PIECE = re.compile(r'(-?)(?:(title|text):)?(?:"([^"]*)"?|(\S+))', re.IGNORECASE)
+
+
 def match_expression(query: str, all_terms: bool = False) -> str:
-    """The FTS5 ``MATCH`` expression of a user's query: its terms (segmented like the
-    pages), each quoted, joined by ``OR`` (any term; BM25 ranks pages with more of them
-    first) or, with ``all_terms``, by ``AND``. Empty when the query has no term."""
-    terms = _unique(tokenize(query))
-    return f" {'AND' if all_terms else 'OR'} ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    """The FTS5 ``MATCH`` expression of a user's query. Its words are segmented like the
+    pages, each quoted, and joined by ``OR`` (any term; BM25 ranks pages with more of
+    them first) or, with ``all_terms``, by ``AND``. A ``"quoted phrase"`` matches its
+    terms next to each other, in order; ``title:word`` or ``title:"a phrase"`` only in
+    the title (``text:`` only in the text); a leading ``-`` leaves out the pages that
+    have the word or phrase. FTS5's own operators are not read: every word is a term.
+    Empty when the query has no term to look for (nothing but left-out ones)."""
+    wanted: list[str] = []
+    unwanted: list[str] = []
+    for minus, column, phrase, word in _QUERY_PIECE.findall(query):
+        terms = tokenize(phrase if phrase else word)
+        if not terms:
+            continue
+        prefix = f"{column.lower()} : " if column else ""
+        if phrase or (minus and len(terms) > 1):  # a phrase: its terms in a row
+            parts = [prefix + _quoted(" ".join(terms))]
+        else:
+            parts = [prefix + _quoted(t) for t in terms]
+        (unwanted if minus else wanted).extend(parts)
+    wanted, unwanted = _unique(wanted), _unique(unwanted)
+    if not wanted:
+        return ""
+    joined = f" {'AND' if all_terms else 'OR'} ".join(wanted)
+    if not unwanted:
+        return joined
+    return f"({joined}) NOT ({' OR '.join(unwanted)})"
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
 
 
 def _unique(terms: Iterable[str]) -> list[str]:

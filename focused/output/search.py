@@ -166,7 +166,7 @@ def format_hits(hits: list[Hit]) -> str:
         mark = "relevant" if hit.relevant else "not relevant"
         lines.append(
             f"{rank:3d}. {hit.title or '(no title)'}  "
-            f"[score {hit.score:.2f}; A = {hit.page_relevance:.2f}, {mark}]"
+            f"[score {hit.score:.3g}; A = {hit.page_relevance:.2f}, {mark}]"
         )
         lines.append(f"     {hit.url}")
         if hit.snippet:

@@ -226,7 +226,7 @@ def test_phrases_left_out_terms_and_the_title_filter(tmp_path: Path) -> None:
     assert urls("-catalyst") == set()  # nothing wanted: no pages
     # FTS5's own syntax is not read: a column the index lacks, NEAR, a star are words
     assert urls("url:catalyst") == set(PHRASES)
-    assert search(tmp_path, 'NEAR(catalyst speeds) cat*') != []
+    assert search(tmp_path, "NEAR(catalyst speeds) cat*") != []
 
 
 def test_the_match_expression_of_each_form() -> None:

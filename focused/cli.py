@@ -128,10 +128,15 @@ def seed_from_command_line(settings: Any, url: str) -> None:
     """The http(s) URL given to ``scrapy fetch`` or ``scrapy shell`` becomes the crawl's
     seed (``FOCUSED_SEEDS``, unless the user set it): its kind of address is allowed, as
     a topic's seeds are. A local file or another scheme changes nothing."""
+    from scrapy.settings import SETTINGS_PRIORITIES
     from scrapy.utils.url import guess_scheme
 
     url = guess_scheme(url)
     if url.partition("://")[0].lower() not in ("http", "https"):
         return
-    if settings.getpriority("FOCUSED_SEEDS") is None:  # not set by the user
+    # not set by the user: absent, or settings.py's default (focused.defaults, pulled in)
+    priority = settings.getpriority("FOCUSED_SEEDS")
+    if priority is None or (
+        priority <= SETTINGS_PRIORITIES["project"] and not get(settings, "FOCUSED_SEEDS")
+    ):
         settings.set("FOCUSED_SEEDS", [url], priority="cmdline")

@@ -12,6 +12,7 @@ from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
 from focused import meta
 from focused import signals as focused_signals
+from focused.habits import ignored_by_strategy, other_scheduler
 from focused.meta import PageFacts
 from focused.strategies import Link, LinkScore, Parent, Strategy
 
@@ -55,6 +56,9 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
     own links are scored; then a strategy that ``rescores`` asks the frontier to
     re-order its waiting links (:data:`focused.signals.frontier_rescore`).
 
+    At start it names, in one WARNING each, a ``DEPTH_PRIORITY`` it overrides and a
+    ``SCHEDULER`` that is not the focused one (:mod:`focused.habits`).
+
     Stats: ``focused/links/scored``, ``focused/links/dropped``,
     ``focused/<strategy>/*`` (:meth:`~focused.strategies.base.Strategy.stats`).
     """
@@ -93,6 +97,11 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
             raise NotConfigured
         o = cls(strategy, crawler.stats)
         o.crawler = crawler
+        name = strategy.name or type(strategy).__name__
+        lines = ignored_by_strategy(crawler.settings, name)
+        scheduler = other_scheduler(crawler.settings, name)
+        for line in [*lines, *([scheduler] if scheduler else [])]:
+            logger.warning("focused: %s", line)
         o.url_length_limit = crawler.settings.getint("URLLENGTH_LIMIT")
         crawler.signals.connect(o._flush_counts, signal=signals.spider_closed)
         crawler.signals.connect(o._frontier_opened, signal=focused_signals.frontier_opened)

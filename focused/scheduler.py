@@ -47,6 +47,7 @@ from focused.frontier.memory import (
 )
 from focused.frontier.rescoring import RescoreSchedule
 from focused.frontier.seen import SeenSet, url_fingerprint
+from focused.habits import ignored_by_scheduler
 from focused.meta import (
     ANCHOR_RELEVANCE,
     CHROME,
@@ -434,7 +435,8 @@ class FocusedScheduler(BaseScheduler):
     the pick is the simulated-annealing choice among the top ``FOCUSED_SA_K`` (He, Cheng &
     Cai 2009, :mod:`focused.ranking.annealing`). A URL found again with a higher priority
     while it waits is promoted, never queued twice; any other URL seen before is dropped.
-    ``DUPEFILTER_CLASS`` is not used.
+    ``DUPEFILTER_CLASS`` is not used (a changed one is named in a WARNING at start, with
+    Scrapy's queue settings: :mod:`focused.habits`).
 
     ``dont_filter``: a request for a URL that is in flight is let through only with
     ``dont_filter`` (a retry: the URL goes back to waiting); for a URL done in this run
@@ -598,6 +600,7 @@ class FocusedScheduler(BaseScheduler):
             )
         if kind != "memory":
             raise ValueError(f"FOCUSED_FRONTIER must be 'memory' or 'redis', got {kind!r}")
+        warn_ignored_settings(s)
         name = str(get(s, "FOCUSED_STRATEGY")).strip()
         return cls(
             jobdir=job_dir(s),
@@ -1437,6 +1440,13 @@ class FocusedScheduler(BaseScheduler):
         stats.set_value("scheduler/dequeued", self.dequeued)
         stats.set_value("focused/frontier/promoted", self.frontier.promoted)
         stats.set_value("focused/dupefilter/filtered", self.filtered)
+
+
+def warn_ignored_settings(settings: Any) -> None:
+    """One WARNING for each of Scrapy's scheduling settings that the user changed and the
+    focused scheduler ignores (:func:`focused.habits.ignored_by_scheduler`)."""
+    for line in ignored_by_scheduler(settings):
+        logger.warning("focused: %s", line)
 
 
 def _is_whole(entry: Entry) -> bool:

@@ -108,9 +108,17 @@ ITEM_PIPELINES = {
 }
 # Progress lines while crawling; stats.json, settings.json and report.html at the end.
 
-# The m-value rule's parameters (Liu, Xia & Xu 2010), repeated here because they are the
-# ones users tune.
-FOCUSED_STRATEGY = "annealing"
-FOCUSED_M_INITIAL = 100.0
-FOCUSED_GENETIC_RATIO = 0.8
-FOCUSED_ANCHOR_THRESHOLD = 0.2
+# --- FOCUSED_* settings ------------------------------------------------------------
+# Set any FOCUSED_* setting here (above or below this comment), e.g.
+#   FOCUSED_STRATEGY = "bfs"
+# Every one you do not set takes its default from focused/defaults.py, the one place
+# where the defaults live: pulled in below, so that `scrapy settings --get FOCUSED_...`
+# and get_project_settings() show the value the crawl uses. -s and scrapyd's per-job
+# settings still win over settings.py.
+from copy import deepcopy as _deepcopy  # noqa: E402
+
+from focused.defaults import DEFAULTS as _focused_defaults  # noqa: E402
+
+for _name, _default in _focused_defaults.items():
+    globals().setdefault(_name, _deepcopy(_default))
+del _name, _default

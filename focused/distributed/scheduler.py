@@ -64,7 +64,7 @@ from focused.errors import RedisLayoutError, RedisUnavailable
 from focused.frontier.journal import DONE, ERROR
 from focused.frontier.seen import FingerprintTable, url_fingerprint
 from focused.output.store import DB_NAME as PAGES_DB
-from focused.scheduler import COPY_META, DONT_FILTER, FocusedScheduler
+from focused.scheduler import COPY_META, DONT_FILTER, FocusedScheduler, warn_ignored_settings
 from focused.strategies import strategy_class
 
 if TYPE_CHECKING:
@@ -221,6 +221,7 @@ class RedisScheduler(FocusedScheduler):
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         s = crawler.settings
+        warn_ignored_settings(s)
         name = str(get(s, "FOCUSED_STRATEGY")).strip()
         return cls(
             server=connect(s),

@@ -1,0 +1,157 @@
+"""Scrapy settings a Scrapy user sets by habit that the focused crawler does not honour.
+
+Each one, changed from Scrapy's default (and from this project's ``settings.py``), is
+one WARNING line at crawl start saying what the crawler does instead; pure functions
+here (settings in, lines out), logged by the Scrapy glue that runs whatever starts the
+crawl (``scrapy crawl``, scrapyd, a ``CrawlerProcess`` script):
+
+- the focused scheduler (:class:`focused.scheduler.FocusedScheduler` and the Redis
+  one, in their ``from_crawler``): :func:`ignored_by_scheduler` (Scrapy's queue classes
+  and ``DUPEFILTER_CLASS``: it keeps its own frontier and seen-URL set);
+- the priority middleware (:class:`focused.middlewares.FocusedPriorityMiddleware`, in
+  its ``from_crawler``): :func:`ignored_by_strategy` (``DEPTH_PRIORITY``: the strategy
+  sets every request's priority after Scrapy's ``DepthMiddleware``) and
+  :func:`other_scheduler` (a ``SCHEDULER`` that is not the focused one: the strategy's
+  priorities then go to Scrapy's queues, without the focused scheduler's work).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from scrapy.settings import default_settings
+from scrapy.utils.misc import load_object
+
+__all__ = [
+    "SCHEDULER_PATH",
+    "QUEUE_SETTINGS",
+    "changed",
+    "ignored_by_scheduler",
+    "ignored_by_strategy",
+    "other_scheduler",
+]
+
+SCHEDULER_PATH = "focused.scheduler.FocusedScheduler"
+
+#: Scrapy's queue settings the focused scheduler does not use, and what it does instead
+QUEUE_SETTINGS: dict[str, str] = {
+    "SCHEDULER_MEMORY_QUEUE": (
+        "the focused scheduler orders requests by the strategy's priorities"
+        " (FOCUSED_STRATEGY), the first found first among equals; FOCUSED_STRATEGY=bfs"
+        " crawls breadth-first"
+    ),
+    "SCHEDULER_DISK_QUEUE": (
+        "with JOBDIR the focused scheduler journals its frontier in JOBDIR/frontier.sqlite3"
+    ),
+    "SCHEDULER_PRIORITY_QUEUE": (
+        "the focused scheduler keeps one frontier ordered by the strategy's priorities"
+        " (FOCUSED_STRATEGY), picking among the hosts free to take a request"
+        " (FOCUSED_HOST_AWARE)"
+    ),
+    "SCHEDULER_START_MEMORY_QUEUE": (
+        "the focused scheduler queues the start requests (seeds) in its frontier with the"
+        " others, by the strategy's priorities"
+    ),
+    "SCHEDULER_START_DISK_QUEUE": (
+        "the focused scheduler queues the start requests (seeds) in its frontier with the"
+        " others (journaled in JOBDIR/frontier.sqlite3)"
+    ),
+}
+
+_DUPEFILTER = (
+    "the focused scheduler drops a URL it has seen (its own seen-URL set, by canonical URL;"
+    " a waiting URL found again with a higher priority moves up), and lets a request with"
+    " dont_filter=True through"
+)
+
+
+def _name(value: Any) -> str:
+    """A setting's value as the user would write it (a class by its dotted path)."""
+    if isinstance(value, type):
+        module = sys.modules.get(value.__module__)
+        # the name the module gives it (a class made by a factory has another __qualname__)
+        names = [k for k, v in vars(module).items() if v is value] if module else []
+        return f"{value.__module__}.{names[0] if names else value.__qualname__}"
+    return str(value)
+
+
+def _same_object(a: Any, b: Any) -> bool:
+    """Whether two class settings (dotted paths or classes) name the same class."""
+    if _name(a) == _name(b):
+        return True
+    try:
+        return bool(load_object(a) is load_object(b))
+    except (ImportError, NameError, ValueError, AttributeError, TypeError):
+        return False
+
+
+def _project_value(name: str) -> Any:
+    """The value this project's ``settings.py`` gives ``name`` (``None``: none)."""
+    from focused import settings as project
+
+    return getattr(project, name, None)
+
+
+def changed(settings: Any, name: str) -> bool:
+    """Whether the class setting ``name`` names another class than Scrapy's default and
+    this project's ``settings.py``."""
+    value = settings.get(name)
+    if value is None:
+        return False
+    shipped = [getattr(default_settings, name, None), _project_value(name)]
+    return not any(s is not None and _same_object(value, s) for s in shipped)
+
+
+def ignored_by_scheduler(settings: Any) -> list[str]:
+    """One line for each of Scrapy's scheduling settings the focused scheduler ignores
+    that the user changed: the queue classes and ``DUPEFILTER_CLASS``."""
+    lines = [
+        f"{name}={_name(settings.get(name))} is ignored: {instead}"
+        for name, instead in QUEUE_SETTINGS.items()
+        if changed(settings, name)
+    ]
+    if changed(settings, "DUPEFILTER_CLASS"):
+        lines.append(
+            f"DUPEFILTER_CLASS={_name(settings.get('DUPEFILTER_CLASS'))} is ignored: {_DUPEFILTER}"
+        )
+    return lines
+
+
+def ignored_by_strategy(settings: Any, strategy: str) -> list[str]:
+    """``DEPTH_PRIORITY`` set to anything but 0: the strategy (its name ``strategy``) sets
+    every request's priority after Scrapy's ``DepthMiddleware`` has adjusted it."""
+    raw = settings.get("DEPTH_PRIORITY")
+    try:
+        if settings.getint("DEPTH_PRIORITY") == 0:
+            return []
+    except (TypeError, ValueError):
+        pass  # Scrapy's DepthMiddleware reports it
+    return [
+        f"DEPTH_PRIORITY={raw} is ignored: the order comes from FOCUSED_STRATEGY"
+        f" ({strategy}), which sets every request's priority; use FOCUSED_STRATEGY=bfs for"
+        " breadth-first"
+    ]
+
+
+def other_scheduler(settings: Any, strategy: str) -> str | None:
+    """One line when ``SCHEDULER`` is not the focused scheduler (or a subclass of it):
+    the strategy still sets each request's priority, but Scrapy's (or the user's)
+    scheduler orders them; ``None`` when it is the focused one."""
+    value = settings.get("SCHEDULER")
+    try:
+        cls = load_object(value)
+        focused_cls = load_object(SCHEDULER_PATH)
+    except (ImportError, NameError, ValueError, AttributeError, TypeError):
+        return None  # Scrapy reports a scheduler it cannot load
+    # not issubclass: Scrapy's BaseScheduler counts any class with a scheduler's methods
+    if isinstance(cls, type) and focused_cls in cls.__mro__:
+        return None
+    return (
+        f"SCHEDULER={_name(value)} is not {SCHEDULER_PATH}: the strategy {strategy} still"
+        " sets each request's priority, but that scheduler orders them (Scrapy's: highest"
+        " priority first, ties by SCHEDULER_MEMORY_QUEUE, dupes by DUPEFILTER_CLASS), with no"
+        " annealing or host-aware pick, no promotion of a waiting URL found again, no"
+        " focused/queue/* stats, and JOBDIR resumed by Scrapy's own queues instead of the"
+        " frontier journal"
+    )

@@ -1,0 +1,139 @@
+"""Scrapy settings a Scrapy user sets by habit: the crawl honours them or says, in one
+WARNING line at start, that it ignores them and what it does instead (real sandbox
+crawls: ``scrapy crawl focused`` and a ``CrawlerProcess`` script in a subprocess)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from scrapy.settings import Settings
+
+from focused import habits
+from tests.crawling import PROJECT, run_crawl
+
+pytestmark = pytest.mark.integration
+
+SHORT = ("CLOSESPIDER_ITEMCOUNT=5",)
+
+
+def _warnings(log: str) -> list[str]:
+    return [line for line in log.splitlines() if "WARNING: focused:" in line]
+
+
+def _one(lines: list[str], start: str) -> str:
+    found = [line for line in lines if f"WARNING: focused: {start}" in line]
+    assert len(found) == 1, lines
+    return found[0]
+
+
+def test_scheduling_settings_the_focused_scheduler_ignores_are_each_one_warning(
+    tmp_path: Path,
+) -> None:
+    crawl = run_crawl(
+        tmp_path / "out",
+        *SHORT,
+        "DEPTH_PRIORITY=1",
+        "SCHEDULER_MEMORY_QUEUE=scrapy.squeues.FifoMemoryQueue",
+        "SCHEDULER_DISK_QUEUE=scrapy.squeues.PickleFifoDiskQueue",
+        "SCHEDULER_PRIORITY_QUEUE=myproject.queues.MyPriorityQueue",  # never loaded
+        "DUPEFILTER_CLASS=scrapy.dupefilters.BaseDupeFilter",
+    )
+    lines = _warnings(crawl.log)
+    depth = _one(lines, "DEPTH_PRIORITY=1 is ignored")
+    assert "FOCUSED_STRATEGY (annealing)" in depth and "FOCUSED_STRATEGY=bfs" in depth
+    memory = _one(lines, "SCHEDULER_MEMORY_QUEUE=scrapy.squeues.FifoMemoryQueue is ignored")
+    assert "FOCUSED_STRATEGY=bfs crawls breadth-first" in memory
+    disk = _one(lines, "SCHEDULER_DISK_QUEUE=scrapy.squeues.PickleFifoDiskQueue is ignored")
+    assert "JOBDIR/frontier.sqlite3" in disk
+    _one(lines, "SCHEDULER_PRIORITY_QUEUE=myproject.queues.MyPriorityQueue is ignored")
+    dupes = _one(lines, "DUPEFILTER_CLASS=scrapy.dupefilters.BaseDupeFilter is ignored")
+    assert "dont_filter=True" in dupes
+    assert len(lines) == 5, lines
+    assert "'finish_reason': 'closespider_itemcount'" in crawl.log
+
+
+def test_scrapy_defaults_and_the_project_settings_give_no_warning(tmp_path: Path) -> None:
+    crawl = run_crawl(
+        tmp_path / "out",
+        *SHORT,
+        "DEPTH_PRIORITY=0",
+        "SCHEDULER_PRIORITY_QUEUE=scrapy.pqueues.DownloaderAwarePriorityQueue",  # Scrapy's
+        "DUPEFILTER_CLASS=scrapy.dupefilters.RFPDupeFilter",
+    )
+    assert _warnings(crawl.log) == []
+
+
+def test_scrapy_s_own_scheduler_is_named_with_what_the_crawl_loses(tmp_path: Path) -> None:
+    crawl = run_crawl(
+        tmp_path / "out",
+        *SHORT,
+        "SCHEDULER=scrapy.core.scheduler.Scheduler",
+        "SCHEDULER_MEMORY_QUEUE=scrapy.squeues.FifoMemoryQueue",  # honoured by Scrapy's
+    )
+    lines = _warnings(crawl.log)
+    line = _one(lines, "SCHEDULER=scrapy.core.scheduler.Scheduler is not")
+    assert "the strategy annealing still sets each request's priority" in line
+    assert "no annealing or host-aware pick" in line and "frontier journal" in line
+    assert len(lines) == 1, lines  # Scrapy's scheduler does use its queue settings
+    # the strategy still scores the links, and the crawl stores pages
+    assert "'focused/links/scored'" in crawl.log and len(crawl.rows()) >= 5
+
+
+SCRIPT = """
+import sys
+from scrapy.crawler import CrawlerProcess
+from scrapy.utils.project import get_project_settings
+
+settings = get_project_settings()
+settings.setdict(
+    {
+        "FOCUSED_WEB": "sandbox",
+        "FOCUSED_OUTPUT_DIR": sys.argv[1],
+        "CLOSESPIDER_ITEMCOUNT": 3,
+        "AUTOTHROTTLE_ENABLED": False,
+        "DEPTH_PRIORITY": -1,
+        "DUPEFILTER_CLASS": "scrapy.dupefilters.BaseDupeFilter",
+    },
+    priority="cmdline",
+)
+process = CrawlerProcess(settings)
+process.crawl("focused", topic="chemistry")
+process.start()
+"""
+
+
+def test_a_crawler_process_script_gets_the_same_warnings(tmp_path: Path) -> None:
+    script = tmp_path / "run.py"
+    script.write_text(SCRIPT)
+    result = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "out")],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = _warnings(result.stderr)
+    _one(lines, "DEPTH_PRIORITY=-1 is ignored")
+    _one(lines, "DUPEFILTER_CLASS=scrapy.dupefilters.BaseDupeFilter is ignored")
+
+
+def test_a_class_given_as_an_object_or_another_path_to_the_same_class() -> None:
+    from scrapy.squeues import FifoMemoryQueue, LifoMemoryQueue
+
+    settings = Settings()
+    settings.setmodule("focused.settings", priority="project")
+    assert habits.ignored_by_scheduler(settings) == []
+    settings.set("SCHEDULER_MEMORY_QUEUE", LifoMemoryQueue)  # Scrapy's default, as a class
+    assert habits.ignored_by_scheduler(settings) == []
+    settings.set("SCHEDULER_MEMORY_QUEUE", FifoMemoryQueue)
+    assert habits.ignored_by_scheduler(settings)[0].startswith(
+        "SCHEDULER_MEMORY_QUEUE=scrapy.squeues.FifoMemoryQueue is ignored"
+    )
+    # the focused scheduler, or a subclass of it (the Redis one), is no other scheduler
+    for scheduler in (habits.SCHEDULER_PATH, "focused.distributed.scheduler.RedisScheduler"):
+        settings.set("SCHEDULER", scheduler)
+        assert habits.other_scheduler(settings, "bfs") is None

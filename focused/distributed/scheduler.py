@@ -60,11 +60,12 @@ from focused.distributed.frontier import (
     clamp_priority,
 )
 from focused.distributed.model import SharedModel
-from focused.errors import RedisLayoutError, RedisUnavailable
+from focused.errors import FrontierLost, RedisLayoutError, RedisUnavailable
 from focused.frontier.journal import DONE, ERROR
 from focused.frontier.seen import FingerprintTable, url_fingerprint
 from focused.output.store import DB_NAME as PAGES_DB
 from focused.scheduler import COPY_META, DONT_FILTER, FocusedScheduler
+from focused.stop import REDIS_FRONTIER_LOST, REDIS_UNREACHABLE
 from focused.strategies import strategy_class
 
 if TYPE_CHECKING:
@@ -210,6 +211,8 @@ class RedisScheduler(FocusedScheduler):
         self.reconciled = 0
         self._counts = Counts()
         self._down_since: float | None = None
+        #: the shared frontier vanished from Redis (FrontierLost): the worker stops
+        self._lost = False
         self._closing = False
         self._connected = False
         self._renewer: Any = None
@@ -297,8 +300,8 @@ class RedisScheduler(FocusedScheduler):
             logger.error("focused: error: %s", exc)
             self.redis = None
             self._closing = True
-            if self._call_later(0, self._stop, "redis_unreachable") is None:
-                self._stop("redis_unreachable")
+            if self._call_later(0, self._stop, REDIS_UNREACHABLE) is None:
+                self._stop(REDIS_UNREACHABLE)
             return
         outbox = self.output_dir / self.OUTBOX_NAME
         restored = self.redis.restore_outbox(outbox)
@@ -344,6 +347,10 @@ class RedisScheduler(FocusedScheduler):
                 self.crawler.signals.disconnect(handler, signal=signal)
         red = self.redis
         if red is None:
+            return
+        if self._lost:  # nothing to hand back to; the marker stays "not closed"
+            self._update_stats()
+            red.close()
             return
         unreleased = self._hand_back(red)
         self._close_model()
@@ -410,7 +417,7 @@ class RedisScheduler(FocusedScheduler):
             )
 
     def has_pending_requests(self) -> bool:
-        if self.redis is None:  # unreachable at the start: closing
+        if self.redis is None or self._lost:  # unreachable at the start, lost: closing
             return False
         if self._down_since is not None:
             return not self._closing  # unknown: do not let the spider finish
@@ -446,7 +453,7 @@ class RedisScheduler(FocusedScheduler):
         once Redis said so (counted in ``focused/dupefilter/filtered``): the first time
         it comes here, ``True``.
         """
-        if self.redis is None:  # unreachable at the start: the spider is closing
+        if self.redis is None or self._lost:  # unreachable at the start, lost: closing
             return False
         fp = self._fingerprint(request)
         redirects = request.meta.get("redirect_urls")
@@ -565,7 +572,7 @@ class RedisScheduler(FocusedScheduler):
         ``delayed_hosts``; ``refresh``: ask every partition (see
         :meth:`RedisFrontier.sync`)."""
         red = self.redis
-        if red is None:
+        if red is None or self._lost:
             return None
         try:
             annealer = self.annealer if mode == ANNEAL else None
@@ -577,6 +584,9 @@ class RedisScheduler(FocusedScheduler):
                 delayed_hosts or (),
                 refresh=refresh,
             )
+        except FrontierLost as exc:
+            self._frontier_lost(red, exc)
+            return None
         except REDIS_DOWN as exc:
             red.drop_waste()  # sent right after their pick or never (stage_waste)
             now = time.monotonic()
@@ -589,7 +599,7 @@ class RedisScheduler(FocusedScheduler):
                     self.lease,
                 )
             elif now - self._down_since > self.lease and not self._closing and not final:
-                self._stop("redis_unreachable")
+                self._stop(REDIS_UNREACHABLE)
             return None
         if self._down_since is not None:
             logger.info("focused: Redis is back after %.1f s", time.monotonic() - self._down_since)
@@ -613,6 +623,21 @@ class RedisScheduler(FocusedScheduler):
                     self._known.set(fp, _GONE)
         self._update_stats()
         return step
+
+    def _frontier_lost(self, red: RedisFrontier, exc: FrontierLost) -> None:
+        """The shared frontier vanished (Redis restarted without its data, its keys deleted
+        or evicted): one error line, the staged changes dropped (sent, they would rebuild
+        a partial frontier that the workers would take for the whole crawl), and the
+        spider closes with reason ``redis_frontier_lost`` (exit status 1). The output
+        folder's marker stays "not closed": a worker started again here after the frontier
+        was restored (a backup) marks the pages its store holds done."""
+        self._lost = True
+        self._down_since = None
+        dropped = red.discard_staged()
+        logger.error("focused: error: %s (%d unsent changes dropped)", exc, dropped)
+        self.in_flight.clear()
+        if not self._closing:
+            self._stop(REDIS_FRONTIER_LOST)
 
     def _stop(self, reason: str) -> None:
         self._closing = True
@@ -647,7 +672,7 @@ class RedisScheduler(FocusedScheduler):
 
     def _tick(self) -> None:
         """Every lease/3: renew the leases of this worker's in-flight URLs, flush."""
-        if self.redis is None:
+        if self.redis is None or self._lost:
             return
         if self.in_flight:
             self.redis.stage_renew(self.in_flight)

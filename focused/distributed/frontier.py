@@ -12,7 +12,8 @@ error bookkeeping of the four queues of Liu, Xia & Xu (2010) under one key prefi
 ``<key>:inflight``  sorted set fingerprint -> lease deadline (ms, Redis server clock)
 ``<key>:seen``      set of the fingerprints ever queued (the shared dupefilter)
 ``<key>:stats``     hash: ``seq``, ``picks``, ``done``, ``error``, ``promoted``,
-                    ``reclaimed``, ``accepted_worse``
+                    ``reclaimed``, ``accepted_worse``, and ``epoch`` (set by the first
+                    client, checked by every round trip: :class:`FrontierLost`)
 
 An entry with rescoring evidence (``learning``) keeps it at the end of its packed entry
 (flag bit 0x80 on the extra's kind, then the evidence and its length, u16), so that the

@@ -185,10 +185,14 @@ def validate(settings: Any, topic: Topic | None = None, *, reach_redis: bool = T
         check_keywords(topic)
         for url in topic.seeds:  # the topic file checked the scheme, not the port
             check_seed(url, f"topic {topic.name!r} seeds")
-    if reach_redis and str(get(settings, "FOCUSED_FRONTIER")) == "redis":
-        from focused.distributed.connection import check  # redis-py only when it is used
+    if str(get(settings, "FOCUSED_FRONTIER")) == "redis":
+        # redis-py only when it is used
+        from focused.distributed.connection import check, check_url
 
-        check(settings)  # RedisUnavailable is a ConfigError: one line, exit 2
+        if reach_redis:
+            check(settings)  # RedisUnavailable is a ConfigError: one line, exit 2
+        else:
+            check_url(settings.get("REDIS_URL"))
     if settings.get("JOBDIR"):  # the journal, the sandbox's port, the learnt model
         jobdir = check_folder(str(settings.get("JOBDIR")), "JOBDIR")
         check_database(jobdir / "frontier.sqlite3", "JOBDIR")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -154,3 +155,50 @@ def test_redis_gone_before_the_spider_is_made_is_the_scheduler_s_one_line(
     spider = FocusedSpider.from_crawler(crawler, topic="chemistry")
     spider.close_web(spider)
     assert spider.topic.name == "chemistry"
+
+
+@pytest.fixture(scope="module")
+def locked() -> Iterator[RedisServer]:
+    """A private redis-server that wants the password ``sekrit``."""
+    with RedisServer() as s:
+        client = redis.Redis.from_url(s.url)
+        client.config_set("requirepass", "sekrit")
+        client.close()
+        yield s
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("redis://127.0.0.1:{port}/0", "refused this worker (it needs a password)"),
+        ("redis://:wrong@127.0.0.1:{port}/0", "refused this worker (invalid username-password"),
+        ("redis://:sekrit@127.0.0.1:{port}/99", "refused this worker (DB index is out of range)"),
+        # crawled database 0 without a word
+        ("redis://:sekrit@127.0.0.1:{port}/abc", "the database 'abc' is not a number"),
+        ("127.0.0.1:{port}", "'127.0.0.1:{port}' is not a Redis URL"),
+        ("http://127.0.0.1:{port}/0", "is not a Redis URL"),
+        ("redis://:sekrit@127.0.0.1:nope/0", "is not a Redis URL (Port could not be cast"),
+    ],
+)
+def test_a_redis_url_that_cannot_work_stops_with_one_line(
+    locked: RedisServer, tmp_path: Path, url: str, says: str
+) -> None:
+    """A wrong password, a missing one, a database out of range or not a number, a URL
+    that is no Redis URL: one line, exit 2, nothing fetched, the password not shown
+    (a database out of range and a URL that is no Redis URL were tracebacks, exit 1)."""
+    url = url.format(port=locked.port)
+    out = tmp_path / "out"
+    cmd = [
+        *(sys.executable, "-m", "scrapy", "crawl", "focused", "-a", "topic=chemistry"),
+        *("-s", "FOCUSED_WEB=sandbox", "-s", "FOCUSED_FRONTIER=redis"),
+        *("-s", f"REDIS_URL={url}", "-s", f"FOCUSED_OUTPUT_DIR={out}"),
+    ]
+    run = subprocess.run(cmd, cwd=PROJECT, capture_output=True, text=True, timeout=120)
+    log = run.stderr
+    assert run.returncode == 2, log[-3000:]
+    assert "Traceback" not in log and "Spider opened" not in log, log[-3000:]
+    errors = [line for line in log.splitlines() if line.startswith("focused: error:")]
+    assert len(errors) == 1, log[-3000:]
+    assert says.format(port=locked.port) in errors[0]
+    assert "sekrit" not in log and "wrong" not in log
+    assert not out.exists()

@@ -56,8 +56,10 @@ import redis
 from focused.distributed.connection import (
     CLUSTER_DOWN,
     REDIS_DOWN,
+    REFUSED,
     describe,
     is_cluster,
+    refused_message,
     unreachable_message,
 )
 from focused.distributed.model import EVIDENCE_FLAG
@@ -267,6 +269,8 @@ class RedisFrontier:
             self._check_layout()
             self._open_epochs()
             self._sha = self.server.script_load(STEP_LUA)
+        except REFUSED as exc:  # a password, a database, an ACL without scripts
+            raise RedisUnavailable(refused_message(self.server, exc)) from None
         except REDIS_DOWN as exc:
             raise RedisUnavailable(unreachable_message(self.server, exc)) from None
 

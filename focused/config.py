@@ -189,8 +189,14 @@ def validate(settings: Any, topic: Topic | None = None, *, reach_redis: bool = T
         # redis-py only when it is used
         from focused.distributed.connection import check, check_url
 
-        if reach_redis:
-            check(settings)  # RedisUnavailable is a ConfigError: one line, exit 2
+        if reach_redis:  # RedisUnavailable is a ConfigError: one line, exit 2
+            crawl = {
+                "spider": "focused",
+                "strategy": str(get(settings, "FOCUSED_STRATEGY")).strip(),
+            }
+            if topic is not None:
+                crawl["topic"] = topic.name
+            check(settings, crawl)
         else:
             check_url(settings.get("REDIS_URL"))
     if settings.get("JOBDIR"):  # the journal, the sandbox's port, the learnt model

@@ -202,3 +202,47 @@ def test_a_redis_url_that_cannot_work_stops_with_one_line(
     assert says.format(port=locked.port) in errors[0]
     assert "sekrit" not in log and "wrong" not in log
     assert not out.exists()
+
+
+def test_two_topics_sent_to_one_key_prefix_are_refused(
+    server: RedisServer, sandbox: SandboxProcess, tmp_path: Path
+) -> None:
+    """``FOCUSED_REDIS_KEY`` set to one value for two crawls by mistake: the first crawl
+    records its spider, topic and strategy; a crawl of another topic (or strategy) on that
+    key stops with one line, exit 2, before anything is fetched. Before, the physics crawl
+    joined the chemistry frontier: it fetched chemistry's URLs, scored them against
+    physics, and stored them in its folder. Cleared, the key takes the new crawl."""
+    from scrapy.settings import Settings
+
+    from focused.distributed.connection import check
+    from focused.errors import RedisLayoutError
+
+    shared = ("FOCUSED_REDIS_KEY=mycrawl", "CLOSESPIDER_PAGECOUNT=5")
+    first = subprocess.run(
+        crawl_command(tmp_path / "chem", sandbox, redis_url=server.url, settings=shared),
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert first.returncode == 0, first.stderr[-3000:]
+    out = tmp_path / "phys"
+    cmd = crawl_command(out, sandbox, redis_url=server.url, topic="physics", settings=shared)
+    second = subprocess.run(cmd, cwd=PROJECT, capture_output=True, text=True, timeout=120)
+    log = second.stderr
+    assert second.returncode == 2, log[-3000:]
+    assert "Traceback" not in log and "Spider opened" not in log, log[-3000:]
+    errors = [line for line in log.splitlines() if line.startswith("focused: error:")]
+    assert errors == [
+        "focused: error: the shared frontier mycrawl is a crawl of topic 'chemistry', not"
+        " 'physics': give this crawl a key prefix of its own (FOCUSED_REDIS_KEY; the"
+        " default %(spider)s:%(topic)s is one per topic), or clear that one first:"
+        " python -m focused.distributed clear --key mycrawl"
+    ]
+    assert stored_urls(out) == []
+    settings = Settings({"REDIS_URL": server.url, "FOCUSED_REDIS_KEY": "mycrawl"})
+    crawl = {"spider": "focused", "topic": "chemistry", "strategy": "bfs"}
+    with pytest.raises(RedisLayoutError, match="a crawl of strategy 'annealing', not 'bfs'"):
+        check(settings, crawl)
+    RedisFrontier(redis.Redis.from_url(server.url), "mycrawl").clear()
+    check(settings, {**crawl, "topic": "physics"})  # a cleared key is anyone's

@@ -29,6 +29,7 @@ __all__ = [
     "cluster_nodes",
     "connect",
     "describe",
+    "frontier_key",
     "is_cluster",
     "refused_message",
     "safe_url",
@@ -126,20 +127,45 @@ def is_cluster(server: Any) -> bool:
     return isinstance(server, RedisCluster)
 
 
-def check(settings: Any) -> None:
+def check(settings: Any, crawl: dict[str, str] | None = None) -> None:
     """Raise :class:`RedisUnavailable` (one line) when the configured Redis does not answer
     or refuses this client (a password, a database index), :class:`ConfigError` for a
-    ``REDIS_URL`` that is no Redis URL."""
+    ``REDIS_URL`` that is no Redis URL, and :class:`RedisLayoutError` when the frontier
+    of ``crawl`` (``{"spider": ..., "topic": ..., "strategy": ...}``: its key from
+    ``FOCUSED_REDIS_KEY``) is recorded as another crawl's (nothing is written)."""
     check_url(settings.get("REDIS_URL"))
     server = connect(settings)
     try:
         server.ping()
+        if crawl:
+            from focused.distributed.frontier import check_crawl
+
+            key = frontier_key(
+                str(settings.get("FOCUSED_REDIS_KEY") or DEFAULT_KEY),
+                crawl.get("spider", ""),
+                crawl.get("topic", ""),
+            )
+            check_crawl(server, key, crawl, write=False)
     except REFUSED as exc:  # (an AuthenticationError is a ConnectionError: first)
         raise RedisUnavailable(refused_message(server, exc)) from None
     except REDIS_DOWN as exc:
         raise RedisUnavailable(unreachable_message(server, exc)) from None
     finally:
         server.close()
+
+
+#: default ``FOCUSED_REDIS_KEY``: one frontier per spider and topic
+DEFAULT_KEY = "%(spider)s:%(topic)s"
+
+
+def frontier_key(template: str, spider: str, topic: str) -> str:
+    """The key prefix: ``template`` with ``%(spider)s`` (scrapy-redis's placeholder) and
+    ``%(topic)s`` filled in (``{spider}`` / ``{topic}`` work too); without a topic, a
+    trailing ``:`` is dropped (``alpha`` for spider ``alpha``)."""
+    key = template
+    for name, value in (("spider", spider), ("topic", topic)):
+        key = key.replace(f"%({name})s", value).replace("{" + name + "}", value)
+    return key.rstrip(":") or spider
 
 
 #: errors of a server that answered and refused this client

@@ -260,13 +260,15 @@ class RedisFrontier:
         self._epochs: list[bytes] = [b""] * self.partitions
 
     # --- connection -----------------------------------------------------------------
-    def open(self) -> None:
+    def open(self, crawl: dict[str, str] | None = None) -> None:
         """Check that Redis answers, that the crawl's partition count is this client's,
-        and load the script; :class:`RedisUnavailable` / :class:`RedisLayoutError` if
-        not."""
+        that the crawl is the one ``crawl`` describes (:meth:`check_crawl`), and load the
+        script; :class:`RedisUnavailable` / :class:`RedisLayoutError` if not."""
         try:
             self.server.ping()
             self._check_layout()
+            if crawl:
+                self.check_crawl(crawl)
             self._open_epochs()
             self._sha = self.server.script_load(STEP_LUA)
         except REFUSED as exc:  # a password, a database, an ACL without scripts
@@ -317,6 +319,10 @@ class RedisFrontier:
                 " (or clear it: python -m focused.distributed clear)"
             )
 
+    def check_crawl(self, crawl: dict[str, str], write: bool = True) -> None:
+        """:func:`check_crawl` on this frontier's key."""
+        check_crawl(self.server, self.key, crawl, write)
+
     def close(self) -> None:
         """Disconnect. The shared frontier stays in Redis (see :meth:`clear`)."""
         self.server.close()
@@ -331,7 +337,7 @@ class RedisFrontier:
             n += int(self.server.unlink(*self.part_keys[p], *self.layout.rescore_keys(p)))
         if self.layout.tagged:
             n += int(self.server.unlink(self.layout.partitions_key))
-        return n
+        return n + int(self.server.unlink(self.layout.crawl_key))
 
     # --- packing --------------------------------------------------------------------
     def _payload(self, e: Entry) -> bytes:
@@ -915,6 +921,28 @@ class RedisFrontier:
 
 #: ``extra`` of an entry whose extra could not be serialised when it was pushed
 LOST = object()
+
+
+def check_crawl(server: Any, key: str, crawl: dict[str, str], write: bool = True) -> None:
+    """Refuse (:class:`RedisLayoutError`, one line) to join the frontier ``key`` when it is
+    recorded as another crawl's: another topic, strategy or spider sent to this key prefix
+    by mistake (``FOCUSED_REDIS_KEY`` set to one value for two crawls) would fetch, score
+    and store the other crawl's URLs. With ``write`` the first worker records ``crawl``
+    (``{<key>}:crawl``); a frontier without a record (an older version's) is adopted."""
+    name = Layout(key).crawl_key
+    if write:
+        for field_, value in crawl.items():
+            server.hsetnx(name, field_, value)
+    raw = server.hgetall(name)
+    theirs = {k.decode(): v.decode("utf-8", "replace") for k, v in raw.items()}
+    for field_, value in crawl.items():
+        if field_ in theirs and theirs[field_] != value:
+            raise RedisLayoutError(
+                f"the shared frontier {key} is a crawl of {field_} {theirs[field_]!r}, not"
+                f" {value!r}: give this crawl a key prefix of its own (FOCUSED_REDIS_KEY;"
+                " the default %(spider)s:%(topic)s is one per topic), or clear that one"
+                f" first: python -m focused.distributed clear --key {key}"
+            )
 
 
 def load_outbox_file(path: Path, key: str) -> list[tuple[str, bytes, bytes, bytes]]:

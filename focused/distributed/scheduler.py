@@ -42,7 +42,14 @@ from scrapy.utils.reactor import is_reactor_installed
 
 from focused import signals as focused_signals
 from focused.defaults import get
-from focused.distributed.connection import REDIS_DOWN, connect, describe, unreachable_message
+from focused.distributed.connection import (
+    DEFAULT_KEY,
+    REDIS_DOWN,
+    connect,
+    describe,
+    frontier_key,
+    unreachable_message,
+)
 from focused.distributed.frontier import (
     ADDED,
     ANNEAL,
@@ -82,8 +89,6 @@ __all__ = ["RedisScheduler"]
 
 logger = logging.getLogger(__name__)
 
-#: default ``FOCUSED_REDIS_KEY``: one frontier per spider and topic
-DEFAULT_KEY = "%(spider)s:%(topic)s"
 #: the push operations of a round trip (plain, retry, dont_filter copy) and the codes of
 #: a push that queued something
 _PUSHES = frozenset("pPC")
@@ -170,9 +175,12 @@ class RedisScheduler(FocusedScheduler):
         rescore_chunk: int = 1000,
         partitions: int = 1,
         wait_replicas: int = 0,
+        strategy: str = "",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        #: FOCUSED_STRATEGY, recorded with the crawl in Redis (crawl_record)
+        self.strategy = strategy
         #: partitions of the shared frontier (FOCUSED_REDIS_PARTITIONS)
         self.partitions = max(1, int(partitions))
         #: replicas to WAIT for after a round trip that pushed or finished URLs
@@ -230,6 +238,7 @@ class RedisScheduler(FocusedScheduler):
             key_template=str(get(s, "FOCUSED_REDIS_KEY")),
             lease=get(s, "FOCUSED_REDIS_LEASE"),
             output_dir=str(get(s, "FOCUSED_OUTPUT_DIR")),
+            strategy=name,
             anneal=strategy_class(name).anneal,
             t0=get(s, "FOCUSED_SA_T0"),
             alpha=get(s, "FOCUSED_SA_ALPHA"),
@@ -256,10 +265,16 @@ class RedisScheduler(FocusedScheduler):
         topic = getattr(getattr(spider, "topic", None), "name", "") or getattr(
             spider, "topic_arg", ""
         )
-        key = self.key_template
-        for name, value in (("spider", spider.name), ("topic", str(topic))):
-            key = key.replace(f"%({name})s", value).replace("{" + name + "}", value)
-        return key.rstrip(":") or spider.name
+        return frontier_key(self.key_template, spider.name, str(topic))
+
+    def crawl_record(self, spider: Spider) -> dict[str, str]:
+        """What this worker's crawl is (:func:`~focused.distributed.frontier.check_crawl`):
+        its spider, its topic if it has one, its strategy."""
+        topic = getattr(getattr(spider, "topic", None), "name", "") or getattr(
+            spider, "topic_arg", ""
+        )
+        record = {"spider": spider.name, "topic": str(topic), "strategy": self.strategy}
+        return {k: v for k, v in record.items() if v}
 
     def _signals(self) -> list[tuple[Any, object]]:
         """What the scheduler listens to: ``frontier_rescore`` (one per learnt page:
@@ -294,7 +309,7 @@ class RedisScheduler(FocusedScheduler):
         )
         self.frontier = self.redis  # the base class's stats and rescoring read it
         try:
-            self.redis.open()
+            self.redis.open(self.crawl_record(spider))
         except (RedisUnavailable, RedisLayoutError) as exc:
             # Not CloseSpider: raised here, Scrapy 2.19 then fails to close its scraper.
             logger.error("focused: error: %s", exc)

@@ -755,7 +755,7 @@ class RedisFrontier:
     def _lost(self, exc: redis.exceptions.ResponseError) -> Exception:
         """:class:`FrontierLost` for the step script's refusal of a changed epoch; any
         other error reply as it is."""
-        if "FOCUSED_FRONTIER_LOST" in str(exc):
+        if "LOSTFRONTIER" in str(exc):
             return FrontierLost(self.lost_message())
         return exc
 

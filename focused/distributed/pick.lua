@@ -26,7 +26,7 @@
 -- queue, 3. optionally pick: the best entry, or the simulated-annealing choice between
 -- the best and one drawn from the top K (He, Cheng & Cai 2009), T shared by all workers.
 -- An epoch that is not the partition's (its keys are gone: Redis restarted without its
--- data, or they were deleted or evicted) is the error FOCUSED_FRONTIER_LOST, before
+-- data, or they were deleted or evicted) is the error LOSTFRONTIER, before
 -- anything is written: the worker must not rebuild a partial frontier from its changes.
 -- Returns {codes, {fp, data} or {}, T, accepted worse (0/1), picks before this one,
 --          waiting, in flight, done, error, the score of the best waiting entry after
@@ -42,7 +42,7 @@ local offset = tonumber(ARGV[9])
 local nops = tonumber(ARGV[10])
 local epoch = ARGV[11]
 if epoch ~= '' and redis.call('HGET', stats, 'epoch') ~= epoch then
-  return redis.error_reply('FOCUSED_FRONTIER_LOST')
+  return redis.error_reply('LOSTFRONTIER the epoch of this partition changed')
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

@@ -154,7 +154,7 @@ def strategy(
     return cls.from_params(params)
 
 
-def validate(settings: Any, topic: Topic | None = None) -> None:
+def validate(settings: Any, topic: Topic | None = None, *, reach_redis: bool = True) -> None:
     """Check every ``FOCUSED_*`` setting; raise :class:`ConfigError` on the first bad one.
 
     A ``FOCUSED_*`` name that is no setting is refused first (:func:`check_setting_names`).
@@ -165,10 +165,12 @@ def validate(settings: Any, topic: Topic | None = None) -> None:
     relies on (:data:`SCRAPY_CHECKS`, :func:`check_scrapy_settings`) and the address
     filter middleware that the project's resolver needs (:func:`check_address_filter`);
     then the strategy's class checks its own settings, the topic's keywords must leave a
-    term once tokenised, a Redis frontier must answer,
-    and last ``JOBDIR`` and the output folder are created and their databases checked
-    (:func:`check_folder`). :func:`claim_jobdir` (not here: it takes the journal for the
-    crawl) refuses a ``JOBDIR`` another crawl has.
+    term once tokenised, a Redis frontier must answer (unless ``reach_redis`` is false:
+    the spider's own check, made after the crawl command's, leaves an outage in between to
+    the scheduler, which reports it in one line), and last ``JOBDIR`` and the output
+    folder are created and their databases checked (:func:`check_folder`).
+    :func:`claim_jobdir` (not here: it takes the journal for the crawl) refuses a
+    ``JOBDIR`` another crawl has.
     """
     check_setting_names(settings)
     for name, default in DEFAULTS.items():
@@ -185,9 +187,19 @@ def validate(settings: Any, topic: Topic | None = None) -> None:
         for url in topic.seeds:  # the topic file checked the scheme, not the port
             check_seed(url, f"topic {topic.name!r} seeds")
     if str(get(settings, "FOCUSED_FRONTIER")) == "redis":
-        from focused.distributed.connection import check  # redis-py only when it is used
+        # redis-py only when it is used
+        from focused.distributed.connection import check, check_url
 
-        check(settings)  # RedisUnavailable is a ConfigError: one line, exit 2
+        if reach_redis:  # RedisUnavailable is a ConfigError: one line, exit 2
+            crawl = {
+                "spider": "focused",
+                "strategy": str(get(settings, "FOCUSED_STRATEGY")).strip(),
+            }
+            if topic is not None:
+                crawl["topic"] = topic.name
+            check(settings, crawl)
+        else:
+            check_url(settings.get("REDIS_URL"))
     if settings.get("JOBDIR"):  # the journal, the sandbox's port, the learnt model
         jobdir = check_folder(str(settings.get("JOBDIR")), "JOBDIR")
         check_database(jobdir / "frontier.sqlite3", "JOBDIR")

@@ -8,7 +8,7 @@ frontier) both use them without importing each other.
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "RedisLayoutError", "RedisUnavailable"]
+__all__ = ["ConfigError", "FrontierLost", "RedisLayoutError", "RedisUnavailable"]
 
 
 class ConfigError(ValueError):
@@ -26,3 +26,9 @@ class RedisUnavailable(ConfigError):
 class RedisLayoutError(ConfigError):
     """The shared frontier in Redis is split into another number of partitions than this
     worker's ``FOCUSED_REDIS_PARTITIONS``; the message is one line meant for the user."""
+
+
+class FrontierLost(RuntimeError):
+    """The shared frontier's keys vanished from Redis during the crawl (Redis restarted
+    without its data, or they were deleted or evicted); the message is one line meant
+    for the user. Not a :class:`ConfigError`: it happens mid-crawl, and the crawl stops."""

@@ -20,6 +20,12 @@ logger = logging.getLogger(__name__)
 
 #: finish reason of a crawl stopped by :func:`stop_crawl`
 STORE_FAILED = "store_failed"
+#: finish reasons of a crawl on the shared Redis frontier that stopped before its end:
+#: Redis unreachable for longer than FOCUSED_REDIS_LEASE, the frontier vanished from Redis
+REDIS_UNREACHABLE = "redis_unreachable"
+REDIS_FRONTIER_LOST = "redis_frontier_lost"
+#: finish reasons after which the ``crawl`` command exits with status 1
+FAILED_REASONS = frozenset((STORE_FAILED, REDIS_UNREACHABLE, REDIS_FRONTIER_LOST))
 #: stat holding the line :func:`stop_crawl` logged
 STORE_FAILED_STAT = "focused/store_failed"
 

@@ -72,7 +72,7 @@ from focused.output.record import (
     stored_count,
     write_jobdir_record,
 )
-from focused.stop import STORE_FAILED, stopped
+from focused.stop import FAILED_REASONS, stopped
 from focused.web.sites import SandboxError
 from focused.web.topics import TopicError, load_topic
 
@@ -462,8 +462,8 @@ class Command(ScrapyCrawl):
     def _create_crawler(self, spidercls: Any) -> Any:
         crawler = super()._create_crawler(spidercls)
 
-        def closed(reason: str) -> None:  # the page store or the journal failed
-            if reason == STORE_FAILED or stopped(crawler):
+        def closed(reason: str) -> None:  # the store, the journal or Redis failed
+            if reason in FAILED_REASONS or stopped(crawler):
                 self.exitcode = 1
 
         crawler.signals.connect(closed, signal=signals.spider_closed, weak=False)

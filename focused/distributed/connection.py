@@ -12,7 +12,7 @@ database 0 only). No Scrapy import at module level: :mod:`focused.distributed.fr
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qs, unquote, urlsplit, urlunsplit
 
 import redis
 from redis.backoff import NoBackoff
@@ -25,10 +25,13 @@ __all__ = [
     "CLUSTER_DOWN",
     "REDIS_DOWN",
     "check",
+    "check_url",
     "cluster_nodes",
     "connect",
     "describe",
+    "frontier_key",
     "is_cluster",
+    "refused_message",
     "safe_url",
     "unreachable_message",
 ]
@@ -124,15 +127,78 @@ def is_cluster(server: Any) -> bool:
     return isinstance(server, RedisCluster)
 
 
-def check(settings: Any) -> None:
-    """Raise :class:`RedisUnavailable` (one line) when the configured Redis does not answer."""
+def check(settings: Any, crawl: dict[str, str] | None = None) -> None:
+    """Raise :class:`RedisUnavailable` (one line) when the configured Redis does not answer
+    or refuses this client (a password, a database index), :class:`ConfigError` for a
+    ``REDIS_URL`` that is no Redis URL, and :class:`RedisLayoutError` when the frontier
+    of ``crawl`` (``{"spider": ..., "topic": ..., "strategy": ...}``: its key from
+    ``FOCUSED_REDIS_KEY``) is recorded as another crawl's (nothing is written)."""
+    check_url(settings.get("REDIS_URL"))
     server = connect(settings)
     try:
         server.ping()
+        if crawl:
+            from focused.distributed.frontier import check_crawl
+
+            key = frontier_key(
+                str(settings.get("FOCUSED_REDIS_KEY") or DEFAULT_KEY),
+                crawl.get("spider", ""),
+                crawl.get("topic", ""),
+            )
+            check_crawl(server, key, crawl, write=False)
+    except REFUSED as exc:  # (an AuthenticationError is a ConnectionError: first)
+        raise RedisUnavailable(refused_message(server, exc)) from None
     except REDIS_DOWN as exc:
         raise RedisUnavailable(unreachable_message(server, exc)) from None
     finally:
         server.close()
+
+
+#: default ``FOCUSED_REDIS_KEY``: one frontier per spider and topic
+DEFAULT_KEY = "%(spider)s:%(topic)s"
+
+
+def frontier_key(template: str, spider: str, topic: str) -> str:
+    """The key prefix: ``template`` with ``%(spider)s`` (scrapy-redis's placeholder) and
+    ``%(topic)s`` filled in (``{spider}`` / ``{topic}`` work too); without a topic, a
+    trailing ``:`` is dropped (``alpha`` for spider ``alpha``)."""
+    key = template
+    for name, value in (("spider", spider), ("topic", topic)):
+        key = key.replace(f"%({name})s", value).replace("{" + name + "}", value)
+    return key.rstrip(":") or spider
+
+
+#: errors of a server that answered and refused this client
+REFUSED = (redis.exceptions.AuthenticationError, redis.exceptions.ResponseError)
+
+_URL_FORM = "redis://[:PASSWORD@]HOST:PORT/DB, rediss://... or unix:///PATH?db=DB"
+
+
+def check_url(url: Any) -> None:
+    """:class:`ConfigError` (one line) for a ``REDIS_URL`` that redis-py would refuse with
+    a traceback (another scheme, a port that is no number) or read as something else than
+    it says: a database that is no number (``/abc``) was database 0."""
+    if not url:
+        return
+    text = str(url)
+    shown = safe_url(text)
+    try:
+        from redis.connection import parse_url
+
+        parse_url(text)
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - raises ValueError for a port that is no number
+    except ValueError as exc:
+        raise ConfigError(
+            f"REDIS_URL {shown!r} is not a Redis URL ({exc}); say {_URL_FORM}"
+        ) from None
+    dbs = [unquote(parts.path).replace("/", "")] if parts.scheme != "unix" else []
+    dbs += parse_qs(parts.query).get("db", [])
+    for db in dbs:
+        if db and not db.isdigit():
+            raise ConfigError(
+                f"REDIS_URL {shown!r}: the database {db!r} is not a number; say {_URL_FORM}"
+            )
 
 
 def safe_url(url: str) -> str:
@@ -155,6 +221,18 @@ def describe(server: redis.Redis | RedisCluster) -> str:
     if "path" in kw:
         return f"unix://{kw['path']}"
     return f"redis://{kw.get('host', '?')}:{kw.get('port', '?')}/{kw.get('db', 0)}"
+
+
+def refused_message(server: redis.Redis | RedisCluster, exc: BaseException) -> str:
+    """The one line a user reads when ``server`` answers but refuses this client."""
+    reason = " ".join(str(exc).split()) or type(exc).__name__
+    if "NOAUTH" in reason or "HELLO must be called" in reason:
+        reason = "it needs a password"
+    setting = "FOCUSED_REDIS_CLUSTER_NODES" if is_cluster(server) else "REDIS_URL"
+    return (
+        f"Redis at {describe(server)} refused this worker ({reason}); check the password"
+        f" and the database in {setting} ({_URL_FORM}) and REDIS_PARAMS"
+    )
 
 
 def unreachable_message(server: redis.Redis | RedisCluster, exc: BaseException) -> str:

@@ -12,7 +12,8 @@ error bookkeeping of the four queues of Liu, Xia & Xu (2010) under one key prefi
 ``<key>:inflight``  sorted set fingerprint -> lease deadline (ms, Redis server clock)
 ``<key>:seen``      set of the fingerprints ever queued (the shared dupefilter)
 ``<key>:stats``     hash: ``seq``, ``picks``, ``done``, ``error``, ``promoted``,
-                    ``reclaimed``, ``accepted_worse``
+                    ``reclaimed``, ``accepted_worse``, and ``epoch`` (set by the first
+                    client, checked by every round trip: :class:`FrontierLost`)
 
 An entry with rescoring evidence (``learning``) keeps it at the end of its packed entry
 (flag bit 0x80 on the extra's kind, then the evidence and its length, u16), so that the
@@ -43,6 +44,7 @@ import os
 import pickle
 import struct
 import time
+import uuid
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from importlib.resources import files
@@ -54,12 +56,15 @@ import redis
 from focused.distributed.connection import (
     CLUSTER_DOWN,
     REDIS_DOWN,
+    REFUSED,
+    describe,
     is_cluster,
+    refused_message,
     unreachable_message,
 )
 from focused.distributed.model import EVIDENCE_FLAG
 from focused.distributed.partition import Layout
-from focused.errors import RedisLayoutError, RedisUnavailable
+from focused.errors import FrontierLost, RedisLayoutError, RedisUnavailable
 from focused.frontier.hostaware import DEFAULT_SCAN
 from focused.frontier.memory import Entry
 from focused.ranking.annealing import Annealer
@@ -250,18 +255,49 @@ class RedisFrontier:
         self.waits_short = 0
         #: extra pick round trips because the best known partition had nothing to give
         self.pick_retries = 0
+        #: each partition's epoch (field ``epoch`` of its stats hash) read at :meth:`open`:
+        #: the step script refuses a partition whose epoch changed (FrontierLost)
+        self._epochs: list[bytes] = [b""] * self.partitions
 
     # --- connection -----------------------------------------------------------------
-    def open(self) -> None:
+    def open(self, crawl: dict[str, str] | None = None) -> None:
         """Check that Redis answers, that the crawl's partition count is this client's,
-        and load the script; :class:`RedisUnavailable` / :class:`RedisLayoutError` if
-        not."""
+        that the crawl is the one ``crawl`` describes (:meth:`check_crawl`), and load the
+        script; :class:`RedisUnavailable` / :class:`RedisLayoutError` if not."""
         try:
             self.server.ping()
             self._check_layout()
+            if crawl:
+                self.check_crawl(crawl)
+            self._open_epochs()
             self._sha = self.server.script_load(STEP_LUA)
+        except REFUSED as exc:  # a password, a database, an ACL without scripts
+            raise RedisUnavailable(refused_message(self.server, exc)) from None
         except REDIS_DOWN as exc:
             raise RedisUnavailable(unreachable_message(self.server, exc)) from None
+
+    def _open_epochs(self) -> None:
+        """Read each partition's epoch, giving one to a partition without (a new crawl,
+        or one started by an older version): every later round trip checks it, so that
+        a frontier that vanishes under a running worker (Redis restarted without its data,
+        its keys deleted or evicted) stops the worker instead of letting it rebuild a
+        partial frontier and call the crawl finished."""
+        mine = uuid.uuid4().hex.encode()
+        for p in range(self.partitions):
+            stats = self.part_keys[p][4]
+            self.server.hsetnx(stats, "epoch", mine)
+            self._epochs[p] = self.server.hget(stats, "epoch") or mine
+
+    def lost_message(self) -> str:
+        """The one line of :class:`FrontierLost`."""
+        return (
+            f"the shared frontier {self.key} vanished from Redis at"
+            f" {describe(self.server)} during the crawl (Redis restarted without its data,"
+            " or its keys were deleted or evicted): its waiting URLs are lost, so this"
+            " worker stops instead of finishing a partial crawl; the pages already stored"
+            " stay in the output folders. Run Redis with --appendonly yes (and no"
+            " maxmemory eviction) so that a restart keeps the frontier"
+        )
 
     def _check_layout(self) -> None:
         """Refuse to join a crawl split into another number of partitions (its seen sets
@@ -283,6 +319,10 @@ class RedisFrontier:
                 " (or clear it: python -m focused.distributed clear)"
             )
 
+    def check_crawl(self, crawl: dict[str, str], write: bool = True) -> None:
+        """:func:`check_crawl` on this frontier's key."""
+        check_crawl(self.server, self.key, crawl, write)
+
     def close(self) -> None:
         """Disconnect. The shared frontier stays in Redis (see :meth:`clear`)."""
         self.server.close()
@@ -297,7 +337,7 @@ class RedisFrontier:
             n += int(self.server.unlink(*self.part_keys[p], *self.layout.rescore_keys(p)))
         if self.layout.tagged:
             n += int(self.server.unlink(self.layout.partitions_key))
-        return n
+        return n + int(self.server.unlink(self.layout.crawl_key))
 
     # --- packing --------------------------------------------------------------------
     def _payload(self, e: Entry) -> bytes:
@@ -468,6 +508,13 @@ class RedisFrontier:
             self._routes = [self._routes[i] for i in keep]
         return dropped
 
+    def discard_staged(self) -> int:
+        """Drop every staged operation (the frontier is lost: see :class:`FrontierLost`);
+        the number dropped."""
+        dropped = len(self.outbox)
+        self.outbox, self._routes = [], []
+        return dropped
+
     def stage_renew(self, fps: Iterator[int] | list[int] | set[int]) -> None:
         """Extend the leases of these in-flight URLs to ``now + lease``."""
         for fp in fps:
@@ -630,6 +677,7 @@ class RedisFrontier:
                     *(repr(float(x)) if isinstance(x, float) else x for x in pick.params),
                     offset,
                     len(chunk),
+                    self._epochs[p],
                 ]
                 for op in chunk:
                     args.extend(op)
@@ -649,23 +697,34 @@ class RedisFrontier:
 
     def _run_single(self, calls: list[tuple[int, list, list[Any]]], durable: bool) -> list[Any]:
         wait = durable and self._should_wait("server")
-        for attempt in (0, 1):
-            pipe = self.server.pipeline(transaction=False)
-            for p, _, args in calls:
-                self._evalsha(pipe, p, args)
-            if wait:
-                pipe.execute_command("WAIT", self.wait_replicas, self.wait_ms)
-            try:
-                replies = pipe.execute()
-                break
-            except redis.exceptions.NoScriptError:  # the server restarted: load it again
-                if attempt:
-                    raise
-                self._sha = self.server.script_load(STEP_LUA)
+        replies = self._execute(self.server, calls, range(len(calls)), wait)
         self.round_trips += 1
         if wait:
             self._waited("server", int(replies.pop()))
         return replies
+
+    def _execute(
+        self, conn: Any, calls: list[tuple[int, list, list[Any]]], idx: Any, wait: bool
+    ) -> list[Any]:
+        """The step script for ``calls[i]`` (``i`` in ``idx``) in one pipeline on ``conn``,
+        then ``WAIT`` if ``wait``; the script loaded again if the server lost it (it
+        restarted, or a replica was promoted). :class:`FrontierLost` if the script found a
+        partition's epoch changed."""
+        for attempt in (0, 1):
+            pipe = conn.pipeline(transaction=False)
+            for i in idx:
+                self._evalsha(pipe, calls[i][0], calls[i][2])
+            if wait:
+                pipe.execute_command("WAIT", self.wait_replicas, self.wait_ms)
+            try:
+                return pipe.execute()
+            except redis.exceptions.NoScriptError:
+                if attempt:
+                    raise
+                self._sha = conn.script_load(STEP_LUA)
+            except redis.exceptions.ResponseError as exc:
+                raise self._lost(exc) from None
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _run_cluster(
         self, calls: list[tuple[int, list, list[Any]]], durable: set[int]
@@ -682,27 +741,23 @@ class RedisFrontier:
         replies: list[Any] = [None] * len(calls)
         for name, (node, idx) in groups.items():
             wait = any(calls[i][0] in durable for i in idx) and self._should_wait(name)
-            for attempt in (0, 1):
-                pipe = node.redis_connection.pipeline(transaction=False)
-                for i in idx:
-                    self._evalsha(pipe, calls[i][0], calls[i][2])
-                if wait:
-                    pipe.execute_command("WAIT", self.wait_replicas, self.wait_ms)
-                try:
-                    got = pipe.execute()
-                    break
-                except redis.exceptions.NoScriptError:  # a promoted replica: load it there
-                    if attempt:
-                        raise
-                    self._sha = node.redis_connection.script_load(STEP_LUA)
-                except CLUSTER_DOWN as exc:
-                    raise self._cluster_down(exc) from None
+            try:
+                got = self._execute(node.redis_connection, calls, idx, wait)
+            except CLUSTER_DOWN as exc:
+                raise self._cluster_down(exc) from None
             self.round_trips += 1
             if wait:
                 self._waited(name, int(got.pop()))
             for i, reply in zip(idx, got, strict=True):
                 replies[i] = reply
         return replies
+
+    def _lost(self, exc: redis.exceptions.ResponseError) -> Exception:
+        """:class:`FrontierLost` for the step script's refusal of a changed epoch; any
+        other error reply as it is."""
+        if "LOSTFRONTIER" in str(exc):
+            return FrontierLost(self.lost_message())
+        return exc
 
     def _cluster_down(self, exc: BaseException) -> redis.exceptions.ConnectionError:
         """A node failed or the slots moved: read the cluster's map again (for the next
@@ -866,6 +921,28 @@ class RedisFrontier:
 
 #: ``extra`` of an entry whose extra could not be serialised when it was pushed
 LOST = object()
+
+
+def check_crawl(server: Any, key: str, crawl: dict[str, str], write: bool = True) -> None:
+    """Refuse (:class:`RedisLayoutError`, one line) to join the frontier ``key`` when it is
+    recorded as another crawl's: another topic, strategy or spider sent to this key prefix
+    by mistake (``FOCUSED_REDIS_KEY`` set to one value for two crawls) would fetch, score
+    and store the other crawl's URLs. With ``write`` the first worker records ``crawl``
+    (``{<key>}:crawl``); a frontier without a record (an older version's) is adopted."""
+    name = Layout(key).crawl_key
+    if write:
+        for field_, value in crawl.items():
+            server.hsetnx(name, field_, value)
+    raw = server.hgetall(name)
+    theirs = {k.decode(): v.decode("utf-8", "replace") for k, v in raw.items()}
+    for field_, value in crawl.items():
+        if field_ in theirs and theirs[field_] != value:
+            raise RedisLayoutError(
+                f"the shared frontier {key} is a crawl of {field_} {theirs[field_]!r}, not"
+                f" {value!r}: give this crawl a key prefix of its own (FOCUSED_REDIS_KEY;"
+                " the default %(spider)s:%(topic)s is one per topic), or clear that one"
+                f" first: python -m focused.distributed clear --key {key}"
+            )
 
 
 def load_outbox_file(path: Path, key: str) -> list[tuple[str, bytes, bytes, bytes]]:

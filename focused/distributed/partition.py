@@ -119,5 +119,11 @@ class Layout:
         started with another count finds it."""
         return "{" + self.key + "}:partitions"
 
+    @property
+    def crawl_key(self) -> str:
+        """The record of what the crawl is (a hash: spider, topic, strategy), written by
+        its first worker and compared by every later one: ``{<key>}:crawl``."""
+        return "{" + self.key + "}:crawl"
+
     def partition_of_url(self, url: str) -> int:
         return partition_of(host_of(url), self.partitions) if self.partitions > 1 else 0

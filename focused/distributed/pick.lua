@@ -4,7 +4,8 @@
 -- ARGV: lease (ms), pick mode (0 none, 1 best, 2 annealing), K, T0, alpha, T_min,
 --       u1, u2 (the worker's two uniform numbers), the picks of the crawl's other
 --       partitions that the worker knows of (0 with one partition), the number of staged
---       operations,
+--       operations, the partition's epoch as the worker read it when it opened (field
+--       'epoch' of <key>:stats; '' for no check),
 --       then 4 arguments per operation: op, fingerprint (8 bytes), priority, payload.
 --   op 'p' push, 'P' push of a dont_filter request (a retry), 'C' push of a dont_filter
 --      request that is not a retry (a copy of its own when the URL waits or is in
@@ -24,6 +25,9 @@
 -- 1. apply the operations in order (a code each), 2. hand expired leases back to the
 -- queue, 3. optionally pick: the best entry, or the simulated-annealing choice between
 -- the best and one drawn from the top K (He, Cheng & Cai 2009), T shared by all workers.
+-- An epoch that is not the partition's (its keys are gone: Redis restarted without its
+-- data, or they were deleted or evicted) is the error LOSTFRONTIER, before
+-- anything is written: the worker must not rebuild a partial frontier from its changes.
 -- Returns {codes, {fp, data} or {}, T, accepted worse (0/1), picks before this one,
 --          waiting, in flight, done, error, the score of the best waiting entry after
 --          the pick (false: none), this partition's picks}.
@@ -36,6 +40,10 @@ local t0, alpha, tmin = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local u1, u2 = tonumber(ARGV[7]), tonumber(ARGV[8])
 local offset = tonumber(ARGV[9])
 local nops = tonumber(ARGV[10])
+local epoch = ARGV[11]
+if epoch ~= '' and redis.call('HGET', stats, 'epoch') ~= epoch then
+  return redis.error_reply('LOSTFRONTIER the epoch of this partition changed')
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
@@ -84,7 +92,7 @@ local function copy_of(fp, n)
 end
 
 local codes = {}
-local i = 11
+local i = 12
 for n = 1, nops do
   local op, fp, prio, payload = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   i = i + 4

@@ -42,7 +42,14 @@ from scrapy.utils.reactor import is_reactor_installed
 
 from focused import signals as focused_signals
 from focused.defaults import get
-from focused.distributed.connection import REDIS_DOWN, connect, describe, unreachable_message
+from focused.distributed.connection import (
+    DEFAULT_KEY,
+    REDIS_DOWN,
+    connect,
+    describe,
+    frontier_key,
+    unreachable_message,
+)
 from focused.distributed.frontier import (
     ADDED,
     ANNEAL,
@@ -60,11 +67,12 @@ from focused.distributed.frontier import (
     clamp_priority,
 )
 from focused.distributed.model import SharedModel
-from focused.errors import RedisLayoutError, RedisUnavailable
+from focused.errors import FrontierLost, RedisLayoutError, RedisUnavailable
 from focused.frontier.journal import DONE, ERROR
 from focused.frontier.seen import FingerprintTable, url_fingerprint
 from focused.output.store import DB_NAME as PAGES_DB
 from focused.scheduler import COPY_META, DONT_FILTER, FocusedScheduler, warn_ignored_settings
+from focused.stop import REDIS_FRONTIER_LOST, REDIS_UNREACHABLE
 from focused.strategies import strategy_class
 
 if TYPE_CHECKING:
@@ -81,8 +89,6 @@ __all__ = ["RedisScheduler"]
 
 logger = logging.getLogger(__name__)
 
-#: default ``FOCUSED_REDIS_KEY``: one frontier per spider and topic
-DEFAULT_KEY = "%(spider)s:%(topic)s"
 #: the push operations of a round trip (plain, retry, dont_filter copy) and the codes of
 #: a push that queued something
 _PUSHES = frozenset("pPC")
@@ -169,9 +175,12 @@ class RedisScheduler(FocusedScheduler):
         rescore_chunk: int = 1000,
         partitions: int = 1,
         wait_replicas: int = 0,
+        strategy: str = "",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        #: FOCUSED_STRATEGY, recorded with the crawl in Redis (crawl_record)
+        self.strategy = strategy
         #: partitions of the shared frontier (FOCUSED_REDIS_PARTITIONS)
         self.partitions = max(1, int(partitions))
         #: replicas to WAIT for after a round trip that pushed or finished URLs
@@ -210,6 +219,8 @@ class RedisScheduler(FocusedScheduler):
         self.reconciled = 0
         self._counts = Counts()
         self._down_since: float | None = None
+        #: the shared frontier vanished from Redis (FrontierLost): the worker stops
+        self._lost = False
         self._closing = False
         self._connected = False
         self._renewer: Any = None
@@ -228,6 +239,7 @@ class RedisScheduler(FocusedScheduler):
             key_template=str(get(s, "FOCUSED_REDIS_KEY")),
             lease=get(s, "FOCUSED_REDIS_LEASE"),
             output_dir=str(get(s, "FOCUSED_OUTPUT_DIR")),
+            strategy=name,
             anneal=strategy_class(name).anneal,
             t0=get(s, "FOCUSED_SA_T0"),
             alpha=get(s, "FOCUSED_SA_ALPHA"),
@@ -254,10 +266,16 @@ class RedisScheduler(FocusedScheduler):
         topic = getattr(getattr(spider, "topic", None), "name", "") or getattr(
             spider, "topic_arg", ""
         )
-        key = self.key_template
-        for name, value in (("spider", spider.name), ("topic", str(topic))):
-            key = key.replace(f"%({name})s", value).replace("{" + name + "}", value)
-        return key.rstrip(":") or spider.name
+        return frontier_key(self.key_template, spider.name, str(topic))
+
+    def crawl_record(self, spider: Spider) -> dict[str, str]:
+        """What this worker's crawl is (:func:`~focused.distributed.frontier.check_crawl`):
+        its spider, its topic if it has one, its strategy."""
+        topic = getattr(getattr(spider, "topic", None), "name", "") or getattr(
+            spider, "topic_arg", ""
+        )
+        record = {"spider": spider.name, "topic": str(topic), "strategy": self.strategy}
+        return {k: v for k, v in record.items() if v}
 
     def _signals(self) -> list[tuple[Any, object]]:
         """What the scheduler listens to: ``frontier_rescore`` (one per learnt page:
@@ -292,14 +310,14 @@ class RedisScheduler(FocusedScheduler):
         )
         self.frontier = self.redis  # the base class's stats and rescoring read it
         try:
-            self.redis.open()
+            self.redis.open(self.crawl_record(spider))
         except (RedisUnavailable, RedisLayoutError) as exc:
             # Not CloseSpider: raised here, Scrapy 2.19 then fails to close its scraper.
             logger.error("focused: error: %s", exc)
             self.redis = None
             self._closing = True
-            if self._call_later(0, self._stop, "redis_unreachable") is None:
-                self._stop("redis_unreachable")
+            if self._call_later(0, self._stop, REDIS_UNREACHABLE) is None:
+                self._stop(REDIS_UNREACHABLE)
             return
         outbox = self.output_dir / self.OUTBOX_NAME
         restored = self.redis.restore_outbox(outbox)
@@ -345,6 +363,10 @@ class RedisScheduler(FocusedScheduler):
                 self.crawler.signals.disconnect(handler, signal=signal)
         red = self.redis
         if red is None:
+            return
+        if self._lost:  # nothing to hand back to; the marker stays "not closed"
+            self._update_stats()
+            red.close()
             return
         unreleased = self._hand_back(red)
         self._close_model()
@@ -411,7 +433,7 @@ class RedisScheduler(FocusedScheduler):
             )
 
     def has_pending_requests(self) -> bool:
-        if self.redis is None:  # unreachable at the start: closing
+        if self.redis is None or self._lost:  # unreachable at the start, lost: closing
             return False
         if self._down_since is not None:
             return not self._closing  # unknown: do not let the spider finish
@@ -447,7 +469,7 @@ class RedisScheduler(FocusedScheduler):
         once Redis said so (counted in ``focused/dupefilter/filtered``): the first time
         it comes here, ``True``.
         """
-        if self.redis is None:  # unreachable at the start: the spider is closing
+        if self.redis is None or self._lost:  # unreachable at the start, lost: closing
             return False
         fp = self._fingerprint(request)
         redirects = request.meta.get("redirect_urls")
@@ -566,7 +588,7 @@ class RedisScheduler(FocusedScheduler):
         ``delayed_hosts``; ``refresh``: ask every partition (see
         :meth:`RedisFrontier.sync`)."""
         red = self.redis
-        if red is None:
+        if red is None or self._lost:
             return None
         try:
             annealer = self.annealer if mode == ANNEAL else None
@@ -578,6 +600,9 @@ class RedisScheduler(FocusedScheduler):
                 delayed_hosts or (),
                 refresh=refresh,
             )
+        except FrontierLost as exc:
+            self._frontier_lost(red, exc)
+            return None
         except REDIS_DOWN as exc:
             red.drop_waste()  # sent right after their pick or never (stage_waste)
             now = time.monotonic()
@@ -590,7 +615,7 @@ class RedisScheduler(FocusedScheduler):
                     self.lease,
                 )
             elif now - self._down_since > self.lease and not self._closing and not final:
-                self._stop("redis_unreachable")
+                self._stop(REDIS_UNREACHABLE)
             return None
         if self._down_since is not None:
             logger.info("focused: Redis is back after %.1f s", time.monotonic() - self._down_since)
@@ -614,6 +639,21 @@ class RedisScheduler(FocusedScheduler):
                     self._known.set(fp, _GONE)
         self._update_stats()
         return step
+
+    def _frontier_lost(self, red: RedisFrontier, exc: FrontierLost) -> None:
+        """The shared frontier vanished (Redis restarted without its data, its keys deleted
+        or evicted): one error line, the staged changes dropped (sent, they would rebuild
+        a partial frontier that the workers would take for the whole crawl), and the
+        spider closes with reason ``redis_frontier_lost`` (exit status 1). The output
+        folder's marker stays "not closed": a worker started again here after the frontier
+        was restored (a backup) marks the pages its store holds done."""
+        self._lost = True
+        self._down_since = None
+        dropped = red.discard_staged()
+        logger.error("focused: error: %s (%d unsent changes dropped)", exc, dropped)
+        self.in_flight.clear()
+        if not self._closing:
+            self._stop(REDIS_FRONTIER_LOST)
 
     def _stop(self, reason: str) -> None:
         self._closing = True
@@ -648,7 +688,7 @@ class RedisScheduler(FocusedScheduler):
 
     def _tick(self) -> None:
         """Every lease/3: renew the leases of this worker's in-flight URLs, flush."""
-        if self.redis is None:
+        if self.redis is None or self._lost:
             return
         if self.in_flight:
             self.redis.stage_renew(self.in_flight)

@@ -132,7 +132,9 @@ class FocusedSpider(scrapy.Spider):
     def setup(self, settings: Any) -> None:
         """Load and check the topic and the settings, then open the web to crawl."""
         self.topic = load_topic(self.topic_arg, config.topics_dir(settings))
-        config.validate(settings, self.topic)
+        # Redis was reached by the crawl command; if it went away since, the scheduler
+        # says so in one line and stops (not a traceback here)
+        config.validate(settings, self.topic, reach_redis=False)
         config.claim_jobdir(settings)  # (the crawl command took it already)
         self.vector = TopicVector(self.topic.keywords)
         self.title_weight = get(settings, "FOCUSED_TITLE_WEIGHT")

@@ -1,0 +1,248 @@
+"""The shared Redis frontier under the faults of a deployment, on a real ``redis-server``.
+
+Each test starts its own private ``redis-server`` on a free loopback port (or none):
+Redis restarted without its data under a running worker, Redis gone between the crawl
+command's check and the spider's, bad ``REDIS_URL`` values, and two topics sent to one
+key prefix by mistake.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from bench.scale import RedisServer, SandboxProcess, crawl_command, free_port, stored_urls
+from focused.distributed.frontier import RedisFrontier
+from focused.errors import FrontierLost
+from focused.frontier.memory import Entry
+
+PROJECT = Path(__file__).resolve().parent.parent
+
+# Skipped on a developer machine without redis-server; never in CI (.ci/run installs it).
+pytestmark = pytest.mark.skipif(
+    shutil.which("redis-server") is None and not os.environ.get("CI"),
+    reason="redis-server is not installed (apt-get install redis-server)",
+)
+
+
+@pytest.fixture
+def server() -> Iterator[RedisServer]:
+    """A private redis-server without persistence: killed and started again, it is empty."""
+    with RedisServer() as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[SandboxProcess]:
+    with SandboxProcess(seed=7, pages=200) as site:
+        yield site
+
+
+def entry(i: int, priority: int = 0) -> Entry:
+    return Entry(url=f"http://h.test/p{i}", fp=1000 + i, priority=priority)
+
+
+def test_a_frontier_that_vanishes_under_a_client_is_refused_not_rebuilt(
+    server: RedisServer,
+) -> None:
+    """Redis restarts without its data between two round trips: the next round trip
+    raises FrontierLost (one line) and writes nothing, instead of pushing this client's
+    staged links into an empty frontier that every worker would take for the crawl."""
+    f = RedisFrontier(redis.Redis.from_url(server.url), "faults:lost")
+    for i in range(5):
+        f.stage_push(entry(i, priority=i))
+    f.sync()
+    assert f.pop().fp == 1004
+    server.kill()
+    server.start()  # the same port, no data
+    f.stage_finish(1004)
+    f.stage_push(entry(9, priority=9))
+    with pytest.raises(FrontierLost) as info:
+        f.sync()
+    message = str(info.value)
+    assert "\n" not in message and "faults:lost vanished from Redis" in message
+    assert f"127.0.0.1:{server.port}" in message and "--appendonly yes" in message
+    assert server_keys(server) == []  # nothing written: no partial frontier
+    # the same after a FLUSHALL (or an eviction) under a live server
+    g = RedisFrontier(redis.Redis.from_url(server.url), "faults:flushed")
+    g.push(entry(1))
+    g.server.flushall()
+    with pytest.raises(FrontierLost):
+        g.pop()
+    # a new client on the empty server starts a new crawl there
+    h = RedisFrontier(redis.Redis.from_url(server.url), "faults:lost")
+    assert h.push(entry(2)) and h.pop().fp == 1002
+
+
+def server_keys(server: RedisServer) -> list[bytes]:
+    client = redis.Redis.from_url(server.url)
+    try:
+        return sorted(client.keys("*"))
+    finally:
+        client.close()
+
+
+def test_a_crawl_whose_redis_restarts_empty_stops_with_one_line(
+    server: RedisServer, sandbox: SandboxProcess, tmp_path: Path
+) -> None:
+    """A real worker (``scrapy crawl focused``); its Redis, run without persistence, is
+    killed and started again empty mid-crawl. The worker stops with one error line and
+    exit status 1, and puts nothing into the new Redis; before, it pushed its last links
+    there, found the rest of the frontier gone, and ended the crawl "finished" with exit 0
+    and most pages never fetched (and, with two workers, some fetched twice)."""
+    out = tmp_path / "out"
+    key = "faults:crawl"
+    cmd = crawl_command(
+        out,
+        sandbox,
+        redis_url=server.url,
+        key=key,
+        strategy="best_first",
+        settings=("DOWNLOAD_DELAY=0.05", "FOCUSED_REDIS_LEASE=20"),
+    )
+    log_path = tmp_path / "worker.log"
+    with log_path.open("wb") as log_file:
+        worker = subprocess.Popen(cmd, cwd=PROJECT, stdout=log_file, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 90
+            while len(stored_urls(out)) < 10:
+                assert worker.poll() is None, log_path.read_text()[-3000:]
+                assert time.monotonic() < deadline, log_path.read_text()[-3000:]
+                time.sleep(0.05)
+            server.kill()
+            server.start()  # the same port, empty
+            worker.wait(timeout=60)
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
+    log = log_path.read_text()
+    assert worker.returncode == 1, log[-3000:]
+    assert "Traceback" not in log, log[-4000:]
+    lost = [line for line in log.splitlines() if "vanished from Redis" in line]
+    assert len(lost) == 1 and "focused: error:" in lost[0], log[-3000:]
+    assert "'finish_reason': 'redis_frontier_lost'" in log
+    assert server_keys(server) == []  # no partial frontier left for others to finish
+    assert 10 <= len(stored_urls(out)) < 150
+
+
+def test_redis_gone_before_the_spider_is_made_is_the_scheduler_s_one_line(
+    tmp_path: Path,
+) -> None:
+    """Redis answered the crawl command's check and went away before the spider was made
+    (the process starts in between): the spider does not check Redis again (that raised
+    RedisUnavailable from ``from_crawler``, a traceback and exit 1); the scheduler, which
+    opens next, says it in one line and stops."""
+    from scrapy.utils.test import get_crawler
+
+    from focused.spiders.focused import FocusedSpider
+
+    settings = {
+        "FOCUSED_FRONTIER": "redis",
+        "REDIS_URL": f"redis://127.0.0.1:{free_port()}/0",  # nothing listens there
+        "FOCUSED_OUTPUT_DIR": str(tmp_path / "out"),
+        "FOCUSED_WEB": "sandbox",
+    }
+    crawler = get_crawler(FocusedSpider, settings)
+    spider = FocusedSpider.from_crawler(crawler, topic="chemistry")
+    spider.close_web(spider)
+    assert spider.topic.name == "chemistry"
+
+
+@pytest.fixture(scope="module")
+def locked() -> Iterator[RedisServer]:
+    """A private redis-server that wants the password ``sekrit``."""
+    with RedisServer() as s:
+        client = redis.Redis.from_url(s.url)
+        client.config_set("requirepass", "sekrit")
+        client.close()
+        yield s
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("redis://127.0.0.1:{port}/0", "refused this worker (it needs a password)"),
+        ("redis://:wrong@127.0.0.1:{port}/0", "refused this worker (invalid username-password"),
+        ("redis://:sekrit@127.0.0.1:{port}/99", "refused this worker (DB index is out of range)"),
+        # crawled database 0 without a word
+        ("redis://:sekrit@127.0.0.1:{port}/abc", "the database 'abc' is not a number"),
+        ("127.0.0.1:{port}", "'127.0.0.1:{port}' is not a Redis URL"),
+        ("http://127.0.0.1:{port}/0", "is not a Redis URL"),
+        ("redis://:sekrit@127.0.0.1:nope/0", "is not a Redis URL (Port could not be cast"),
+    ],
+)
+def test_a_redis_url_that_cannot_work_stops_with_one_line(
+    locked: RedisServer, tmp_path: Path, url: str, says: str
+) -> None:
+    """A wrong password, a missing one, a database out of range or not a number, a URL
+    that is no Redis URL: one line, exit 2, nothing fetched, the password not shown
+    (a database out of range and a URL that is no Redis URL were tracebacks, exit 1)."""
+    url = url.format(port=locked.port)
+    out = tmp_path / "out"
+    cmd = [
+        *(sys.executable, "-m", "scrapy", "crawl", "focused", "-a", "topic=chemistry"),
+        *("-s", "FOCUSED_WEB=sandbox", "-s", "FOCUSED_FRONTIER=redis"),
+        *("-s", f"REDIS_URL={url}", "-s", f"FOCUSED_OUTPUT_DIR={out}"),
+    ]
+    run = subprocess.run(cmd, cwd=PROJECT, capture_output=True, text=True, timeout=120)
+    log = run.stderr
+    assert run.returncode == 2, log[-3000:]
+    assert "Traceback" not in log and "Spider opened" not in log, log[-3000:]
+    errors = [line for line in log.splitlines() if line.startswith("focused: error:")]
+    assert len(errors) == 1, log[-3000:]
+    assert says.format(port=locked.port) in errors[0]
+    assert "sekrit" not in log and "wrong" not in log
+    assert not out.exists()
+
+
+def test_two_topics_sent_to_one_key_prefix_are_refused(
+    server: RedisServer, sandbox: SandboxProcess, tmp_path: Path
+) -> None:
+    """``FOCUSED_REDIS_KEY`` set to one value for two crawls by mistake: the first crawl
+    records its spider, topic and strategy; a crawl of another topic (or strategy) on that
+    key stops with one line, exit 2, before anything is fetched. Before, the physics crawl
+    joined the chemistry frontier: it fetched chemistry's URLs, scored them against
+    physics, and stored them in its folder. Cleared, the key takes the new crawl."""
+    from scrapy.settings import Settings
+
+    from focused.distributed.connection import check
+    from focused.errors import RedisLayoutError
+
+    shared = ("FOCUSED_REDIS_KEY=mycrawl", "CLOSESPIDER_PAGECOUNT=5")
+    first = subprocess.run(
+        crawl_command(tmp_path / "chem", sandbox, redis_url=server.url, settings=shared),
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert first.returncode == 0, first.stderr[-3000:]
+    out = tmp_path / "phys"
+    cmd = crawl_command(out, sandbox, redis_url=server.url, topic="physics", settings=shared)
+    second = subprocess.run(cmd, cwd=PROJECT, capture_output=True, text=True, timeout=120)
+    log = second.stderr
+    assert second.returncode == 2, log[-3000:]
+    assert "Traceback" not in log and "Spider opened" not in log, log[-3000:]
+    errors = [line for line in log.splitlines() if line.startswith("focused: error:")]
+    assert errors == [
+        "focused: error: the shared frontier mycrawl is a crawl of topic 'chemistry', not"
+        " 'physics': give this crawl a key prefix of its own (FOCUSED_REDIS_KEY; the"
+        " default %(spider)s:%(topic)s is one per topic), or clear that one first:"
+        " python -m focused.distributed clear --key mycrawl"
+    ]
+    assert stored_urls(out) == []
+    settings = Settings({"REDIS_URL": server.url, "FOCUSED_REDIS_KEY": "mycrawl"})
+    crawl = {"spider": "focused", "topic": "chemistry", "strategy": "bfs"}
+    with pytest.raises(RedisLayoutError, match="a crawl of strategy 'annealing', not 'bfs'"):
+        check(settings, crawl)
+    RedisFrontier(redis.Redis.from_url(server.url), "mycrawl").clear()
+    check(settings, {**crawl, "topic": "physics"})  # a cleared key is anyone's

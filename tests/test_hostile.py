@@ -937,3 +937,39 @@ def test_cookies_are_not_sent_back_unless_enabled(tmp_path, enabled):
         assert len(sent) == 6 and sent[-1].count("=") == 6
     else:
         assert not sent
+
+
+# --- a header line longer than Twisted reads -----------------------------------------------
+def long_header(path: str) -> Answer:
+    """``/`` links a page whose answer has a 20 KB header and a plain page."""
+    if path == "/robots.txt":
+        return 404, {}, b""
+    if path == "/long-header.html":
+        return 200, {"X-Padding": "a" * 20_000}, f"<html><title>x</title>{CHEM}</html>".encode()
+    links = '<a href="/long-header.html">chemistry</a><a href="/after.html">chemistry</a>'
+    return 200, {}, f"<html><title>{path} chemistry</title>{CHEM}{links}</html>".encode()
+
+
+@pytest.mark.integration
+def test_a_header_line_over_twisteds_limit_is_named(tmp_path):
+    """Twisted's HTTP client reads status and header lines up to 16 KB and closed the
+    connection on a longer one, which was reported as the server having closed it; now
+    its own kind, one WARNING line that says so, and no retry (the same header again)."""
+    server = LoopbackServer("127.0.0.1", long_header)
+    try:
+        crawl = run_crawl(
+            tmp_path, "FOCUSED_WEB=real", f"FOCUSED_SEEDS={server.url}/", "FOCUSED_STRATEGY=bfs"
+        )
+    finally:
+        server.close()
+    assert_went_on(crawl)
+    assert paths(crawl) == {"/", "/after.html"}
+    assert server.log.count("/long-header.html") == 1  # not retried
+    s = stats(crawl)
+    assert s["focused/errors/header_too_long"] == 1
+    assert "focused/errors/lost" not in s
+    warnings = [line for line in crawl.log.splitlines() if " WARNING: " in line]
+    assert len(warnings) == 1, warnings
+    assert "/long-header.html> failed: 127.0.0.1:" in warnings[0]
+    assert "sent a status or header line over 16384 bytes" in warnings[0]
+    assert "closed the connection" not in crawl.log

@@ -241,6 +241,9 @@ DEFAULTS: dict[str, Any] = {
     "FOCUSED_MAX_CRAWL_DELAY": 30.0,
     # a 429/503 answer's Retry-After pauses its host, up to this many seconds
     "FOCUSED_MAX_RETRY_AFTER": 60.0,
+    # a host whose Retry-After pauses in a row (no other answer between them) add up to
+    # more than this many seconds is given up: its other requests dropped (0: never)
+    "FOCUSED_MAX_RETRY_AFTER_TOTAL": 600.0,
     # full-text index of the stored pages (focused/output/fulltext.py, docs/search.md):
     # on/off, and the characters of a page's main text that the spider hands on for it
     "FOCUSED_INDEX": True,
@@ -411,6 +414,7 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_ROBOTS_MAX_BYTES": _int(0),
     "FOCUSED_MAX_CRAWL_DELAY": _float(0.0),
     "FOCUSED_MAX_RETRY_AFTER": _float(0.0),
+    "FOCUSED_MAX_RETRY_AFTER_TOTAL": _float(0.0),
     "FOCUSED_INDEX": _flag(),
     "FOCUSED_INDEX_MAX_CHARS": _int(0),
     "FOCUSED_PROGRESS_EVERY_PAGES": _int(0),

@@ -38,6 +38,7 @@ from w3lib.url import safe_url_string
 
 from focused.bounded import remember
 from focused.defaults import get
+from focused.politeness import SlotDelays
 from focused.web import sanitize
 
 if TYPE_CHECKING:
@@ -74,26 +75,42 @@ class RobustnessMiddleware:
     - A page nested deeper than lxml parses (:func:`focused.web.sanitize.tree_cut`) is
       counted (``focused/pages/truncated_tree``): what is deeper is lost.
 
+    - The requests of a host given up for asking to wait too long
+      (``FOCUSED_MAX_RETRY_AFTER_TOTAL``, :class:`focused.politeness.SlotDelays`) are
+      dropped (``focused/skipped/retry_after``), retries included.
+
     Settings: ``FOCUSED_MAX_PAGES_PER_HOST``.
     """
 
-    def __init__(self, max_per_host: int = 0, stats: StatsCollector | None = None) -> None:
+    def __init__(
+        self,
+        max_per_host: int = 0,
+        stats: StatsCollector | None = None,
+        delays: SlotDelays | None = None,
+    ) -> None:
         self.max_per_host = max(0, int(max_per_host))
         self.stats = stats
         self.per_host: Counter[str] = Counter()
+        self.delays = delays
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RobustnessMiddleware:
-        return cls(get(crawler.settings, "FOCUSED_MAX_PAGES_PER_HOST"), crawler.stats)
+        # the Retry-After pauses (also without ROBOTSTXT_OBEY, whose middleware makes them)
+        delays = SlotDelays.of(crawler)
+        return cls(get(crawler.settings, "FOCUSED_MAX_PAGES_PER_HOST"), crawler.stats, delays)
 
     def _inc(self, key: str) -> None:
         if self.stats is not None:
             self.stats.inc_value(key)
 
     def process_request(self, request: Request) -> None:
+        meta = request.meta
+        delays = self.delays
+        if delays is not None and delays.given_up(request) and not meta.get("dont_obey_robotstxt"):
+            self._inc("focused/skipped/retry_after")
+            raise IgnoreRequest(f"{request.url}: its host keeps asking to retry later")
         if not self.max_per_host:
             return
-        meta = request.meta
         if meta.get("retry_times") or meta.get("dont_obey_robotstxt"):
             return  # a retry of a counted request, or robots.txt itself
         host = (urlparse_cached(request).hostname or "").lower()

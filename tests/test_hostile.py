@@ -973,3 +973,49 @@ def test_a_header_line_over_twisteds_limit_is_named(tmp_path):
     assert "/long-header.html> failed: 127.0.0.1:" in warnings[0]
     assert "sent a status or header line over 16384 bytes" in warnings[0]
     assert "closed the connection" not in crawl.log
+
+
+# --- a host that keeps asking to wait -------------------------------------------------------
+BUSY = 5  # pages that always answer 429 Retry-After: 1
+
+
+def always_busy(path: str) -> Answer:
+    """``/`` links :data:`BUSY` pages that answer 429 with ``Retry-After: 1`` forever."""
+    if path == "/robots.txt":
+        return 404, {}, b""
+    if path.startswith("/busy/"):
+        return 429, {"Retry-After": "1"}, b"slow down"
+    links = "".join(f'<a href="/busy/{i}.html">chemistry {i}</a>' for i in range(BUSY))
+    return 200, {}, f"<html><title>chemistry</title>{CHEM}{links}</html>".encode()
+
+
+@pytest.mark.integration
+def test_a_host_that_keeps_asking_to_wait_is_given_up(tmp_path):
+    """``FOCUSED_MAX_RETRY_AFTER`` caps each pause, not their number: each URL of a host
+    that always answers 429 was paused for and retried ``RETRY_TIMES`` times (here 5
+    URLs, 15 answers, 12 s of pauses). Pauses in a row are now budgeted
+    (``FOCUSED_MAX_RETRY_AFTER_TOTAL``): over it, the host is given up."""
+    server = LoopbackServer("127.0.0.1", always_busy)
+    try:
+        crawl = run_crawl(
+            tmp_path,
+            "FOCUSED_WEB=real",
+            f"FOCUSED_SEEDS={server.url}/",
+            "FOCUSED_STRATEGY=bfs",
+            "RETRY_TIMES=2",
+            "FOCUSED_MAX_RETRY_AFTER=1",
+            "FOCUSED_MAX_RETRY_AFTER_TOTAL=2",
+        )
+    finally:
+        server.close()
+    assert_went_on(crawl)
+    busy = [p for p in server.log if p.startswith("/busy/")]
+    # each fetched once at most (the first ones at once, in parallel): no retry
+    assert len(busy) == len(set(busy)) <= BUSY, busy
+    s = stats(crawl)
+    assert s["focused/politeness/retry_after"] == 2  # then the third 429 is one too many
+    assert s["focused/politeness/given_up"] == 1
+    assert s["focused/skipped/retry_after"] == BUSY  # each URL, or its retry
+    given_up = [line for line in crawl.log.splitlines() if "keeps answering 429" in line]
+    assert len(given_up) == 1 and " WARNING: " in given_up[0], given_up
+    assert "3 s of pauses in a row, over FOCUSED_MAX_RETRY_AFTER_TOTAL=2" in given_up[0]

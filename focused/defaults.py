@@ -165,6 +165,11 @@ DEFAULTS: dict[str, Any] = {
     # focused/links/capped (the link elements left unread)
     "FOCUSED_MAX_TEXT_CHARS": 120000,
     "FOCUSED_MAX_LINKS_PER_PAGE": 1000,
+    # only the first this many bytes (1 MiB) and tags of a page's body are parsed (its
+    # tree, title, text, links and main content); the page is stored whole; 0: no cap;
+    # counted in focused/pages/parse_capped
+    "FOCUSED_MAX_PARSE_BYTES": 1048576,
+    "FOCUSED_MAX_PARSE_TAGS": 50000,
     # URL shapes (focused.web.urlshape): the links of a shape (host, path with its last
     # segment as *, query keys) whose fetched pages keep being waste (near-duplicates,
     # noindex, a main content of fewer than FOCUSED_THIN_WORDS words outside links) wait
@@ -390,6 +395,8 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_MAX_PAGES_PER_HOST": _int(0),
     "FOCUSED_MAX_TEXT_CHARS": _int(0),
     "FOCUSED_MAX_LINKS_PER_PAGE": _int(0),
+    "FOCUSED_MAX_PARSE_BYTES": _int(0),
+    "FOCUSED_MAX_PARSE_TAGS": _int(0),
     "FOCUSED_WASTE_SHAPE_THRESHOLD": _float(0.0, 1.0, open_low=True, open_high=False),
     "FOCUSED_THIN_WORDS": _int(0, 1e9),
     "FOCUSED_TEMPLATE_SHARED_HOSTS": _int(0, 1e9),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -28,9 +29,45 @@ EMPTY_OUTPUT_DIR = (
 )
 
 
-def fail(message: str) -> None:
-    """The one line of a command that stops on bad input: ``focused: error: ...``."""
-    print(f"focused: error: {message}", file=sys.stderr)
+def fail(message: str, settings: Any = None) -> None:
+    """The one line of a command that stops on bad input: ``focused: error: ...``, on
+    stderr and in the log file (:func:`say`)."""
+    say(f"focused: error: {message}", settings)
+
+
+def say(line: str, settings: Any = None) -> None:
+    """``line`` on stderr, and in ``LOG_FILE`` when Scrapy logs to one: a user who reads
+    only the log file learns why the command stopped. The log file is Scrapy's root
+    handler once the crawler process exists (the line is written through it, at
+    ERROR, whatever ``LOG_LEVEL``: it says why the command ended); before that (a bad
+    ``LOG_LEVEL``), ``settings``' ``LOG_FILE`` is appended to. Without a log file,
+    Scrapy logs to stderr: the line is printed once."""
+    print(line, file=sys.stderr)
+    from scrapy.utils import log as scrapy_log
+
+    handler = getattr(scrapy_log, "_scrapy_root_handler", None)
+    record = logging.LogRecord("focused", logging.ERROR, __file__, 0, line, None, None)
+    if isinstance(handler, logging.FileHandler):
+        handler.handle(record)  # its filters and format, not its level
+        handler.flush()
+        return
+    if handler is not None or settings is None or not settings.get("LOG_FILE"):
+        return
+    try:
+        own = logging.FileHandler(
+            settings["LOG_FILE"], mode="a", encoding=settings.get("LOG_ENCODING") or "utf-8"
+        )
+    except OSError:
+        return  # the line is on stderr
+    try:
+        own.setFormatter(
+            logging.Formatter(
+                fmt=settings.get("LOG_FORMAT"), datefmt=settings.get("LOG_DATEFORMAT")
+            )
+        )
+        own.handle(record)
+    finally:
+        own.close()
 
 
 def check_log_level_or_exit(settings: Any) -> None:
@@ -41,7 +78,7 @@ def check_log_level_or_exit(settings: Any) -> None:
     try:
         config.check_log_level(settings)
     except config.ConfigError as exc:
-        fail(str(exc))
+        fail(str(exc), settings)
         sys.exit(2)
 
 

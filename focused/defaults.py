@@ -165,6 +165,11 @@ DEFAULTS: dict[str, Any] = {
     # focused/links/capped (the link elements left unread)
     "FOCUSED_MAX_TEXT_CHARS": 120000,
     "FOCUSED_MAX_LINKS_PER_PAGE": 1000,
+    # only the first this many bytes (1 MiB) and tags of a page's body are parsed (its
+    # tree, title, text, links and main content); the page is stored whole; 0: no cap;
+    # counted in focused/pages/parse_capped
+    "FOCUSED_MAX_PARSE_BYTES": 1048576,
+    "FOCUSED_MAX_PARSE_TAGS": 50000,
     # URL shapes (focused.web.urlshape): the links of a shape (host, path with its last
     # segment as *, query keys) whose fetched pages keep being waste (near-duplicates,
     # noindex, a main content of fewer than FOCUSED_THIN_WORDS words outside links) wait
@@ -242,6 +247,9 @@ DEFAULTS: dict[str, Any] = {
     "FOCUSED_MAX_CRAWL_DELAY": 30.0,
     # a 429/503 answer's Retry-After pauses its host, up to this many seconds
     "FOCUSED_MAX_RETRY_AFTER": 60.0,
+    # a host whose Retry-After pauses in a row (no other answer between them) add up to
+    # more than this many seconds is given up: its other requests dropped (0: never)
+    "FOCUSED_MAX_RETRY_AFTER_TOTAL": 600.0,
     # full-text index of the stored pages (focused/output/fulltext.py, docs/search.md):
     # on/off, and the characters of a page's main text that the spider hands on for it
     "FOCUSED_INDEX": True,
@@ -388,6 +396,8 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_MAX_PAGES_PER_HOST": _int(0),
     "FOCUSED_MAX_TEXT_CHARS": _int(0),
     "FOCUSED_MAX_LINKS_PER_PAGE": _int(0),
+    "FOCUSED_MAX_PARSE_BYTES": _int(0),
+    "FOCUSED_MAX_PARSE_TAGS": _int(0),
     "FOCUSED_WASTE_SHAPE_THRESHOLD": _float(0.0, 1.0, open_low=True, open_high=False),
     "FOCUSED_THIN_WORDS": _int(0, 1e9),
     "FOCUSED_TEMPLATE_SHARED_HOSTS": _int(0, 1e9),
@@ -412,6 +422,7 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_ROBOTS_MAX_BYTES": _int(0),
     "FOCUSED_MAX_CRAWL_DELAY": _float(0.0),
     "FOCUSED_MAX_RETRY_AFTER": _float(0.0),
+    "FOCUSED_MAX_RETRY_AFTER_TOTAL": _float(0.0),
     "FOCUSED_INDEX": _flag(),
     "FOCUSED_INDEX_MAX_CHARS": _int(0),
     "FOCUSED_PROGRESS_EVERY_PAGES": _int(0),

@@ -15,7 +15,8 @@ to the log (a hostile server can flood it). Here, once Scrapy's retries
   for a while, RFC 9309), so still once;
 - counted in the stats ``focused/errors/<kind>`` (``dns``, ``refused``, ``connect``,
   ``timeout``, ``lost``: the connection closed or reset before a whole answer,
-  ``cancelled``: over ``DOWNLOAD_MAXSIZE``);
+  ``cancelled``: over ``DOWNLOAD_MAXSIZE``, ``header_too_long``: a status or header
+  line longer than Twisted reads, :data:`MAX_HEADER_LINE`);
   ``focused/errors/first`` keeps the first one's reason (the ``crawl`` command quotes it
   when a real-web crawl fetched nothing);
 - raised again as :class:`NetworkError`, an ``IgnoreRequest``: the request's errback
@@ -27,6 +28,15 @@ and never answers (a hanging host) then holds its waiting requests for one
 ``DOWNLOAD_TIMEOUT``, not ``1 + RETRY_TIMES`` of them; it is a network failure of kind
 ``timeout`` as above, its host disallowed for a while and robots.txt fetched again later
 (RFC 9309, :class:`~focused.robots.FocusedRobotsTxtMiddleware`).
+
+A status or header line over :data:`MAX_HEADER_LINE` bytes (Twisted's
+``LineReceiver.MAX_LENGTH``, 16 KiB) made Twisted's HTTP client close the connection as
+if the server had (a ``ConnectionDone`` like any clean close): it was reported as
+"closed the connection". :func:`refuse_long_header_lines` (run when this module is
+imported, as the middlewares are) makes that parser raise :class:`HeaderTooLong`
+instead, which Twisted hands on as the reason of the failed download (the connection
+is closed the same way), so it is told apart: kind ``header_too_long``, not retried
+(the server sends the same header again).
 
 Retries, their stats (``retry/*``, ``downloader/exception_type_count/*``) and every
 other failure stay Scrapy's. Two middlewares, on both sides of
@@ -60,7 +70,7 @@ from twisted.internet.error import (
     TCPTimedOutError,
 )
 from twisted.internet.error import TimeoutError as ConnectTimeoutError
-from twisted.web._newclient import ResponseFailed, ResponseNeverReceived
+from twisted.web._newclient import HTTPClientParser, ResponseFailed, ResponseNeverReceived
 
 from focused.addressfilter import name_refusal
 
@@ -102,8 +112,55 @@ KINDS: tuple[tuple[str, tuple[type[BaseException], ...]], ...] = (
 )
 
 
+#: the longest status or header line Twisted's HTTP client reads (its ``LineReceiver``'s)
+MAX_HEADER_LINE: int = HTTPClientParser.MAX_LENGTH
+
+
+class HeaderTooLong(Exception):
+    """A response's status or header line is longer than :data:`MAX_HEADER_LINE`."""
+
+
+def _line_too_long(parser: HTTPClientParser, line: bytes) -> None:
+    """``HTTPClientParser.lineLengthExceeded``: raise, instead of closing the
+    connection as a clean close does. ``HTTP11ClientProtocol.dataReceived`` closes it
+    and fails the request with this error as its reason."""
+    raise HeaderTooLong(f"a status or header line longer than {parser.MAX_LENGTH} bytes")
+
+
+def refuse_long_header_lines() -> None:
+    """Make Twisted's HTTP client fail a response with a line too long with
+    :class:`HeaderTooLong` (idempotent)."""
+    HTTPClientParser.lineLengthExceeded = _line_too_long  # type: ignore[method-assign,assignment]
+
+
+refuse_long_header_lines()
+
+
+def _header_too_long(exception: BaseException) -> bool:
+    """Whether :class:`HeaderTooLong` is among the causes of ``exception`` (Scrapy
+    raises ``DownloadFailedError`` from Twisted's ``ResponseFailed``, whose
+    ``reasons`` are failures)."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [exception]
+    while todo:
+        exc = todo.pop()
+        if id(exc) in seen:
+            continue
+        seen.add(id(exc))
+        if isinstance(exc, HeaderTooLong):
+            return True
+        for reason in getattr(exc, "reasons", None) or ():
+            value = getattr(reason, "value", None)
+            if isinstance(value, BaseException):
+                todo.append(value)
+        todo += [e for e in (exc.__cause__, exc.__context__) if e is not None]
+    return False
+
+
 def kind_of(exception: BaseException) -> str | None:
-    """The kind of a failed download (:data:`KINDS`), else None."""
+    """The kind of a failed download (:data:`KINDS`, or ``header_too_long``), else None."""
+    if _header_too_long(exception):
+        return "header_too_long"
     for kind, classes in KINDS:
         if isinstance(exception, classes):
             return kind
@@ -117,14 +174,17 @@ def reason(kind: str, url: str) -> str:
     port = parts.port or (443 if parts.scheme == "https" else 80)
     if kind == "dns":
         return f"DNS lookup failed for {host}"
-    if kind == "refused":
-        return f"{host}:{port} refused the connection"
-    if kind == "timeout":
-        return f"{host}:{port} did not answer in time"
-    if kind == "lost":
-        return f"{host}:{port} closed the connection before a whole answer"
-    if kind == "cancelled":
-        return f"{host}:{port} sent more than DOWNLOAD_MAXSIZE"
+    what = {
+        "refused": "refused the connection",
+        "timeout": "did not answer in time",
+        "lost": "closed the connection before a whole answer",
+        "cancelled": "sent more than DOWNLOAD_MAXSIZE",
+        "header_too_long": (
+            f"sent a status or header line over {MAX_HEADER_LINE} bytes (longer than Twisted reads)"
+        ),
+    }
+    if kind in what:
+        return f"{host}:{port} {what[kind]}"
     return f"could not connect to {host}:{port}"
 
 
@@ -150,7 +210,8 @@ class QuietNetworkGiveUp:
     """Downloader middleware (560, above RetryMiddleware): RetryMiddleware logs its
     give-up of a failed download at DEBUG (request meta
     ``give_up_log_level``), since :class:`NetworkErrorMiddleware` logs it; a robots.txt
-    download that timed out is not retried (``dont_retry``). A host name the address
+    download that timed out, and a response with a header line too long, are not
+    retried (``dont_retry``). A host name the address
     filter refused (it resolves to an internal address) fails as a DNS error: it is
     dropped here (``IgnoreRequest``), neither retried nor reported as a DNS failure."""
 
@@ -162,6 +223,9 @@ class QuietNetworkGiveUp:
                 raise refusal
         if kind == "timeout" and is_robots_txt(request):
             request.meta["dont_retry"] = True  # a hanging host: one time-out, not three
+        elif kind == "header_too_long":
+            request.meta["dont_retry"] = True  # the server sends the same header again
+            request.meta.setdefault("give_up_log_level", "DEBUG")
         elif kind is not None:
             request.meta.setdefault("give_up_log_level", "DEBUG")
 

@@ -9,12 +9,20 @@
   download starts that many seconds after the answer (capped by
   ``FOCUSED_MAX_RETRY_AFTER``), then its delay goes back to what it was. Scrapy's
   ``RetryMiddleware`` retried a 429 at once otherwise.
+- A host that keeps asking to wait: once the ``Retry-After`` pauses it asked for since
+  its last other answer add up to more than ``FOCUSED_MAX_RETRY_AFTER_TOTAL`` seconds,
+  the host is given up (:meth:`SlotDelays.given_up`): one WARNING line, and
+  :class:`focused.robustness.RobustnessMiddleware` drops its further requests (its
+  retries too). ``FOCUSED_MAX_RETRY_AFTER`` caps each pause, not their number: a host
+  answering 429 with ``Retry-After`` at the cap to every request held each of its URLs
+  for ``1 + RETRY_TIMES`` pauses, one after the other, for as long as it had URLs.
 
 Scrapy's downloader sends a slot's requests one per ``slot.delay`` when the delay is set
 (``scrapy/core/downloader/__init__.py``); the delays here only ever raise it.
 
 Stats: ``focused/politeness/crawl_delay`` (hosts with a crawl delay),
-``focused/politeness/retry_after`` (pauses).
+``focused/politeness/retry_after`` (pauses), ``focused/politeness/given_up`` (hosts given
+up), ``focused/skipped/retry_after`` (their requests dropped).
 """
 
 from __future__ import annotations
@@ -48,6 +56,11 @@ class SlotDelays:
         self.crawler = crawler
         self.max_crawl_delay = float(get(crawler.settings, "FOCUSED_MAX_CRAWL_DELAY"))
         self.max_retry_after = float(get(crawler.settings, "FOCUSED_MAX_RETRY_AFTER"))
+        #: the Retry-After seconds a host may ask for in a row (0: no limit)
+        self.max_retry_after_total = float(get(crawler.settings, "FOCUSED_MAX_RETRY_AFTER_TOTAL"))
+        #: key -> seconds of pauses asked since the host's last other answer
+        self.asked: dict[str, float] = {}
+        self.gave_up: set[str] = set()  # keys of the hosts given up
         self.floors: dict[str, float] = {}
         self.pauses: dict[str, tuple[float, float]] = {}  # key -> (until, seconds)
         self.saved: dict[str, tuple[float, float]] = {}  # key -> (delay, jitter) before
@@ -133,18 +146,52 @@ class SlotDelays:
             slot.delay = max(delay, self.floors.get(key, 0.0))
             slot.jitter = 0.0 if key in self.floors else jitter
 
+    # --- a host that keeps asking to wait -------------------------------------------
+    def _ask(self, request: Request, seconds: float, status: int) -> None:
+        """A ``Retry-After`` of ``seconds``: the host pauses, or is given up once its
+        pauses in a row would add up to more than ``FOCUSED_MAX_RETRY_AFTER_TOTAL``."""
+        key = self.slot_key(request)
+        if key is None:
+            return
+        if key in self.gave_up:
+            return
+        asked = self.asked.get(key, 0.0) + min(float(seconds), self.max_retry_after)
+        self.asked[key] = asked
+        budget = self.max_retry_after_total
+        if budget and asked > budget:
+            self.gave_up.add(key)
+            self.crawler.stats.inc_value("focused/politeness/given_up")
+            logger.warning(
+                "focused: %s keeps answering %d with Retry-After: %g s of pauses in a row,"
+                " over FOCUSED_MAX_RETRY_AFTER_TOTAL=%g; its other requests are dropped",
+                key,
+                status,
+                asked,
+                budget,
+            )
+            return
+        self.pause(request, seconds)
+
+    def given_up(self, request: Request) -> bool:
+        """Whether the host of ``request`` was given up for asking to wait too long."""
+        if not self.gave_up:
+            return False
+        key = self.slot_key(request)
+        return key is not None and key in self.gave_up
+
     # --- after every response: AutoThrottle may have lowered the delay --------------
     def response_downloaded(self, response: Response, request: Request, **_: Any) -> None:
         if response.status in (429, 503):
             seconds = retry_after_seconds(response.headers.get(b"Retry-After"))
             if seconds is not None and seconds > 0:
-                self.pause(request, seconds)
+                self._ask(request, seconds, response.status)
                 return
-        if not self.floors and not self.pauses:
+        if not self.floors and not self.pauses and not self.asked:
             return
         key = self.slot_key(request)
         if key is None:
             return
+        self.asked.pop(key, None)  # an answer: the host does not keep asking to wait
         slot = self._slot(key)
         if slot is None:
             return

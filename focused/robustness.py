@@ -38,6 +38,7 @@ from w3lib.url import safe_url_string
 
 from focused.bounded import remember
 from focused.defaults import get
+from focused.politeness import SlotDelays
 from focused.web import sanitize
 
 if TYPE_CHECKING:
@@ -71,29 +72,57 @@ class RobustnessMiddleware:
     - A page with a few NUL bytes is still a page: they are removed
       (``focused/pages/nul_stripped``). A UTF-16/32 page without a byte order mark is
       decoded by its header's charset (``focused/charset/wide``), not taken for binary.
-    - A page nested deeper than lxml parses (:func:`focused.web.sanitize.tree_cut`) is
-      counted (``focused/pages/truncated_tree``): what is deeper is lost.
+    - A page nested deeper than lxml parses (:func:`focused.web.sanitize.tree_cut`, on
+      the part of it the spider parses: ``FOCUSED_MAX_PARSE_BYTES``, ``_TAGS``) is counted
+      (``focused/pages/truncated_tree``): what is deeper is lost.
+    - The requests of a host given up for asking to wait too long
+      (``FOCUSED_MAX_RETRY_AFTER_TOTAL``, :class:`focused.politeness.SlotDelays`) are
+      dropped (``focused/skipped/retry_after``), retries included.
 
     Settings: ``FOCUSED_MAX_PAGES_PER_HOST``.
     """
 
-    def __init__(self, max_per_host: int = 0, stats: StatsCollector | None = None) -> None:
+    def __init__(
+        self,
+        max_per_host: int = 0,
+        stats: StatsCollector | None = None,
+        delays: SlotDelays | None = None,
+        max_parse_bytes: int = 0,
+        max_parse_tags: int = 0,
+    ) -> None:
         self.max_per_host = max(0, int(max_per_host))
+        #: the part of a page the spider parses (``FOCUSED_MAX_PARSE_BYTES`` and
+        #: ``FOCUSED_MAX_PARSE_TAGS``; 0: all)
+        self.max_parse_bytes = max(0, int(max_parse_bytes))
+        self.max_parse_tags = max(0, int(max_parse_tags))
         self.stats = stats
         self.per_host: Counter[str] = Counter()
+        self.delays = delays
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RobustnessMiddleware:
-        return cls(get(crawler.settings, "FOCUSED_MAX_PAGES_PER_HOST"), crawler.stats)
+        # the Retry-After pauses (also without ROBOTSTXT_OBEY, whose middleware makes them)
+        delays = SlotDelays.of(crawler)
+        return cls(
+            get(crawler.settings, "FOCUSED_MAX_PAGES_PER_HOST"),
+            crawler.stats,
+            delays,
+            get(crawler.settings, "FOCUSED_MAX_PARSE_BYTES"),
+            get(crawler.settings, "FOCUSED_MAX_PARSE_TAGS"),
+        )
 
     def _inc(self, key: str) -> None:
         if self.stats is not None:
             self.stats.inc_value(key)
 
     def process_request(self, request: Request) -> None:
+        meta = request.meta
+        delays = self.delays
+        if delays is not None and delays.given_up(request) and not meta.get("dont_obey_robotstxt"):
+            self._inc("focused/skipped/retry_after")
+            raise IgnoreRequest(f"{request.url}: its host keeps asking to retry later")
         if not self.max_per_host:
             return
-        meta = request.meta
         if meta.get("retry_times") or meta.get("dont_obey_robotstxt"):
             return  # a retry of a counted request, or robots.txt itself
         host = (urlparse_cached(request).hostname or "").lower()
@@ -108,6 +137,14 @@ class RobustnessMiddleware:
                 )
             raise IgnoreRequest(f"host {host} reached its cap of {self.max_per_host} pages")
         self.per_host[host] += 1
+
+    def _parsed(self, response: TextResponse) -> bytes:
+        """The part of the page the spider parses (the part that lxml can cut)."""
+        body = response.body
+        wide = sanitize.is_wide(response.encoding)
+        return body[
+            : sanitize.parse_cut(body, self.max_parse_bytes, self.max_parse_tags, wide=wide)
+        ]
 
     def process_response(self, request: Request, response: Response) -> Response:
         if not isinstance(response, TextResponse) or not response.body:
@@ -124,7 +161,7 @@ class RobustnessMiddleware:
         if b"\x00" in response.body:
             self._inc("focused/pages/nul_stripped")
             response = response.replace(body=sanitize.strip_nul(response.body))
-        if isinstance(response, HtmlResponse) and sanitize.tree_cut(response.body):
+        if isinstance(response, HtmlResponse) and sanitize.tree_cut(self._parsed(response)):
             self._inc("focused/pages/truncated_tree")
             logger.info(
                 "focused: %s nests deeper than %d elements: lxml drops what is deeper",

@@ -357,3 +357,21 @@ def test_a_topics_dir_that_is_not_a_folder(
     says = "does not exist" if kind == "missing" else "is a file, not a folder of topic files"
     assert line.startswith(f"focused: error: FOCUSED_TOPICS_DIR: {str(topics)!r} {says}"), line
     assert "unknown topic" not in line
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("-a", "topic=nosuch"), ("-a", "topic=chemistry", "-L", "nope")],
+    ids=["unknown topic", "bad LOG_LEVEL"],
+)
+def test_the_error_line_reaches_the_log_file_too(
+    project_root: Path, venv_scrapy: list[str], out: Path, tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    """With ``LOG_FILE`` the error line was on stderr only: a user reading the log file
+    saw the crawl start and stop with no reason. Now it is in both, once in each."""
+    log = tmp_path / "crawl.log"
+    result = crawl(project_root, venv_scrapy, out, *args, "-s", f"LOG_FILE={log}")
+    line = the_error(result, out)
+    logged = [x for x in log.read_text().splitlines() if "focused: error:" in x]
+    assert len(logged) == 1, log.read_text()
+    assert logged[0].endswith(f" ERROR: {line}")

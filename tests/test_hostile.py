@@ -38,6 +38,7 @@ from focused.web.sandbox import generate_site, hostile
 from focused.web.sanitize import (
     RETRY_AFTER_HUGE,
     looks_binary,
+    parse_cut,
     repair_encoding,
     retry_after_seconds,
     scheme_problem,
@@ -811,6 +812,22 @@ def test_a_meta_charset_that_is_no_text_encoding_is_sniffed_instead(label):
     assert repair_encoding("text/html", LATIN1_PAGE) is None  # no <meta>: Scrapy's sniffing
 
 
+def test_the_part_parsed_is_bounded_in_bytes_and_in_tags():
+    paragraphs = b"<p>acid</p>" * 100_000  # 1.1 MB, 200,000 tags
+    assert parse_cut(paragraphs) == len(paragraphs)  # no cap
+    assert parse_cut(paragraphs, 10**7, 10**6) == len(paragraphs)  # under both
+    for tags in (1, 3, 50_000, 199_999):
+        cut = parse_cut(paragraphs, 0, tags)
+        assert paragraphs[:cut].count(b"<") == tags and paragraphs[cut : cut + 1] == b"<"
+    cut = parse_cut(paragraphs, 100_000)  # before a tag, not inside one
+    assert 50_000 < cut <= 100_000 and paragraphs[cut : cut + 1] == b"<"
+    assert parse_cut(paragraphs, 100_003, wide=True) == 100_000  # whole UTF-16/32 units
+    assert parse_cut(b"x" * 1000, 100) == 100  # no tag to cut before
+    # the tags bound what the bytes do not: 2M <br> in 8 MB, 262,144 in the first MiB
+    brs = b"<br>" * 2_000_000
+    assert brs[: parse_cut(brs, 1 << 20, 50_000)].count(b"<") == 50_000
+
+
 def test_a_tree_deeper_than_lxml_parses_is_seen(site):
     assert tree_cut(site.pages["/hostile/nested.html"])
     deep = b"<html><body>" + b"<div>" * 100_000 + b"</div>" * 100_000 + b"</body></html>"
@@ -883,12 +900,18 @@ def test_new_hostile_cases_are_kept_counted_or_refused(hostile_crawl):
 def test_oversized_pages_are_capped_and_feeds_followed(hostile_crawl):
     s = stats(hostile_crawl)
     got = paths(hostile_crawl)
-    # the 7.5 MB Chinese page is stored, its text scored up to FOCUSED_MAX_TEXT_CHARS
-    assert {"/hostile/huge-zh.html", "/hostile/after-huge-zh.html"} <= got
+    # the 7.5 MB Chinese page is stored, its first FOCUSED_MAX_PARSE_BYTES parsed and
+    # their text scored up to FOCUSED_MAX_TEXT_CHARS: its one link, at its end, is unread
+    assert "/hostile/huge-zh.html" in got and "/hostile/after-huge-zh.html" not in got
     assert s["focused/pages/text_capped"] >= 1
-    # 200,000 links: 1000 link elements read (the first one leads on), the rest counted
+    assert s["focused/pages/parse_capped"] >= 2  # huge-zh.html, many-links.html
+    # 200,000 links: 1000 link elements read (the first one leads on), the others of
+    # the part parsed counted
     assert {"/hostile/many-links.html", "/hostile/after-many-links.html"} <= got
-    assert s["focused/links/capped"] == hostile.MANY_LINKS + 1 - 1000
+    body = hostile.many_links_page()
+    caps = DEFAULTS["FOCUSED_MAX_PARSE_BYTES"], DEFAULTS["FOCUSED_MAX_PARSE_TAGS"]
+    parsed = body[: parse_cut(body, *caps)]
+    assert s["focused/links/capped"] == parsed.count(b"<a ") - 1000
     # feeds: not stored, their items followed with the item title as the anchor
     feeds = set(hostile.FEED_ITEMS)
     assert not feeds & got
@@ -937,3 +960,142 @@ def test_cookies_are_not_sent_back_unless_enabled(tmp_path, enabled):
         assert len(sent) == 6 and sent[-1].count("=") == 6
     else:
         assert not sent
+
+
+# --- a header line longer than Twisted reads -----------------------------------------------
+def long_header(path: str) -> Answer:
+    """``/`` links a page whose answer has a 20 KB header and a plain page."""
+    if path == "/robots.txt":
+        return 404, {}, b""
+    if path == "/long-header.html":
+        return 200, {"X-Padding": "a" * 20_000}, f"<html><title>x</title>{CHEM}</html>".encode()
+    links = '<a href="/long-header.html">chemistry</a><a href="/after.html">chemistry</a>'
+    return 200, {}, f"<html><title>{path} chemistry</title>{CHEM}{links}</html>".encode()
+
+
+@pytest.mark.integration
+def test_a_header_line_over_twisteds_limit_is_named(tmp_path):
+    """Twisted's HTTP client reads status and header lines up to 16 KB and closed the
+    connection on a longer one, which was reported as the server having closed it; now
+    its own kind, one WARNING line that says so, and no retry (the same header again)."""
+    server = LoopbackServer("127.0.0.1", long_header)
+    try:
+        crawl = run_crawl(
+            tmp_path, "FOCUSED_WEB=real", f"FOCUSED_SEEDS={server.url}/", "FOCUSED_STRATEGY=bfs"
+        )
+    finally:
+        server.close()
+    assert_went_on(crawl)
+    assert paths(crawl) == {"/", "/after.html"}
+    assert server.log.count("/long-header.html") == 1  # not retried
+    s = stats(crawl)
+    assert s["focused/errors/header_too_long"] == 1
+    assert "focused/errors/lost" not in s
+    warnings = [line for line in crawl.log.splitlines() if " WARNING: " in line]
+    assert len(warnings) == 1, warnings
+    assert "/long-header.html> failed: 127.0.0.1:" in warnings[0]
+    assert "sent a status or header line over 16384 bytes" in warnings[0]
+    assert "closed the connection" not in crawl.log
+
+
+# --- a host that keeps asking to wait -------------------------------------------------------
+BUSY = 5  # pages that always answer 429 Retry-After: 1
+
+
+def always_busy(path: str) -> Answer:
+    """``/`` links :data:`BUSY` pages that answer 429 with ``Retry-After: 1`` forever."""
+    if path == "/robots.txt":
+        return 404, {}, b""
+    if path.startswith("/busy/"):
+        return 429, {"Retry-After": "1"}, b"slow down"
+    links = "".join(f'<a href="/busy/{i}.html">chemistry {i}</a>' for i in range(BUSY))
+    return 200, {}, f"<html><title>chemistry</title>{CHEM}{links}</html>".encode()
+
+
+@pytest.mark.integration
+def test_a_host_that_keeps_asking_to_wait_is_given_up(tmp_path):
+    """``FOCUSED_MAX_RETRY_AFTER`` caps each pause, not their number: each URL of a host
+    that always answers 429 was paused for and retried ``RETRY_TIMES`` times (here 5
+    URLs, 15 answers, 12 s of pauses). Pauses in a row are now budgeted
+    (``FOCUSED_MAX_RETRY_AFTER_TOTAL``): over it, the host is given up."""
+    server = LoopbackServer("127.0.0.1", always_busy)
+    try:
+        crawl = run_crawl(
+            tmp_path,
+            "FOCUSED_WEB=real",
+            f"FOCUSED_SEEDS={server.url}/",
+            "FOCUSED_STRATEGY=bfs",
+            "RETRY_TIMES=2",
+            "FOCUSED_MAX_RETRY_AFTER=1",
+            "FOCUSED_MAX_RETRY_AFTER_TOTAL=2",
+        )
+    finally:
+        server.close()
+    assert_went_on(crawl)
+    busy = [p for p in server.log if p.startswith("/busy/")]
+    # each fetched once at most (the first ones at once, in parallel): no retry
+    assert len(busy) == len(set(busy)) <= BUSY, busy
+    s = stats(crawl)
+    assert s["focused/politeness/retry_after"] == 2  # then the third 429 is one too many
+    assert s["focused/politeness/given_up"] == 1
+    assert s["focused/skipped/retry_after"] == BUSY  # each URL, or its retry
+    given_up = [line for line in crawl.log.splitlines() if "keeps answering 429" in line]
+    assert len(given_up) == 1 and " WARNING: " in given_up[0], given_up
+    assert "3 s of pauses in a row, over FOCUSED_MAX_RETRY_AFTER_TOTAL=2" in given_up[0]
+
+
+# --- what one page may cost: only its first FOCUSED_MAX_PARSE_BYTES are parsed ----------
+PARSE_CAP = 100_000
+OFF_TOPIC = "<p>weather football holiday recipes traffic</p>"
+
+
+def big_pages(path: str) -> Answer:
+    """``/`` links a page whose only chemistry and whose only link come after
+    :data:`PARSE_CAP` bytes of other words (``/late.html``), a 7.7 MB page of 700,000
+    paragraphs (``/huge.html``: a main-content walk over every element) and ten small
+    pages."""
+    if path == "/robots.txt":
+        return 404, {}, b""
+    if path == "/late.html":
+        filler = OFF_TOPIC * (2 * PARSE_CAP // len(OFF_TOPIC))
+        late = f'{CHEM}<a href="/after-late.html">chemistry</a>'
+        return 200, {}, f"<html><title>news</title><body>{filler}{late}</body></html>".encode()
+    if path == "/huge.html":
+        body = f"<html><title>chemistry</title><body>{CHEM}" + "<p>acid</p>" * 700_000
+        return 200, {}, body.encode()
+    if path == "/":
+        links = ["/late.html", "/huge.html"] + [f"/small-{i}.html" for i in range(10)]
+        anchors = "".join(f'<a href="{u}">chemistry {u}</a>' for u in links)
+        return 200, {}, f"<html><title>chemistry</title>{CHEM}{anchors}</html>".encode()
+    return 200, {}, f"<html><title>{path} chemistry</title>{CHEM}</html>".encode()
+
+
+@pytest.mark.integration
+def test_only_the_first_parse_bytes_of_a_page_are_read_and_it_is_stored_whole(tmp_path):
+    """Main-content extraction, the text, the links and lxml's tree cost time and memory
+    in proportion to the page (six 8 MB pages held the reactor for seconds each and took
+    1 GB): only the first ``FOCUSED_MAX_PARSE_BYTES`` are parsed, so a page is judged
+    on them and its links after them are not followed; the page is stored whole, and a
+    huge page does not keep the small ones from being fetched and stored."""
+    server = LoopbackServer("127.0.0.1", big_pages)
+    try:
+        crawl = run_crawl(
+            tmp_path,
+            "FOCUSED_WEB=real",
+            f"FOCUSED_SEEDS={server.url}/",
+            "FOCUSED_STRATEGY=bfs",
+            f"FOCUSED_MAX_PARSE_BYTES={PARSE_CAP}",
+        )
+    finally:
+        server.close()
+    assert_went_on(crawl)
+    rows = {urlsplit(r["url"]).path: r for r in crawl.rows()}
+    assert {f"/small-{i}.html" for i in range(10)} | {"/", "/late.html", "/huge.html"} <= set(rows)
+    # judged on its first PARSE_CAP bytes: no chemistry there; the link after them unread
+    assert rows["/late.html"]["body_relevance"] == 0.0
+    assert "/after-late.html" not in server.log
+    assert rows["/huge.html"]["body_relevance"] > 0.1
+    with PageStore(tmp_path) as store:  # stored whole
+        assert store.body(f"{server.url}/late.html") == big_pages("/late.html")[2]  # type: ignore[index]
+        assert len(store.body(f"{server.url}/huge.html") or b"") > 7_000_000
+    assert stats(crawl)["focused/pages/parse_capped"] == 2

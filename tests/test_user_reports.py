@@ -377,3 +377,23 @@ def test_ctrl_c_during_start_up_says_so_and_exits_130(tmp_path: Path) -> None:
     # robots.txt counts as one of the 3 responses; pages still downloading at the
     # close may or may not be stored
     assert json.loads((out / "summary.json").read_text())["pages"] >= 1
+
+
+def test_the_end_of_a_crawl_that_failed_is_in_the_log_file(tmp_path: Path) -> None:
+    """With ``LOG_FILE``, the last line ("no page could be fetched ...", exit status 1)
+    reaches the log file too, and stderr once."""
+    port, log = closed_port(), tmp_path / "crawl.log"
+    result = scrapy_crawl(
+        tmp_path / "out",
+        "FOCUSED_WEB=real",
+        f"FOCUSED_SEEDS=http://127.0.0.1:{port}/",
+        "ROBOTSTXT_OBEY=False",
+        "RETRY_TIMES=0",
+        f"LOG_FILE={log}",
+    )
+    assert result.returncode == 1, log.read_text()[-3000:]
+    said = lines_with(result.stderr, "focused: error:")
+    assert len(said) == 1 and said[0].startswith("focused: error: no page could be fetched")
+    logged = lines_with(log.read_text(), "focused: error:")
+    assert len(logged) == 1 and logged[0].endswith(f" ERROR: {said[0]}")
+    assert "refused the connection (1 attempt)" in log.read_text()

@@ -49,7 +49,6 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -61,7 +60,7 @@ from scrapy.exceptions import UsageError
 from scrapy.extensions.feedexport import FeedExporter
 
 from focused import config
-from focused.cli import EMPTY_OUTPUT_DIR, check_log_level_or_exit, fail, keep_start_error
+from focused.cli import EMPTY_OUTPUT_DIR, check_log_level_or_exit, fail, keep_start_error, say
 from focused.defaults import get
 from focused.output import child
 from focused.output.record import (
@@ -322,7 +321,7 @@ class Command(ScrapyCrawl):
             if self._signals:  # a Ctrl-C more, as the process exits, changes nothing
                 _ignore_shutdown_signals()
         if self._forced is not None:  # a second Ctrl-C before the spider had closed
-            print(self._stopped_at_once(self._forced), file=sys.stderr)
+            say(self._stopped_at_once(self._forced))
             self.exitcode = 128 + int(self._forced)  # 130 for SIGINT, 143 for SIGTERM
             return
         if process.bootstrap_failed:
@@ -333,7 +332,7 @@ class Command(ScrapyCrawl):
             return
         if not self._closed:  # Scrapy stopped before the spider closed
             if self._signals:
-                print(self._interrupted(), file=sys.stderr)
+                say(self._interrupted())
                 self.exitcode = 128 + int(self._signals[-1])  # 130 (SIGINT), 143 (SIGTERM)
             return
         self._check_real_web(crawler)

@@ -27,7 +27,7 @@ from focused.ranking.relevance import (
 from focused.signals import frontier_opened, frontier_waste_check, page_skipped
 from focused.strategies import Strategy
 from focused.web.neardup import NearDuplicates
-from focused.web.sanitize import strip_session_ids
+from focused.web.sanitize import is_wide, parse_cut, strip_session_ids
 from focused.web.sites import Web, open_web
 from focused.web.template import HostTemplates, Page, chrome_urls, link_slots, split_page
 from focused.web.topics import load_topic
@@ -86,10 +86,11 @@ class FocusedSpider(scrapy.Spider):
     parameters; on a hostile web
     ``FOCUSED_ALLOWED_DOMAINS`` (its ``allowed_domains``), ``FOCUSED_SESSION_PARAMS``
     (stripped from links) and :class:`~focused.robustness.RobustnessMiddleware`;
-    ``FOCUSED_MAX_TEXT_CHARS`` and ``FOCUSED_MAX_LINKS_PER_PAGE`` (what one page may
-    cost). An RSS or Atom feed is not stored: its items' links are followed
-    (:meth:`_parse_feed`). ``FOCUSED_OBEY_META_ROBOTS``: a page whose robots meta tag
-    (or ``X-Robots-Tag`` header) says ``noindex`` is not stored, ``nofollow`` (there, or
+    ``FOCUSED_MAX_PARSE_BYTES``, ``FOCUSED_MAX_PARSE_TAGS``, ``FOCUSED_MAX_TEXT_CHARS`` and
+    ``FOCUSED_MAX_LINKS_PER_PAGE`` (what one page may cost). An RSS or Atom feed is not
+    stored: its items' links are followed (:meth:`_parse_feed`).
+    ``FOCUSED_OBEY_META_ROBOTS``: a page whose robots meta tag (or ``X-Robots-Tag``
+    header) says ``noindex`` is not stored, ``nofollow`` (there, or
     ``rel="nofollow"`` on a link) is not followed. ``FOCUSED_WASTE_SHAPE_THRESHOLD`` and
     ``FOCUSED_THIN_WORDS``: the links of a URL shape whose pages keep being waste wait at
     the bottom of the frontier with the chrome links (:mod:`focused.web.urlshape`); with
@@ -172,6 +173,9 @@ class FocusedSpider(scrapy.Spider):
         self.index_chars = (
             int(get(settings, "FOCUSED_INDEX_MAX_CHARS")) if get(settings, "FOCUSED_INDEX") else 0
         )
+        #: only the first this many bytes and tags of a page are parsed (0: all)
+        self.max_parse_bytes = int(get(settings, "FOCUSED_MAX_PARSE_BYTES"))
+        self.max_parse_tags = int(get(settings, "FOCUSED_MAX_PARSE_TAGS"))
         #: only the first this many characters of a page's text are scored (None: all)
         self.max_text_chars: int | None = get(settings, "FOCUSED_MAX_TEXT_CHARS") or None
         #: each host's template, learnt from its pages (focused.web.template)
@@ -206,12 +210,37 @@ class FocusedSpider(scrapy.Spider):
             yield scrapy.Request(url, meta={meta.ANCHOR_RELEVANCE: 1.0, meta.PARENT_URL: ""})
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
+        parsed = self._parsed_part(response)
         try:
-            yield from self._parse_page(response)
+            yield from self._parse_page(parsed, whole=response)
         finally:
-            release_selector(response)
+            release_selector(parsed)
+            if parsed is not response:
+                release_selector(response)
 
-    def _parse_page(self, response: Response) -> Iterator[Any]:
+    def _parsed_part(self, response: Response) -> Response:
+        """The part of a text response that is parsed: its first
+        ``FOCUSED_MAX_PARSE_BYTES`` bytes and ``FOCUSED_MAX_PARSE_TAGS`` tags
+        (:func:`focused.web.sanitize.parse_cut`), the whole response when it is not
+        longer. Everything the spider reads from a page (its tree, main content, title,
+        text, links, robots meta tag) costs time and memory in proportion to the part
+        parsed: the elements drive lxml's tree and the main-content walk, a Python
+        object and a few hundred bytes each. The page is stored whole
+        (``PageItem.body``); ``focused/pages/parse_capped`` counts the pages cut."""
+        if not isinstance(response, TextResponse):
+            return response
+        body = response.body
+        cut = parse_cut(
+            body, self.max_parse_bytes, self.max_parse_tags, wide=is_wide(response.encoding)
+        )
+        if cut >= len(body):
+            return response
+        self._count("focused/pages/parse_capped")
+        return response.replace(body=body[:cut], encoding=response.encoding)
+
+    def _parse_page(self, response: Response, whole: Response) -> Iterator[Any]:
+        """Score ``response`` (the part of ``whole`` that is parsed: :meth:`_parsed_part`)
+        and yield its links and its item (``whole``'s body)."""
         if not isinstance(response, TextResponse):
             self.crawler.stats.inc_value("focused/skipped/not_text")
             self.crawler.signals.send_catch_log(page_skipped, response=response)
@@ -291,7 +320,7 @@ class FocusedSpider(scrapy.Spider):
             encoding=response.encoding,
             link_count=len(links) + len(chrome_links),
             strategy=self.strategy_name,
-            body=response.body,  # for the page store only: not a field (focused.items)
+            body=whole.body,  # for the page store only: not a field (focused.items)
             excerpt=excerpt(body),
             text=body[: self.index_chars] if self.index_chars else "",
         )

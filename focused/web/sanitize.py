@@ -413,6 +413,43 @@ def strip_nul(body: bytes) -> bytes:
     return body.replace(b"\x00", b"")
 
 
+_TAG_CHUNK = 65536
+
+
+def is_wide(encoding: str) -> bool:
+    """Whether ``encoding`` is UTF-16 or UTF-32 (in any spelling)."""
+    return encoding.lower().replace("-", "").replace("_", "").startswith(("utf16", "utf32"))
+
+
+def parse_cut(body: bytes, max_bytes: int = 0, max_tags: int = 0, *, wide: bool = False) -> int:
+    """How many bytes of ``body`` to parse: all of it, or at most ``max_bytes`` (cut
+    before the last ``<`` in the second half of them, so that no tag is cut in two) and
+    at most ``max_tags`` tags (cut before the next ``<``: markup is a ``<`` per tag,
+    so the count of elements, which the parse and the main-content walk cost, is
+    bounded whatever the page's bytes per element). 0: no cap. ``wide``: a UTF-16/32
+    body, cut at a multiple of 4 bytes only (its ``<`` bytes are not its characters).
+    """
+    size = len(body)
+    if max_bytes and size > max_bytes:
+        if wide:
+            return max_bytes - max_bytes % 4
+        cut = body.rfind(b"<", max_bytes // 2, max_bytes)
+        size = cut if cut > 0 else max_bytes
+    if not max_tags or wide or body.count(b"<", 0, size) <= max_tags:
+        return size
+    seen = 0
+    for start in range(0, size, _TAG_CHUNK):
+        end = min(start + _TAG_CHUNK, size)
+        n = body.count(b"<", start, end)
+        if seen + n > max_tags:  # the (max_tags + 1)th tag starts in this chunk
+            at = start - 1
+            for _ in range(max_tags + 1 - seen):
+                at = body.find(b"<", at + 1, end)
+            return at
+        seen += n
+    return size
+
+
 #: libxml2's nesting limit (with ``huge_tree``, as parsel parses): deeper elements are
 #: dropped, with everything after them.
 LXML_MAX_DEPTH = 2048

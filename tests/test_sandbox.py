@@ -397,3 +397,38 @@ def test_python_m_focused_sandbox_refuses_a_port_in_use(taken_port: int) -> None
     assert (
         proc.stderr == f"error: cannot listen on 127.0.0.1:{taken_port}: Address already in use\n"
     )
+
+
+def test_a_sandbox_port_is_chosen_below_the_ephemeral_range_and_a_taken_one_skipped(
+    tmp_path: Path,
+) -> None:
+    """A JOBDIR crawl serves its sandbox on the same port when it resumes; a port of the
+    kernel's ephemeral range may by then be a client's (the resume had to stop, "Address
+    already in use"), so the port is chosen below that range, and a taken one skipped."""
+    import random
+
+    from focused.web.sandbox import server as sandbox_server
+
+    low = sandbox_server.ephemeral_low()
+    assert sandbox_server.ephemeral_low(str(tmp_path / "absent")) == 32768
+    (tmp_path / "range").write_text("40000\t60999\n")
+    assert sandbox_server.ephemeral_low(str(tmp_path / "range")) == 40000
+    first = random.Random(5).sample(range(20000, min(32768, low)), 64)[0]
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", first))
+    taken.listen()
+    try:
+        httpd = sandbox_server.free_low_port_server(
+            "127.0.0.1", sandbox_server._Handler, random.Random(5)
+        )
+        try:
+            port = httpd.server_address[1]
+            assert port != first and 20000 <= port < min(32768, low)
+        finally:
+            httpd.server_close()
+    finally:
+        taken.close()
+    site = generate_site(seed=7, pages=60)
+    with SandboxServer(site) as srv:
+        port = int(srv.base_url.rsplit(":", 1)[1])
+        assert 20000 <= port < min(32768, low)

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
+import random
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from types import TracebackType
 from urllib.parse import unquote, urlsplit
 
@@ -55,8 +58,43 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: no line per request on stderr."""
 
 
+#: Where a port is chosen when none is given: below the kernel's ephemeral range
+#: (Linux: ``ip_local_port_range``, 32768-60999 by default), which outgoing connections
+#: and other programs' "any free port" draw from. A crawl with a ``JOBDIR`` serves its
+#: sandbox on the same port when it resumes (its URLs hold it); a port of the ephemeral
+#: range could meanwhile be some client's, and the resume would have to stop.
+LOW_PORTS = (20000, 32768)
+_PORT_TRIES = 64
+
+
+def ephemeral_low(path: str = "/proc/sys/net/ipv4/ip_local_port_range") -> int:
+    """The first port of the kernel's ephemeral range (32768 when it cannot be read)."""
+    try:
+        return int(Path(path).read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return LOW_PORTS[1]
+
+
+def free_low_port_server(
+    host: str, handler: type[BaseHTTPRequestHandler], rng: random.Random | None = None
+) -> ThreadingHTTPServer:
+    """A server bound to a free port of :data:`LOW_PORTS` below the ephemeral range;
+    on a system where that range is empty or taken, a free port of the kernel's choice."""
+    low, high = LOW_PORTS[0], min(LOW_PORTS[1], ephemeral_low())
+    rng = rng or random.Random()
+    if high - low >= _PORT_TRIES:
+        for port in rng.sample(range(low, high), _PORT_TRIES):
+            try:
+                return ThreadingHTTPServer((host, port), handler)
+            except OSError as exc:
+                if exc.errno not in (errno.EADDRINUSE, errno.EACCES):
+                    raise
+    return ThreadingHTTPServer((host, 0), handler)
+
+
 class SandboxServer:
-    """A threaded HTTP server for ``site`` on ``host:port`` (port 0: a free one).
+    """A threaded HTTP server for ``site`` on ``host:port`` (port 0: a free one, below
+    the kernel's ephemeral range: :func:`free_low_port_server`).
 
     Use as a context manager, or call :meth:`start` (returns the base URL) and :meth:`stop`.
     """
@@ -64,7 +102,11 @@ class SandboxServer:
     def __init__(self, site: Site, host: str = "127.0.0.1", port: int = 0) -> None:
         self.site = site
         handler = type("SiteHandler", (_Handler,), {"site": site})
-        self.httpd = ThreadingHTTPServer((host, port), handler)
+        self.httpd = (
+            ThreadingHTTPServer((host, port), handler)
+            if port
+            else free_low_port_server(host, handler)
+        )
         self.httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 

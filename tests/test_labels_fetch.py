@@ -116,6 +116,9 @@ def test_a_redirect_a_failure_and_too_many_bytes_are_one_line(server: LoopbackSe
     )
     with pytest.raises(LabelsError, match=r"cannot be fetched \(answered 404 Not Found\)$"):
         load_labels(f"{server.url}/absent.tsv", ProbeScope(), seeds=seeds)
+    with pytest.raises(LabelsError) as tls:  # TLS with a server that speaks plain HTTP
+        load_labels(f"https://127.0.0.2:{server.port}/labels.tsv", ProbeScope(), seeds=seeds)
+    assert str(tls.value).endswith("(TLS with 127.0.0.2 failed (WRONG_VERSION_NUMBER))")
     size = len(LABELS * 100)
     with pytest.raises(LabelsError) as big:
         load_labels(f"{server.url}/big.tsv", ProbeScope(), seeds=seeds, max_bytes=1000)

@@ -664,8 +664,9 @@ def _check_topics_dir(settings: Any, name: str, value: str) -> None:
 
 def _check_labels(settings: Any, name: str, value: str) -> None:
     """A labels file must exist and be readable UTF-8 text (an http(s) URL is fetched when
-    the crawl opens its web); it was ignored on the sandbox, and a traceback on the real
-    web."""
+    the crawl opens the real web, within the crawl's scope:
+    :func:`focused.web.sites.load_labels`); it was ignored on the sandbox, and a
+    traceback on the real web."""
     if not value.strip() or urlsplit(value).scheme in ("http", "https"):
         return
     path = Path(value)

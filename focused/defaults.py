@@ -339,7 +339,8 @@ def _text(*choices: str) -> Check:
 CHECKS: dict[str, Check] = {
     "FOCUSED_WEB": _text("auto", "sandbox", "real"),
     "FOCUSED_SEEDS": Check("list", special="urls"),
-    "FOCUSED_LABELS": Check("str", special="labels"),  # a readable file, or an http(s) URL
+    # a readable file, or an http(s) URL within the crawl's scope
+    "FOCUSED_LABELS": Check("str", special="labels"),
     "FOCUSED_TARGET_CATEGORY": _text(),
     "FOCUSED_TOPICS_DIR": Check("str", special="topics_dir"),  # an existing folder
     "FOCUSED_SANDBOX_SEED": _int(),

@@ -36,10 +36,12 @@ Answer = tuple[int, dict[str, str], bytes] | None
 class LoopbackServer:
     """An HTTP/1.1 server on ``address`` (a free port) that logs each request's path in
     ``log`` and answers it with ``answer(path)``; ``Content-Length`` is set, and
-    ``Content-Type`` is ``text/html`` unless the headers name another."""
+    ``Content-Type`` is ``text/html`` unless the headers name another. ``connections``
+    counts the connections it accepted."""
 
     def __init__(self, address: str, answer: Callable[[str], Answer]) -> None:
         self.log: list[str] = []
+        self.connections = 0
         #: the ``Cookie`` header of each request, in the order of ``log`` (None: none)
         self.cookies: list[str | None] = []
         server = self
@@ -69,9 +71,14 @@ class LoopbackServer:
             def log_message(self, format: str, *args: object) -> None:  # noqa: A002
                 pass
 
-        cls = ThreadingHTTPServer
+        class Counting(ThreadingHTTPServer):
+            def verify_request(self, request: object, client_address: object) -> bool:
+                server.connections += 1
+                return True
+
+        cls: type[ThreadingHTTPServer] = Counting
         if ":" in address:
-            cls = type("V6Server", (ThreadingHTTPServer,), {"address_family": socket.AF_INET6})
+            cls = type("V6Server", (Counting,), {"address_family": socket.AF_INET6})
         self.httpd = cls((address, 0), Handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.crawling import error_line, run_cli
+from tests.loopback import LoopbackServer
 
 MakeTopic = Callable[..., Path]
 VALID_NAMES = ("annealing", "best_first", "bfs", "bsbs", "gao", "genetic")
@@ -375,3 +376,61 @@ def test_the_error_line_reaches_the_log_file_too(
     logged = [x for x in log.read_text().splitlines() if "focused: error:" in x]
     assert len(logged) == 1, log.read_text()
     assert logged[0].endswith(f" ERROR: {line}")
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        (
+            "127.0.0.2",
+            "FOCUSED_ALLOWED_DOMAINS=127.0.0.1",  # the seed's host, not the labels'
+            "127.0.0.2 is not in FOCUSED_ALLOWED_DOMAINS",
+        ),
+        (
+            "localhost",  # resolves from /etc/hosts: no DNS query either way
+            'FOCUSED_HOSTS={"seed.test": "127.0.0.1"}',
+            "localhost is not in FOCUSED_HOSTS, and with FOCUSED_HOSTS set no other name"
+            " is looked up",
+        ),
+    ],
+    ids=["allowed domains", "hosts"],
+)
+def test_labels_out_of_the_crawls_scope_are_not_fetched(
+    project_root: Path,
+    venv_scrapy: list[str],
+    out: Path,
+    case: tuple[str, str, str],
+) -> None:
+    """``FOCUSED_LABELS=http://...`` was fetched with urllib whatever the crawl's scope
+    said (and a failed fetch was a traceback)."""
+    labels_host, setting, why = case
+    pages = LoopbackServer("127.0.0.1", lambda path: (200, {}, b"<title>acid</title>"))
+    labels = LoopbackServer("127.0.0.2", lambda path: (200, {}, b"/\tsubject.Science.Chemistry\n"))
+    url = f"http://{labels_host}:{labels.port}/labels.tsv"
+    try:
+        result = crawl(
+            project_root,
+            venv_scrapy,
+            out,
+            "-a",
+            "topic=chemistry",
+            "-s",
+            "FOCUSED_WEB=real",
+            "-s",
+            f"FOCUSED_SEEDS={pages.url}/",
+            "-s",
+            "FOCUSED_TARGET_CATEGORY=subject.Science.Chemistry",
+            "-s",
+            f"FOCUSED_LABELS={url}",
+            "-s",
+            setting,
+        )
+    finally:
+        pages.close()
+        labels.close()
+    line = error_line(result)
+    assert line == (
+        f"focused: error: FOCUSED_LABELS: {url!r} is out of the crawl's scope ({why});"
+        " nothing was fetched"
+    )
+    assert labels.connections == 0 and pages.connections == 0

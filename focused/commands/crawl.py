@@ -11,9 +11,11 @@ Same command as Scrapy's, except that for the ``focused`` spider:
   open (its ``pages.lock``), a ``JOBDIR`` of a crawl of another topic, strategy or web
   (its ``crawl.json``, written here the first time a crawl takes it), a ``JOBDIR``
   another crawl is using (its frontier journal is taken here, before Scrapy starts:
-  :func:`focused.config.claim_jobdir`), or a sandbox that cannot be served on its port
-  (:class:`focused.web.sites.SandboxError`) prints one line (``focused: error: ...``)
-  and exits with status 2 before anything is fetched, instead of a traceback;
+  :func:`focused.config.claim_jobdir`), a sandbox that cannot be served on its port
+  (:class:`focused.web.sites.SandboxError`), or labels at a URL out of the crawl's scope
+  or that cannot be fetched (:class:`focused.web.sites.LabelsError`) prints one line
+  (``focused: error: ...``) and exits with status 2 before anything is fetched,
+  instead of a traceback;
 - ``ITEM_PIPELINES`` without the page store (:class:`focused.pipelines.PageStorePipeline`)
   logs one WARNING at start: nothing will be stored; so do ``SPIDER_MIDDLEWARES``
   without the priority middleware (the strategy would score no link) and
@@ -72,7 +74,7 @@ from focused.output.record import (
     write_jobdir_record,
 )
 from focused.stop import FAILED_REASONS, stopped
-from focused.web.sites import SandboxError
+from focused.web.sites import SandboxError, WebError
 from focused.web.topics import TopicError, load_topic
 
 
@@ -292,7 +294,7 @@ class Command(ScrapyCrawl):
         assert process is not None
         self._closed = False
         self._opened = False
-        self._sandbox_error: SandboxError | None = None
+        self._web_error: WebError | None = None
         self._finished = False
         self._signals: list[int] = []
         self._forced: int | None = None  # the signal that forced the stop
@@ -307,10 +309,11 @@ class Command(ScrapyCrawl):
         failures = ItemFailures()
         failures.connect(crawler)
         try:
-            # a SandboxError raised while the spider is made (the sandbox's port taken)
-            # is kept for one line after Scrapy stops, instead of its traceback
+            # a WebError raised while the spider is made (the sandbox's port taken, the
+            # labels out of scope) is kept for one line after Scrapy stops, instead of
+            # its traceback
             keep_start_error(
-                process.crawl(crawler, **opts.spargs), (SandboxError,), self._keep_sandbox_error
+                process.crawl(crawler, **opts.spargs), (WebError,), self._keep_web_error
             )
             process.start()
         except KeyboardInterrupt:  # a Ctrl-C before Scrapy's handlers were installed
@@ -326,8 +329,9 @@ class Command(ScrapyCrawl):
             return
         if process.bootstrap_failed:
             self.exitcode = 1
-        if self._sandbox_error is not None:
-            fail(self._sandbox_advice(self._sandbox_error))
+        if self._web_error is not None:
+            exc = self._web_error
+            fail(self._sandbox_advice(exc) if isinstance(exc, SandboxError) else str(exc))
             self.exitcode = 2
             return
         if not self._closed:  # Scrapy stopped before the spider closed
@@ -418,9 +422,9 @@ class Command(ScrapyCrawl):
             return f"{kept}; resume with the same command"
         return f"{kept}; without JOBDIR the crawl cannot resume"
 
-    def _keep_sandbox_error(self, exc: BaseException) -> None:
-        assert isinstance(exc, SandboxError)
-        self._sandbox_error = exc
+    def _keep_web_error(self, exc: BaseException) -> None:
+        assert isinstance(exc, WebError)
+        self._web_error = exc
 
     def _sandbox_advice(self, exc: SandboxError) -> str:
         port_file, _ = config.sandbox_port_files(self.settings)

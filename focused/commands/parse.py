@@ -41,13 +41,13 @@ from focused import config
 from focused.cli import EMPTY_OUTPUT_DIR, check_log_level_or_exit, fail, keep_start_error
 from focused.defaults import get
 from focused.web.addresses import classify, parse_host
-from focused.web.sites import SandboxError
+from focused.web.sites import WebError
 from focused.web.topics import TopicError, load_topic
 
 logger = logging.getLogger(ScrapyParse.__module__)  # as Scrapy logs it
 
 #: what may be raised while the focused spider is made that is the user's input
-START_ERRORS = (TopicError, config.ConfigError, SandboxError)
+START_ERRORS = (TopicError, config.ConfigError, WebError)
 
 
 class CallbackError(ValueError):

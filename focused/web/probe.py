@@ -18,6 +18,9 @@ A host that is out of scope is "not reachable" (:attr:`Probe.refused`, with the 
 and so is one that does not resolve or answer. The whole probe, DNS lookup included,
 ends within ``timeout`` seconds: a lookup that takes longer is left to finish in a
 daemon thread, unheeded.
+
+:func:`admit` (the scope checks and the lookup) and :func:`open_connection` are the
+probe's two halves; the fetch of the labels (:mod:`focused.web.fetch`) uses them too.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from urllib.parse import urlsplit
 
 from focused.web.addresses import AddressPolicy, IPAddress, IPNetwork, parse_host
 
-__all__ = ["PROBE_TIMEOUT", "Probe", "ProbeScope", "probe"]
+__all__ = ["PROBE_TIMEOUT", "Admitted", "Probe", "ProbeScope", "admit", "open_connection", "probe"]
 
 #: seconds the whole probe (lookup and connections) may take
 PROBE_TIMEOUT = 3.0
@@ -97,8 +100,40 @@ def probe(
     section 6.4: such names never resolve, and libraries should answer them negatively
     themselves).
     """
-    scope = scope or ProbeScope()
     deadline = time.monotonic() + timeout
+    admitted = admit(url, scope, seeds=seeds, deadline=deadline)
+    if isinstance(admitted, Probe):
+        return admitted
+    sock = open_connection(admitted, deadline, timeout)
+    if isinstance(sock, str):
+        return Probe(sock)
+    sock.close()
+    return Probe(None)
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """A URL's ``host`` and ``port``, and the ``addresses`` of the host the crawl's scope
+    lets a connection go to (at least one)."""
+
+    host: str
+    port: int
+    addresses: tuple[IPAddress, ...]
+
+
+def admit(
+    url: str,
+    scope: ProbeScope | None = None,
+    *,
+    seeds: Iterable[str] | None = None,
+    deadline: float,
+) -> Admitted | Probe:
+    """The addresses of the host of ``url`` that the crawl's ``scope`` allows a
+    connection to (:func:`probe`'s rules; ``seeds`` as there), looked up (through
+    ``FOCUSED_HOSTS`` when set) only when the host is in scope, before the monotonic
+    ``deadline``; else the :class:`Probe` saying why not (``refused`` when the scope
+    forbade it). Nothing is connected to."""
+    scope = scope or ProbeScope()
     parts = urlsplit(url)
     try:
         host = parts.hostname or ""
@@ -131,7 +166,7 @@ def probe(
             " does not allow",
             refused=True,
         )
-    return Probe(_connect(host, port, allowed, deadline, timeout))
+    return Admitted(host, port, tuple(allowed))
 
 
 def _resolve(host: str, port: int, scope: ProbeScope, deadline: float) -> list[IPAddress] | Probe:
@@ -180,23 +215,24 @@ def _lookup(host: str, port: int, deadline: float) -> list[IPAddress] | str:
     return sorted(addresses, key=lambda a: a.version)
 
 
-def _connect(
-    host: str, port: int, addresses: list[IPAddress], deadline: float, timeout: float
-) -> str | None:
-    """None when one of ``addresses`` accepts a connection on ``port`` before
-    ``deadline``, else why not."""
-    for address in addresses:
+def open_connection(admitted: Admitted, deadline: float, timeout: float) -> socket.socket | str:
+    """A TCP connection to one of the ``admitted`` addresses (in their order), made
+    before the monotonic ``deadline`` (``timeout``: the limit, for the message), else
+    why there is none."""
+    host, port = admitted.host, admitted.port
+    for address in admitted.addresses:
         left = deadline - time.monotonic()
         if left <= 0:
             break
         family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
         try:
-            with socket.socket(family, socket.SOCK_STREAM) as sock:
-                sock.settimeout(left)
-                sock.connect((str(address), port))
-                return None
+            sock.settimeout(left)
+            sock.connect((str(address), port))
         except OSError:
+            sock.close()
             continue
+        return sock
     if time.monotonic() >= deadline:
         return f"{host} does not answer on port {port} within {timeout:g} s"
     return f"{host} does not answer on port {port}"

@@ -4,13 +4,14 @@
 answers on its port within a few seconds, and the sandbox otherwise, so that the same
 command works on a machine with internet and on one without. The probe keeps to the
 crawl's scope (:mod:`focused.web.probe`): a seed host the crawl may not reach is not
-looked up or connected to, and counts as unreachable.
+looked up or connected to, and counts as unreachable. So does the fetch of the labels
+(``FOCUSED_LABELS`` as an http(s) URL, :mod:`focused.web.fetch`): out of scope, it is
+refused (:class:`LabelsError`) before any lookup or connection.
 """
 
 from __future__ import annotations
 
 import logging
-import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ from urllib.parse import urljoin, urlsplit
 from w3lib.url import canonicalize_url
 
 from focused.output.metrics import read_labels, targets_from_labels
+from focused.web.fetch import FetchError, scoped_get
 from focused.web.probe import PROBE_TIMEOUT, Probe, ProbeScope, probe
 from focused.web.sandbox import SandboxServer, generate_site
 from focused.web.topics import Topic
@@ -26,8 +28,23 @@ from focused.web.topics import Topic
 logger = logging.getLogger(__name__)
 
 
-class SandboxError(RuntimeError):
+#: seconds the fetch of the labels (``FOCUSED_LABELS`` as a URL) may take, DNS included
+LABELS_TIMEOUT = 10.0
+#: bytes of labels fetched at most (a local file has no limit)
+LABELS_MAX_BYTES = 32 * 1024 * 1024
+
+
+class WebError(RuntimeError):
+    """The web to crawl cannot be opened: the crawl stops with one line."""
+
+
+class SandboxError(WebError):
     """The sandbox cannot be served (e.g. its port is taken)."""
+
+
+class LabelsError(WebError):
+    """The labels (``FOCUSED_LABELS`` as a URL) are out of the crawl's scope or cannot
+    be fetched."""
 
 
 @dataclass
@@ -60,13 +77,34 @@ def reachable(url: str, timeout: float = PROBE_TIMEOUT, scope: ProbeScope | None
     return unreachable_reason(url, timeout, scope) is None
 
 
-def load_labels(source: str) -> dict[str, list[str]]:
-    """Labels from a ``labels.tsv`` path or http(s) URL."""
-    if urlsplit(source).scheme in ("http", "https"):
-        with urllib.request.urlopen(source, timeout=10) as response:  # noqa: S310
-            text = response.read().decode("utf-8")
-    else:
-        text = Path(source).read_text(encoding="utf-8")
+def load_labels(
+    source: str,
+    scope: ProbeScope | None = None,
+    *,
+    seeds: Sequence[str] = (),
+    timeout: float = LABELS_TIMEOUT,
+    max_bytes: int = LABELS_MAX_BYTES,
+) -> dict[str, list[str]]:
+    """Labels from a ``labels.tsv`` path or http(s) URL. A URL is fetched only within
+    the crawl's ``scope`` (``FOCUSED_ALLOWED_DOMAINS``, ``FOCUSED_HOSTS``, the address
+    policy of a crawl of ``seeds``), within ``timeout`` seconds and ``max_bytes``
+    (:func:`focused.web.fetch.scoped_get`); else :class:`LabelsError`, whose message is
+    the user's one line."""
+    if urlsplit(source).scheme.lower() not in ("http", "https"):
+        return read_labels(Path(source).read_text(encoding="utf-8").splitlines())
+    try:
+        body = scoped_get(source, scope, seeds=seeds, timeout=timeout, max_bytes=max_bytes)
+    except FetchError as exc:
+        if exc.refused:
+            raise LabelsError(
+                f"FOCUSED_LABELS: {source!r} is out of the crawl's scope ({exc.reason});"
+                " nothing was fetched"
+            ) from None
+        raise LabelsError(f"FOCUSED_LABELS: {source!r} cannot be fetched ({exc.reason})") from None
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise LabelsError(f"FOCUSED_LABELS: {source!r} is not UTF-8 text (a labels TSV)") from None
     return read_labels(text.splitlines())
 
 
@@ -116,7 +154,7 @@ def open_web(
             port_file=port_file,
             port_records=port_records,
         )
-    return _open_real(topic, category=category, seeds=seeds, labels=labels)
+    return _open_real(topic, category=category, seeds=seeds, labels=labels, scope=scope)
 
 
 def _decide_mode(topic: Topic, mode: str, seeds: list[str], scope: ProbeScope) -> str:
@@ -195,13 +233,17 @@ def _open_sandbox(
     return Web("sandbox", start, targets, server)
 
 
-def _open_real(topic: Topic, *, category: str, seeds: list[str], labels: str) -> Web:
+def _open_real(
+    topic: Topic, *, category: str, seeds: list[str], labels: str, scope: ProbeScope | None
+) -> Web:
     """The real (or a labelled) web: the user's seeds or the topic's, and the targets its
-    ``labels`` give for ``category``, else the topic's own."""
+    ``labels`` give for ``category``, else the topic's own. Labels at a URL are fetched
+    within ``scope`` (:func:`load_labels`)."""
     start = seeds or list(topic.seeds)
     if labels and category:  # a labelled web: its labels define the targets
         base = labels if urlsplit(labels).scheme in ("http", "https") else start[0]
-        targets = targets_from_labels(load_labels(labels), category, urljoin(base, "/"))
+        found = load_labels(labels, scope, seeds=start)
+        targets = targets_from_labels(found, category, urljoin(base, "/"))
         if not targets:
             logger.warning(
                 "focused: the labels %s have no page under category %s (topic %r);"

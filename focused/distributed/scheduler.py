@@ -221,6 +221,8 @@ class RedisScheduler(FocusedScheduler):
         self._down_since: float | None = None
         #: the shared frontier vanished from Redis (FrontierLost): the worker stops
         self._lost = False
+        #: the error that found the frontier lost (the store's checkpoints return it)
+        self._lost_error: FrontierLost | None = None
         self._closing = False
         self._connected = False
         self._renewer: Any = None
@@ -648,6 +650,7 @@ class RedisScheduler(FocusedScheduler):
         folder's marker stays "not closed": a worker started again here after the frontier
         was restored (a backup) marks the pages its store holds done."""
         self._lost = True
+        self._lost_error = exc
         self._down_since = None
         dropped = red.discard_staged()
         logger.error("focused: error: %s (%d unsent changes dropped)", exc, dropped)
@@ -958,10 +961,18 @@ class RedisScheduler(FocusedScheduler):
         with contextlib.suppress(*REDIS_DOWN):
             self.model.release()
 
-    def _on_checkpoint(self, **kwargs: Any) -> None:
-        """Before the page store commits a page: its links go to Redis first."""
-        if self.redis is not None and any(op[0] in "pP" for op in self.redis.outbox):
+    def _on_checkpoint(self, **kwargs: Any) -> FrontierLost | None:
+        """Before the page store commits a page: its links go to Redis first. Returns the
+        :class:`FrontierLost` error when the frontier is lost (found now or before) while
+        links wait to be sent: they are dropped, so the store must not commit the page
+        (:data:`focused.signals.frontier_checkpoint`), or a resume against a restored
+        frontier would take it for done with its links never followed."""
+        red = self.redis
+        if red is None or not any(op[0] in "pP" for op in red.outbox):
+            return None
+        if not self._lost:
             self._sync()
+        return self._lost_error if self._lost else None
 
     # --- stats ----------------------------------------------------------------------
     def queues(self) -> dict[str, int]:

@@ -149,13 +149,20 @@ class SlotDelays:
     # --- a host that keeps asking to wait -------------------------------------------
     def _ask(self, request: Request, seconds: float, status: int) -> None:
         """A ``Retry-After`` of ``seconds``: the host pauses, or is given up once its
-        pauses in a row would add up to more than ``FOCUSED_MAX_RETRY_AFTER_TOTAL``."""
+        pauses in a row would add up to more than ``FOCUSED_MAX_RETRY_AFTER_TOTAL``
+        (counted as the time they extend the pause by, so that several answers in
+        flight together count once)."""
         key = self.slot_key(request)
         if key is None:
             return
         if key in self.gave_up:
             return
-        asked = self.asked.get(key, 0.0) + min(float(seconds), self.max_retry_after)
+        # only what this answer adds to the pause on: answers that were in flight
+        # together and fall inside one pause count as that one pause
+        until = self.pauses.get(key, (0.0, 0.0))[0]
+        wait = min(float(seconds), self.max_retry_after)
+        added = max(0.0, wait - max(0.0, until - monotonic()))
+        asked = self.asked.get(key, 0.0) + added
         self.asked[key] = asked
         budget = self.max_retry_after_total
         if budget and asked > budget:

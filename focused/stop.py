@@ -48,6 +48,14 @@ def stopped(crawler: Any) -> str | None:
     return None if crawler is None else _stopped.get(crawler)
 
 
+def mark_failed(crawler: Any, line: str) -> None:
+    """Record that the crawl of ``crawler`` failed (exit status 1) after ``line`` was
+    logged elsewhere, without closing it (it is closing, or its component closes it):
+    :func:`stop_crawl` then logs no second line."""
+    if crawler is not None:
+        _stopped.setdefault(crawler, line)
+
+
 def stop_crawl(crawler: Any, what: str, where: object, exc: BaseException, then: str) -> None:
     """Log ``focused: error: cannot <what> in <where>: <exc>; the crawl stopped, resume with
     the same command <then>`` (once per crawler) and close the spider (``store_failed``).

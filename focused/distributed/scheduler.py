@@ -72,7 +72,7 @@ from focused.frontier.journal import DONE, ERROR
 from focused.frontier.seen import FingerprintTable, url_fingerprint
 from focused.output.store import DB_NAME as PAGES_DB
 from focused.scheduler import COPY_META, DONT_FILTER, FocusedScheduler, warn_ignored_settings
-from focused.stop import REDIS_FRONTIER_LOST, REDIS_UNREACHABLE
+from focused.stop import REDIS_FRONTIER_LOST, REDIS_UNREACHABLE, mark_failed
 from focused.strategies import strategy_class
 
 if TYPE_CHECKING:
@@ -373,6 +373,10 @@ class RedisScheduler(FocusedScheduler):
         unreleased = self._hand_back(red)
         self._close_model()
         step = self._sync(final=True)
+        if self._lost:  # found at the last round trip: the marker stays "not closed"
+            self._update_stats()
+            red.close()
+            return
         self._leave_unsent(red, step, unreleased)
         self._write_marker(closed=True)  # every "done" is in Redis or in the outbox
         c = self._counts
@@ -653,7 +657,11 @@ class RedisScheduler(FocusedScheduler):
         self._lost_error = exc
         self._down_since = None
         dropped = red.discard_staged()
-        logger.error("focused: error: %s (%d unsent changes dropped)", exc, dropped)
+        line = f"focused: error: {exc} ({dropped} unsent changes dropped)"
+        logger.error(line)
+        # exit status 1 even when found at the close's last round trip (the reason is
+        # set by then), and no second line from the store refusing to commit
+        mark_failed(self.crawler, line)
         self.in_flight.clear()
         if not self._closing:
             self._stop(REDIS_FRONTIER_LOST)

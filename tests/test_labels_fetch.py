@@ -188,3 +188,25 @@ def test_a_dripping_answer_is_given_up_at_the_time_limit() -> None:
         f"FOCUSED_LABELS: {url!r} cannot be fetched (127.0.0.2 did not send it all within 0.5 s)"
     )
     assert 0.4 < took < 1.5
+
+
+def test_the_host_header_names_no_port_for_its_scheme_s_default() -> None:
+    """An https labels URL on port 443 sent ``Host: name:443`` (http.client's default
+    port is 80's); a port that is not the scheme's stays named."""
+    import socket
+
+    from focused.web.fetch import _Connection
+
+    for port, https, host in (
+        (443, True, "labels.test"),
+        (8443, True, "labels.test:8443"),
+        (80, False, "labels.test"),
+        (443, False, "labels.test:443"),
+    ):
+        ours, theirs = socket.socketpair()
+        try:
+            _Connection("labels.test", port, ours, 1.0, https=https).request("GET", "/l.tsv")
+            assert f"\r\nHost: {host}\r\n" in theirs.recv(4096).decode()
+        finally:
+            ours.close()
+            theirs.close()

@@ -98,7 +98,11 @@ class _Connection(http.client.HTTPConnection):
     """:class:`http.client.HTTPConnection` over a socket already connected (to the
     address the scope admitted), for the URL's host name."""
 
-    def __init__(self, host: str, port: int, sock: socket.socket, timeout: float) -> None:
+    def __init__(
+        self, host: str, port: int, sock: socket.socket, timeout: float, *, https: bool = False
+    ) -> None:
+        # the scheme's default port, so that the Host header names no port for it
+        self.default_port = http.client.HTTPS_PORT if https else http.client.HTTP_PORT
         super().__init__(host, port, timeout=timeout)
         self._connected = sock
 
@@ -127,7 +131,9 @@ def _get(
     target = parts.path or "/"
     if parts.query:
         target += "?" + parts.query
-    connection = _Connection(admitted.host, admitted.port, sock, sock.gettimeout() or 0.001)
+    connection = _Connection(
+        admitted.host, admitted.port, sock, sock.gettimeout() or 0.001, https=scheme == "https"
+    )
     connection.request("GET", target, headers={"Accept-Encoding": "identity"})
     response = connection.getresponse()
     if response.status != 200:

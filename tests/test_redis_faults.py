@@ -246,3 +246,51 @@ def test_two_topics_sent_to_one_key_prefix_are_refused(
         check(settings, crawl)
     RedisFrontier(redis.Redis.from_url(server.url), "mycrawl").clear()
     check(settings, {**crawl, "topic": "physics"})  # a cleared key is anyone's
+
+
+def test_two_crawls_recording_themselves_at_once_one_wins(server: RedisServer) -> None:
+    """Two workers of different crawls open one key prefix at the same instant: the
+    record is written whole by one of them (one script), so exactly one joins and the
+    other is refused. Field by field, the two could each write a field first and both be
+    refused, or mix a record neither of them is."""
+    import random
+    import threading
+
+    from focused.distributed.frontier import check_crawl
+    from focused.errors import RedisLayoutError
+
+    clients = [redis.Redis.from_url(server.url) for _ in range(2)]
+    crawls = [
+        {"spider": "focused", "topic": "chemistry", "strategy": "bfs"},
+        {"spider": "focused", "topic": "physics", "strategy": "learning"},
+    ]
+    rng = random.Random(11)
+    for round_ in range(150):
+        key = f"race{round_}"
+        barrier = threading.Barrier(2)
+        joined: list[int] = []
+
+        def open_(
+            i: int,
+            delay: float,
+            barrier: threading.Barrier = barrier,
+            key: str = key,
+            joined: list[int] = joined,
+        ) -> None:
+            barrier.wait()
+            time.sleep(delay)
+            try:
+                check_crawl(clients[i], key, crawls[i])
+            except RedisLayoutError:
+                return
+            joined.append(i)
+
+        delays = [rng.random() * 0.001 for _ in range(2)]
+        threads = [threading.Thread(target=open_, args=(i, delays[i])) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(joined) == 1, (round_, joined)
+        record = {k.decode(): v.decode() for k, v in clients[0].hgetall(f"{{{key}}}:crawl").items()}
+        assert record == crawls[joined[0]]

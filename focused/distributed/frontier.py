@@ -923,6 +923,14 @@ class RedisFrontier:
 LOST = object()
 
 
+#: Record a crawl's fields that are not recorded yet (all of them on a new key), then
+#: return the record as ``HGETALL``'s flat list; one script, so records never mix.
+RECORD_LUA = """
+for i = 1, #ARGV, 2 do redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) end
+return redis.call('HGETALL', KEYS[1])
+"""
+
+
 def check_crawl(server: Any, key: str, crawl: dict[str, str], write: bool = True) -> None:
     """Refuse (:class:`RedisLayoutError`, one line) to join the frontier ``key`` when it is
     recorded as another crawl's: another topic, strategy or spider sent to this key prefix
@@ -930,10 +938,11 @@ def check_crawl(server: Any, key: str, crawl: dict[str, str], write: bool = True
     and store the other crawl's URLs. With ``write`` the first worker records ``crawl``
     (``{<key>}:crawl``); a frontier without a record (an older version's) is adopted."""
     name = Layout(key).crawl_key
-    if write:
-        for field_, value in crawl.items():
-            server.hsetnx(name, field_, value)
-    raw = server.hgetall(name)
+    if write:  # one script: the first worker's record is written whole, never mixed
+        flat = server.eval(RECORD_LUA, 1, name, *[x for kv in crawl.items() for x in kv])
+        raw = dict(zip(flat[::2], flat[1::2], strict=True))
+    else:
+        raw = server.hgetall(name)
     theirs = {k.decode(): v.decode("utf-8", "replace") for k, v in raw.items()}
     for field_, value in crawl.items():
         if field_ in theirs and theirs[field_] != value:

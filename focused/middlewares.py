@@ -83,7 +83,7 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
         self._warned_no_rescore = False
         #: the scheduler's "would this link be no promotion of a waiting URL?"
         #: (:meth:`focused.scheduler.FocusedScheduler.drop_waiting`); None: all go on
-        self.drop_waiting: Callable[[str, int], bool] | None = None
+        self.drop_waiting: Callable[..., bool] | None = None
         #: ``URLLENGTH_LIMIT``: a longer URL is left to Scrapy's ``UrlLengthMiddleware``
         self.url_length_limit = 0
 
@@ -108,7 +108,7 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
         return o
 
     def _frontier_opened(
-        self, drop_waiting: Callable[[str, int], bool] | None = None, **kwargs: Any
+        self, drop_waiting: Callable[..., bool] | None = None, **kwargs: Any
     ) -> None:
         self.drop_waiting = drop_waiting
 
@@ -126,7 +126,7 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
         limit = self.url_length_limit
         if (limit and len(url) > limit) or "redirect_urls" in request.meta:
             return False
-        return drop(url, request.priority)
+        return drop(url, request.priority, request.meta.get(meta.PARENT_URL))
 
     def _parent(self, response: Response) -> Parent:
         cached = self._parent_of

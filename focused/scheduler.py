@@ -544,8 +544,16 @@ class FocusedScheduler(BaseScheduler):
         host_scan: int = DEFAULT_SCAN,
         model_save_every: int = 100,
         waste_recheck: bool = False,
+        dupefilter_debug: bool = False,
+        scheduler_debug: bool = False,
     ) -> None:
         self.jobdir = jobdir
+        #: ``DUPEFILTER_DEBUG``: every filtered duplicate logged (else the first only)
+        self.dupefilter_debug = dupefilter_debug
+        self._duplicate_logged = False
+        #: ``SCHEDULER_DEBUG``: every request that cannot be journaled logged (else the
+        #: first only)
+        self.scheduler_debug = scheduler_debug
         #: learnt pages between two saves of the strategy's model under JOBDIR (0: at
         #: the close only)
         self.model_save_every = max(0, int(model_save_every))
@@ -619,6 +627,8 @@ class FocusedScheduler(BaseScheduler):
             host_scan=get(s, "FOCUSED_HOST_SCAN"),
             model_save_every=get(s, "FOCUSED_MODEL_SAVE_EVERY"),
             waste_recheck=get(s, "FOCUSED_WASTE_SHAPE_RECHECK"),
+            dupefilter_debug=s.getbool("DUPEFILTER_DEBUG"),
+            scheduler_debug=s.getbool("SCHEDULER_DEBUG"),
         )
 
     # --- life cycle -----------------------------------------------------------------
@@ -748,7 +758,7 @@ class FocusedScheduler(BaseScheduler):
             self._finish(self._url_fp(redirects[-1], request.meta), DONE)
         if fp in self.in_flight:
             if not request.dont_filter:
-                return self._filter()
+                return self._filter(request)
             self.in_flight.discard(fp)  # a retry: back to waiting
             self.requeued += 1
         elif not self.seen.add(fp):  # seen before
@@ -757,12 +767,12 @@ class FocusedScheduler(BaseScheduler):
                     request, fp = self._copy_of(request, fp)
                     self.seen.add(fp)
                 else:
-                    return self._push(self._promoted(request, fp))
+                    return self._push(self._promoted(request, fp), request)
             elif not request.dont_filter or self._done_in_earlier_run(fp):
-                return self._filter()
-        return self._push(self._to_entry(request, fp))
+                return self._filter(request)
+        return self._push(self._to_entry(request, fp), request)
 
-    def drop_done(self, url: str) -> bool:
+    def drop_done(self, url: str, referer: str | None = None) -> bool:
         """Whether a plain GET request of ``url`` (not ``dont_filter``) would be filtered
         because the URL is done (fetched or failed: seen, neither waiting nor in flight);
         then it is counted as :meth:`enqueue_request` counts it, and the caller does not
@@ -770,14 +780,15 @@ class FocusedScheduler(BaseScheduler):
 
         A done URL stays done (only a ``dont_filter`` request queues it again), so the
         answer holds until the link would reach :meth:`enqueue_request`; a URL in flight
-        is not dropped (a retry may make it wait again, and then a link promotes it)."""
+        is not dropped (a retry may make it wait again, and then a link promotes it).
+        ``referer``: the page of the link, for the ``DUPEFILTER_DEBUG`` log line."""
         fp = url_fingerprint(url)
         if fp in self.in_flight or fp not in self.seen or fp in self.frontier:
             return False
-        self.filtered += 1
+        self._filter(url, referer)
         return True
 
-    def drop_waiting(self, url: str, priority: int) -> bool:
+    def drop_waiting(self, url: str, priority: int, referer: str | None = None) -> bool:
         """Whether a plain GET request of ``url`` (not ``dont_filter``) at ``priority``
         would be filtered because the URL waits at a priority at least as high (the
         frontier ignores a push that is no promotion); then it is counted as
@@ -790,7 +801,7 @@ class FocusedScheduler(BaseScheduler):
             return False
         if not self.frontier.ignores(fp, priority):  # type: ignore[attr-defined]
             return False
-        self.filtered += 1
+        self._filter(url, referer)
         return True
 
     def _copy_of(self, request: Request, fp: int) -> tuple[Request, int]:
@@ -825,9 +836,9 @@ class FocusedScheduler(BaseScheduler):
             entry.extra = {**old.extra, "request": whole.replace(priority=new.priority)}
         return entry
 
-    def _push(self, entry: Entry) -> bool:
+    def _push(self, entry: Entry, request: Request | None = None) -> bool:
         if not self.frontier.push(entry):
-            return self._filter()
+            return self._filter(request)
         if _is_whole(entry):
             self._whole_waiting.add(entry.fp)
         if self.journal is not None:
@@ -837,9 +848,37 @@ class FocusedScheduler(BaseScheduler):
         self.enqueued += 1
         return True
 
-    def _filter(self) -> bool:
+    def _filter(self, request: Request | str | None = None, referer: str | None = None) -> bool:
+        """Count a filtered duplicate (``request``, or its URL with the ``referer`` page)
+        and log it as Scrapy's ``RFPDupeFilter`` does: at DEBUG, the first one only,
+        every one with ``DUPEFILTER_DEBUG``; returns False (not queued)."""
         self.filtered += 1
+        if request is not None and (self.dupefilter_debug or not self._duplicate_logged):
+            self._log_duplicate(request, referer)
         return False
+
+    def _log_duplicate(self, request: Request | str, referer: str | None) -> None:
+        if isinstance(request, Request):
+            shown = str(request)
+            ref = request.headers.get("Referer") or request.meta.get(PARENT_URL)
+            referer = ref.decode("latin-1") if isinstance(ref, bytes) else ref
+        else:
+            shown = f"<GET {request}>"
+        extra = {"spider": self.spider}
+        if self.dupefilter_debug:
+            logger.debug(
+                "Filtered duplicate request: %(request)s (referer: %(referer)s)",
+                {"request": shown, "referer": referer},
+                extra=extra,
+            )
+        else:
+            logger.debug(
+                "Filtered duplicate request: %(request)s - no more duplicates will be shown"
+                " (see DUPEFILTER_DEBUG to show all duplicates)",
+                {"request": shown},
+                extra=extra,
+            )
+            self._duplicate_logged = True
 
     def _done_in_earlier_run(self, fp: int) -> bool:
         if self.journal is None:
@@ -1279,11 +1318,16 @@ class FocusedScheduler(BaseScheduler):
         except Exception as e:  # noqa: BLE001 - anything unserialisable
             if self.stats is not None:
                 self.stats.inc_value("focused/scheduler/unserializable")
-            if not self._warned_unserializable:
+            if self.scheduler_debug:  # SCHEDULER_DEBUG: every one, as Scrapy's scheduler
+                logger.warning(
+                    "focused: a request cannot be journaled and will be lost on resume (%s)",
+                    e,
+                )
+            elif not self._warned_unserializable:
                 self._warned_unserializable = True
                 logger.warning(
                     "focused: a request cannot be journaled and will be lost on resume (%s);"
-                    " further ones are only counted",
+                    " further ones are only counted (SCHEDULER_DEBUG = True logs each)",
                     e,
                 )
             return b""

@@ -3,6 +3,7 @@ queues, pause/resume with JOBDIR and resume after a simulated kill -9."""
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -1168,3 +1169,18 @@ def test_no_rescoring_when_off_or_without_evidence():
         )
     assert sched.rescorings == 0 and sched.next_request().priority == 0
     sched.close("finished")
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_scheduler_debug_logs_every_request_that_cannot_be_journaled(tmp_path, caplog, debug):
+    """``SCHEDULER_DEBUG``, as in Scrapy's scheduler: each request that cannot go to
+    JOBDIR is logged; without it the first one only, the others counted."""
+    settings = {"JOBDIR": str(tmp_path / "job"), "SCHEDULER_DEBUG": debug}
+    sched, crawler = _open(settings)
+    with caplog.at_level(logging.WARNING, logger="focused.scheduler"):
+        for i in range(3):
+            sched.enqueue_request(Request(f"http://e.org/l{i}", callback=lambda r: None))
+    sched.close("shutdown")
+    assert crawler.stats.get_value("focused/scheduler/unserializable") == 3
+    lines = [r.getMessage() for r in caplog.records if "cannot be journaled" in r.getMessage()]
+    assert len(lines) == (3 if debug else 1), lines

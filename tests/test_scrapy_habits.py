@@ -4,6 +4,7 @@ crawls: ``scrapy crawl focused`` and a ``CrawlerProcess`` script in a subprocess
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -137,3 +138,32 @@ def test_a_class_given_as_an_object_or_another_path_to_the_same_class() -> None:
     for scheduler in (habits.SCHEDULER_PATH, "focused.distributed.scheduler.RedisScheduler"):
         settings.set("SCHEDULER", scheduler)
         assert habits.other_scheduler(settings, "bfs") is None
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_dupefilter_debug_logs_every_filtered_duplicate_as_scrapy_does(
+    tmp_path: Path, debug: bool
+) -> None:
+    """``DUPEFILTER_DEBUG``: Scrapy's duplicate filter logs the first filtered request
+    only, or every one with the setting on. The focused scheduler drops duplicates in
+    three places (a link to a page done, to a URL that waits at least as high, and in
+    its own enqueue); each drop is one line with the setting, as many as the stats
+    count, with the page that linked it."""
+    crawl = run_crawl(
+        tmp_path / "out",
+        "CLOSESPIDER_ITEMCOUNT=30",
+        "LOG_LEVEL=DEBUG",
+        f"DUPEFILTER_DEBUG={debug}",
+    )
+    lines = [x for x in crawl.log.splitlines() if "Filtered duplicate request: <GET " in x]
+    filtered = json.loads((tmp_path / "out" / "stats.json").read_text())[
+        "focused/dupefilter/filtered"
+    ]
+    assert filtered > 30  # the sandbox's pages link each other
+    if debug:
+        assert len(lines) == filtered
+        assert all("(referer: http://127.0.0.1:" in x for x in lines), lines[:3]
+        assert not any("no more duplicates" in x for x in lines)
+    else:
+        assert len(lines) == 1
+        assert "no more duplicates will be shown (see DUPEFILTER_DEBUG" in lines[0]

@@ -259,6 +259,8 @@ class RedisScheduler(FocusedScheduler):
             partitions=get(s, "FOCUSED_REDIS_PARTITIONS"),
             wait_replicas=get(s, "FOCUSED_REDIS_WAIT"),
             waste_recheck=get(s, "FOCUSED_WASTE_SHAPE_RECHECK"),
+            dupefilter_debug=s.getbool("DUPEFILTER_DEBUG"),
+            scheduler_debug=s.getbool("SCHEDULER_DEBUG"),
         )
 
     def key_for(self, spider: Spider) -> str:
@@ -485,7 +487,7 @@ class RedisScheduler(FocusedScheduler):
         known = self._known.get(fp, _UNKNOWN)
         if fp in self.in_flight:
             if not request.dont_filter:
-                return self._filter()
+                return self._filter(request)
             self.in_flight.discard(fp)  # a retry: back to waiting
             self._responded.discard(fp)
             self.requeued += 1
@@ -496,7 +498,7 @@ class RedisScheduler(FocusedScheduler):
         elif priority <= known:
             if known != _GONE:  # waits with a priority at least as high: Redis ignores it
                 self.ignored += 1
-            return self._filter()
+            return self._filter(request)
         self.redis.stage_push(self._to_entry(request, fp), bool(request.dont_filter))
         # dont_filter queues it again with this priority; a push keeps the higher one
         self._known.set(fp, priority if request.dont_filter else max(known, priority))

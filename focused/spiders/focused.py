@@ -119,7 +119,7 @@ class FocusedSpider(scrapy.Spider):
         crawler.signals.connect(spider._waste_check, signal=frontier_waste_check)
         return spider
 
-    def _frontier_opened(self, drop_done: Callable[[str], bool], **kwargs: Any) -> None:
+    def _frontier_opened(self, drop_done: Callable[..., bool], **kwargs: Any) -> None:
         """The scheduler's test for links to URLs it has done (no request is built for
         them: it would drop them, :meth:`focused.scheduler.FocusedScheduler.drop_done`)."""
         self.drop_done = drop_done
@@ -192,7 +192,7 @@ class FocusedSpider(scrapy.Spider):
         self.thin_words = int(get(settings, "FOCUSED_THIN_WORDS"))
         self.obey_meta_robots = bool(get(settings, "FOCUSED_OBEY_META_ROBOTS"))
         #: the scheduler's "is this URL done?" (None: every link gets its request)
-        self.drop_done: Callable[[str], bool] | None = None
+        self.drop_done: Callable[..., bool] | None = None
         self.logger.info(
             "focused: topic %s on the %s web, %s, %s, strategy %s",
             self.topic.name,
@@ -546,7 +546,7 @@ class FocusedSpider(scrapy.Spider):
         clean = strip_session_ids(url, self.session_params) if ";" in url or "?" in url else url
         if clean != url:
             self._count("focused/links/session_ids_stripped")
-        elif self.drop_done is not None and self.drop_done(url):
+        elif self.drop_done is not None and self.drop_done(url, parent):
             return None  # done: the scheduler would drop it (counted there as filtered)
         try:
             return scrapy.Request(

@@ -93,13 +93,24 @@ class Probe:
     targets left out) until the budget's last item are written there, one a line, in
     the order their responses came: what a replay fetches. ``responses_in_span``: the
     responses received from the first item to the last; ``max_rss_kb``: the process's
-    peak resident set (``ru_maxrss``) at close.
+    peak resident set (``ru_maxrss``) at close. ``SPEED_WINDOW_FROM`` and
+    ``SPEED_WINDOW_TO`` (response counts): ``window_cpu_seconds`` is the CPU time (user +
+    sys, all threads) from the ``FROM``-th response received to the ``TO``-th, a window
+    counted in responses, which items cannot shift (a page store that commits in
+    batches hands its first item out only with its first commit).
     """
 
     def __init__(
-        self, path: str, profile_path: str = "", budget: int = 0, urls_path: str = ""
+        self,
+        path: str,
+        profile_path: str = "",
+        budget: int = 0,
+        urls_path: str = "",
+        window: tuple[int, int] = (0, 0),
     ) -> None:
         self.path = path
+        self.window = window
+        self.window_cpu: list[float] = []
         self.profile_path = profile_path
         self.budget = budget
         self.urls_path = urls_path
@@ -133,6 +144,7 @@ class Probe:
             s.get("SPEED_PROFILE_FILE") or "",
             s.getint("CLOSESPIDER_ITEMCOUNT"),
             s.get("SPEED_URLS_FILE") or "",
+            (s.getint("SPEED_WINDOW_FROM"), s.getint("SPEED_WINDOW_TO")),
         )
         crawler.signals.connect(probe.item_scraped, signal=signals.item_scraped)
         crawler.signals.connect(probe.response_received, signal=signals.response_received)
@@ -143,6 +155,8 @@ class Probe:
 
     def response_received(self, response: Any = None, request: Any = None, **kwargs: Any) -> None:
         self.responses += 1
+        if self.window[1] and self.responses in self.window:
+            self.window_cpu.append(time.process_time())
         if self.items and response is not None:
             self.body_bytes += len(response.body)
         if (
@@ -205,6 +219,10 @@ class Probe:
             "gc_tracked_objects": len(gc.get_objects()),
             "responses_in_span": self.responses_last - self.responses_first,
             "max_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+            "window_cpu_seconds": (
+                self.window_cpu[1] - self.window_cpu[0] if len(self.window_cpu) == 2 else None
+            ),
+            "window_responses": self.window[1] - self.window[0],
             "reason": reason,
         }
         if self.urls_path:
@@ -280,11 +298,13 @@ def crawl_command(
     replay: Path | None = None,
     plain_extensions: Sequence[str] = (),
 ) -> list[str]:
-    """``kind`` is ``plain`` or a strategy name; ``extra`` settings go last. ``replay``
+    """``kind`` is ``plain`` or a strategy name (``name@SETTING=value@...``: with those
+    settings); ``extra`` settings go last. ``replay``
     (plain only): fetch exactly the URLs listed in that file (:mod:`bench.plain`).
     ``plain_extensions``: extensions a plain crawl runs beside the probe (e.g. the
     project's garbage-collector tuning, for a like-for-like baseline)."""
     settings = common_settings(pages, concurrency, probe_file)
+    kind, *variant = kind.split("@")  # strategy@SETTING=value@...: a variant of it
     if kind != "plain":
         settings.update(
             {
@@ -299,6 +319,7 @@ def crawl_command(
                 "EXTENSIONS": json.dumps({**project_settings.EXTENSIONS, PROBE: 0}),
             }
         )
+        settings.update(dict(v.split("=", 1) for v in variant))
         settings.update(extra or {})
         return command.crawl_command("chemistry", output_dir=out_dir, settings=settings)
     if plain_extensions:
@@ -435,6 +456,10 @@ def run_crawl(
             round(1000 * gc_s / fetched, 3) if fetched and gc_s is not None else None
         )
         result["fetched_s"] = round(fetched / secs, 2) if fetched and secs > 0 else None
+        win, win_n = probe.get("window_cpu_seconds"), probe.get("window_responses")
+        result["window_cpu_ms_per_fetched"] = (
+            round(1000 * win / win_n, 3) if win is not None and win_n else None
+        )
     else:
         result["pages_s"] = result["cpu_ms_per_page"] = None
     shutil.rmtree(out_dir / "html", ignore_errors=True)  # page bodies: not needed
@@ -539,7 +564,14 @@ def _replay_pair(strategy: str, plan: RunPlan, r: int) -> dict[str, Any]:
     lists.mkdir(exist_ok=True)
     listed = lists / f"{plan.site}-{strategy}-{r}.txt"
     plain_urls = lists / f"{plan.site}-{strategy}-{r}-plain.txt"
-    b = run_crawl(strategy, plan, tag=f"replay-{r}", extra={"SPEED_URLS_FILE": str(listed)})
+    # CPU from the (pages/10)-th response to the (pages - pages/10)-th, on both sides
+    window = {
+        "SPEED_WINDOW_FROM": str(max(2, plan.pages // 10)),
+        "SPEED_WINDOW_TO": str(plan.pages - plan.pages // 10),
+    }
+    b = run_crawl(
+        strategy, plan, tag=f"replay-{r}", extra={"SPEED_URLS_FILE": str(listed), **window}
+    )
     urls = listed.read_text(encoding="utf-8").split() if listed.exists() else []
     a: dict[str, Any] = {"returncode": None, "cpu_ms_per_fetched": None, "fetched_s": None}
     if urls:
@@ -547,19 +579,24 @@ def _replay_pair(strategy: str, plan: RunPlan, r: int) -> dict[str, Any]:
             "plain",
             plan,
             tag=f"replay-{r}-{strategy}",
-            extra={"SPEED_URLS_FILE": str(plain_urls)},
+            extra={"SPEED_URLS_FILE": str(plain_urls), **window},
             replay=listed,
         )
     got = set(plain_urls.read_text(encoding="utf-8").split()) if plain_urls.exists() else set()
     same = len(got & set(urls)) / len(urls) if urls else None
+    # the window counted in responses when both crawls reached it, else first to last item
+    key = "window_cpu_ms_per_fetched"
+    if not (a.get(key) and b.get(key)):
+        key = "cpu_ms_per_fetched"
     ratio = None
-    if a["cpu_ms_per_fetched"] and b["cpu_ms_per_fetched"]:
-        ratio = a["cpu_ms_per_fetched"] / b["cpu_ms_per_fetched"]
+    if a.get(key) and b.get(key):
+        ratio = a[key] / b[key]
     keep = (
         "returncode",
         "items",
         "responses_in_span",
         "cpu_ms_per_fetched",
+        "window_cpu_ms_per_fetched",
         "gc_ms_per_fetched",
         "fetched_s",
     )
@@ -569,6 +606,7 @@ def _replay_pair(strategy: str, plan: RunPlan, r: int) -> dict[str, Any]:
         "same_pages": None if same is None else round(same, 4),
         "plain_extra_pages": len(got - set(urls)),
         "ratio": None if ratio is None else round(ratio, 4),
+        "ratio_of": key,
         "focused": {k: b.get(k) for k in (*keep, "links_per_page")},
         "plain": {k: a.get(k) for k in keep},
     }

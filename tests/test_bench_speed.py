@@ -89,6 +89,10 @@ def test_harness_writes_every_number_with_tiny_sizes(tmp_path: Path) -> None:
     assert pair["listed"] >= 15 and pair["same_pages"] == 1.0
     assert pair["plain_extra_pages"] == 0 and pair["plain"]["returncode"] == 0
     assert pair["ratio"] > 0 and tp["cpu_ratio_replay"] == {"bfs": pair["ratio"]}
+    # both sides timed over the same responses (the 2nd to the 14th of 15), not by items
+    assert pair["ratio_of"] == "window_cpu_ms_per_fetched"
+    got = pair["plain"]["window_cpu_ms_per_fetched"] / pair["focused"]["window_cpu_ms_per_fetched"]
+    assert got == pytest.approx(pair["ratio"], rel=1e-3)
     assert tp["cpu_ratio_replay_min"] == tp["cpu_ratio_replay_min_but_learning"] == pair["ratio"]
 
     prof = data["profile"]

@@ -180,6 +180,7 @@ def validate(settings: Any, topic: Topic | None = None, *, reach_redis: bool = T
             _SPECIAL[check.special](settings, name, value)
     check_sandbox_seeds(settings)
     check_scrapy_settings(settings)
+    check_reactor(settings)
     check_address_filter(settings)
     strategy_params(settings, topic)  # the strategy's class checks its own settings
     if topic is not None:
@@ -431,6 +432,28 @@ def _check_log_level(name: str, raw: Any) -> None:
     hint = f" (say {raw.upper()!r})" if isinstance(raw, str) and raw.upper() in levels else ""
     known = ", ".join(n for n in levels if n not in ("WARN", "FATAL"))
     raise ConfigError(f"{name} must be a logging level ({known}), got {raw!r}{hint}")
+
+
+def check_reactor(settings: Any) -> None:
+    """A :class:`ConfigError` for ``TWISTED_REACTOR_ENABLED = False`` (Scrapy's crawl
+    without a Twisted reactor, on asyncio alone, with its aiohttp download handler). The
+    crawl's scope checks resolve host names with
+    :class:`~focused.addressfilter.FocusedResolver`, a Twisted resolver, and aiohttp
+    resolves on its own: a link whose host name resolves to an internal address (the
+    cloud metadata service, the local network) would be fetched, and ``FOCUSED_HOSTS``
+    would map nothing. The page store's retries and the progress line run on the reactor
+    too. Refused, never loosened."""
+    if "TWISTED_REACTOR_ENABLED" not in settings:
+        return  # a Scrapy without reactorless mode
+    with _quietly():
+        enabled = settings.getbool("TWISTED_REACTOR_ENABLED", True)
+    if not enabled:
+        raise ConfigError(
+            "TWISTED_REACTOR_ENABLED=False is not supported: the crawl's scope checks resolve"
+            " host names on the Twisted reactor (FocusedResolver), so without it a link to a"
+            " host name that resolves to an internal address would be fetched; remove the"
+            " setting (the project runs Scrapy's asyncio reactor, TWISTED_REACTOR)"
+        )
 
 
 ADDRESS_FILTER = "focused.addressfilter.AddressFilterMiddleware"

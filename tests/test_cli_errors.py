@@ -326,6 +326,27 @@ def test_downloader_middlewares_without_the_address_filter(
     assert "generating the sandbox" not in result.stderr + result.stdout
 
 
+def test_scrapy_without_a_twisted_reactor_is_refused(
+    project_root: Path, venv_scrapy: list[str], out: Path
+) -> None:
+    """``TWISTED_REACTOR_ENABLED=False`` (Scrapy's crawl on asyncio alone, aiohttp
+    resolving host names itself): the crawl ran with a traceback from the progress line,
+    and the scope checks' resolver was out of the way. Refused in one line, exit 2,
+    before the sandbox is made."""
+    result = crawl(
+        project_root,
+        venv_scrapy,
+        out,
+        "-a",
+        "topic=chemistry",
+        "-s",
+        "TWISTED_REACTOR_ENABLED=False",
+    )
+    line = the_error(result, out)
+    assert line.startswith("focused: error: TWISTED_REACTOR_ENABLED=False is not supported:")
+    assert "generating the sandbox" not in result.stderr + result.stdout
+
+
 def test_a_bad_log_level(project_root: Path, venv_scrapy: list[str], out: Path) -> None:
     """Scrapy sets its logging up from ``LOG_LEVEL`` before the crawl command runs: it was
     a ``ValueError`` traceback, exit status 1."""

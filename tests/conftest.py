@@ -14,6 +14,15 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+# A crawl always runs on the project's Twisted reactor (TWISTED_REACTOR); so do the spiders,
+# crawlers and components that tests build in this process with Scrapy's ``get_crawler``.
+# Without one installed, ``get_crawler`` would switch to Scrapy's reactorless mode, which the
+# project refuses (focused.config.check_reactor). Installed, not run: nothing here waits on it.
+from scrapy.utils.reactor import install_reactor, is_reactor_installed  # noqa: E402
+
+if not is_reactor_installed():
+    install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
+
 #: A minimal valid topic file; tests replace parts of it.
 VALID_TOPIC = """\
 name = "tiny"

@@ -207,11 +207,26 @@ def test_two_crawls_into_one_folder_at_once(tmp_path: Path) -> None:
 def test_two_crawls_started_at_the_same_instant(tmp_path: Path) -> None:
     """Both start before either has opened its store (so both pass the command's check):
     the page store lets one write, the other stops with one line and writes nothing
-    there, not even its record (the folder says which crawl it holds)."""
+    there, not even its record (the folder says which crawl it holds).
+
+    Two processes started one after the other need not overlap (on a loaded machine the
+    first may store pages, or end, before the second has checked the folder, which then
+    refuses it before it opens a store): the crawls meet after the command's checks and
+    again once each has tried to open its store (:mod:`tests.store_barrier`)."""
     out = tmp_path / "crawl"
+    pipelines = {
+        "focused.pipelines.PageStorePipeline": 300,
+        "focused.pipelines.MetricsPipeline": 800,
+        "tests.store_barrier.StoreBarrierPipeline": 900,
+    }
+    barrier = (
+        f"ITEM_PIPELINES={json.dumps(pipelines)}",
+        f"TEST_BARRIER_DIR={tmp_path / 'barrier'}",
+        "TEST_BARRIER_PARTIES=2",
+    )
     procs = {
         topic: subprocess.Popen(
-            command(out, "CLOSESPIDER_PAGECOUNT=15", topic=topic),
+            command(out, "CLOSESPIDER_PAGECOUNT=15", *barrier, topic=topic),
             cwd=PROJECT,
             env=env(),
             stderr=subprocess.PIPE,

@@ -39,7 +39,11 @@ own and holds a shared lock while open; :meth:`PageStore.repair` runs only when 
 exclusive lock can be taken, i.e. when no other process has the store open and could own
 an uncommitted record.
 
-``python -m focused.output.store get URL --dir DIR`` prints a stored page.
+``python -m focused.output.store get URL --dir DIR`` prints a stored page;
+``python -m focused.output.store check --dir DIR`` reports what is wrong without
+changing a byte of the folder (:func:`check_store`: read-only, no repair, no lock, also
+while a crawl writes it), ``check --repair`` repairs first and says what it changed
+(:func:`repair_store`).
 
 Pure module: no Scrapy import.
 """
@@ -62,6 +66,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from focused.output import fulltext, segments
+from focused.output.record import in_use
 from focused.output.segments import SEGMENT_DIR, SEGMENT_RE, SegmentWriter, WarcPage
 
 try:  # POSIX advisory locks; without them repair always runs at open
@@ -71,15 +76,18 @@ except ImportError:  # pragma: no cover - Windows
 
 __all__ = [
     "COLUMNS",
+    "CheckReport",
     "LOCATION_COLUMNS",
     "Location",
     "PageStore",
     "StoreBusy",
+    "check_store",
     "content_hash",
     "file_path_for",
     "is_busy",
     "migrate",
     "read_body",
+    "repair_store",
     "stored_pages",
 ]
 
@@ -265,6 +273,8 @@ class PageStore:
         self.duplicates = 0
         self.stored = 0
         self.repaired: list[str] = []
+        #: what :meth:`repair` changed, one line each (``check --repair`` prints them)
+        self.changes: list[str] = []
         self.index = bool(index)
         self.index_max_chars = max(0, int(index_max_chars))
         self.reindexed = 0  # page rows indexed at open (they had no index row)
@@ -710,100 +720,25 @@ class PageStore:
 
     # --- consistency -------------------------------------------------------------
     def _disk_files(self) -> Iterator[tuple[Path, str | None]]:
-        """(path, hash) of every body file of the earlier layout, (path, None) of
-        temp/unknown files."""
-        if not self.html_dir.is_dir():
-            return
-        for dirpath, _dirs, files in os.walk(self.html_dir):
-            for name in files:
-                match = _HASH_FILE.match(name)
-                yield Path(dirpath) / name, match.group(1) if match else None
+        return _disk_files(self.html_dir)
 
     def _segment_ends(self) -> dict[str, int]:
         return dict(self._db.execute("SELECT name, end FROM segments"))
 
     def check(self, verify: bool = False) -> list[str]:
-        """Problems found, one line each (empty when consistent).
+        """Problems found, one line each (empty when consistent), as this connection
+        sees the store (its own open transaction included). :func:`check_store` checks a
+        folder without opening it for writing (the command line's ``check``).
 
         Rows without their file or record, records past a segment's committed end,
         segments no commit names, files without rows (orphans, leftover temp files),
         duplicate URLs, file paths not derived from the hash; with ``verify`` also bodies
         whose bytes do not hash to the row's ``content_hash``.
         """
-        db = self._db
-        problems: list[str] = []
-        for url, n in db.execute(
-            "SELECT url, COUNT(*) FROM pages GROUP BY url HAVING COUNT(*) > 1"
-        ):
-            problems.append(f"duplicate url: {url} ({n} rows)")
-        ends = self._segment_ends()
-        sizes = {name: _size(self.output_dir / name) for name in ends}
-        referenced: set[str] = set()
-        cur = db.execute(
-            "SELECT url, content_hash, file_path, record_offset, record_length FROM pages"
-        )
-        for url, digest, rel, offset, length in cur:
-            if offset is None:
-                referenced.add(digest)
-                problems += self._check_file(url, digest, rel)
-            else:
-                problems += self._check_record(url, rel, offset + length, sizes, ends)
-                if verify and not problems[-1:]:
-                    try:
-                        ok = content_hash(read_body(self._root, rel, offset, length)) == digest
-                    except READ_ERRORS:
-                        ok = False
-                    if not ok:
-                        problems.append(f"corrupt record: {rel}@{offset} ({url})")
-        problems += [
-            f"bytes past the committed end: {name} ({sizes[name] - end})"
-            for name, end in ends.items()
-            if sizes[name] > end
-        ]
-        problems += [f"segment without commit: {rel}" for rel in self._orphan_segments(ends)]
-        for path, digest in self._disk_files():
-            rel = path.relative_to(self.output_dir).as_posix()
-            if digest is None:
-                problems.append(f"stray file: {rel}")
-            elif digest not in referenced:
-                problems.append(f"file without row: {rel}")
-            elif verify and content_hash(gzip.decompress(path.read_bytes())) != digest:
-                problems.append(f"corrupt file: {rel}")
-        return problems
-
-    def _check_record(
-        self, url: str, rel: str, stop: int, sizes: dict[str, int], ends: Mapping[str, int]
-    ) -> list[str]:
-        """Problems of one row whose body is a record in a segment (ending at ``stop``)."""
-        size = sizes.get(rel)
-        out = []
-        if size is None:
-            size = sizes[rel] = _size(self.output_dir / rel)
-            out.append(f"segment not committed: {rel}")
-        if size < 0:
-            out.append(f"row without segment: {url} -> {rel}")
-        elif stop > min(size, ends.get(rel, size)):
-            out.append(f"row past its segment's end: {url} -> {rel}")
-        return out
-
-    def _check_file(self, url: str, digest: str, rel: str) -> list[str]:
-        """Problems of one row of the earlier layout (its body in a file of its own)."""
-        if rel != file_path_for(digest):
-            return [f"bad file path: {url} -> {rel}"]
-        if not (self.output_dir / rel).is_file():
-            return [f"row without file: {url} -> {rel}"]
-        return []
+        return _problems(self._db, self.output_dir, verify=verify)
 
     def _orphan_segments(self, ends: Mapping[str, int]) -> list[str]:
-        """Segments (by their name's pattern) that no commit names: written by a process
-        that died before its first commit."""
-        if not self.segment_dir.is_dir():
-            return []
-        return sorted(
-            f"{SEGMENT_DIR}/{name}"
-            for name in os.listdir(self.segment_dir)
-            if SEGMENT_RE.match(name) and f"{SEGMENT_DIR}/{name}" not in ends
-        )
+        return _orphan_segments(self.output_dir, ends)
 
     def repair(self) -> list[str]:
         """Undo what a crash left (call only when no other writer has the store open;
@@ -827,16 +762,18 @@ class PageStore:
             if size > end:
                 cut = segments.truncate_to(path, end, fsync=self.fsync)
                 self.truncated += cut
+                self.changes.append(f"cut {cut} bytes past the committed end off {name}")
                 logger.warning(
                     "focused: cut %d bytes (a torn or uncommitted record) off the end of %s",
                     cut,
                     path,
                 )
             elif size < end:
-                self._drop_rows_past(name, max(size, 0))
+                self._drop_rows_past(name, size)
         for rel in self._orphan_segments(ends):
             (self.output_dir / rel).unlink(missing_ok=True)
             removed.append(rel)
+            self.changes.append(f"removed segment without commit: {rel}")
         if self.html_dir.is_dir():
             removed += self._repair_files()
         self.repaired = removed
@@ -890,14 +827,15 @@ class PageStore:
 
     def _drop_rows_past(self, name: str, size: int) -> None:
         """Remove the rows whose record is not (wholly) in the first ``size`` bytes of
-        segment ``name``; their URLs go to :attr:`lost`."""
+        segment ``name`` (-1: the segment is missing, and so is its entry afterwards);
+        their URLs go to :attr:`lost`."""
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
             gone = db.execute(
                 "SELECT id, url FROM pages WHERE file_path = ? "
                 "AND record_offset + record_length > ?",
-                (name, size),
+                (name, max(size, 0)),
             ).fetchall()
             db.execute("CREATE TABLE IF NOT EXISTS lost_pages (url TEXT PRIMARY KEY, lost_at REAL)")
             for rowid, url in gone:
@@ -914,19 +852,31 @@ class PageStore:
             path = self.output_dir / name
             # the end of the last kept page's records: a part-record after it goes
             end = segments.whole_end(path, last or 0) if size > 0 else 0
-            db.execute("UPDATE segments SET end = ? WHERE name = ?", (end, name))
+            if size < 0:  # no file: no end to keep (else every open would warn again)
+                db.execute("DELETE FROM segments WHERE name = ?", (name,))
+            else:
+                db.execute("UPDATE segments SET end = ? WHERE name = ?", (end, name))
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
+        self.changes += [
+            f"removed row: {url} (its record is not in {name}; listed in lost_pages)"
+            for _id, url in gone
+        ]
         if size > 0:
-            self.truncated += segments.truncate_to(path, end, fsync=self.fsync)
+            cut = segments.truncate_to(path, end, fsync=self.fsync)
+            self.truncated += cut
+            if cut:
+                self.changes.append(f"cut {cut} bytes of a torn record off {name}")
+        elif size < 0:
+            self.changes.append(f"forgot the end of the missing segment {name}")
         self.lost += [url for _id, url in gone]
         logger.warning(
-            "focused: %s ends at %d bytes, before %d stored pages' records: removed them "
+            "focused: %s %s, before %d stored pages' records: removed them "
             "(they are fetched again)",
             self.output_dir / name,
-            size,
+            "is missing" if size < 0 else f"ends at {size} bytes",
             len(gone),
         )
 
@@ -944,7 +894,11 @@ class PageStore:
             is_tmp = digest is None and path.name.endswith(_TMP_SUFFIX)
             if is_tmp or (digest is not None and digest not in referenced):
                 path.unlink(missing_ok=True)
-                removed.append(path.relative_to(self.output_dir).as_posix())
+                rel = path.relative_to(self.output_dir).as_posix()
+                removed.append(rel)
+                self.changes.append(
+                    f"removed {'temp file' if is_tmp else 'file without row'}: {rel}"
+                )
         return removed
 
 
@@ -954,6 +908,237 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except FileNotFoundError:
         return -1
+
+
+def _disk_files(html_dir: Path) -> Iterator[tuple[Path, str | None]]:
+    """(path, hash) of every body file of the earlier layout under ``html_dir``, (path,
+    None) of temp/unknown files."""
+    if not html_dir.is_dir():
+        return
+    for dirpath, _dirs, files in os.walk(html_dir):
+        for name in files:
+            match = _HASH_FILE.match(name)
+            yield Path(dirpath) / name, match.group(1) if match else None
+
+
+def _orphan_segments(root: Path, ends: Mapping[str, int]) -> list[str]:
+    """Segments (by their name's pattern) that no commit names: written by a process
+    that died before its first commit (or, while a crawl writes, before its next)."""
+    folder = root / SEGMENT_DIR
+    if not folder.is_dir():
+        return []
+    return sorted(
+        f"{SEGMENT_DIR}/{name}"
+        for name in os.listdir(folder)
+        if SEGMENT_RE.match(name) and f"{SEGMENT_DIR}/{name}" not in ends
+    )
+
+
+def _problems(
+    db: sqlite3.Connection, root: Path, *, verify: bool = False, live: bool = False
+) -> list[str]:
+    """The problems of the store in ``root`` as ``db`` sees it (see
+    :meth:`PageStore.check`); reads only. ``live``: another program may be writing the
+    store, so what a writer has not committed yet (records past a segment's committed
+    end, a segment not committed yet, a body file or temp file of the earlier layout
+    written before its row) is not a problem."""
+    tables = {n for (n,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    ends: dict[str, int] = (
+        dict(db.execute("SELECT name, end FROM segments")) if "segments" in tables else {}
+    )
+    sizes = {name: _size(root / name) for name in ends}
+    referenced: set[str] = set()
+    problems: list[str] = []
+    if "pages" in tables:  # else a store being created (or an empty one): no rows
+        problems += [
+            f"duplicate url: {url} ({n} rows)"
+            for url, n in db.execute(
+                "SELECT url, COUNT(*) FROM pages GROUP BY url HAVING COUNT(*) > 1"
+            )
+        ]
+        problems += _row_problems(
+            db, root, ends=ends, sizes=sizes, referenced=referenced, verify=verify
+        )
+    if not live:
+        problems += [
+            f"bytes past the committed end: {name} ({sizes[name] - end})"
+            for name, end in ends.items()
+            if sizes[name] > end
+        ]
+        problems += [f"segment without commit: {rel}" for rel in _orphan_segments(root, ends)]
+    return problems + _file_problems(root, referenced, verify, live)
+
+
+def _row_problems(
+    db: sqlite3.Connection,
+    root: Path,
+    *,
+    ends: Mapping[str, int],
+    sizes: dict[str, int],
+    referenced: set[str],
+    verify: bool,
+) -> list[str]:
+    """Problems of the rows: each one's record or file (the hashes of the files of the
+    earlier layout go into ``referenced``; the sizes of segments no commit names, into
+    ``sizes``)."""
+    have = {row[1] for row in db.execute("PRAGMA table_info(pages)")}
+    # a store of an earlier version may lack columns (opening it for writing adds them)
+    offset_col, length_col = (c if c in have else "NULL" for c in LOCATION_COLUMNS[2:])
+    problems: list[str] = []
+    cur = db.execute(f"SELECT url, content_hash, file_path, {offset_col}, {length_col} FROM pages")
+    for url, digest, rel, offset, length in cur:
+        if offset is None:
+            referenced.add(digest)
+            problems += _check_file(root, url, digest, rel)
+            continue
+        found = _check_record(root, url, rel, offset + (length or 0), sizes=sizes, ends=ends)
+        problems += found
+        if verify and not found:
+            try:
+                ok = content_hash(read_body(root, rel, offset, length)) == digest
+            except READ_ERRORS:
+                ok = False
+            if not ok:
+                problems.append(f"corrupt record: {rel}@{offset} ({url})")
+    return problems
+
+
+def _file_problems(root: Path, referenced: set[str], verify: bool, live: bool) -> list[str]:
+    """Problems of the body files of the earlier layout (``referenced``: the hashes that
+    rows name)."""
+    problems: list[str] = []
+    for path, digest in _disk_files(root / HTML_DIR):
+        rel = path.relative_to(root).as_posix()
+        if digest is None:
+            if not (live and path.name.endswith(_TMP_SUFFIX)):
+                problems.append(f"stray file: {rel}")
+        elif digest not in referenced:
+            if not live:
+                problems.append(f"file without row: {rel}")
+        elif verify:
+            try:
+                ok = content_hash(gzip.decompress(path.read_bytes())) == digest
+            except READ_ERRORS:
+                ok = False
+            if not ok:
+                problems.append(f"corrupt file: {rel}")
+    return problems
+
+
+def _check_record(
+    root: Path,
+    url: str,
+    rel: str,
+    stop: int,
+    *,
+    sizes: dict[str, int],
+    ends: Mapping[str, int],
+) -> list[str]:
+    """Problems of one row whose body is a record in a segment (ending at ``stop``)."""
+    size = sizes.get(rel)
+    out = []
+    if size is None:
+        size = sizes[rel] = _size(root / rel)
+        out.append(f"segment not committed: {rel}")
+    if size < 0:
+        out.append(f"row without segment: {url} -> {rel}")
+    elif stop > min(size, ends.get(rel, size)):
+        out.append(f"row past its segment's end: {url} -> {rel}")
+    return out
+
+
+def _check_file(root: Path, url: str, digest: str, rel: str) -> list[str]:
+    """Problems of one row of the earlier layout (its body in a file of its own)."""
+    if rel != file_path_for(digest):
+        return [f"bad file path: {url} -> {rel}"]
+    if not (root / rel).is_file():
+        return [f"row without file: {url} -> {rel}"]
+    return []
+
+
+class CheckReport(NamedTuple):
+    """What :func:`check_store` found: ``problems``, one line each (empty: consistent);
+    ``in_use``: another program had the store open, so only what it has committed was
+    checked (not the records past a segment's committed end it may be writing)."""
+
+    problems: list[str]
+    in_use: bool
+
+
+def check_store(output_dir: str | os.PathLike[str], *, verify: bool = False) -> CheckReport:
+    """Check the store in ``output_dir`` without changing a byte of the folder (the
+    command line's ``check``): no repair, no lock, no file created; the database is
+    opened read-only, and every row is checked in one read transaction (one consistent
+    snapshot, even while a crawl writes the store: a WAL reader never blocks a commit).
+
+    ``FileNotFoundError`` when the folder has no ``pages.sqlite3``; ``sqlite3.Error``
+    when it cannot be read.
+    """
+    root = Path(output_dir)
+    db = root / DB_NAME
+    if not db.is_file():
+        raise FileNotFoundError(f"no page store in {root} ({DB_NAME} not found)")
+    for attempt in range(3):
+        live = in_use(root)
+        immutable = not _wal_path(db).exists()
+        before = _stat_key(db)
+        error: sqlite3.Error | None = None
+        problems: list[str] = []
+        try:
+            conn = _connect_read_only(db, immutable)
+            try:
+                conn.execute("BEGIN")  # one snapshot for every query
+                problems = _problems(conn, root, verify=verify, live=live)
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            error = exc
+        # a crawl that opened the store meanwhile: its uncommitted records would be
+        # reported, and with no WAL the database was read without SQLite's locks
+        changed = in_use(root) != live or (immutable and _stat_key(db) != before)
+        if not changed or attempt == 2:
+            if error is not None:
+                raise error
+            return CheckReport(problems, live)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _wal_path(db: Path) -> Path:
+    return db.with_name(db.name + "-wal")
+
+
+def _stat_key(path: Path) -> tuple[int, int, int]:
+    st = path.stat()
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _connect_read_only(db: Path, immutable: bool) -> sqlite3.Connection:
+    """A connection that reads ``db`` and writes no file at all. ``mode=ro`` alone is
+    not enough: a reader of a WAL database creates the ``-wal`` and ``-shm`` files when
+    they are missing and rewrites a ``-shm`` a killed process left. With no ``-wal`` the
+    database file holds every commit and is read as ``immutable`` (no lock, no file
+    made); with one, its ``-shm`` is opened read-only (``readonly_shm``: SQLite then
+    reads the WAL itself when the index cannot be trusted)."""
+    uri = db.resolve().as_uri()
+    query = "mode=ro&immutable=1" if immutable else "mode=ro&readonly_shm=1"
+    return sqlite3.connect(f"{uri}?{query}", uri=True, timeout=30.0, isolation_level=None)
+
+
+def repair_store(output_dir: str | os.PathLike[str], *, fsync: bool = False) -> list[str]:
+    """Repair the store in ``output_dir`` as a crawl's open does (:meth:`PageStore.repair`)
+    and say what changed, one line each. :class:`StoreBusy` (nothing changed) while
+    another program has the store open; ``FileNotFoundError`` when there is no store."""
+    root = Path(output_dir)
+    if not (root / DB_NAME).is_file():
+        raise FileNotFoundError(f"no page store in {root} ({DB_NAME} not found)")
+    store = PageStore(root, index=False, fsync=fsync)
+    store.open()  # repairs while it holds the lock no other program can hold meanwhile
+    try:
+        if not store.exclusive:
+            raise StoreBusy(f"{root} is open in another program: stop it first")
+        return list(store.changes)
+    finally:
+        store.close()
 
 
 def _remove_empty_dirs(top: Path) -> None:
@@ -1055,7 +1240,10 @@ def migrate(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m focused.output.store get URL | migrate | check [--dir DIR]``."""
+    """``python -m focused.output.store get URL | migrate | check [--verify] [--repair]
+    [--dir DIR]``. ``check`` changes nothing (one line per problem, exit status 1 when
+    there is one); ``check --repair`` first repairs what a crash left, one line per
+    change, then checks."""
     import argparse
 
     parser = argparse.ArgumentParser(
@@ -1065,6 +1253,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("url", nargs="?", help="get: the page's URL")
     parser.add_argument("--dir", default="out/crawl", help="the crawl's output folder")
     parser.add_argument("--verify", action="store_true", help="check: hash every body")
+    parser.add_argument(
+        "--repair",
+        action="store_true",
+        help="check: first repair what a crash left (as a crawl's open does), saying what"
+        " changed; refused while another program has the store open",
+    )
     args = parser.parse_args(argv)
     try:
         if args.command == "get":
@@ -1082,8 +1276,17 @@ def main(argv: list[str] | None = None) -> int:
             moved = migrate(args.dir)
             print(f"focused: moved {moved} pages into segments in {args.dir}")
             return 0
-        with PageStore(args.dir, index=False) as store:
-            problems = store.check(verify=args.verify)
+        if args.repair:
+            logger.addHandler(logging.NullHandler())  # each change is printed once, below
+            for change in repair_store(args.dir):
+                print(f"repaired: {change}")
+        problems, live = check_store(args.dir, verify=args.verify)
+        if live:
+            print(
+                f"focused: {args.dir} is open in another program (a crawl?): checked what"
+                " it has committed, not the records it may be writing",
+                file=sys.stderr,
+            )
         print("\n".join(problems) if problems else "focused: the store is consistent")
         return 1 if problems else 0
     except (OSError, sqlite3.Error, StoreBusy, ValueError) as exc:

@@ -1,19 +1,21 @@
 """The shared Redis frontier under the faults of a deployment, on a real ``redis-server``.
 
 Each test starts its own private ``redis-server`` on a free loopback port (or none):
-Redis restarted without its data under a running worker, Redis gone between the crawl
-command's check and the spider's, bad ``REDIS_URL`` values, and two topics sent to one
-key prefix by mistake.
+Redis restarted without its data (or with an older copy of it) under a running worker,
+some of the frontier's keys deleted while its stats hash stays, an evicting Redis, Redis
+gone between the crawl command's check and the spider's, bad ``REDIS_URL`` values, and
+two topics sent to one key prefix by mistake.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,7 @@ import redis
 
 from bench.scale import RedisServer, SandboxProcess, crawl_command, free_port, stored_urls
 from focused.distributed.frontier import RedisFrontier
+from focused.distributed.partition import FRONTIER_NAMES
 from focused.errors import FrontierLost
 from focused.frontier.memory import Entry
 
@@ -82,12 +85,146 @@ def test_a_frontier_that_vanishes_under_a_client_is_refused_not_rebuilt(
     assert h.push(entry(2)) and h.pop().fp == 1002
 
 
+@pytest.mark.parametrize("name", ["queue", "data", "inflight", "seen"])
+def test_a_key_deleted_under_a_client_while_the_stats_stay_is_refused(
+    server: RedisServer, name: str
+) -> None:
+    """One of the frontier's keys is deleted (or evicted) and its stats hash, with the
+    epoch, stays: the next round trip raises FrontierLost and writes nothing. Before, a
+    deleted queue was an empty queue (its URLs lost, the crawl "finished"), a deleted
+    seen set let every URL in again."""
+    f = RedisFrontier(redis.Redis.from_url(server.url), f"faults:{name}")
+    for i in range(5):
+        f.stage_push(entry(i, priority=i))
+    f.sync()
+    assert f.pop().fp == 1004  # (one in flight)
+    keys = dict(zip(FRONTIER_NAMES, f.part_keys[0], strict=True))
+    client = redis.Redis.from_url(server.url)
+    client.delete(keys[name])
+    kept = client.hgetall(keys["stats"])
+    f.stage_push(entry(9, priority=9))
+    with pytest.raises(FrontierLost) as info:
+        f.pop()
+    assert "\n" not in str(info.value) and f"faults:{name} vanished" in str(info.value)
+    assert client.hgetall(keys["stats"]) == kept and not client.exists(keys[name])
+    client.close()
+
+
+def test_an_older_copy_of_the_frontier_under_a_client_is_refused(server: RedisServer) -> None:
+    """Redis comes back with an older copy of the frontier (``DUMP`` of every key taken
+    earlier, ``RESTORE``d): the same epoch and consistent keys, but the URL fetched since
+    waits again. The next round trip of the client that saw the later state raises
+    FrontierLost and writes nothing; before, it handed that URL out a second time. A
+    client started on the older copy has nothing to compare it with and takes it."""
+    client = redis.Redis.from_url(server.url)
+    f = RedisFrontier(redis.Redis.from_url(server.url), "faults:older")
+    for i in range(5):
+        f.stage_push(entry(i, priority=i))
+    f.sync()
+    keys = f.part_keys[0]
+    saved = {k: blob for k in keys if (blob := client.dump(k)) is not None}  # no inflight
+    assert f.pop().fp == 1004
+    f.stage_finish(1004)
+    f.sync()
+    client.delete(*keys)
+    for k, blob in saved.items():
+        client.restore(k, 0, blob)
+    restored = {k: client.dump(k) for k in keys}
+    f.stage_push(entry(9, priority=9))
+    with pytest.raises(FrontierLost):
+        f.pop()
+    assert {k: client.dump(k) for k in keys} == restored  # nothing written
+    g = RedisFrontier(redis.Redis.from_url(server.url), "faults:older")
+    assert g.pop().fp == 1004
+    client.close()
+
+
+def test_an_evicting_redis_is_named_at_open_and_a_refused_config_says_nothing(
+    server: RedisServer,
+) -> None:
+    """``maxmemory-policy allkeys-lru``: the frontier says at open that Redis may evict
+    its keys; with ``noeviction`` it says nothing, and nothing either for a user whose ACL
+    refuses ``CONFIG`` (the open goes on)."""
+    admin = redis.Redis.from_url(server.url)
+    admin.config_set("maxmemory-policy", "allkeys-lru")
+    f = RedisFrontier(redis.Redis.from_url(server.url), "faults:evict")
+    f.open()
+    warning = f.eviction_warning()
+    assert f.evicting == "allkeys-lru" and warning is not None and "\n" not in warning
+    assert f"127.0.0.1:{server.port}/0 has maxmemory-policy allkeys-lru" in warning
+    admin.acl_setuser(
+        "worker",
+        enabled=True,
+        passwords=["+pw"],
+        keys=["*"],
+        categories=["+@all"],
+        commands=["-config"],
+    )
+    limited = redis.Redis(host="127.0.0.1", port=server.port, username="worker", password="pw")
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        limited.config_get("maxmemory-policy")
+    g = RedisFrontier(limited, "faults:evict")
+    g.open()
+    assert g.evicting is None and g.eviction_warning() is None
+    assert g.push(entry(1))
+    admin.config_set("maxmemory-policy", "noeviction")
+    h = RedisFrontier(redis.Redis.from_url(server.url), "faults:evict")
+    h.open()
+    assert h.evicting is None and h.eviction_warning() is None
+    admin.close()
+
+
 def server_keys(server: RedisServer) -> list[bytes]:
     client = redis.Redis.from_url(server.url)
     try:
         return sorted(client.keys("*"))
     finally:
         client.close()
+
+
+def crawl_with_a_fault(
+    server: RedisServer,
+    sandbox: SandboxProcess,
+    out: Path,
+    key: str,
+    fault: Callable[[subprocess.Popen[bytes]], None],
+) -> tuple[int, str]:
+    """A real worker (``scrapy crawl focused``) on ``server``: ``fault(worker)`` once it
+    stored 10 pages, then the worker's exit status and log once it exits."""
+    cmd = crawl_command(
+        out,
+        sandbox,
+        redis_url=server.url,
+        key=key,
+        strategy="best_first",
+        settings=("DOWNLOAD_DELAY=0.05", "FOCUSED_REDIS_LEASE=20"),
+    )
+    log_path = out.with_name(out.name + ".log")
+    with log_path.open("wb") as log_file:
+        worker = subprocess.Popen(cmd, cwd=PROJECT, stdout=log_file, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 90
+            while len(stored_urls(out)) < 10:
+                assert worker.poll() is None, log_path.read_text()[-3000:]
+                assert time.monotonic() < deadline, log_path.read_text()[-3000:]
+                time.sleep(0.05)
+            fault(worker)
+            worker.wait(timeout=60)
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
+    return worker.returncode, log_path.read_text()
+
+
+def assert_stopped_as_lost(returncode: int, log: str, out: Path) -> None:
+    """Exit status 1, one error line, reason ``redis_frontier_lost``, no traceback."""
+    assert returncode == 1, log[-3000:]
+    assert "Traceback" not in log, log[-4000:]
+    lost = [line for line in log.splitlines() if "vanished from Redis" in line]
+    assert len(lost) == 1 and "focused: error:" in lost[0], log[-3000:]
+    assert "'finish_reason': 'redis_frontier_lost'" in log
+    assert 10 <= len(stored_urls(out)) < 150
 
 
 def test_a_crawl_whose_redis_restarts_empty_stops_with_one_line(
@@ -98,40 +235,88 @@ def test_a_crawl_whose_redis_restarts_empty_stops_with_one_line(
     exit status 1, and puts nothing into the new Redis; before, it pushed its last links
     there, found the rest of the frontier gone, and ended the crawl "finished" with exit 0
     and most pages never fetched (and, with two workers, some fetched twice)."""
+
+    def restart_empty(worker: subprocess.Popen[bytes]) -> None:
+        server.kill()
+        server.start()  # the same port, empty
+
     out = tmp_path / "out"
-    key = "faults:crawl"
-    cmd = crawl_command(
-        out,
-        sandbox,
-        redis_url=server.url,
-        key=key,
-        strategy="best_first",
-        settings=("DOWNLOAD_DELAY=0.05", "FOCUSED_REDIS_LEASE=20"),
-    )
-    log_path = tmp_path / "worker.log"
-    with log_path.open("wb") as log_file:
-        worker = subprocess.Popen(cmd, cwd=PROJECT, stdout=log_file, stderr=subprocess.STDOUT)
-        try:
-            deadline = time.monotonic() + 90
-            while len(stored_urls(out)) < 10:
-                assert worker.poll() is None, log_path.read_text()[-3000:]
-                assert time.monotonic() < deadline, log_path.read_text()[-3000:]
-                time.sleep(0.05)
-            server.kill()
-            server.start()  # the same port, empty
-            worker.wait(timeout=60)
-        finally:
-            if worker.poll() is None:
-                worker.kill()
-                worker.wait()
-    log = log_path.read_text()
-    assert worker.returncode == 1, log[-3000:]
-    assert "Traceback" not in log, log[-4000:]
-    lost = [line for line in log.splitlines() if "vanished from Redis" in line]
-    assert len(lost) == 1 and "focused: error:" in lost[0], log[-3000:]
-    assert "'finish_reason': 'redis_frontier_lost'" in log
+    returncode, log = crawl_with_a_fault(server, sandbox, out, "faults:crawl", restart_empty)
+    assert_stopped_as_lost(returncode, log, out)
     assert server_keys(server) == []  # no partial frontier left for others to finish
-    assert 10 <= len(stored_urls(out)) < 150
+
+
+def test_a_crawl_whose_queue_key_is_deleted_stops_with_one_line(
+    server: RedisServer, sandbox: SandboxProcess, tmp_path: Path
+) -> None:
+    """The waiting queue's key alone is deleted mid-crawl (as an ``allkeys-*`` eviction
+    may do), the stats hash and its epoch stay: the worker stops with the same line and
+    exit status 1, writing nothing. Before, it saw an empty queue, fetched the links of
+    its last pages only and ended the crawl "finished" (exit 0), the waiting URLs lost.
+    Its Redis runs ``allkeys-lru``: the worker says so in one warning line at the start."""
+    client = redis.Redis.from_url(server.url)
+    client.config_set("maxmemory-policy", "allkeys-lru")
+    key = "faults:queue"
+    queue, stats = (f"{key}:queue", f"{key}:stats")
+    kept: dict[str, object] = {}
+
+    def delete_the_queue(worker: subprocess.Popen[bytes]) -> None:
+        os.kill(worker.pid, signal.SIGSTOP)  # (so that the queue is not empty by chance)
+        try:
+            assert client.zcard(queue) > 0
+            client.delete(queue)
+            kept["stats"] = client.hgetall(stats)
+        finally:
+            os.kill(worker.pid, signal.SIGCONT)
+
+    out = tmp_path / "out"
+    returncode, log = crawl_with_a_fault(server, sandbox, out, key, delete_the_queue)
+    assert_stopped_as_lost(returncode, log, out)
+    assert not client.exists(queue)  # not rebuilt from the worker's last links
+    assert client.hgetall(stats) == kept["stats"]  # nothing written
+    warned = [line for line in log.splitlines() if "maxmemory-policy allkeys-lru" in line]
+    assert len(warned) == 1 and "WARNING" in warned[0], log[-3000:]
+    client.close()
+
+
+def test_a_crawl_whose_redis_comes_back_with_an_older_copy_stops_with_one_line(
+    server: RedisServer, sandbox: SandboxProcess, tmp_path: Path
+) -> None:
+    """Redis saves a snapshot (``SAVE``, dump.rdb) mid-crawl, the crawl goes on, and
+    Redis is killed and started again from that older snapshot: the same epoch, every
+    key there, but URLs fetched since wait again and the links found since are gone.
+    The worker stops with the same line and exit status 1, writing nothing; before, it
+    went on from the older frontier (fetching pages again) and ended with exit 0."""
+    client = redis.Redis.from_url(server.url)
+    key = "faults:older"
+    stats = f"{key}:stats"
+    saved: dict[str, object] = {}
+    backup = tmp_path / "older.rdb"
+
+    def restart_older(worker: subprocess.Popen[bytes]) -> None:
+        assert server.dir is not None
+        os.kill(worker.pid, signal.SIGSTOP)
+        try:
+            client.save()
+            saved["stats"] = client.hgetall(stats)
+            shutil.copy(server.dir / "dump.rdb", backup)
+        finally:
+            os.kill(worker.pid, signal.SIGCONT)
+        older = int(saved["stats"][b"rev"])  # type: ignore[index]
+        deadline = time.monotonic() + 30
+        while int(client.hget(stats, "rev") or 0) < older + 20:
+            assert worker.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        server.kill()
+        shutil.copy(backup, server.dir / "dump.rdb")
+        server.start()  # the same port, the older snapshot
+
+    out = tmp_path / "out"
+    returncode, log = crawl_with_a_fault(server, sandbox, out, key, restart_older)
+    assert_stopped_as_lost(returncode, log, out)
+    client = redis.Redis.from_url(server.url)
+    assert client.hgetall(stats) == saved["stats"]  # the older copy, nothing written
+    client.close()
 
 
 def test_redis_gone_before_the_spider_is_made_is_the_scheduler_s_one_line(

@@ -12,8 +12,10 @@ error bookkeeping of the four queues of Liu, Xia & Xu (2010) under one key prefi
 ``<key>:inflight``  sorted set fingerprint -> lease deadline (ms, Redis server clock)
 ``<key>:seen``      set of the fingerprints ever queued (the shared dupefilter)
 ``<key>:stats``     hash: ``seq``, ``picks``, ``done``, ``error``, ``promoted``,
-                    ``reclaimed``, ``accepted_worse``, and ``epoch`` (set by the first
-                    client, checked by every round trip: :class:`FrontierLost`)
+                    ``reclaimed``, ``accepted_worse``; and what every round trip checks
+                    (:class:`FrontierLost`): ``epoch`` (set by the first client),
+                    ``sizes`` (of the four keys above, as the last script left them) and
+                    ``rev`` (+ 1 by every script that changes the partition)
 
 An entry with rescoring evidence (``learning``) keeps it at the end of its packed entry
 (flag bit 0x80 on the extra's kind, then the evidence and its length, u16), so that the
@@ -258,6 +260,15 @@ class RedisFrontier:
         #: each partition's epoch (field ``epoch`` of its stats hash) read at :meth:`open`:
         #: the step script refuses a partition whose epoch changed (FrontierLost)
         self._epochs: list[bytes] = [b""] * self.partitions
+        #: each partition's highest revision (field ``rev``) this client knows Redis keeps:
+        #: the step script refuses a partition with a lower one (FrontierLost: Redis came
+        #: back with an older copy of its data). On a single server without ``WAIT`` every
+        #: reply's; else only those a ``WAIT`` confirmed (a failover may lose the last
+        #: writes that no replica acknowledged, which the crawl tolerates)
+        self._revs: list[int] = [0] * self.partitions
+        #: ``maxmemory-policy`` when it is an ``allkeys-*`` one (Redis may evict the
+        #: frontier), read at :meth:`open`; None otherwise or when CONFIG is refused
+        self.evicting: str | None = None
 
     # --- connection -----------------------------------------------------------------
     def open(self, crawl: dict[str, str] | None = None) -> None:
@@ -270,6 +281,7 @@ class RedisFrontier:
             if crawl:
                 self.check_crawl(crawl)
             self._open_epochs()
+            self.evicting = self._eviction_policy()
             self._sha = self.server.script_load(STEP_LUA)
         except REFUSED as exc:  # a password, a database, an ACL without scripts
             raise RedisUnavailable(refused_message(self.server, exc)) from None
@@ -286,14 +298,50 @@ class RedisFrontier:
         for p in range(self.partitions):
             stats = self.part_keys[p][4]
             self.server.hsetnx(stats, "epoch", mine)
-            self._epochs[p] = self.server.hget(stats, "epoch") or mine
+            epoch, rev = self.server.hmget(stats, ["epoch", "rev"])
+            self._epochs[p] = epoch or mine
+            if self._trust_every_reply:
+                self._revs[p] = max(self._revs[p], int(rev or 0))
+
+    @property
+    def _trust_every_reply(self) -> bool:
+        """Is every write Redis acknowledged kept (a single server, no ``WAIT``)? Then a
+        revision lower than one seen means Redis came back with an older copy of its data."""
+        return not self.cluster and not self.wait_replicas
+
+    def _eviction_policy(self) -> str | None:
+        """The server's ``maxmemory-policy`` if it is an ``allkeys-*`` one (Redis may then
+        evict the frontier's keys when it reaches ``maxmemory``); None otherwise, and
+        when ``CONFIG`` is refused (an ACL, a managed Redis) or answers oddly."""
+        try:
+            got = self.server.config_get("maxmemory-policy")
+        except redis.exceptions.RedisError:
+            return None
+        if isinstance(got, dict) and got and all(isinstance(v, dict) for v in got.values()):
+            got = next(iter(got.values()))  # a cluster: one answer per node
+        policy = got.get("maxmemory-policy") if isinstance(got, dict) else None
+        if isinstance(policy, bytes):
+            policy = policy.decode("ascii", "replace")
+        return policy if isinstance(policy, str) and policy.startswith("allkeys-") else None
+
+    def eviction_warning(self) -> str | None:
+        """One line for the log when Redis may evict the frontier (:attr:`evicting`)."""
+        if self.evicting is None:
+            return None
+        return (
+            f"focused: Redis at {describe(self.server)} has maxmemory-policy"
+            f" {self.evicting}: at its maxmemory it may evict the shared frontier's keys,"
+            " and the workers then stop (the crawl cannot finish); use noeviction"
+            " (or a volatile-* policy) for a crawl's Redis"
+        )
 
     def lost_message(self) -> str:
         """The one line of :class:`FrontierLost`."""
         return (
             f"the shared frontier {self.key} vanished from Redis at"
-            f" {describe(self.server)} during the crawl (Redis restarted without its data,"
-            " or its keys were deleted or evicted): its waiting URLs are lost, so this"
+            f" {describe(self.server)} during the crawl (Redis restarted without its data"
+            " or with an older copy of it, or its keys were deleted or evicted): its"
+            " waiting URLs are lost, so this"
             " worker stops instead of finishing a partial crawl; the pages already stored"
             " stay in the output folders. Run Redis with --appendonly yes (and no"
             " maxmemory eviction) so that a restart keeps the frontier"
@@ -678,6 +726,7 @@ class RedisFrontier:
                     offset,
                     len(chunk),
                     self._epochs[p],
+                    self._revs[p],
                 ]
                 for op in chunk:
                     args.extend(op)
@@ -699,9 +748,21 @@ class RedisFrontier:
         wait = durable and self._should_wait("server")
         replies = self._execute(self.server, calls, range(len(calls)), wait)
         self.round_trips += 1
+        kept = self._trust_every_reply
         if wait:
-            self._waited("server", int(replies.pop()))
+            kept = self._waited("server", int(replies.pop()))
+        if kept:
+            self._kept_revs(calls, range(len(calls)), replies)
         return replies
+
+    def _kept_revs(
+        self, calls: list[tuple[int, list, list[Any]]], idx: Any, got: list[Any]
+    ) -> None:
+        """Raise each partition's known revision to the ones of these replies (``got[j]``
+        answers ``calls[idx[j]]``), which Redis keeps."""
+        for i, reply in zip(idx, got, strict=True):
+            p = calls[i][0]
+            self._revs[p] = max(self._revs[p], int(reply[11]))
 
     def _execute(
         self, conn: Any, calls: list[tuple[int, list, list[Any]]], idx: Any, wait: bool
@@ -746,15 +807,15 @@ class RedisFrontier:
             except CLUSTER_DOWN as exc:
                 raise self._cluster_down(exc) from None
             self.round_trips += 1
-            if wait:
-                self._waited(name, int(got.pop()))
+            if wait and self._waited(name, int(got.pop())):
+                self._kept_revs(calls, idx, got)
             for i, reply in zip(idx, got, strict=True):
                 replies[i] = reply
         return replies
 
     def _lost(self, exc: redis.exceptions.ResponseError) -> Exception:
-        """:class:`FrontierLost` for the step script's refusal of a changed epoch; any
-        other error reply as it is."""
+        """:class:`FrontierLost` for the step script's refusal of a lost partition (epoch
+        changed, keys gone, older revision); any other error reply as it is."""
         if "LOSTFRONTIER" in str(exc):
             return FrontierLost(self.lost_message())
         return exc
@@ -772,13 +833,16 @@ class RedisFrontier:
             return False
         return time.monotonic() >= self._no_wait_until.get(node, 0.0)
 
-    def _waited(self, node: str, replicas: int) -> None:
+    def _waited(self, node: str, replicas: int) -> bool:
         """A ``WAIT`` answered: with too few replicas (none since a failover), the node
-        is not waited for during :data:`NO_WAIT_FOR` s (each call would take ``wait_ms``)."""
+        is not waited for during :data:`NO_WAIT_FOR` s (each call would take ``wait_ms``).
+        Whether enough replicas acknowledged the writes."""
         self.waits += 1
         if replicas < self.wait_replicas:
             self.waits_short += 1
             self._no_wait_until[node] = time.monotonic() + NO_WAIT_FOR
+            return False
+        return True
 
     def _absorb(self, step: Step, replies: list[tuple[int, list, Any]], pick: _Pick) -> None:
         for p, chunk, reply in replies:

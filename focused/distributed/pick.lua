@@ -5,7 +5,8 @@
 --       u1, u2 (the worker's two uniform numbers), the picks of the crawl's other
 --       partitions that the worker knows of (0 with one partition), the number of staged
 --       operations, the partition's epoch as the worker read it when it opened (field
---       'epoch' of <key>:stats; '' for no check),
+--       'epoch' of <key>:stats; '' for no check), the highest revision of the partition
+--       the worker knows to be kept (field 'rev' of <key>:stats; 0 for no check),
 --       then 4 arguments per operation: op, fingerprint (8 bytes), priority, payload.
 --   op 'p' push, 'P' push of a dont_filter request (a retry), 'C' push of a dont_filter
 --      request that is not a retry (a copy of its own when the URL waits or is in
@@ -25,12 +26,16 @@
 -- 1. apply the operations in order (a code each), 2. hand expired leases back to the
 -- queue, 3. optionally pick: the best entry, or the simulated-annealing choice between
 -- the best and one drawn from the top K (He, Cheng & Cai 2009), T shared by all workers.
--- An epoch that is not the partition's (its keys are gone: Redis restarted without its
--- data, or they were deleted or evicted) is the error LOSTFRONTIER, before
--- anything is written: the worker must not rebuild a partial frontier from its changes.
+-- A lost frontier is the error LOSTFRONTIER, before anything is written (the worker
+-- must not rebuild a partial frontier from its changes): an epoch that is not the
+-- partition's (its stats hash is gone: Redis restarted without its data, or the keys
+-- were deleted or evicted); sizes of the queue, data, in-flight and seen keys that are
+-- not the ones the last call left (field 'sizes': some of them were deleted or evicted,
+-- the stats hash not); a revision lower than the worker's (field 'rev', + 1 by every
+-- call that changes the partition: Redis restarted from an older copy of its data).
 -- Returns {codes, {fp, data} or {}, T, accepted worse (0/1), picks before this one,
 --          waiting, in flight, done, error, the score of the best waiting entry after
---          the pick (false: none), this partition's picks}.
+--          the pick (false: none), this partition's picks, its revision}.
 
 local queue, data, inflight, seen, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local lease = tonumber(ARGV[1])
@@ -41,8 +46,22 @@ local u1, u2 = tonumber(ARGV[7]), tonumber(ARGV[8])
 local offset = tonumber(ARGV[9])
 local nops = tonumber(ARGV[10])
 local epoch = ARGV[11]
-if epoch ~= '' and redis.call('HGET', stats, 'epoch') ~= epoch then
+local floor = tonumber(ARGV[12]) or 0
+local was = redis.call('HMGET', stats, 'epoch', 'rev', 'sizes')
+if epoch ~= '' and was[1] ~= epoch then
   return redis.error_reply('LOSTFRONTIER the epoch of this partition changed')
+end
+local rev = tonumber(was[2]) or 0
+if rev < floor then
+  return redis.error_reply('LOSTFRONTIER this partition is older than its last change')
+end
+local function sizes()
+  return redis.call('ZCARD', queue) .. ' ' .. redis.call('HLEN', data) .. ' '
+    .. redis.call('ZCARD', inflight) .. ' ' .. redis.call('SCARD', seen)
+end
+local before = sizes()
+if was[3] and was[3] ~= before then
+  return redis.error_reply('LOSTFRONTIER keys of this partition were deleted or evicted')
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -92,7 +111,7 @@ local function copy_of(fp, n)
 end
 
 local codes = {}
-local i = 12
+local i = 13
 for n = 1, nops do
   local op, fp, prio, payload = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   i = i + 4
@@ -265,9 +284,14 @@ if mode > 0 then
     picked = {fp, redis.call('HGET', data, fp)}
   end
 end
+local after = sizes()
+if nops > 0 or #expired > 0 or #picked > 0 or after ~= before or not was[3] then
+  rev = rev + 1
+  redis.call('HSET', stats, 'rev', string.format('%d', rev), 'sizes', after)
+end
 local st = redis.call('HMGET', stats, 'done', 'error', 'picks')
 local head = redis.call('ZRANGE', queue, 0, 0, 'WITHSCORES')
 return {codes, picked, tostring(temp), worse, picks,
         redis.call('ZCARD', queue), redis.call('ZCARD', inflight),
         tonumber(st[1] or 0), tonumber(st[2] or 0), head[2] or false,
-        tonumber(st[3] or 0)}
+        tonumber(st[3] or 0), rev}

@@ -323,6 +323,9 @@ class RedisScheduler(FocusedScheduler):
             if self._call_later(0, self._stop, REDIS_UNREACHABLE) is None:
                 self._stop(REDIS_UNREACHABLE)
             return
+        warning = self.redis.eviction_warning()
+        if warning:
+            logger.warning("%s", warning)
         outbox = self.output_dir / self.OUTBOX_NAME
         restored = self.redis.restore_outbox(outbox)
         step = self._sync()

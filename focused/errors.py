@@ -30,5 +30,6 @@ class RedisLayoutError(ConfigError):
 
 class FrontierLost(RuntimeError):
     """The shared frontier's keys vanished from Redis during the crawl (Redis restarted
-    without its data, or they were deleted or evicted); the message is one line meant
+    without its data or with an older copy of it, or they were deleted or evicted, all or
+    some); the message is one line meant
     for the user. Not a :class:`ConfigError`: it happens mid-crawl, and the crawl stops."""

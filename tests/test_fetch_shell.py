@@ -10,7 +10,10 @@ commands in a subprocess against a real loopback server.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
+import sys
+import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -39,9 +42,10 @@ def server() -> Iterator[LoopbackServer]:
 
 
 def scrapy(
-    project_root: Path, venv_scrapy: list[str], *args: str
+    project_root: Path, venv_scrapy: list[str], *args: str, **more_env: str
 ) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
+    env.update(more_env)
     return subprocess.run(
         [*venv_scrapy, *args],
         cwd=project_root,
@@ -96,6 +100,57 @@ def test_shell_fetches_the_url_and_its_kind(
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == "(200, 'Loopback page', None)"
     assert server.log.count("/a") == 1 and "/c" in server.log
+
+
+# a "browser" for ``scrapy view``: copies the file it is asked to open
+BROWSER = textwrap.dedent(
+    """
+    import shutil, sys
+    shutil.copyfile(sys.argv[1].removeprefix("file://"), sys.argv[2])
+    """
+)
+
+
+def test_view_opens_a_loopback_page_in_the_browser(
+    project_root: Path, venv_scrapy: list[str], server: LoopbackServer, tmp_path: Path
+) -> None:
+    script, seen = tmp_path / "browser.py", tmp_path / "seen.html"
+    script.write_text(BROWSER)
+    browser = f"{sys.executable} {script} %s {seen}"
+    result = scrapy(project_root, venv_scrapy, "view", f"{server.url}/a", BROWSER=browser)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "/a" in server.log
+    assert "focused/refused" not in result.stderr
+    assert b"Loopback page" in seen.read_bytes()  # what the browser was given
+
+
+def test_view_still_refuses_a_redirect_to_a_private_address(
+    project_root: Path, venv_scrapy: list[str], server: LoopbackServer, tmp_path: Path
+) -> None:
+    script, seen = tmp_path / "browser.py", tmp_path / "seen.html"
+    script.write_text(BROWSER)
+    browser = f"{sys.executable} {script} %s {seen}"
+    result = scrapy(project_root, venv_scrapy, "view", f"{server.url}/away", BROWSER=browser)
+    assert "redirect to http://10.0.0.1/secret is a private address" in result.stderr
+    assert not seen.exists()
+
+
+def test_bench_crawls_its_own_loopback_server(project_root: Path, venv_scrapy: list[str]) -> None:
+    """``scrapy bench`` follows the links of Scrapy's bench server on localhost:8998 with
+    the project's settings; before, every request was refused as loopback."""
+    result = scrapy(
+        project_root,
+        venv_scrapy,
+        "bench",
+        "-s",
+        "CLOSESPIDER_TIMEOUT=3",
+        "-s",
+        "LOGSTATS_INTERVAL=60",
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "focused/refused" not in result.stderr
+    received = re.search(r"'response_received_count': (\d+)", result.stderr)
+    assert received is not None and int(received.group(1)) >= 20, result.stderr[-2000:]
 
 
 # --- scrapy parse: the focused spider on a loopback page; bad input is one line ------------

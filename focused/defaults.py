@@ -254,6 +254,12 @@ DEFAULTS: dict[str, Any] = {
     # on/off, and the characters of a page's main text that the spider hands on for it
     "FOCUSED_INDEX": True,
     "FOCUSED_INDEX_MAX_CHARS": 100000,
+    # the index rows of this many stored pages go in together (1: each with its page's
+    # row), at the latest with the first page stored this many seconds after the oldest
+    # of them, and when the crawl ends; a page's row is durable at once either way (one
+    # index write for 32 pages costs ~0.4 ms a page less than one per page)
+    "FOCUSED_INDEX_EVERY": 32,
+    "FOCUSED_INDEX_SECONDS": 2.0,
     # progress line (focused/extensions.py): every N pages or T seconds, whichever comes
     # first (0: never by that measure); with pages/s, harvest rate overall and over the
     # pages since the last line, recall, queue sizes and the annealing temperature
@@ -426,6 +432,8 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_MAX_RETRY_AFTER_TOTAL": _float(0.0),
     "FOCUSED_INDEX": _flag(),
     "FOCUSED_INDEX_MAX_CHARS": _int(0),
+    "FOCUSED_INDEX_EVERY": _int(1),
+    "FOCUSED_INDEX_SECONDS": _float(0.0),
     "FOCUSED_PROGRESS_EVERY_PAGES": _int(0),
     "FOCUSED_PROGRESS_EVERY_SECONDS": _float(0.0),
     "FOCUSED_REPORT": _flag(),

@@ -151,7 +151,10 @@ class PageStorePipeline:
     Settings: ``FOCUSED_OUTPUT_DIR``, ``FOCUSED_STORE_COMMIT_EVERY`` (rows per
     transaction), ``FOCUSED_STORE_COMMIT_SECONDS``, ``FOCUSED_STORE_FSYNC``,
     ``FOCUSED_STORE_GZIP_LEVEL``, ``FOCUSED_STORE_SEGMENT_MB`` (size of a segment),
-    ``FOCUSED_STORE_THREAD``, ``FOCUSED_STORE_LOCK_TIMEOUT``.
+    ``FOCUSED_STORE_THREAD``, ``FOCUSED_STORE_LOCK_TIMEOUT``; the full-text index:
+    ``FOCUSED_INDEX``, ``FOCUSED_INDEX_MAX_CHARS``, ``FOCUSED_INDEX_EVERY`` (pages whose
+    index rows are written together; the rows themselves commit at once) and
+    ``FOCUSED_INDEX_SECONDS``.
     """
 
     #: the store's class (a test may give one that fails on purpose)
@@ -172,6 +175,8 @@ class PageStorePipeline:
         signals: SignalManager | None = None,
         index: bool = True,
         index_max_chars: int = 100_000,
+        index_every: int = 1,
+        index_seconds: float = 2.0,
         crawler: Crawler | None = None,
         segment_bytes: int = SEGMENT_BYTES,
         sole: bool = False,
@@ -187,6 +192,8 @@ class PageStorePipeline:
         self.output_dir = Path(output_dir)
         self.index = index  # the store's full-text index (FOCUSED_INDEX*)
         self.index_max_chars = index_max_chars
+        self.index_every = index_every
+        self.index_seconds = index_seconds
         self.commit_every = commit_every
         self.commit_seconds = commit_seconds
         #: a batch commits early once its waiting items hold this many bytes of responses
@@ -239,6 +246,8 @@ class PageStorePipeline:
             signals=crawler.signals,
             index=get(s, "FOCUSED_INDEX"),
             index_max_chars=get(s, "FOCUSED_INDEX_MAX_CHARS"),
+            index_every=get(s, "FOCUSED_INDEX_EVERY"),
+            index_seconds=get(s, "FOCUSED_INDEX_SECONDS"),
             crawler=crawler,
             segment_bytes=int(get(s, "FOCUSED_STORE_SEGMENT_MB") * (1 << 20)),
             # the workers of a distributed crawl share one store on purpose
@@ -258,6 +267,8 @@ class PageStorePipeline:
                 busy_timeout=BUSY_TIMEOUT,
                 index=self.index,
                 index_max_chars=self.index_max_chars,
+                index_every=self.index_every,
+                index_seconds=self.index_seconds,
                 open_timeout=self.lock_timeout,
                 segment_bytes=self.segment_bytes,
                 sole=self.sole,

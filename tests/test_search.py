@@ -6,6 +6,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -150,7 +151,9 @@ CRASH = textwrap.dedent(
     """
     import os, sys
     from focused.output.store import PageStore
-    store = PageStore(sys.argv[1], commit_every=int(sys.argv[2])).open()
+    store = PageStore(
+        sys.argv[1], commit_every=int(sys.argv[2]), index_every=int(sys.argv[3])
+    ).open()
     for i in range(7):
         store.add({"url": f"http://h/{i}", "title": "t", "text": f"word{i} catalyst"},
                   b"<title>t</title><p>catalyst</p>")
@@ -159,20 +162,88 @@ CRASH = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("commit_every, kept", [(1, 7), (5, 5)])
-def test_index_survives_a_crash_with_its_rows(tmp_path: Path, commit_every: int, kept: int) -> None:
+@pytest.mark.parametrize(
+    "commit_every, index_every, kept, indexed",
+    [(1, 1, 7, 7), (5, 1, 5, 5), (1, 5, 7, 5), (1, 3, 7, 6)],
+)
+def test_index_survives_a_crash_with_its_rows(
+    tmp_path: Path, commit_every: int, index_every: int, kept: int, indexed: int
+) -> None:
+    """Index rows written with each row (``index_every`` 1) commit and are lost with
+    their rows; written in batches, the rows still waiting at a ``kill -9`` are made
+    from the stored pages when the store next opens. No committed row is lost."""
     proc = subprocess.run(
-        [sys.executable, "-c", CRASH, str(tmp_path), str(commit_every)],
+        [sys.executable, "-c", CRASH, str(tmp_path), str(commit_every), str(index_every)],
         cwd=ROOT,
         capture_output=True,
         timeout=60,
     )
     assert proc.returncode == 3, proc.stderr.decode()
-    assert fts_rows(tmp_path) == kept  # committed with the rows, lost with them
+    assert fts_rows(tmp_path) == indexed
     with PageStore(tmp_path) as store:
-        assert store.count() == kept and store.reindexed == 0
+        assert store.count() == kept and store.reindexed == kept - indexed
+    assert fts_rows(tmp_path) == kept
     assert len(search(tmp_path, "catalyst", limit=100)) == kept
     assert [h.url for h in search(tmp_path, "word4")] == ["http://h/4"]
+
+
+def test_index_rows_go_in_batches_by_count_and_by_time(tmp_path: Path) -> None:
+    """``index_every`` pages' index rows go in with the commit of the last of them, or
+    with the first commit ``index_seconds`` after the oldest; the rest at close. Every
+    page row is committed at once all the while."""
+    pages = {f"http://h/{i}": ("t", f"word{i} catalyst") for i in range(7)}
+    store = PageStore(tmp_path, index_every=3, index_seconds=3600).open()
+    counts = []
+    for url, (title, text) in pages.items():
+        store.add({"url": url, "title": title, "text": text}, html(title, text))
+        counts.append((store.count(), fts_rows(tmp_path), store.unindexed))
+    assert counts == [
+        (1, 0, 1), (2, 0, 2), (3, 3, 0), (4, 3, 1), (5, 3, 2), (6, 6, 0), (7, 6, 1),
+    ]  # fmt: skip
+    store.close()
+    assert fts_rows(tmp_path) == 7
+    assert [h.url for h in search(tmp_path, "word6")] == ["http://h/6"]
+
+    timed = tmp_path / "timed"
+    with PageStore(timed, index_every=100, index_seconds=0.2) as store:
+        store.add({"url": "http://h/a", "title": "t", "text": "alpha"}, html("t", "alpha"))
+        assert fts_rows(timed) == 0
+        time.sleep(0.3)
+        store.add({"url": "http://h/b", "title": "t", "text": "beta"}, html("t", "beta"))
+        assert fts_rows(timed) == 2 and store.unindexed == 0
+
+
+def test_a_rolled_back_page_gets_no_index_row_and_the_waiting_ones_stay(tmp_path: Path) -> None:
+    """A commit that fails rolls back its page's row and the index rows written with it;
+    the pages committed before keep waiting and are indexed later, the rolled-back one
+    never (its row is gone)."""
+
+    class FailOnce(PageStore):
+        fail = False
+
+        def _commit(self) -> None:
+            if self.fail:
+                self.fail = False
+                raise sqlite3.OperationalError("disk I/O error")
+            super()._commit()
+
+    store = FailOnce(tmp_path, index_every=3, index_seconds=3600).open()
+    for i in range(2):
+        store.add({"url": f"http://h/{i}", "title": "t", "text": f"w{i}"}, html("t", f"w{i}"))
+    store.fail = True
+    with pytest.raises(sqlite3.OperationalError):
+        store.add({"url": "http://h/lost", "title": "t", "text": "lost"}, html("t", "lost"))
+    assert store.abort() == ["http://h/lost"]
+    assert store.unindexed == 2 and fts_rows(tmp_path) == 0
+    store.add({"url": "http://h/2", "title": "t", "text": "w2"}, html("t", "w2"))
+    assert fts_rows(tmp_path) == 3 and store.unindexed == 0
+    store.close()
+    assert search(tmp_path, "lost") == []
+    assert sorted(h.url for h in search(tmp_path, "w0 w1 w2")) == [
+        "http://h/0",
+        "http://h/1",
+        "http://h/2",
+    ]
 
 
 def test_metrics_csv_has_times_and_queues_and_old_files_stay_readable(tmp_path: Path) -> None:

@@ -30,9 +30,15 @@ a store into segments; ``layout="files"`` still writes it (for comparisons).
 
 Full-text index (:mod:`focused.output.fulltext`): with ``index`` on (the default), the
 table ``pages_fts`` gets the page's title and main text (the record's ``text``, at most
-``index_max_chars`` characters) in the same transaction as its row, so the two commit
-together; :meth:`PageStore.open` indexes every row that has no index row yet (a store
-written with the index off, or a lost row), from the stored HTML.
+``index_max_chars`` characters). With ``index_every`` 1 that is in the same transaction
+as its row, so the two commit together; above 1, the index rows of ``index_every``
+pages go in together, with the transaction of the last of them, or with the first
+commit ``index_seconds`` after the oldest waiting one, or at :meth:`PageStore.close`
+(one index flush for many pages costs much less than one per page). The index is made
+from the rows, never the other way: a row is durable at its own commit whatever its
+index row does, and :meth:`PageStore.open` indexes every row that has no index row yet
+(a store written with the index off, index rows still waiting when the crawl was
+killed, or a lost row), from the stored HTML.
 
 Several processes may share a store (a distributed crawl): each writes segments of its
 own and holds a shared lock while open; :meth:`PageStore.repair` runs only when the
@@ -212,7 +218,9 @@ class PageStore:
     durable, in the order they were inserted (the crawler journals those pages as done).
     ``gzip_level``: compression level of the records (1 = fastest, 9 = smallest).
     ``index``: keep the full-text index ``pages_fts`` (title and the record's ``text``,
-    cut to ``index_max_chars`` characters) up to date, in each row's transaction.
+    cut to ``index_max_chars`` characters) up to date: in each row's transaction with
+    ``index_every`` 1, else ``index_every`` pages' index rows at a time (at the latest
+    with the first commit ``index_seconds`` after the oldest, and at :meth:`close`).
     ``busy_timeout``: seconds a write waits for another connection's write lock before
     it raises :class:`StoreBusy` (nothing written: the caller tries again later; the
     crawler uses a short one, so that it does not freeze while another program holds the
@@ -239,6 +247,8 @@ class PageStore:
         after_commit: Callable[[list[str]], Any] | None = None,
         index: bool = True,
         index_max_chars: int = fulltext.DEFAULT_MAX_CHARS,
+        index_every: int = 1,
+        index_seconds: float = 2.0,
         busy_timeout: float = 30.0,
         open_timeout: float | None = None,
         layout: str = "segments",
@@ -278,6 +288,13 @@ class PageStore:
         self.index = bool(index)
         self.index_max_chars = max(0, int(index_max_chars))
         self.reindexed = 0  # page rows indexed at open (they had no index row)
+        self.index_every = max(1, int(index_every))
+        self.index_seconds = max(0.0, float(index_seconds))
+        #: index rows not written yet: (rowid, title, text, its terms or None), in row
+        #: order; the last ``_index_new`` of them belong to the open transaction's rows
+        self._to_index: list[tuple[int, str, str, str | None]] = []
+        self._index_new = 0
+        self._index_since = 0.0  # time.monotonic() of the oldest of them
         self._last_rowid = 0
         self._pending = 0
         self._inserted: list[str] = []  # URLs of the rows in the open transaction
@@ -433,14 +450,54 @@ class PageStore:
             return
         if self.before_commit is not None:
             self.before_commit()
+        indexed = self._write_index(force=False)
         self._seal_segments()
         self._commit()
         self._pending = 0
         self._committed_ends.update(self._ends)
         self._ends = {}
+        self._index_new = 0  # the open transaction's rows are committed
+        if indexed:
+            del self._to_index[:indexed]
         committed, self._inserted = self._inserted, []
         if self.after_commit is not None:
             self.after_commit(committed)
+
+    def _write_index(self, *, force: bool) -> int:
+        """Insert the waiting index rows into the open transaction when they are due
+        (``index_every`` of them, or the oldest ``index_seconds`` old) or ``force``; how
+        many. They stay waiting until the transaction commits."""
+        todo = self._to_index
+        if not todo or not (
+            force
+            or len(todo) >= self.index_every
+            or time.monotonic() - self._index_since >= self.index_seconds
+        ):
+            return 0
+        db = self._db
+        for rowid, title, text, terms in todo:
+            fulltext.index_page(db, rowid, title, text, self.index_max_chars, text_terms=terms)
+        return len(todo)
+
+    @property
+    def unindexed(self) -> int:
+        """Stored (or pending) rows whose index rows wait (see ``index_every``)."""
+        return len(self._to_index)
+
+    def flush_index(self) -> None:
+        """Write every waiting index row now, in a transaction of its own (none open)."""
+        if self.conn is None or not self._to_index or self._pending:
+            return
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            indexed = self._write_index(force=True)
+            db.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+            raise
+        del self._to_index[:indexed]
 
     def _seal_segments(self) -> None:
         """Before a commit: the records of its rows are durable first (fsync, with
@@ -465,6 +522,9 @@ class PageStore:
         lost, self._inserted = self._inserted, []
         self.stored -= len(lost)
         self._pending = 0
+        if self._index_new:  # their rows are rolled back: no index rows for them
+            del self._to_index[-self._index_new :]
+            self._index_new = 0
         if self.conn is not None and self.conn.in_transaction:
             # SQLite may have rolled it back itself (SQLITE_FULL)
             with contextlib.suppress(sqlite3.Error):
@@ -484,6 +544,18 @@ class PageStore:
         try:
             if self.conn is not None:
                 self.flush()
+                try:
+                    self.flush_index()
+                except (sqlite3.Error, OSError) as exc:  # the rows are stored: say so
+                    logger.warning(
+                        "focused: %d stored pages are not in the full-text index yet "
+                        "(%s); the next crawl of %s indexes them, or `scrapy search "
+                        "--reindex`",
+                        len(self._to_index),
+                        exc,
+                        self.output_dir,
+                    )
+                self._to_index = []
                 self.conn.close()
                 self.conn = None
         finally:
@@ -583,16 +655,19 @@ class PageStore:
             return False
         if end is not None and end > self._ends.get(rel, 0):
             self._ends[rel] = end
-        if self.index:  # same transaction as the row: they commit together
+        if self.index:  # written with this transaction or a later one (_write_index)
             terms = record.get("text_terms")
-            fulltext.index_page(
-                self._db,
-                self._last_rowid,
-                str(record.get("title") or ""),
-                str(record.get("text") or ""),
-                self.index_max_chars,
-                text_terms=terms if isinstance(terms, str) else None,
+            if not self._to_index:
+                self._index_since = time.monotonic()
+            self._to_index.append(
+                (
+                    self._last_rowid,
+                    str(record.get("title") or ""),
+                    str(record.get("text") or ""),
+                    terms if isinstance(terms, str) else None,
+                )
             )
+            self._index_new += 1
         self.stored += 1
         self._fill(record, digest, rel, offset, length)
         if self._pending >= self.commit_every:

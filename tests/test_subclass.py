@@ -137,9 +137,10 @@ def test_two_subclasses_of_two_topics_do_not_mix_in_one_folder(tmp_path: Path) -
     ok(listed)
     assert {"chem", "phys", "focused"} <= set(listed.stdout.split())
     out = tmp_path / "out"
-    ok(crawl(tmp_path, "chem", out))
+    # -a topic= as well: the spider's name alone makes its crawl checked
+    ok(crawl(tmp_path, "chem", out, "-a", "topic=chemistry"))
     pages = stored(out)
-    proc = crawl(tmp_path, "phys", out)
+    proc = crawl(tmp_path, "phys", out, "-a", "topic=physics")
     assert proc.returncode == 2, proc.stderr[-3000:]
     line = error_line(proc)
     assert "holds a crawl of topic chemistry" in line and "FOCUSED_CONTINUE" in line
@@ -151,12 +152,13 @@ def test_custom_settings_are_the_crawls_settings(tmp_path: Path) -> None:
     """The strategy of ``custom_settings`` is the one recorded in ``JOBDIR`` and the
     folder, so the same command resumes and another spider's crawl is refused there."""
     out, job = tmp_path / "out", tmp_path / "job"
-    proc = crawl(tmp_path, "bfschem", out, "-s", f"JOBDIR={job}")
+    args = ("-a", "topic=chemistry", "-s", f"JOBDIR={job}")
+    proc = crawl(tmp_path, "bfschem", out, *args)
     ok(proc)
     assert "strategy bfs" in proc.stderr
     assert record(job)["strategy"] == "bfs" and record(out)["strategy"] == "bfs"
-    ok(crawl(tmp_path, "bfschem", out, "-s", f"JOBDIR={job}"))  # resumes
-    proc = crawl(tmp_path, "chem", out, "-s", f"JOBDIR={job}")
+    ok(crawl(tmp_path, "bfschem", out, *args))  # resumes
+    proc = crawl(tmp_path, "chem", out, *args)
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert "strategy bfs" in error_line(proc)
 
@@ -210,6 +212,8 @@ def test_start_urls_and_allowed_domains_are_the_seeds_and_the_scope(
         tmp_path,
         "crawl",
         "mine",
+        "-a",
+        f"topic={topic}",
         "-s",
         f"FOCUSED_OUTPUT_DIR={out}",
         "-s",

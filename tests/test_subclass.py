@@ -235,3 +235,24 @@ def test_start_urls_and_allowed_domains_are_the_seeds_and_the_scope(
         con.close()
     assert f"{server.url}/start" in urls and f"{server.url}/a" in urls
     assert not [u for u in urls if "other.test" in u]  # off allowed_domains
+
+
+def test_scrapy_parse_with_a_subclass_reads_its_topic(
+    tmp_path: Path, server: LoopbackServer
+) -> None:
+    proc = scrapy(
+        tmp_path,
+        "parse",
+        "--spider",
+        "chem",
+        "-s",
+        f"FOCUSED_OUTPUT_DIR={tmp_path / 'out'}",
+        "-s",
+        "FOCUSED_WEB=sandbox",
+        "-s",
+        "FOCUSED_SANDBOX_PAGES=60",
+        f"{server.url}/a",
+    )
+    ok(proc)
+    assert "focused: error:" not in proc.stderr
+    assert "# Scraped Items" in proc.stdout and "'title': 'Chemistry /a'" in proc.stdout

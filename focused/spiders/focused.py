@@ -100,6 +100,11 @@ class FocusedSpider(scrapy.Spider):
     link found before its shape was learnt wasteful is re-checked when it comes up.
     ``FOCUSED_TEMPLATE_SHARED_HOSTS``: chrome learnt as a template on that many other
     hosts is chrome from a host's first page on (:class:`~focused.web.template.HostTemplates`).
+
+    A subclass may name its topic in a class attribute ``topic`` (``-a topic=`` wins:
+    :meth:`topic_argument`) and its seeds and scope in ``start_urls`` and
+    ``allowed_domains`` (:meth:`update_settings`); ``scrapy crawl`` and ``scrapy parse``
+    check it as they check ``focused``.
     """
 
     name = "focused"

@@ -154,7 +154,13 @@ def strategy(
     return cls.from_params(params)
 
 
-def validate(settings: Any, topic: Topic | None = None, *, reach_redis: bool = True) -> None:
+def validate(
+    settings: Any,
+    topic: Topic | None = None,
+    *,
+    reach_redis: bool = True,
+    spider: str = "focused",
+) -> None:
     """Check every ``FOCUSED_*`` setting; raise :class:`ConfigError` on the first bad one.
 
     A ``FOCUSED_*`` name that is no setting is refused first (:func:`check_setting_names`).
@@ -165,7 +171,8 @@ def validate(settings: Any, topic: Topic | None = None, *, reach_redis: bool = T
     relies on (:data:`SCRAPY_CHECKS`, :func:`check_scrapy_settings`) and the address
     filter middleware that the project's resolver needs (:func:`check_address_filter`);
     then the strategy's class checks its own settings, the topic's keywords must leave a
-    term once tokenised, a Redis frontier must answer (unless ``reach_redis`` is false:
+    term once tokenised, a Redis frontier must answer, the frontier of ``spider`` (its
+    name) on that topic recorded as no other crawl's (unless ``reach_redis`` is false:
     the spider's own check, made after the crawl command's, leaves an outage in between to
     the scheduler, which reports it in one line), and last ``JOBDIR`` and the output
     folder are created and their databases checked (:func:`check_folder`).
@@ -193,7 +200,7 @@ def validate(settings: Any, topic: Topic | None = None, *, reach_redis: bool = T
 
         if reach_redis:  # RedisUnavailable is a ConfigError: one line, exit 2
             crawl = {
-                "spider": "focused",
+                "spider": spider,
                 "strategy": str(get(settings, "FOCUSED_STRATEGY")).strip(),
             }
             if topic is not None:

@@ -1,6 +1,9 @@
 """``scrapy crawl`` with the focused spider's input checked first and its end explained.
 
-Same command as Scrapy's, except that for the ``focused`` spider:
+Same command as Scrapy's, except that for the ``focused`` spider (or a subclass of it:
+its topic from ``-a topic=``, else its class attribute ``topic``; its settings with its
+``custom_settings``, ``start_urls`` and ``allowed_domains``,
+:meth:`focused.spiders.focused.FocusedSpider.update_settings`):
 
 - a bad topic, a bad ``FOCUSED_*`` setting, an empty ``FOCUSED_OUTPUT_DIR``, a
   ``JOBDIR`` or ``FOCUSED_OUTPUT_DIR`` that cannot be created or written, a
@@ -60,6 +63,7 @@ from scrapy import signals
 from scrapy.commands.crawl import Command as ScrapyCrawl
 from scrapy.exceptions import UsageError
 from scrapy.extensions.feedexport import FeedExporter
+from scrapy.settings import Settings
 
 from focused import config
 from focused.cli import EMPTY_OUTPUT_DIR, check_log_level_or_exit, fail, keep_start_error, say
@@ -154,6 +158,9 @@ class ClosedLine(logging.Handler):
 
 
 class Command(ScrapyCrawl):
+    #: the settings the focused crawl runs with (the project's, its spider's, then ``-s``)
+    crawl_settings: Settings
+
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         """Scrapy's options, then ``LOG_LEVEL`` checked: Scrapy sets up its logging from it
         before :meth:`run`, so a bad level would be a traceback there."""
@@ -161,12 +168,16 @@ class Command(ScrapyCrawl):
         check_log_level_or_exit(self.settings)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        if not args or args[0] != "focused":
+        spidercls = self._focused_spidercls(args)
+        if spidercls is None:
             super().run(args, opts)
             return
         if len(args) > 1:
             raise UsageError("running 'scrapy crawl' with more than one spider is not supported")
-        settings = self.settings
+        # the settings the crawl will run with: the project's, the spider's
+        # custom_settings (and what its class declares), then -s
+        settings = self.crawl_settings = self.settings.copy()
+        spidercls.update_settings(settings)
         output = str(get(settings, "FOCUSED_OUTPUT_DIR"))
         if not output.strip():  # Path("") is the current folder: the checkout
             fail(EMPTY_OUTPUT_DIR)
@@ -174,8 +185,10 @@ class Command(ScrapyCrawl):
             return
         try:
             config.check_spider_args(opts.spargs)
-            topic = load_topic(opts.spargs.get("topic", ""), config.topics_dir(settings))
-            config.validate(settings, topic)
+            topic = load_topic(
+                spidercls.topic_argument(opts.spargs.get("topic")), config.topics_dir(settings)
+            )
+            config.validate(settings, topic, spider=str(spidercls.name))
         except (TopicError, config.ConfigError) as exc:
             fail(str(exc))
             self.exitcode = 2
@@ -207,12 +220,26 @@ class Command(ScrapyCrawl):
                 sandbox=_sandbox_made(settings),
             )
         self._warn_without_store()
-        self._crawl_focused(opts)
+        self._crawl_focused(args[0], opts)
+
+    def _focused_spidercls(self, args: list[str]) -> Any:
+        """The class of the spider to crawl when it is the focused spider or a subclass
+        of it (whose input is checked and whose end is explained here); None for any
+        other spider, and for a name Scrapy does not know (Scrapy says so)."""
+        from focused.spiders.focused import FocusedSpider  # not for every scrapy command
+
+        if not args or self.crawler_process is None:
+            return None
+        try:
+            spidercls = self.crawler_process.spider_loader.load(args[0])
+        except KeyError:
+            return None
+        return spidercls if issubclass(spidercls, FocusedSpider) else None
 
     def _output_problem(self, topic: str) -> str | None:
         """Why this crawl may not go into its ``JOBDIR`` and ``FOCUSED_OUTPUT_DIR``, in one
         line; None when it may."""
-        settings = self.settings
+        settings = self.crawl_settings
         output = str(get(settings, "FOCUSED_OUTPUT_DIR"))
         strategy = str(get(settings, "FOCUSED_STRATEGY"))
         jobdir = settings.get("JOBDIR")
@@ -236,9 +263,9 @@ class Command(ScrapyCrawl):
         """One line when another crawl has the page store of ``FOCUSED_OUTPUT_DIR`` open
         (checked once this crawl holds its ``JOBDIR``: a second crawl of one ``JOBDIR`` is
         told that first, naming the other crawl)."""
-        output = str(get(self.settings, "FOCUSED_OUTPUT_DIR"))
+        output = str(get(self.crawl_settings, "FOCUSED_OUTPUT_DIR"))
         # the workers of a distributed crawl share one store on purpose
-        if str(get(self.settings, "FOCUSED_FRONTIER")) == "memory" and in_use(output):
+        if str(get(self.crawl_settings, "FOCUSED_FRONTIER")) == "memory" and in_use(output):
             return (
                 f"another crawl (or program) has the page store in {output} open; wait for"
                 " it to finish, or choose another FOCUSED_OUTPUT_DIR"
@@ -259,8 +286,8 @@ class Command(ScrapyCrawl):
         from focused.middlewares import FocusedPriorityMiddleware
         from focused.pipelines import PageStorePipeline
 
-        output = get(self.settings, "FOCUSED_OUTPUT_DIR")
-        strategy = get(self.settings, "FOCUSED_STRATEGY")
+        output = get(self.crawl_settings, "FOCUSED_OUTPUT_DIR")
+        strategy = get(self.crawl_settings, "FOCUSED_STRATEGY")
         for setting, needed, consequence in (
             ("ITEM_PIPELINES", PageStorePipeline, f"no page is stored in {output}"),
             (
@@ -277,7 +304,7 @@ class Command(ScrapyCrawl):
             try:
                 classes = [
                     load_object(path) if isinstance(path, str) else path
-                    for path in build_component_list(self.settings.getwithbase(setting))
+                    for path in build_component_list(self.crawl_settings.getwithbase(setting))
                 ]
             except (ImportError, NameError, ValueError):
                 continue  # Scrapy reports a component it cannot load
@@ -289,7 +316,7 @@ class Command(ScrapyCrawl):
                     consequence,
                 )
 
-    def _crawl_focused(self, opts: argparse.Namespace) -> None:
+    def _crawl_focused(self, name: str, opts: argparse.Namespace) -> None:
         process = self.crawler_process
         assert process is not None
         self._closed = False
@@ -299,7 +326,7 @@ class Command(ScrapyCrawl):
         self._signals: list[int] = []
         self._forced: int | None = None  # the signal that forced the stop
         self._wrap_signal_handlers(process)
-        crawler = self._focused_crawler = self._create_crawler("focused")
+        crawler = self._focused_crawler = self._create_crawler(name)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         # the crawl has closed: its "Spider closed" line, or engine_stopped right after it
@@ -413,12 +440,12 @@ class Command(ScrapyCrawl):
 
     def _kept(self) -> str:
         """What a crawl stopped before it closed keeps, and how it goes on."""
-        output = str(get(self.settings, "FOCUSED_OUTPUT_DIR"))
+        output = str(get(self.crawl_settings, "FOCUSED_OUTPUT_DIR"))
         kept = (
             f"the {stored_count(output)} pages stored in {output} are kept whole (the metrics,"
             " curve or report may be missing or stale)"
         )
-        if self.settings.get("JOBDIR"):
+        if self.crawl_settings.get("JOBDIR"):
             return f"{kept}; resume with the same command"
         return f"{kept}; without JOBDIR the crawl cannot resume"
 
@@ -427,9 +454,11 @@ class Command(ScrapyCrawl):
         self._web_error = exc
 
     def _sandbox_advice(self, exc: SandboxError) -> str:
-        port_file, _ = config.sandbox_port_files(self.settings)
-        if not get(self.settings, "FOCUSED_SANDBOX_PORT") and port_file is not None:
-            if self.settings.get("JOBDIR") and port_file.parent == Path(self.settings["JOBDIR"]):
+        port_file, _ = config.sandbox_port_files(self.crawl_settings)
+        if not get(self.crawl_settings, "FOCUSED_SANDBOX_PORT") and port_file is not None:
+            if self.crawl_settings.get("JOBDIR") and port_file.parent == Path(
+                self.crawl_settings["JOBDIR"]
+            ):
                 return (
                     f"{exc}; the crawl in JOBDIR serves its sandbox on that port (its URLs use"
                     " it): stop what listens there, then resume"

@@ -115,7 +115,7 @@ class Command(ScrapyParse):
         if problem is None:
             spidercls, problem = self._find_spidercls(url, opts)
         if problem is None and is_focused(spidercls):
-            problem = self._focused_problem(url, opts)
+            problem = self._focused_problem(url, opts, spidercls)
         if problem is not None:
             fail(problem)
             self.exitcode = 2
@@ -146,17 +146,20 @@ class Command(ScrapyParse):
             return None, f"no spider is set for {url}; name one with --spider (spiders: {names})"
         return found, None
 
-    def _focused_problem(self, url: str, opts: argparse.Namespace) -> str | None:
-        """The focused spider's input checked as ``scrapy crawl focused`` checks it, and
-        a URL off loopback for ``FOCUSED_WEB=sandbox``, before the spider is made."""
-        settings = self.settings
-        assert settings is not None
+    def _focused_problem(self, url: str, opts: argparse.Namespace, spidercls: Any) -> str | None:
+        """The focused spider's input (or a subclass's: its class attribute ``topic``,
+        its ``custom_settings``) checked as ``scrapy crawl focused`` checks it, and a URL
+        off loopback for ``FOCUSED_WEB=sandbox``, before the spider is made."""
+        assert self.settings is not None
+        settings = self.settings.copy()  # with the spider's settings, as its crawler's
+        spidercls.update_settings(settings)
         if not str(get(settings, "FOCUSED_OUTPUT_DIR")).strip():
             return EMPTY_OUTPUT_DIR
         try:
             config.check_spider_args(opts.spargs)
             topic = load_topic(
-                opts.spargs.get("topic", ""), get(settings, "FOCUSED_TOPICS_DIR") or None
+                spidercls.topic_argument(opts.spargs.get("topic")),
+                get(settings, "FOCUSED_TOPICS_DIR") or None,
             )
             if str(get(settings, "FOCUSED_WEB")) == "sandbox":  # before any folder is made
                 problem = off_sandbox(url)

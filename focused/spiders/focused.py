@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Collection, Iterator
@@ -30,7 +31,7 @@ from focused.web.neardup import NearDuplicates
 from focused.web.sanitize import is_wide, parse_cut, strip_session_ids
 from focused.web.sites import Web, open_web
 from focused.web.template import HostTemplates, Page, chrome_urls, link_slots, split_page
-from focused.web.topics import load_topic
+from focused.web.topics import TopicError, load_topic
 from focused.web.urlshape import ShapeStats, thin
 
 BODY_TEXT = "//body//text()[not(ancestor::script) and not(ancestor::style)]"
@@ -99,6 +100,11 @@ class FocusedSpider(scrapy.Spider):
     link found before its shape was learnt wasteful is re-checked when it comes up.
     ``FOCUSED_TEMPLATE_SHARED_HOSTS``: chrome learnt as a template on that many other
     hosts is chrome from a host's first page on (:class:`~focused.web.template.HostTemplates`).
+
+    A subclass may name its topic in a class attribute ``topic`` (``-a topic=`` wins:
+    :meth:`topic_argument`) and its seeds and scope in ``start_urls`` and
+    ``allowed_domains`` (:meth:`update_settings`); ``scrapy crawl`` and ``scrapy parse``
+    check it as they check ``focused``.
     """
 
     name = "focused"
@@ -108,7 +114,40 @@ class FocusedSpider(scrapy.Spider):
     def __init__(self, topic: str = "", *args: Any, **kwargs: Any) -> None:
         config.check_spider_args(kwargs)  # -a strategy=bfs: an error, not ignored
         super().__init__(*args, **kwargs)
-        self.topic_arg = topic
+        self.topic_arg = self.topic_argument(topic)
+
+    @classmethod
+    def topic_argument(cls, given: str | None = None) -> str:
+        """The topic to crawl: ``-a topic=`` (``given``) when given, else a subclass's
+        class attribute ``topic`` (a name or the path of a topic file), else "" (then
+        :func:`~focused.web.topics.load_topic` says that no topic was given). Raises
+        :class:`~focused.web.topics.TopicError` for a class attribute of another type."""
+        if given:
+            return str(given)
+        declared = getattr(cls, "topic", None)
+        if declared is None or isinstance(declared, str | os.PathLike):
+            return os.fspath(declared or "")
+        raise TopicError(
+            f"{cls.__name__}.topic must be a topic name or the path of a topic file,"
+            f" got {declared!r}"
+        )
+
+    @classmethod
+    def update_settings(cls, settings: Any) -> None:
+        """Scrapy's (``custom_settings``), then a subclass's class attributes
+        ``start_urls`` and ``allowed_domains`` as the crawl's ``FOCUSED_SEEDS`` and
+        ``FOCUSED_ALLOWED_DOMAINS`` (the spider's seeds and scope come from those), at the
+        priority of ``custom_settings``: a setting given there or with ``-s`` wins."""
+        super().update_settings(settings)
+        custom = cls.custom_settings or {}
+        for attribute, setting in (
+            ("start_urls", "FOCUSED_SEEDS"),
+            ("allowed_domains", "FOCUSED_ALLOWED_DOMAINS"),
+        ):
+            value = getattr(cls, attribute, None)
+            if value and setting not in custom:
+                values = [value] if isinstance(value, str) else list(value)
+                settings.set(setting, [str(v) for v in values], priority="spider")
 
     @classmethod
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> FocusedSpider:

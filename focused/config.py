@@ -154,6 +154,42 @@ def strategy(
     return cls.from_params(params)
 
 
+def sandbox_made(settings: Any) -> dict[str, object]:
+    """The settings that make the sandbox web (a frontier of one is no frontier of
+    another)."""
+    return {
+        "pages": int(get(settings, "FOCUSED_SANDBOX_PAGES")),
+        "seed": int(get(settings, "FOCUSED_SANDBOX_SEED")),
+        "mode": str(get(settings, "FOCUSED_SANDBOX_MODE")),
+    }
+
+
+def output_problem(settings: Any, topic: str) -> str | None:
+    """Why a crawl of ``topic`` may not go into its ``JOBDIR`` and ``FOCUSED_OUTPUT_DIR``,
+    in one line; None when it may: a folder holding pages of another topic or strategy
+    (unless ``FOCUSED_CONTINUE``), a ``JOBDIR`` holding another crawl's frontier, or a
+    folder of stored pages that this ``JOBDIR`` does not resume
+    (:mod:`focused.output.record`). The ``crawl`` command asks before anything starts;
+    the spider asks again when it is made, for a crawl started from a script of one's
+    own (``CrawlerProcess``), which no command checks."""
+    from focused.output.record import jobdir_error, mixing_error, reuse_error
+
+    output = str(get(settings, "FOCUSED_OUTPUT_DIR"))
+    strategy = str(get(settings, "FOCUSED_STRATEGY"))
+    jobdir = settings.get("JOBDIR")
+    adding = bool(get(settings, "FOCUSED_CONTINUE"))
+    problem = None if adding else mixing_error(output, topic, strategy)
+    if not problem and jobdir:  # a frontier is never carried on by another crawl
+        problem = jobdir_error(
+            jobdir, topic, strategy, str(get(settings, "FOCUSED_WEB")), sandbox_made(settings)
+        )
+    # the frontier of a distributed crawl is in Redis, its workers share the folder
+    distributed = str(get(settings, "FOCUSED_FRONTIER")) != "memory"
+    if not problem and not adding and not distributed:
+        problem = reuse_error(output, jobdir)
+    return problem
+
+
 def validate(
     settings: Any,
     topic: Topic | None = None,

@@ -122,6 +122,57 @@ def test_a_crawler_process_script_gets_the_same_warnings(tmp_path: Path) -> None
     _one(lines, "DUPEFILTER_CLASS=scrapy.dupefilters.BaseDupeFilter is ignored")
 
 
+TWO_TOPICS = """
+import sys
+from scrapy.crawler import CrawlerProcess
+from scrapy.utils.project import get_project_settings
+
+settings = get_project_settings()
+settings.setdict(
+    {
+        "FOCUSED_WEB": "sandbox",
+        "FOCUSED_OUTPUT_DIR": sys.argv[1],
+        "CLOSESPIDER_ITEMCOUNT": 3,
+        "AUTOTHROTTLE_ENABLED": False,
+        "FOCUSED_SANDBOX_PAGES": 200,
+    },
+    priority="cmdline",
+)
+process = CrawlerProcess(settings)
+process.crawl("focused", topic=sys.argv[2])
+process.start()
+"""
+
+
+def test_a_script_cannot_mix_two_topics_in_one_output_folder(tmp_path: Path) -> None:
+    """A crawl started from a ``CrawlerProcess`` script goes through no command, so the
+    spider checks its output folder itself: a second topic into a folder of stored
+    pages is refused with the command's line, and nothing of it is stored."""
+    script, out = tmp_path / "run.py", tmp_path / "out"
+    script.write_text(TWO_TOPICS)
+
+    def crawl(topic: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, str(script), str(out), topic],
+            cwd=PROJECT,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+
+    first = crawl("chemistry")
+    assert first.returncode == 0, first.stderr[-3000:]
+    from focused.output.record import read_record, stored_count
+
+    pages = stored_count(out)
+    assert pages >= 3
+    second = crawl("physics")
+    assert f"{out} holds a crawl of topic chemistry with strategy" in second.stderr
+    assert stored_count(out) == pages
+    record = read_record(out)
+    assert record is not None and record["topic"] == "chemistry"
+
+
 def test_a_class_given_as_an_object_or_another_path_to_the_same_class() -> None:
     from scrapy.squeues import FifoMemoryQueue, LifoMemoryQueue
 

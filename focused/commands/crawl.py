@@ -71,9 +71,6 @@ from focused.defaults import get
 from focused.output import child
 from focused.output.record import (
     in_use,
-    jobdir_error,
-    mixing_error,
-    reuse_error,
     stored_count,
     write_jobdir_record,
 )
@@ -217,7 +214,7 @@ class Command(ScrapyCrawl):
                 strategy=str(get(settings, "FOCUSED_STRATEGY")),
                 web=str(get(settings, "FOCUSED_WEB")),
                 output_dir=output,
-                sandbox=_sandbox_made(settings),
+                sandbox=config.sandbox_made(settings),
             )
         self._warn_without_store()
         self._crawl_focused(args[0], opts)
@@ -238,26 +235,8 @@ class Command(ScrapyCrawl):
 
     def _output_problem(self, topic: str) -> str | None:
         """Why this crawl may not go into its ``JOBDIR`` and ``FOCUSED_OUTPUT_DIR``, in one
-        line; None when it may."""
-        settings = self.crawl_settings
-        output = str(get(settings, "FOCUSED_OUTPUT_DIR"))
-        strategy = str(get(settings, "FOCUSED_STRATEGY"))
-        jobdir = settings.get("JOBDIR")
-        adding = bool(get(settings, "FOCUSED_CONTINUE"))
-        problem = None if adding else mixing_error(output, topic, strategy)
-        if not problem and jobdir:  # a frontier is never carried on by another crawl
-            problem = jobdir_error(
-                jobdir,
-                topic,
-                strategy,
-                str(get(settings, "FOCUSED_WEB")),
-                _sandbox_made(settings),
-            )
-        # the frontier of a distributed crawl is in Redis, its workers share the folder
-        distributed = str(get(settings, "FOCUSED_FRONTIER")) != "memory"
-        if not problem and not adding and not distributed:
-            problem = reuse_error(output, jobdir)
-        return problem
+        line; None when it may (:func:`focused.config.output_problem`)."""
+        return config.output_problem(self.crawl_settings, topic)
 
     def _store_busy(self) -> str | None:
         """One line when another crawl has the page store of ``FOCUSED_OUTPUT_DIR`` open
@@ -500,16 +479,6 @@ class Command(ScrapyCrawl):
 
         crawler.signals.connect(closed, signal=signals.spider_closed, weak=False)
         return crawler
-
-
-def _sandbox_made(settings: Any) -> dict[str, object]:
-    """The settings that make the sandbox web (a frontier of one is no frontier of
-    another)."""
-    return {
-        "pages": int(get(settings, "FOCUSED_SANDBOX_PAGES")),
-        "seed": int(get(settings, "FOCUSED_SANDBOX_SEED")),
-        "mode": str(get(settings, "FOCUSED_SANDBOX_MODE")),
-    }
 
 
 def _name(signum: int) -> str:

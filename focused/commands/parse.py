@@ -121,6 +121,8 @@ class Command(ScrapyParse):
             self.exitcode = 2
             return
         self.set_spidercls(url, opts)
+        if is_focused(self.spidercls):  # it stores nothing: any output folder will do
+            self.spidercls.check_output = False
         self.start_parsing(url, opts)
         if self.problem is not None:
             fail(self.problem)

@@ -108,6 +108,10 @@ class FocusedSpider(scrapy.Spider):
     """
 
     name = "focused"
+    #: check ``FOCUSED_OUTPUT_DIR`` and ``JOBDIR`` when the spider is made
+    #: (:func:`focused.config.output_problem`: a crawl started from a script of one's own
+    #: goes through no command); ``scrapy parse``, which stores nothing, turns it off
+    check_output: bool = True
     #: the project's focused components serve this spider (:mod:`focused.scope`)
     focused_crawl = True
 
@@ -175,6 +179,10 @@ class FocusedSpider(scrapy.Spider):
         # Redis was reached by the crawl command; if it went away since, the scheduler
         # says so in one line and stops (not a traceback here)
         config.validate(settings, self.topic, reach_redis=False)
+        # the crawl command asked already; a crawl from a script of one's own did not
+        problem = config.output_problem(settings, self.topic.name) if self.check_output else None
+        if problem:
+            raise config.ConfigError(problem)
         config.claim_jobdir(settings)  # (the crawl command took it already)
         self.vector = TopicVector(self.topic.keywords)
         self.title_weight = get(settings, "FOCUSED_TITLE_WEIGHT")

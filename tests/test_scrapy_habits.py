@@ -167,3 +167,22 @@ def test_dupefilter_debug_logs_every_filtered_duplicate_as_scrapy_does(
     else:
         assert len(lines) == 1
         assert "no more duplicates will be shown (see DUPEFILTER_DEBUG" in lines[0]
+
+
+# --- what a Scrapy user types by habit: feed URIs, close conditions, size limits ------
+def test_a_feed_uri_may_name_the_topic_and_the_strategy(tmp_path: Path) -> None:
+    """``%(name)s`` in a feed URI is any spider attribute (Scrapy's feed URI parameters):
+    ``%(topic)s`` and ``%(strategy)s`` are the topic's and the strategy's names (they
+    were the objects' ``repr``: a path with the topic's seed URLs in it, a
+    ``FileNotFoundError`` traceback per item, exit status 1)."""
+    uri = str(tmp_path / "feeds" / "%(topic)s-%(strategy)s.jl")
+    crawl = run_crawl(
+        tmp_path / "out",
+        "CLOSESPIDER_PAGECOUNT=10",
+        "FOCUSED_STRATEGY=bfs",
+        "FEEDS=" + json.dumps({uri: {"format": "jsonlines"}}),
+    )
+    assert [p.name for p in (tmp_path / "feeds").iterdir()] == ["chemistry-bfs.jl"]
+    lines = (tmp_path / "feeds" / "chemistry-bfs.jl").read_text().splitlines()
+    assert sorted(json.loads(x)["url"] for x in lines) == sorted(r["url"] for r in crawl.rows())
+

@@ -186,3 +186,15 @@ def test_a_feed_uri_may_name_the_topic_and_the_strategy(tmp_path: Path) -> None:
     lines = (tmp_path / "feeds" / "chemistry-bfs.jl").read_text().splitlines()
     assert sorted(json.loads(x)["url"] for x in lines) == sorted(r["url"] for r in crawl.rows())
 
+
+def test_downloads_cut_by_download_maxsize_leave_no_traceback_in_the_log(tmp_path: Path) -> None:
+    """A download over ``DOWNLOAD_MAXSIZE`` is cancelled: the client resets the
+    connection, and the embedded sandbox server printed a ``ConnectionResetError``
+    traceback into the crawl's output for each one."""
+    crawl = run_crawl(
+        tmp_path / "out", "CLOSESPIDER_PAGECOUNT=20", "DOWNLOAD_MAXSIZE=2500", check=False
+    )
+    assert "sent more than DOWNLOAD_MAXSIZE" in crawl.log  # some pages were cut
+    assert "Traceback" not in crawl.log and "Exception occurred" not in crawl.log, crawl.log
+    assert crawl.returncode == 0 and crawl.rows()  # the others were stored
+

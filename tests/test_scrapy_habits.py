@@ -198,3 +198,31 @@ def test_downloads_cut_by_download_maxsize_leave_no_traceback_in_the_log(tmp_pat
     assert "Traceback" not in crawl.log and "Exception occurred" not in crawl.log, crawl.log
     assert crawl.returncode == 0 and crawl.rows()  # the others were stored
 
+
+#: a crawl whose pages wait for a batch commit that no count or time bound brings
+#: within the test (1000 pages, 1000 s), at about 20 pages a second
+BATCHED = (
+    "FOCUSED_STORE_COMMIT_EVERY=1000",
+    "FOCUSED_STORE_COMMIT_SECONDS=1000",
+    "DOWNLOAD_DELAY=0.05",
+    "DOWNLOAD_DELAY_JITTER=0",
+    "CLOSESPIDER_PAGECOUNT=40",
+    "CLOSESPIDER_TIMEOUT=60",
+)
+
+
+@pytest.mark.parametrize(
+    "setting", ["CLOSESPIDER_TIMEOUT_NO_ITEM=2", "CLOSESPIDER_PAGECOUNT_NO_ITEM=10"]
+)
+def test_no_item_close_conditions_do_not_stop_a_crawl_whose_items_wait_for_a_commit(
+    tmp_path: Path, setting: str
+) -> None:
+    """Scrapy closes the spider when no item was scraped for N seconds or N pages. With
+    batched commits an item goes on only once its page is committed, so a crawl storing
+    pages all along was closed as if it produced nothing (``closespider_timeout_no_item``
+    after 2 s, ``closespider_pagecount_no_item`` after 10 pages). The batch now commits
+    within half of either bound."""
+    crawl = run_crawl(tmp_path / "out", *BATCHED, setting)
+    stats = json.loads((tmp_path / "out" / "stats.json").read_text())
+    assert stats["finish_reason"] == "closespider_pagecount", stats["finish_reason"]
+    assert stats["item_scraped_count"] == len(crawl.rows()) >= 39

@@ -424,6 +424,23 @@ def check_log_level(settings: Any) -> None:
     _check_log_level("LOG_LEVEL", settings.get("LOG_LEVEL"))
 
 
+def check_log_file(settings: Any) -> None:
+    """``LOG_FILE`` opened for appending, as Scrapy will open it to set up its logging
+    (a folder that does not exist or cannot be written is a ``FileNotFoundError`` or
+    ``PermissionError`` traceback there): a :class:`ConfigError` naming it. Appending
+    creates the file and changes nothing in one that exists."""
+    path = settings.get("LOG_FILE")
+    if not path or not settings.getbool("LOG_ENABLED", True):
+        return
+    try:
+        with open(path, "a", encoding=settings.get("LOG_ENCODING") or "utf-8"):
+            pass
+    except OSError as exc:
+        raise ConfigError(
+            f"LOG_FILE {str(path)!r} cannot be written: {exc.strerror or exc}"
+        ) from None
+
+
 def _check_log_level(name: str, raw: Any) -> None:
     """What :meth:`logging.Handler.setLevel` takes: a number or a level's name."""
     levels = logging.getLevelNamesMapping()

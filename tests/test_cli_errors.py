@@ -356,6 +356,26 @@ def test_a_bad_log_level(project_root: Path, venv_scrapy: list[str], out: Path) 
     assert line.endswith("got 'nope'")
 
 
+@pytest.mark.parametrize("value", ["[404]", "404,abc", "4040"])
+def test_httperror_allowed_codes_that_are_not_status_codes(
+    project_root: Path, venv_scrapy: list[str], out: Path, value: str
+) -> None:
+    """A JSON list or a word among the codes matched no status, silently."""
+    result = crawl(
+        project_root,
+        venv_scrapy,
+        out,
+        "-a",
+        "topic=chemistry",
+        "-s",
+        f"HTTPERROR_ALLOWED_CODES={value}",
+    )
+    assert the_error(result, out) == (
+        "focused: error: HTTPERROR_ALLOWED_CODES must be HTTP status codes (100-599)"
+        f" separated by commas, e.g. 404,410, got '{value}'"
+    )
+
+
 @pytest.mark.parametrize("option", ["-s LOG_FILE=", "--logfile="])
 def test_a_log_file_in_a_folder_that_does_not_exist(
     project_root: Path, venv_scrapy: list[str], out: Path, tmp_path: Path, option: str

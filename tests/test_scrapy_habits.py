@@ -14,6 +14,7 @@ from scrapy.settings import Settings
 
 from focused import habits
 from tests.crawling import PROJECT, run_crawl
+from tests.loopback import Answer, LoopbackServer
 
 pytestmark = pytest.mark.integration
 
@@ -226,3 +227,34 @@ def test_no_item_close_conditions_do_not_stop_a_crawl_whose_items_wait_for_a_com
     stats = json.loads((tmp_path / "out" / "stats.json").read_text())
     assert stats["finish_reason"] == "closespider_pagecount", stats["finish_reason"]
     assert stats["item_scraped_count"] == len(crawl.rows()) >= 39
+
+
+def _a_404_that_links_on(path: str) -> Answer:
+    if path == "/robots.txt":
+        return 404, {}, b""
+    if path == "/gone.html":  # a 404 page with content and a link
+        return 404, {}, b'<title>chemistry gone</title>acid <a href="/after.html">chemistry</a>'
+    return 200, {}, b'<title>chemistry</title>acid <a href="/gone.html">chemistry acid</a>'
+
+
+@pytest.mark.parametrize("codes", ["404", "404,410"])
+def test_httperror_allowed_codes_from_the_command_line_lets_those_pages_through(
+    tmp_path: Path, codes: str
+) -> None:
+    """``-s HTTPERROR_ALLOWED_CODES=404`` is text; Scrapy's ``HttpErrorMiddleware``
+    compared each status with ``"404"`` and let no 404 through, silently ("Ignoring
+    response <404 ...>"). The project's add-on makes the codes numbers."""
+    server = LoopbackServer("127.0.0.1", _a_404_that_links_on)
+    try:
+        crawl = run_crawl(
+            tmp_path / "out",
+            "FOCUSED_WEB=real",
+            f"FOCUSED_SEEDS={server.url}/",
+            "FOCUSED_STRATEGY=bfs",
+            f"HTTPERROR_ALLOWED_CODES={codes}",
+        )
+    finally:
+        server.close()
+    assert "Ignoring response <404" not in crawl.log
+    stored = {r["url"].removeprefix(server.url): r["status"] for r in crawl.rows()}
+    assert stored == {"/": 200, "/gone.html": 404, "/after.html": 200}

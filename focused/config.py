@@ -448,6 +448,48 @@ def check_scrapy_settings(settings: Any) -> None:
             getter = settings.getint if check.kind == "int" else settings.getfloat
             with _quietly():
                 _checked_number(settings, name, check, raw, read=lambda g=getter, n=name: g(n))
+    _check_status_lists(settings)
+
+
+#: Scrapy's list settings of HTTP status codes that its middleware compares with a
+#: response's status as they are: from the command line (``-s
+#: HTTPERROR_ALLOWED_CODES=404``) they are text, and matched no status, silently. The
+#: project's :class:`focused.habits.SettingsAddon` turns them into numbers.
+STATUS_LIST_SETTINGS = ("HTTPERROR_ALLOWED_CODES",)
+
+
+def status_codes(raw: Any) -> list[int] | None:
+    """``raw`` (a list, or text of comma-separated codes: ``"404,410"``) as HTTP status
+    codes; ``None`` when an entry is not a code of 100-599 (``"[404]"``, ``"abc"``)."""
+    if isinstance(raw, str):
+        items: list[Any] = raw.split(",") if raw.strip() else []
+    elif isinstance(raw, (list, tuple, set, frozenset)):
+        items = list(raw)
+    else:
+        return None
+    codes = []
+    for item in items:
+        text = item.strip() if isinstance(item, str) else None
+        if text is not None and text.isascii() and text.isdigit():
+            code = int(text)
+        elif isinstance(item, int) and not isinstance(item, bool):
+            code = item
+        else:
+            return None
+        if not 100 <= code <= 599:
+            return None
+        codes.append(code)
+    return codes
+
+
+def _check_status_lists(settings: Any) -> None:
+    for name in STATUS_LIST_SETTINGS:
+        raw = settings.get(name)
+        if raw and status_codes(raw) is None:
+            raise ConfigError(
+                f"{name} must be HTTP status codes (100-599) separated by commas,"
+                f" e.g. 404,410, got {raw!r}"
+            )
 
 
 @contextlib.contextmanager
@@ -465,6 +507,23 @@ def check_log_level(settings: Any) -> None:
     """``LOG_LEVEL`` alone (:func:`check_scrapy_settings` checks it with the others; the
     crawl command needs it before Scrapy's logging is set up from it)."""
     _check_log_level("LOG_LEVEL", settings.get("LOG_LEVEL"))
+
+
+def check_log_file(settings: Any) -> None:
+    """``LOG_FILE`` opened for appending, as Scrapy will open it to set up its logging
+    (a folder that does not exist or cannot be written is a ``FileNotFoundError`` or
+    ``PermissionError`` traceback there): a :class:`ConfigError` naming it. Appending
+    creates the file and changes nothing in one that exists."""
+    path = settings.get("LOG_FILE")
+    if not path or not settings.getbool("LOG_ENABLED", True):
+        return
+    try:
+        with open(path, "a", encoding=settings.get("LOG_ENCODING") or "utf-8"):
+            pass
+    except OSError as exc:
+        raise ConfigError(
+            f"LOG_FILE {str(path)!r} cannot be written: {exc.strerror or exc}"
+        ) from None
 
 
 def _check_log_level(name: str, raw: Any) -> None:

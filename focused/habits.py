@@ -8,6 +8,9 @@ crawl (``scrapy crawl``, scrapyd, a ``CrawlerProcess`` script):
 - the focused scheduler (:class:`focused.scheduler.FocusedScheduler` and the Redis
   one, in their ``from_crawler``): :func:`ignored_by_scheduler` (Scrapy's queue classes
   and ``DUPEFILTER_CLASS``: it keeps its own frontier and seen-URL set);
+- :class:`SettingsAddon` (in ``ADDONS``) makes a Scrapy setting that Scrapy reads
+  without converting it work from the command line too (``-s
+  HTTPERROR_ALLOWED_CODES=404``: text, which matched no status);
 - the priority middleware (:class:`focused.middlewares.FocusedPriorityMiddleware`, in
   its ``from_crawler``): :func:`ignored_by_strategy` (``DEPTH_PRIORITY``: the strategy
   sets every request's priority after Scrapy's ``DepthMiddleware``) and
@@ -25,6 +28,7 @@ from scrapy.utils.misc import load_object
 
 __all__ = [
     "SCHEDULER_PATH",
+    "SettingsAddon",
     "QUEUE_SETTINGS",
     "changed",
     "ignored_by_scheduler",
@@ -155,3 +159,22 @@ def other_scheduler(settings: Any, strategy: str) -> str | None:
         " focused/queue/* stats, and JOBDIR resumed by Scrapy's own queues instead of the"
         " frontier journal"
     )
+
+
+class SettingsAddon:
+    """A Scrapy add-on (the project's ``ADDONS``, so for ``scrapy crawl``, scrapyd jobs
+    and ``CrawlerProcess`` alike) that turns the status-code lists of
+    :data:`focused.config.STATUS_LIST_SETTINGS` given as text (``-s
+    HTTPERROR_ALLOWED_CODES=404,410``) into lists of numbers, at the priority they were
+    set with: Scrapy's ``HttpErrorMiddleware`` compares a response's status with the
+    entries as they are, so ``"404"`` let no 404 through. A value that is not a list of
+    codes is left as it is (the crawl command refuses it in one line)."""
+
+    def update_settings(self, settings: Any) -> None:
+        from focused.config import STATUS_LIST_SETTINGS, status_codes
+
+        for name in STATUS_LIST_SETTINGS:
+            raw = settings.get(name)
+            codes = status_codes(raw) if raw else None
+            if codes is not None and codes != raw:
+                settings.set(name, codes, priority=settings.getpriority(name) or 0)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
+from scrapy import signals as scrapy_signals
 from scrapy.exceptions import DropItem
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
@@ -146,7 +147,10 @@ class PageStorePipeline:
     spider closes or nothing else is under way (the end of a crawl), so a close never
     waits for that time bound (:meth:`_crawl_waits`), and once the items reach
     ``CLOSESPIDER_ITEMCOUNT`` (:meth:`_at_item_limit`), so the crawl stores no more
-    past that limit than it would with a commit per page.
+    past that limit than it would with a commit per page. Scrapy's
+    ``CLOSESPIDER_TIMEOUT_NO_ITEM`` and ``CLOSESPIDER_PAGECOUNT_NO_ITEM`` close a crawl
+    that scraped no item for N seconds or N responses: a batch commits within half of
+    either (:meth:`_no_item_due`), so a crawl that stores pages is not closed as idle.
 
     Settings: ``FOCUSED_OUTPUT_DIR``, ``FOCUSED_STORE_COMMIT_EVERY`` (rows per
     transaction), ``FOCUSED_STORE_COMMIT_SECONDS``, ``FOCUSED_STORE_FSYNC``,
@@ -181,6 +185,8 @@ class PageStorePipeline:
         segment_bytes: int = SEGMENT_BYTES,
         sole: bool = False,
         item_limit: int = 0,
+        no_item_seconds: float = 0.0,
+        no_item_pages: int = 0,
     ) -> None:
         self.segment_bytes = segment_bytes
         #: ``CLOSESPIDER_ITEMCOUNT`` (0: none): once the items scraped and those waiting
@@ -195,7 +201,14 @@ class PageStorePipeline:
         self.index_every = index_every
         self.index_seconds = index_seconds
         self.commit_every = commit_every
-        self.commit_seconds = commit_seconds
+        #: ``CLOSESPIDER_TIMEOUT_NO_ITEM`` (0: none): a batch commits within half of it
+        self.commit_seconds = (
+            min(commit_seconds, no_item_seconds / 2) if no_item_seconds > 0 else commit_seconds
+        )
+        #: ``CLOSESPIDER_PAGECOUNT_NO_ITEM`` (0: none), and the responses Scrapy has
+        #: counted towards it since the last item scraped (:meth:`_no_item_due`)
+        self.no_item_pages = max(0, int(no_item_pages))
+        self._pages_since_item = 0
         #: a batch commits early once its waiting items hold this many bytes of responses
         self.held_bytes_max = held_bytes_max
         self.fsync = fsync
@@ -231,7 +244,7 @@ class PageStorePipeline:
     def from_crawler(cls, crawler: Crawler) -> PageStorePipeline:
         require_focused_spider(crawler, "PageStorePipeline")  # else NotConfigured
         s = crawler.settings
-        return cls(
+        pipeline = cls(
             get(s, "FOCUSED_OUTPUT_DIR"),
             commit_every=get(s, "FOCUSED_STORE_COMMIT_EVERY"),
             commit_seconds=get(s, "FOCUSED_STORE_COMMIT_SECONDS"),
@@ -253,7 +266,13 @@ class PageStorePipeline:
             # the workers of a distributed crawl share one store on purpose
             sole=str(get(s, "FOCUSED_FRONTIER")) == "memory",
             item_limit=s.getint("CLOSESPIDER_ITEMCOUNT"),
+            no_item_seconds=s.getfloat("CLOSESPIDER_TIMEOUT_NO_ITEM"),
+            no_item_pages=s.getint("CLOSESPIDER_PAGECOUNT_NO_ITEM"),
         )
+        if pipeline.no_item_pages and pipeline.commit_every > 1:
+            crawler.signals.connect(pipeline._response_received, scrapy_signals.response_received)
+            crawler.signals.connect(pipeline._item_scraped, scrapy_signals.item_scraped)
+        return pipeline
 
     def open_spider(self) -> None:
         try:
@@ -342,7 +361,12 @@ class PageStorePipeline:
         d: Deferred[Any] = Deferred()
         self._uncommitted.append((d, item))
         self._held_bytes += max(size, _MIN_RESPONSE_SIZE)
-        if self._held_bytes >= self.held_bytes_max or self._closing() or self._at_item_limit():
+        if (
+            self._held_bytes >= self.held_bytes_max
+            or self._closing()
+            or self._at_item_limit()
+            or self._no_item_due()
+        ):
             self._commit_now()
             return d
         if self._commit_due is None:
@@ -365,6 +389,24 @@ class PageStorePipeline:
         # the stats count every item (one without a URL passes this pipeline unstored)
         out = max(int(scraped or 0), self._items_out)
         return out + len(self._uncommitted) >= self.item_limit
+
+    def _no_item_due(self) -> bool:
+        """Whether Scrapy has counted half of ``CLOSESPIDER_PAGECOUNT_NO_ITEM`` responses
+        since the last item scraped: the open batch then commits, its items go on, and
+        the count starts again (a batch that waited for its size or time bound would
+        hold back every item while pages are stored, and Scrapy would close the spider
+        as if it scraped nothing)."""
+        return bool(self.no_item_pages) and self._pages_since_item >= max(
+            1, self.no_item_pages // 2
+        )
+
+    def _response_received(self, **kwargs: Any) -> None:
+        self._pages_since_item += 1
+        if self._uncommitted and self._no_item_due():
+            self._commit_now()
+
+    def _item_scraped(self, **kwargs: Any) -> None:
+        self._pages_since_item = 0
 
     def _check_batch(self) -> None:
         """Commit the open batch at once if the crawl no longer goes on without it, else

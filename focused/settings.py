@@ -43,7 +43,8 @@ SCHEDULER = "focused.scheduler.FocusedScheduler"
 # at its queue: gaps average the delay, and the host-aware pick knows when a host is free.
 DOWNLOADER = "focused.downloader.FocusedDownloader"
 # FOCUSED_FRONTIER = "redis" sets SCHEDULER to focused.distributed.scheduler.RedisScheduler.
-ADDONS = {"focused.distributed.addon.FrontierAddon": 0}
+# -s HTTPERROR_ALLOWED_CODES=404 (text) becomes [404]: Scrapy compares it as it is.
+ADDONS = {"focused.distributed.addon.FrontierAddon": 0, "focused.habits.SettingsAddon": 0}
 # Only used if SCHEDULER is set back to Scrapy's: one global order, not per domain.
 SCHEDULER_PRIORITY_QUEUE = "scrapy.pqueues.ScrapyPriorityQueue"
 SPIDER_MIDDLEWARES = {

@@ -356,6 +356,42 @@ def test_a_bad_log_level(project_root: Path, venv_scrapy: list[str], out: Path) 
     assert line.endswith("got 'nope'")
 
 
+@pytest.mark.parametrize("value", ["[404]", "404,abc", "4040"])
+def test_httperror_allowed_codes_that_are_not_status_codes(
+    project_root: Path, venv_scrapy: list[str], out: Path, value: str
+) -> None:
+    """A JSON list or a word among the codes matched no status, silently."""
+    result = crawl(
+        project_root,
+        venv_scrapy,
+        out,
+        "-a",
+        "topic=chemistry",
+        "-s",
+        f"HTTPERROR_ALLOWED_CODES={value}",
+    )
+    assert the_error(result, out) == (
+        "focused: error: HTTPERROR_ALLOWED_CODES must be HTTP status codes (100-599)"
+        f" separated by commas, e.g. 404,410, got '{value}'"
+    )
+
+
+@pytest.mark.parametrize("option", ["-s LOG_FILE=", "--logfile="])
+def test_a_log_file_in_a_folder_that_does_not_exist(
+    project_root: Path, venv_scrapy: list[str], out: Path, tmp_path: Path, option: str
+) -> None:
+    """Scrapy opens ``LOG_FILE`` (``--logfile``) when it sets its logging up, before the
+    crawl command runs: a folder that does not exist was a ``FileNotFoundError``
+    traceback, exit status 1."""
+    log = tmp_path / "logs" / "crawl.log"
+    flag, _, prefix = option.partition(" ")
+    args = [flag, f"{prefix}{log}"] if prefix else [f"{flag}{log}"]
+    result = crawl(project_root, venv_scrapy, out, "-a", "topic=chemistry", *args)
+    line = the_error(result, out)
+    assert line == f"focused: error: LOG_FILE '{log}' cannot be written: No such file or directory"
+    assert not log.parent.exists()
+
+
 @pytest.mark.parametrize("kind", ["missing", "file"])
 def test_a_topics_dir_that_is_not_a_folder(
     project_root: Path, venv_scrapy: list[str], out: Path, tmp_path: Path, kind: str

@@ -137,6 +137,25 @@ def test_scrapy_runspider_of_a_plain_spider_in_the_project(
     ]
 
 
+@pytest.mark.parametrize("path", ["focused/spiders/focused.py", "./focused/spiders/focused.py"])
+def test_scrapy_runspider_of_the_focused_spider_says_to_crawl_it(tmp_path: Path, path: str) -> None:
+    """Scrapy imports the file as a module named after it, ``focused``: the project's
+    package, with no spider in it ("No spider found in file", which sent the user
+    looking for a broken spider)."""
+    out = tmp_path / "out"
+    proc = scrapy(out, "runspider", path, "-a", "topic=chemistry")
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert (
+        proc.stderr.strip()
+        .splitlines()[-1]
+        .endswith(  # "scrapy: error: ..."
+            f": error: {path} is the project's focused spider: run it with"
+            " scrapy crawl focused -a topic=NAME (in the project folder)"
+        )
+    )
+    assert "Traceback" not in proc.stderr and not out.exists()
+
+
 @pytest.mark.parametrize(
     "component",
     [FocusedPriorityMiddleware, PageStorePipeline, MetricsPipeline, CrawlOutputExtension],

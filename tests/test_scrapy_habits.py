@@ -14,6 +14,7 @@ from scrapy.settings import Settings
 
 from focused import habits
 from tests.crawling import PROJECT, run_crawl
+from tests.loopback import Answer, LoopbackServer
 
 pytestmark = pytest.mark.integration
 
@@ -218,3 +219,93 @@ def test_dupefilter_debug_logs_every_filtered_duplicate_as_scrapy_does(
     else:
         assert len(lines) == 1
         assert "no more duplicates will be shown (see DUPEFILTER_DEBUG" in lines[0]
+
+
+# --- what a Scrapy user types by habit: feed URIs, close conditions, size limits ------
+def test_a_feed_uri_may_name_the_topic_and_the_strategy(tmp_path: Path) -> None:
+    """``%(name)s`` in a feed URI is any spider attribute (Scrapy's feed URI parameters):
+    ``%(topic)s`` and ``%(strategy)s`` are the topic's and the strategy's names (they
+    were the objects' ``repr``: a path with the topic's seed URLs in it, a
+    ``FileNotFoundError`` traceback per item, exit status 1)."""
+    uri = str(tmp_path / "feeds" / "%(topic)s-%(strategy)s.jl")
+    crawl = run_crawl(
+        tmp_path / "out",
+        "CLOSESPIDER_PAGECOUNT=10",
+        "FOCUSED_STRATEGY=bfs",
+        "FEEDS=" + json.dumps({uri: {"format": "jsonlines"}}),
+    )
+    assert [p.name for p in (tmp_path / "feeds").iterdir()] == ["chemistry-bfs.jl"]
+    lines = (tmp_path / "feeds" / "chemistry-bfs.jl").read_text().splitlines()
+    assert sorted(json.loads(x)["url"] for x in lines) == sorted(r["url"] for r in crawl.rows())
+
+
+def test_downloads_cut_by_download_maxsize_leave_no_traceback_in_the_log(tmp_path: Path) -> None:
+    """A download over ``DOWNLOAD_MAXSIZE`` is cancelled: the client resets the
+    connection, and the embedded sandbox server printed a ``ConnectionResetError``
+    traceback into the crawl's output for each one."""
+    crawl = run_crawl(
+        tmp_path / "out", "CLOSESPIDER_PAGECOUNT=20", "DOWNLOAD_MAXSIZE=2500", check=False
+    )
+    assert "sent more than DOWNLOAD_MAXSIZE" in crawl.log  # some pages were cut
+    assert "Traceback" not in crawl.log and "Exception occurred" not in crawl.log, crawl.log
+    assert crawl.returncode == 0 and crawl.rows()  # the others were stored
+
+
+#: a crawl whose pages wait for a batch commit that no count or time bound brings
+#: within the test (1000 pages, 1000 s), at about 20 pages a second
+BATCHED = (
+    "FOCUSED_STORE_COMMIT_EVERY=1000",
+    "FOCUSED_STORE_COMMIT_SECONDS=1000",
+    "DOWNLOAD_DELAY=0.05",
+    "DOWNLOAD_DELAY_JITTER=0",
+    "CLOSESPIDER_PAGECOUNT=40",
+    "CLOSESPIDER_TIMEOUT=60",
+)
+
+
+@pytest.mark.parametrize(
+    "setting", ["CLOSESPIDER_TIMEOUT_NO_ITEM=2", "CLOSESPIDER_PAGECOUNT_NO_ITEM=10"]
+)
+def test_no_item_close_conditions_do_not_stop_a_crawl_whose_items_wait_for_a_commit(
+    tmp_path: Path, setting: str
+) -> None:
+    """Scrapy closes the spider when no item was scraped for N seconds or N pages. With
+    batched commits an item goes on only once its page is committed, so a crawl storing
+    pages all along was closed as if it produced nothing (``closespider_timeout_no_item``
+    after 2 s, ``closespider_pagecount_no_item`` after 10 pages). The batch now commits
+    within half of either bound."""
+    crawl = run_crawl(tmp_path / "out", *BATCHED, setting)
+    stats = json.loads((tmp_path / "out" / "stats.json").read_text())
+    assert stats["finish_reason"] == "closespider_pagecount", stats["finish_reason"]
+    assert stats["item_scraped_count"] == len(crawl.rows()) >= 39
+
+
+def _a_404_that_links_on(path: str) -> Answer:
+    if path == "/robots.txt":
+        return 404, {}, b""
+    if path == "/gone.html":  # a 404 page with content and a link
+        return 404, {}, b'<title>chemistry gone</title>acid <a href="/after.html">chemistry</a>'
+    return 200, {}, b'<title>chemistry</title>acid <a href="/gone.html">chemistry acid</a>'
+
+
+@pytest.mark.parametrize("codes", ["404", "404,410"])
+def test_httperror_allowed_codes_from_the_command_line_lets_those_pages_through(
+    tmp_path: Path, codes: str
+) -> None:
+    """``-s HTTPERROR_ALLOWED_CODES=404`` is text; Scrapy's ``HttpErrorMiddleware``
+    compared each status with ``"404"`` and let no 404 through, silently ("Ignoring
+    response <404 ...>"). The project's add-on makes the codes numbers."""
+    server = LoopbackServer("127.0.0.1", _a_404_that_links_on)
+    try:
+        crawl = run_crawl(
+            tmp_path / "out",
+            "FOCUSED_WEB=real",
+            f"FOCUSED_SEEDS={server.url}/",
+            "FOCUSED_STRATEGY=bfs",
+            f"HTTPERROR_ALLOWED_CODES={codes}",
+        )
+    finally:
+        server.close()
+    assert "Ignoring response <404" not in crawl.log
+    stored = {r["url"].removeprefix(server.url): r["status"] for r in crawl.rows()}
+    assert stored == {"/": 200, "/gone.html": 404, "/after.html": 200}

@@ -166,6 +166,11 @@ class Strategy:
     keeps_link_text: bool = False
     link_slots: bool = False
 
+    def __str__(self) -> str:
+        """The strategy's name: what ``%(strategy)s`` in a feed URI (Scrapy's spider
+        attribute parameters) and a log line show."""
+        return self.name or type(self).__name__
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if cls.score is Strategy.score and cls.score_links is Strategy.score_links:

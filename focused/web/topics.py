@@ -53,6 +53,11 @@ class Topic:
     thresholds: dict[str, float] = field(default_factory=dict)
     source: str = ""
 
+    def __str__(self) -> str:
+        """The topic's name: what ``%(topic)s`` in a feed URI (Scrapy's spider attribute
+        parameters: the spider's ``topic`` is this object) and a log line show."""
+        return self.name
+
 
 def topics_dir(configured: str | Path | None = None) -> Path | Traversable:
     """The folder the topics are read from.

@@ -15,6 +15,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from focused.web.sandbox.generator import Site, generate_site
@@ -58,6 +59,18 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: no line per request on stderr."""
 
 
+class _Server(ThreadingHTTPServer):
+    """The stdlib's threaded server, quiet about a client that goes away: a crawl
+    cancels a download over ``DOWNLOAD_MAXSIZE`` (or a timed-out one, or one under way
+    at a forced stop) by resetting its connection, which the stdlib reports with a
+    traceback on stderr, in the middle of the crawl's log. Any other error still is."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):  # reset, broken pipe, aborted
+            return
+        super().handle_error(request, client_address)
+
+
 #: Where a port is chosen when none is given: below the kernel's ephemeral range
 #: (Linux: ``ip_local_port_range``, 32768-60999 by default), which outgoing connections
 #: and other programs' "any free port" draw from. A crawl with a ``JOBDIR`` serves its
@@ -85,11 +98,11 @@ def free_low_port_server(
     if high - low >= _PORT_TRIES:
         for port in rng.sample(range(low, high), _PORT_TRIES):
             try:
-                return ThreadingHTTPServer((host, port), handler)
+                return _Server((host, port), handler)
             except OSError as exc:
                 if exc.errno not in (errno.EADDRINUSE, errno.EACCES):
                     raise
-    return ThreadingHTTPServer((host, 0), handler)
+    return _Server((host, 0), handler)
 
 
 class SandboxServer:
@@ -102,11 +115,7 @@ class SandboxServer:
     def __init__(self, site: Site, host: str = "127.0.0.1", port: int = 0) -> None:
         self.site = site
         handler = type("SiteHandler", (_Handler,), {"site": site})
-        self.httpd = (
-            ThreadingHTTPServer((host, port), handler)
-            if port
-            else free_low_port_server(host, handler)
-        )
+        self.httpd = _Server((host, port), handler) if port else free_low_port_server(host, handler)
         self.httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 

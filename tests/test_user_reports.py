@@ -222,6 +222,29 @@ def test_auto_does_not_probe_a_seed_out_of_the_crawls_scope(
     assert "the real web is unreachable" not in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("setting", "why"),
+    [
+        ("DOWNLOAD_TIMEOUT=0.001", "did not answer in time"),
+        ("DOWNLOAD_MAXSIZE=100", "sent more than DOWNLOAD_MAXSIZE"),
+    ],
+)
+def test_a_sandbox_crawl_whose_settings_refuse_every_page_fails_in_one_line(
+    tmp_path: Path, setting: str, why: str
+) -> None:
+    """Every download of the sandbox cut by a setting: nothing stored, one line naming
+    the first failure and the settings to look at, exit status 1 (it was "finished",
+    exit 0, with 0 pages)."""
+    result = scrapy_crawl(tmp_path / "out", "FOCUSED_WEB=sandbox", setting)
+    log = result.stderr
+    assert result.returncode == 1, log[-3000:]
+    errors = lines_with(log, "focused: error:")
+    assert len(errors) == 1, log[-3000:]
+    assert errors[0].startswith("focused: error: no page could be fetched from the sandbox web")
+    assert why in errors[0] and "DOWNLOAD_TIMEOUT, DOWNLOAD_MAXSIZE" in errors[0]
+    assert "Traceback" not in log
+
+
 @pytest.mark.parametrize("obey_robots", [True, False])
 def test_a_real_web_crawl_that_resolves_nothing_fails_in_one_line(
     tmp_path: Path, obey_robots: bool

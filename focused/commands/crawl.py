@@ -345,7 +345,7 @@ class Command(ScrapyCrawl):
                 say(self._interrupted())
                 self.exitcode = 128 + int(self._signals[-1])  # 130 (SIGINT), 143 (SIGTERM)
             return
-        self._check_real_web(crawler)
+        self._check_nothing_fetched(crawler)
         problem = failures.problem(crawler.stats.get_stats() if crawler.stats else {})
         if problem:
             fail(problem)
@@ -452,11 +452,13 @@ class Command(ScrapyCrawl):
             " (0: a free one)"
         )
 
-    def _check_real_web(self, crawler: Any) -> None:
-        """A real-web crawl that stored nothing because no host answered: one line, 1."""
+    def _check_nothing_fetched(self, crawler: Any) -> None:
+        """A crawl that stored nothing because no download succeeded (no host answered,
+        or every answer came too late or too large): one line, exit status 1. A crawl
+        that had nothing left to fetch (a finished resume) fetched without errors."""
         web = getattr(getattr(crawler.spider, "web", None), "kind", "")
         stats = crawler.stats.get_stats() if crawler.stats is not None else {}
-        if web != "real" or stats.get("item_scraped_count"):
+        if web not in ("real", "sandbox") or stats.get("item_scraped_count"):
             return
         network = any(k.startswith("focused/errors/") for k in stats) or stats.get(
             "focused/robotstxt/unreachable"
@@ -464,10 +466,16 @@ class Command(ScrapyCrawl):
         if not network or self._signals:
             return
         why = stats.get("focused/errors/first") or "no host answered"
-        fail(
-            f"no page could be fetched from the real web ({why}); check the network or"
-            " use FOCUSED_WEB=sandbox"
-        )
+        if web == "real":
+            fail(
+                f"no page could be fetched from the real web ({why}); check the network or"
+                " use FOCUSED_WEB=sandbox"
+            )
+        else:  # the sandbox answers on loopback: the settings refused every answer
+            fail(
+                f"no page could be fetched from the sandbox web ({why}); check the settings"
+                " that bound a download (DOWNLOAD_TIMEOUT, DOWNLOAD_MAXSIZE)"
+            )
         self.exitcode = 1
 
     def _create_crawler(self, spidercls: Any) -> Any:

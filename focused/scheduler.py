@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import os
 import pickle
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -59,6 +60,7 @@ from focused.meta import (
     M,
 )
 from focused.output.atomic import write_bytes
+from focused.output.record import read_record
 from focused.output.store import DB_NAME as PAGES_DB
 from focused.ranking.annealing import Annealer
 from focused.ranking.modelstate import dumps_state, loads_state
@@ -1121,10 +1123,17 @@ class FocusedScheduler(BaseScheduler):
             self.stats.inc_value("focused/store/missing_requeued", again)
         where = Path(self.page_store).parent
         if not self._store_was_there:
+            record = read_record(self.jobdir) if self.jobdir else None
+            held = record.get("output_dir") if record else None
+            if isinstance(held, str) and os.path.realpath(held) != os.path.realpath(where):
+                cause = f"this JOBDIR's crawl stored into {held}"
+            else:
+                cause = "removed?"
             logger.warning(
-                "focused: the page store %s was not there at the start (removed?): the %d"
+                "focused: the page store %s was not there at the start (%s): the %d"
                 " pages the journal in %s says it stored are fetched again",
                 where,
+                cause,
                 again,
                 self.jobdir,
             )

@@ -10,6 +10,7 @@ each once. A second crawl of a ``JOBDIR`` in use stops with one line and harms n
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import sqlite3
@@ -72,6 +73,22 @@ def test_a_resume_whose_output_folder_was_removed_stores_every_page_again(tmp_pa
         second.log
     )
     assert f"'focused/store/missing_requeued': {n}," in second.log
+
+
+@pytest.mark.integration
+def test_a_resume_into_another_output_folder_names_the_folder_its_crawl_stored_into(
+    tmp_path, reference
+):
+    out, other, job = tmp_path / "out", tmp_path / "other", f"JOBDIR={tmp_path / 'job'}"
+    run_crawl(out, *CRAWL, job, "CLOSESPIDER_ITEMCOUNT=30")
+    n = len(stored_urls(out))
+    second = run_crawl(other, *CRAWL, job)
+    assert stored_urls(other) == reference  # every page stored in the new folder
+    said = (
+        f"the page store {other} was not there at the start (this JOBDIR's crawl stored"
+        f" into {os.path.realpath(out)}): the {n} pages"
+    )
+    assert said in second.log, second.log[-3000:]
 
 
 @pytest.mark.integration

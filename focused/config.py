@@ -449,6 +449,39 @@ def check_scrapy_settings(settings: Any) -> None:
             with _quietly():
                 _checked_number(settings, name, check, raw, read=lambda g=getter, n=name: g(n))
     _check_status_lists(settings)
+    _check_feeds(settings)
+
+
+def _check_feeds(settings: Any) -> None:
+    """``FEEDS``: options of each feed with a format Scrapy has an exporter for and a URI
+    Scrapy has a storage for (Scrapy logs an ERROR for either and crawls on with no feed,
+    exit status 0)."""
+    raw = settings.get("FEEDS")
+    if not raw:
+        return
+    try:
+        feeds = settings.getdict("FEEDS")
+    except (TypeError, ValueError):
+        raise ConfigError(
+            f"FEEDS must be a dict of feed URI -> options (JSON with -s), got {raw!r}"
+        ) from None
+    formats = sorted(k for k, v in settings.getwithbase("FEED_EXPORTERS").items() if v)
+    schemes = {k for k, v in settings.getwithbase("FEED_STORAGES").items() if v}
+    for uri, options in feeds.items():
+        if not isinstance(options, dict):
+            raise ConfigError(f"FEEDS: the options of {str(uri)!r} must be a dict, got {options!r}")
+        fmt = options.get("format")
+        if fmt not in formats:
+            raise ConfigError(
+                f"FEEDS: {str(uri)!r} has format {fmt!r}; Scrapy exports"
+                f" {', '.join(formats)} (FEED_EXPORTERS)"
+            )
+        scheme = urlsplit(str(uri)).scheme if "://" in str(uri) else ""
+        if scheme and scheme not in schemes:
+            raise ConfigError(
+                f"FEEDS: {str(uri)!r} has no storage for {scheme}:// URIs; Scrapy stores"
+                f" to {', '.join(sorted(s for s in schemes if s))} (FEED_STORAGES)"
+            )
 
 
 #: Scrapy's list settings of HTTP status codes that its middleware compares with a

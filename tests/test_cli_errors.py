@@ -376,6 +376,27 @@ def test_httperror_allowed_codes_that_are_not_status_codes(
     )
 
 
+@pytest.mark.parametrize(
+    ("feeds", "said"),
+    [
+        ('{"items.xyz": {"format": "xyz"}}', "FEEDS: 'items.xyz' has format 'xyz'; Scrapy exports"),
+        ('{"items.jl": {}}', "FEEDS: 'items.jl' has format None; Scrapy exports"),
+        (
+            '{"gopher://h/items.jl": {"format": "jsonlines"}}',
+            "FEEDS: 'gopher://h/items.jl' has no storage for gopher:// URIs",
+        ),
+        ('{"items.jl": "jsonlines"}', "FEEDS: the options of 'items.jl' must be a dict"),
+    ],
+    ids=["format", "no-format", "scheme", "options"],
+)
+def test_feeds_scrapy_cannot_export(
+    project_root: Path, venv_scrapy: list[str], out: Path, feeds: str, said: str
+) -> None:
+    """Scrapy logged an ERROR for such a feed and crawled on without it, exit status 0."""
+    result = crawl(project_root, venv_scrapy, out, "-a", "topic=chemistry", "-s", f"FEEDS={feeds}")
+    assert the_error(result, out).startswith(f"focused: error: {said}")
+
+
 @pytest.mark.parametrize("option", ["-s LOG_FILE=", "--logfile="])
 def test_a_log_file_in_a_folder_that_does_not_exist(
     project_root: Path, venv_scrapy: list[str], out: Path, tmp_path: Path, option: str

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
@@ -65,10 +66,42 @@ CHECKED_NAMES = 65536
 
 class _Active:
     """The policy and stats of the running crawl, shared by the middleware and the
-    resolver (the resolver is the reactor's, built before any crawler)."""
+    resolver (the resolver is the reactor's, built before any crawler).
+
+    Several crawls may run in one process (a ``CrawlerProcess`` script that starts two
+    spiders): ``crawls`` holds the policy of each open one. The resolver cannot tell
+    whose lookup it makes, so a host name gets an address only when every open crawl's
+    policy allows it (:meth:`policies`): a sandbox crawl that allows loopback never
+    opens loopback to a real-web crawl beside it."""
 
     policy: AddressPolicy | None = None
     stats: StatsCollector | None = None
+    #: id(crawler) -> (the crawler, weakly, and its policy)
+    crawls: dict[int, tuple[weakref.ref[Any], AddressPolicy]] = {}  # noqa: RUF012
+
+    @classmethod
+    def add(cls, crawler: Any, policy: AddressPolicy, stats: StatsCollector | None) -> None:
+        cls.crawls[id(crawler)] = (weakref.ref(crawler), policy)
+        cls.policy, cls.stats = policy, stats
+
+    @classmethod
+    def remove(cls, crawler: Any) -> None:
+        cls.crawls.pop(id(crawler), None)
+
+    @classmethod
+    def policies(cls) -> list[AddressPolicy]:
+        """The policies of the crawls that run now (Scrapy's ``Crawler.crawling``; one
+        that failed to start or was dropped does not count), and the last crawl's."""
+        found = []
+        for key, (ref, policy) in list(cls.crawls.items()):
+            crawler = ref()
+            if crawler is None:
+                del cls.crawls[key]
+            elif getattr(crawler, "crawling", False):
+                found.append(policy)
+        if cls.policy is not None and not any(p is cls.policy for p in found):
+            found.append(cls.policy)
+        return found
 
 
 def _settings_dict(settings: Any, name: str) -> dict[str, str]:
@@ -94,10 +127,12 @@ def _refused(stats: StatsCollector | None, kind: str, what: str, address: str) -
 class _FilteringReceiver:
     """Collects the resolved addresses, then hands on the allowed ones, IPv4 first."""
 
-    def __init__(self, receiver: IResolutionReceiver, name: str, policy: AddressPolicy) -> None:
+    def __init__(
+        self, receiver: IResolutionReceiver, name: str, policies: Sequence[AddressPolicy]
+    ) -> None:
         self.receiver = receiver
         self.name = name.lower().rstrip(".")
-        self.policy = policy
+        self.policies = list(policies)
         self.addresses: list[IAddress] = []
 
     def resolutionBegan(self, resolution: IHostResolution) -> None:  # noqa: N802
@@ -114,14 +149,17 @@ class _FilteringReceiver:
             ip = parse_host(getattr(address, "host", None))
             if ip is None:
                 continue
-            kind = self.policy.resolved(self.name, ip)
+            # every open crawl's verdict (each learns its own seeds' kinds)
+            kinds = [policy.resolved(self.name, ip) for policy in self.policies]
+            kind = next((k for k in kinds if k is not None), None)
             if kind is None:
                 allowed.append(address)
             else:
                 refused.append((kind, str(ip)))
         if refused and not allowed:
             kind = refused[0][0]
-            self.policy.refused_names[self.name] = kind
+            for policy in self.policies:
+                policy.refused_names[self.name] = kind
             _refused(_Active.stats, kind, self.name, ", ".join(a for _, a in refused))
         for address in allowed:
             self.receiver.addressResolved(address)
@@ -165,8 +203,9 @@ class FocusedResolver(CachingHostnameResolver):
         addressTypes: Sequence[type[IAddress]] | None = None,  # noqa: N803
         transportSemantics: str = "TCP",  # noqa: N803
     ) -> IHostResolution:
-        policy = _Active.policy or self.default_policy
-        receiver = _FilteringReceiver(resolutionReceiver, hostName, policy)
+        receiver = _FilteringReceiver(
+            resolutionReceiver, hostName, _Active.policies() or [self.default_policy]
+        )
         mapped = self.hosts.get(hostName.lower().rstrip("."))
         if mapped is not None:
             resolution = HostResolution(hostName)
@@ -209,8 +248,13 @@ class AddressFilterMiddleware:
         networks = parse_networks(get(crawler.settings, "FOCUSED_ALLOWED_NETWORKS"))
         seeds = [str(url) for url in get(crawler.settings, "FOCUSED_SEEDS") or ()]
         mw = cls(AddressPolicy(networks=networks), crawler.stats, seeds)
-        _Active.policy, _Active.stats = mw.policy, crawler.stats
+        _Active.add(crawler, mw.policy, crawler.stats)
         crawler.signals.connect(mw.spider_opened, signal=signals.spider_opened)
+
+        def closed() -> None:  # its lookups are over: its policy no longer counts
+            _Active.remove(crawler)
+
+        crawler.signals.connect(closed, signal=signals.engine_stopped, weak=False)
         return mw
 
     def spider_opened(self, spider: Spider) -> None:

@@ -189,3 +189,44 @@ def test_a_name_that_does_not_resolve_here_is_not_sent_through_a_proxy(monkeypat
     assert trusting.process_request(Request("http://unknown.test/", meta={"proxy": "p"})) is None
     # without a proxy nothing is resolved here (the resolver checks at connection)
     assert mw.process_request(Request("http://unknown.test/")) is None
+
+
+def test_a_name_resolves_only_where_every_running_crawl_allows_it(monkeypatch):
+    """Two crawls in one process (a ``CrawlerProcess`` script) share the reactor's
+    resolver, which cannot tell whose lookup it makes: a host name gets an address only
+    when every running crawl's policy allows it, so the loopback that a sandbox crawl's
+    seeds allow is not opened to a crawl beside it whose seeds do not."""
+    from scrapy.utils.test import get_crawler
+    from twisted.internet import reactor
+
+    from focused import addressfilter
+    from focused.web.addresses import AddressPolicy
+
+    monkeypatch.setattr(addressfilter._Active, "crawls", {})
+    monkeypatch.setattr(addressfilter._Active, "policy", None)
+    resolver = addressfilter.FocusedResolver(reactor, 0, hosts={"inside.test": "127.0.0.1"})
+
+    def resolve(name: str) -> list[str]:
+        got = addressfilter._Collected()
+        resolver.resolveHostName(got, name, 80)  # a FOCUSED_HOSTS name: no lookup made
+        assert got.done.called
+        return [a.host for a in got.addresses]
+
+    sandbox, other = get_crawler(), get_crawler()
+    allows_loopback, strict = AddressPolicy(), AddressPolicy()
+    allows_loopback.add_seed("127.0.0.1")
+    addressfilter._Active.add(sandbox, allows_loopback, None)
+    sandbox.crawling = True
+    assert resolve("inside.test") == ["127.0.0.1"]
+
+    addressfilter._Active.add(other, strict, None)
+    other.crawling = True
+    assert resolve("inside.test") == []  # refused while the strict crawl runs
+    assert strict.refused_names["inside.test"] == "loopback"
+    assert allows_loopback.refused_names["inside.test"] == "loopback"  # its requests dropped
+
+    other.crawling = False  # the strict crawl ended (or never started)
+    addressfilter._Active.remove(other)
+    monkeypatch.setattr(addressfilter._Active, "policy", allows_loopback)
+    allows_loopback.refused_names.clear()
+    assert resolve("inside.test") == ["127.0.0.1"]

@@ -344,7 +344,8 @@ class RedirectAddressFilterMiddleware:
             address = parse_host(urlsplit(target).hostname)
         except ValueError:
             return response
-        kind = None if address is None else _Active.policy.refusal(address)
+        kinds = [] if address is None else [p.refusal(address) for p in _Active.policies()]
+        kind = next((k for k in kinds if k is not None), None)
         if kind is not None:
             _refused(self.stats, kind, f"redirect to {target}", str(address))
             raise IgnoreRequest(f"redirect to a {kind} address {address} refused")

@@ -84,6 +84,17 @@ def check_log_level_or_exit(settings: Any) -> None:
         sys.exit(2)
 
 
+class CheckedLogging:
+    """Mixin for a Scrapy command of the project: ``LOG_LEVEL`` and ``LOG_FILE`` checked
+    before Scrapy sets its logging up from them (:func:`check_log_level_or_exit`)."""
+
+    settings: Any
+
+    def process_options(self, args: list[str], opts: Any) -> None:
+        super().process_options(args, opts)  # type: ignore[misc]
+        check_log_level_or_exit(self.settings)
+
+
 def keep_start_error(
     started: Any,
     errors: tuple[type[BaseException], ...],

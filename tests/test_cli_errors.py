@@ -5,6 +5,7 @@ Each case runs the real command in a subprocess from the project root (about 1.5
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -410,6 +411,39 @@ def test_a_log_file_in_a_folder_that_does_not_exist(
     result = crawl(project_root, venv_scrapy, out, "-a", "topic=chemistry", *args)
     line = the_error(result, out)
     assert line == f"focused: error: LOG_FILE '{log}' cannot be written: No such file or directory"
+    assert not log.parent.exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("fetch", "http://127.0.0.1:1/"),
+        ("shell", "-c", "1", "http://127.0.0.1:1/"),
+        ("view", "http://127.0.0.1:1/"),
+        ("bench",),
+        ("runspider", "spider.py"),
+    ],
+    ids=lambda c: c[0],
+)
+def test_a_log_file_in_a_folder_that_does_not_exist_for_other_commands(
+    project_root: Path, venv_scrapy: list[str], tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    """The project's other Scrapy commands check ``LOG_FILE`` as ``crawl`` does (Scrapy's
+    ``FileNotFoundError`` traceback, exit status 1, before)."""
+    log = tmp_path / "logs" / "x.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
+    result = subprocess.run(
+        [*venv_scrapy, command[0], "-s", f"LOG_FILE={log}", *command[1:]],
+        cwd=project_root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stderr.strip().splitlines() == [
+        f"focused: error: LOG_FILE '{log}' cannot be written: No such file or directory"
+    ]
     assert not log.parent.exists()
 
 

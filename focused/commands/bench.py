@@ -15,10 +15,10 @@ import argparse
 from scrapy.commands.bench import Command as ScrapyBench
 from scrapy.commands.bench import _BenchSpider
 
-from focused.cli import seed_from_command_line
+from focused.cli import CheckedLogging, seed_from_command_line
 
 
-class Command(ScrapyBench):
+class Command(CheckedLogging, ScrapyBench):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
         seed_from_command_line(self.settings, _BenchSpider.baseurl)

@@ -66,7 +66,7 @@ from scrapy.extensions.feedexport import FeedExporter
 from scrapy.settings import Settings
 
 from focused import config
-from focused.cli import EMPTY_OUTPUT_DIR, check_log_level_or_exit, fail, keep_start_error, say
+from focused.cli import EMPTY_OUTPUT_DIR, CheckedLogging, fail, keep_start_error, say
 from focused.defaults import get
 from focused.output import child
 from focused.output.record import (
@@ -154,15 +154,9 @@ class ClosedLine(logging.Handler):
             self.then()
 
 
-class Command(ScrapyCrawl):
+class Command(CheckedLogging, ScrapyCrawl):
     #: the settings the focused crawl runs with (the project's, its spider's, then ``-s``)
     crawl_settings: Settings
-
-    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
-        """Scrapy's options, then ``LOG_LEVEL`` checked: Scrapy sets up its logging from it
-        before :meth:`run`, so a bad level would be a traceback there."""
-        super().process_options(args, opts)
-        check_log_level_or_exit(self.settings)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         spidercls = self._focused_spidercls(args)

@@ -14,10 +14,10 @@ import argparse
 
 from scrapy.commands.fetch import Command as ScrapyFetch
 
-from focused.cli import seed_from_command_line
+from focused.cli import CheckedLogging, seed_from_command_line
 
 
-class Command(ScrapyFetch):
+class Command(CheckedLogging, ScrapyFetch):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) == 1 and not opts.spider:
             assert self.settings is not None

@@ -38,7 +38,7 @@ from twisted.internet.defer import Deferred
 from w3lib.url import is_url
 
 from focused import config
-from focused.cli import EMPTY_OUTPUT_DIR, check_log_level_or_exit, fail, keep_start_error
+from focused.cli import EMPTY_OUTPUT_DIR, CheckedLogging, fail, keep_start_error
 from focused.defaults import get
 from focused.web.addresses import classify, parse_host
 from focused.web.sites import WebError
@@ -97,15 +97,9 @@ def is_focused(spidercls: type | None) -> bool:
     return spidercls is not None and issubclass(spidercls, FocusedSpider)
 
 
-class Command(ScrapyParse):
+class Command(CheckedLogging, ScrapyParse):
     #: the first bad input found once the crawl started; one line when it stops
     problem: str | None = None
-
-    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
-        """Scrapy's options, then ``LOG_LEVEL`` checked: Scrapy sets up its logging from it
-        before :meth:`run`, so a bad level would be a traceback there."""
-        super().process_options(args, opts)
-        check_log_level_or_exit(self.settings)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:

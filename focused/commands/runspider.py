@@ -14,8 +14,10 @@ from pathlib import Path
 from scrapy.commands.runspider import Command as ScrapyRunSpider
 from scrapy.exceptions import UsageError
 
+from focused.cli import CheckedLogging
 
-class Command(ScrapyRunSpider):
+
+class Command(CheckedLogging, ScrapyRunSpider):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) == 1 and _is_project_spider(Path(args[0])):
             raise UsageError(

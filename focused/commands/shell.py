@@ -11,10 +11,10 @@ import argparse
 
 from scrapy.commands.shell import Command as ScrapyShell
 
-from focused.cli import seed_from_command_line
+from focused.cli import CheckedLogging, seed_from_command_line
 
 
-class Command(ScrapyShell):
+class Command(CheckedLogging, ScrapyShell):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if args and not opts.spider:
             assert self.settings is not None

@@ -11,10 +11,10 @@ import argparse
 
 from scrapy.commands.view import Command as ScrapyView
 
-from focused.cli import seed_from_command_line
+from focused.cli import CheckedLogging, seed_from_command_line
 
 
-class Command(ScrapyView):
+class Command(CheckedLogging, ScrapyView):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) == 1 and not opts.spider:
             assert self.settings is not None

@@ -286,7 +286,9 @@ class PageStorePipeline:
                 busy_timeout=BUSY_TIMEOUT,
                 index=self.index,
                 index_max_chars=self.index_max_chars,
-                index_every=self.index_every,
+                # a store shared with other workers: each row's index row with it (another
+                # worker opening the store would index a held-back row from its HTML)
+                index_every=self.index_every if self.sole else 1,
                 index_seconds=self.index_seconds,
                 open_timeout=self.lock_timeout,
                 segment_bytes=self.segment_bytes,

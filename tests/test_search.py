@@ -213,6 +213,26 @@ def test_index_rows_go_in_batches_by_count_and_by_time(tmp_path: Path) -> None:
         assert fts_rows(timed) == 2 and store.unindexed == 0
 
 
+def test_index_rows_held_back_while_another_process_opens_the_store(tmp_path: Path) -> None:
+    """Another writer that opens the store (a worker of a distributed crawl) indexes the
+    rows whose index rows this one holds back, from their HTML; this one's later write
+    of them replaces those rows (no constraint error, no row twice)."""
+    first = PageStore(tmp_path, index_every=5, index_seconds=3600).open()
+    for i in range(2):
+        first.add({"url": f"http://h/{i}", "title": "t", "text": f"w{i}"}, html("t", f"w{i}"))
+    assert fts_rows(tmp_path) == 0
+    second = PageStore(tmp_path).open()
+    assert second.reindexed == 2 and fts_rows(tmp_path) == 2
+    for i in range(2, 5):
+        first.add({"url": f"http://h/{i}", "title": "t", "text": f"w{i}"}, html("t", f"w{i}"))
+    assert first.unindexed == 0 and fts_rows(tmp_path) == 5
+    second.close()
+    first.close()
+    assert sorted(h.url for h in search(tmp_path, "w0 w1 w2 w3 w4")) == [
+        f"http://h/{i}" for i in range(5)
+    ]
+
+
 def test_a_rolled_back_page_gets_no_index_row_and_the_waiting_ones_stay(tmp_path: Path) -> None:
     """A commit that fails rolls back its page's row and the index rows written with it;
     the pages committed before keep waiting and are indexed later, the rolled-back one

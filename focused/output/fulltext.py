@@ -80,17 +80,21 @@ def index_page(
     max_chars: int = DEFAULT_MAX_CHARS,
     *,
     text_terms: str | None = None,
+    replace: bool = False,
 ) -> None:
     """Index one page (in the caller's transaction): its title and first ``max_chars``
     characters of text, segmented. ``text_terms``: ``segment(text)``, when the caller
     has it (the spider cut the text for its relevance), used when ``text`` is within
-    ``max_chars``."""
+    ``max_chars``. ``replace``: an index row of ``rowid`` that is there already is
+    replaced (another process that opened the store indexed the page from its HTML
+    while this one held its index row back)."""
     text = text or ""
     cap = max(0, max_chars)
     if text_terms is None or len(text) > cap:
         text_terms = segment(text[:cap])
+    verb = "INSERT OR REPLACE" if replace else "INSERT"
     conn.execute(
-        f"INSERT INTO {FTS_TABLE} (rowid, title, text) VALUES (?, ?, ?)",
+        f"{verb} INTO {FTS_TABLE} (rowid, title, text) VALUES (?, ?, ?)",
         (rowid, segment(title or ""), text_terms),
     )
 

@@ -476,7 +476,9 @@ class PageStore:
             return 0
         db = self._db
         for rowid, title, text, terms in todo:
-            fulltext.index_page(db, rowid, title, text, self.index_max_chars, text_terms=terms)
+            fulltext.index_page(
+                db, rowid, title, text, self.index_max_chars, text_terms=terms, replace=True
+            )
         return len(todo)
 
     @property

@@ -90,14 +90,14 @@ class _Active:
 
     @classmethod
     def policies(cls) -> list[AddressPolicy]:
-        """The policies of the crawls that run now (Scrapy's ``Crawler.crawling``; one
-        that failed to start or was dropped does not count), and the last crawl's."""
+        """The policies of the crawls open now (from their downloader middlewares until
+        their spider closes, the downloads a stop drains included; a crawler that is
+        gone does not count), and the last crawl's."""
         found = []
         for key, (ref, policy) in list(cls.crawls.items()):
-            crawler = ref()
-            if crawler is None:
+            if ref() is None:
                 del cls.crawls[key]
-            elif getattr(crawler, "crawling", False):
+            else:
                 found.append(policy)
         if cls.policy is not None and not any(p is cls.policy for p in found):
             found.append(cls.policy)
@@ -145,12 +145,15 @@ class _FilteringReceiver:
     def resolutionComplete(self) -> None:  # noqa: N802
         allowed: list[IAddress] = []
         refused: list[tuple[str, str]] = []
+        allows_one = [False] * len(self.policies)  # per policy: an address it allows
         for address in sorted(self.addresses, key=lambda a: isinstance(a, IPv6Address)):
             ip = parse_host(getattr(address, "host", None))
             if ip is None:
                 continue
             # every open crawl's verdict (each learns its own seeds' kinds)
             kinds = [policy.resolved(self.name, ip) for policy in self.policies]
+            for i, k in enumerate(kinds):
+                allows_one[i] = allows_one[i] or k is None
             kind = next((k for k in kinds if k is not None), None)
             if kind is None:
                 allowed.append(address)
@@ -158,8 +161,11 @@ class _FilteringReceiver:
                 refused.append((kind, str(ip)))
         if refused and not allowed:
             kind = refused[0][0]
-            for policy in self.policies:
-                policy.refused_names[self.name] = kind
+            # remembered by the crawls that refuse it themselves (their requests to it
+            # are dropped from now on); the others may get it once the strict one ends
+            for policy, allows in zip(self.policies, allows_one, strict=True):
+                if not allows:
+                    policy.refused_names[self.name] = kind
             _refused(_Active.stats, kind, self.name, ", ".join(a for _, a in refused))
         for address in allowed:
             self.receiver.addressResolved(address)
@@ -254,6 +260,7 @@ class AddressFilterMiddleware:
         def closed() -> None:  # its lookups are over: its policy no longer counts
             _Active.remove(crawler)
 
+        crawler.signals.connect(closed, signal=signals.spider_closed, weak=False)
         crawler.signals.connect(closed, signal=signals.engine_stopped, weak=False)
         return mw
 

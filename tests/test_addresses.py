@@ -216,17 +216,14 @@ def test_a_name_resolves_only_where_every_running_crawl_allows_it(monkeypatch):
     allows_loopback, strict = AddressPolicy(), AddressPolicy()
     allows_loopback.add_seed("127.0.0.1")
     addressfilter._Active.add(sandbox, allows_loopback, None)
-    sandbox.crawling = True
     assert resolve("inside.test") == ["127.0.0.1"]
 
     addressfilter._Active.add(other, strict, None)
-    other.crawling = True
-    assert resolve("inside.test") == []  # refused while the strict crawl runs
-    assert strict.refused_names["inside.test"] == "loopback"
-    assert allows_loopback.refused_names["inside.test"] == "loopback"  # its requests dropped
+    other.crawling = False  # stopping: its queued downloads still resolve under its policy
+    assert resolve("inside.test") == []  # refused while the strict crawl is open
+    assert strict.refused_names["inside.test"] == "loopback"  # its requests dropped
+    assert "inside.test" not in allows_loopback.refused_names  # this one's not
 
-    other.crawling = False  # the strict crawl ended (or never started)
-    addressfilter._Active.remove(other)
+    addressfilter._Active.remove(other)  # the strict crawl's spider closed
     monkeypatch.setattr(addressfilter._Active, "policy", allows_loopback)
-    allows_loopback.refused_names.clear()
     assert resolve("inside.test") == ["127.0.0.1"]

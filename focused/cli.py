@@ -84,6 +84,12 @@ def check_log_level_or_exit(settings: Any) -> None:
         sys.exit(2)
 
 
+#: set (at the command's priority) by the commands that run the focused spider but store
+#: nothing (``scrapy fetch``, ``shell``, ``view`` and ``parse``): the spider then does not
+#: check ``FOCUSED_OUTPUT_DIR`` and ``JOBDIR`` as a crawl's (internal, not a user setting)
+STORES_NOTHING = "_FOCUSED_STORES_NOTHING"
+
+
 class CheckedLogging:
     """Mixin for a Scrapy command of the project: ``LOG_LEVEL`` and ``LOG_FILE`` checked
     before Scrapy sets its logging up from them (:func:`check_log_level_or_exit`)."""

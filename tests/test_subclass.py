@@ -146,6 +146,20 @@ def test_two_subclasses_of_two_topics_do_not_mix_in_one_folder(tmp_path: Path) -
     assert "holds a crawl of topic chemistry" in line and "FOCUSED_CONTINUE" in line
     assert "Crawled (" not in proc.stderr
     assert stored(out) == pages and record(out)["topic"] == "chemistry"
+    # commands that run the spider and store nothing are not refused there
+    for command in (("fetch", "--spider", "phys"), ("view", "--spider", "phys")):
+        proc = scrapy(
+            tmp_path,
+            *command,
+            "-s",
+            f"FOCUSED_OUTPUT_DIR={out}",
+            "-s",
+            "FOCUSED_WEB=sandbox",
+            "http://127.0.0.1:1/",
+        )
+        assert "holds a crawl of topic" not in proc.stderr, proc.stderr[-3000:]
+        assert "Traceback" not in proc.stderr and "never retrieved" not in proc.stderr
+    assert stored(out) == pages and record(out)["topic"] == "chemistry"
 
 
 def test_custom_settings_are_the_crawls_settings(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ import argparse
 import functools
 import logging
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from scrapy.commands.parse import Command as ScrapyParse
@@ -38,7 +38,7 @@ from twisted.internet.defer import Deferred
 from w3lib.url import is_url
 
 from focused import config
-from focused.cli import EMPTY_OUTPUT_DIR, CheckedLogging, fail, keep_start_error
+from focused.cli import EMPTY_OUTPUT_DIR, STORES_NOTHING, CheckedLogging, fail, keep_start_error
 from focused.defaults import get
 from focused.web.addresses import classify, parse_host
 from focused.web.sites import WebError
@@ -98,6 +98,11 @@ def is_focused(spidercls: type | None) -> bool:
 
 
 class Command(CheckedLogging, ScrapyParse):
+    default_settings: ClassVar[dict[str, Any]] = {
+        **ScrapyParse.default_settings,
+        STORES_NOTHING: True,
+    }
+
     #: the first bad input found once the crawl started; one line when it stops
     problem: str | None = None
 
@@ -115,8 +120,6 @@ class Command(CheckedLogging, ScrapyParse):
             self.exitcode = 2
             return
         self.set_spidercls(url, opts)
-        if is_focused(self.spidercls):  # it stores nothing: any output folder will do
-            self.spidercls.check_output = False
         self.start_parsing(url, opts)
         if self.problem is not None:
             fail(self.problem)

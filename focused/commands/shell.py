@@ -8,13 +8,19 @@ then reaches the addresses of its kind; other internal addresses stay refused.
 from __future__ import annotations
 
 import argparse
+from typing import Any, ClassVar
 
 from scrapy.commands.shell import Command as ScrapyShell
 
-from focused.cli import CheckedLogging, seed_from_command_line
+from focused.cli import STORES_NOTHING, CheckedLogging, seed_from_command_line
 
 
 class Command(CheckedLogging, ScrapyShell):
+    default_settings: ClassVar[dict[str, Any]] = {
+        **ScrapyShell.default_settings,
+        STORES_NOTHING: True,
+    }
+
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if args and not opts.spider:
             assert self.settings is not None

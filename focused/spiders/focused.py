@@ -15,6 +15,7 @@ from scrapy.http import Response, TextResponse
 from w3lib.url import canonicalize_url
 
 from focused import config, meta, robustness
+from focused.cli import STORES_NOTHING
 from focused.defaults import get
 from focused.items import PageItem, excerpt
 from focused.meta import PageFacts
@@ -108,10 +109,6 @@ class FocusedSpider(scrapy.Spider):
     """
 
     name = "focused"
-    #: check ``FOCUSED_OUTPUT_DIR`` and ``JOBDIR`` when the spider is made
-    #: (:func:`focused.config.output_problem`: a crawl started from a script of one's own
-    #: goes through no command); ``scrapy parse``, which stores nothing, turns it off
-    check_output: bool = True
     #: the project's focused components serve this spider (:mod:`focused.scope`)
     focused_crawl = True
 
@@ -180,7 +177,12 @@ class FocusedSpider(scrapy.Spider):
         # says so in one line and stops (not a traceback here)
         config.validate(settings, self.topic, reach_redis=False)
         # the crawl command asked already; a crawl from a script of one's own did not
-        problem = config.output_problem(settings, self.topic.name) if self.check_output else None
+        # (not for scrapy fetch, shell, view or parse: they store nothing)
+        problem = (
+            None
+            if settings.getbool(STORES_NOTHING)
+            else config.output_problem(settings, self.topic.name)
+        )
         if problem:
             raise config.ConfigError(problem)
         config.claim_jobdir(settings)  # (the crawl command took it already)

@@ -76,12 +76,14 @@ class _Active:
 
     policy: AddressPolicy | None = None
     stats: StatsCollector | None = None
-    #: id(crawler) -> (the crawler, weakly, and its policy)
-    crawls: dict[int, tuple[weakref.ref[Any], AddressPolicy]] = {}  # noqa: RUF012
+    #: id(crawler) -> (the crawler, weakly, its policy and its stats)
+    crawls: dict[  # noqa: RUF012
+        int, tuple[weakref.ref[Any], AddressPolicy, StatsCollector | None]
+    ] = {}
 
     @classmethod
     def add(cls, crawler: Any, policy: AddressPolicy, stats: StatsCollector | None) -> None:
-        cls.crawls[id(crawler)] = (weakref.ref(crawler), policy)
+        cls.crawls[id(crawler)] = (weakref.ref(crawler), policy, stats)
         cls.policy, cls.stats = policy, stats
 
     @classmethod
@@ -89,19 +91,24 @@ class _Active:
         cls.crawls.pop(id(crawler), None)
 
     @classmethod
-    def policies(cls) -> list[AddressPolicy]:
-        """The policies of the crawls open now (from their downloader middlewares until
-        their spider closes, the downloads a stop drains included; a crawler that is
-        gone does not count), and the last crawl's."""
+    def open_crawls(cls) -> list[tuple[AddressPolicy, StatsCollector | None]]:
+        """Policy and stats of each crawl open now (from its downloader middlewares until
+        its spider closes, the downloads a stop drains included; a crawler that is gone
+        does not count); the last crawl's when none is."""
         found = []
-        for key, (ref, policy) in list(cls.crawls.items()):
+        for key, (ref, policy, stats) in list(cls.crawls.items()):
             if ref() is None:
                 del cls.crawls[key]
             else:
-                found.append(policy)
-        if cls.policy is not None and not any(p is cls.policy for p in found):
-            found.append(cls.policy)
+                found.append((policy, stats))
+        if not found and cls.policy is not None:
+            found.append((cls.policy, cls.stats))
         return found
+
+    @classmethod
+    def policies(cls) -> list[AddressPolicy]:
+        """The policies of :meth:`open_crawls`."""
+        return [policy for policy, _ in cls.open_crawls()]
 
 
 def _settings_dict(settings: Any, name: str) -> dict[str, str]:
@@ -128,11 +135,15 @@ class _FilteringReceiver:
     """Collects the resolved addresses, then hands on the allowed ones, IPv4 first."""
 
     def __init__(
-        self, receiver: IResolutionReceiver, name: str, policies: Sequence[AddressPolicy]
+        self,
+        receiver: IResolutionReceiver,
+        name: str,
+        crawls: Sequence[tuple[AddressPolicy, StatsCollector | None]],
     ) -> None:
         self.receiver = receiver
         self.name = name.lower().rstrip(".")
-        self.policies = list(policies)
+        self.crawls = list(crawls)
+        self.policies = [policy for policy, _ in self.crawls]
         self.addresses: list[IAddress] = []
 
     def resolutionBegan(self, resolution: IHostResolution) -> None:  # noqa: N802
@@ -163,10 +174,12 @@ class _FilteringReceiver:
             kind = refused[0][0]
             # remembered by the crawls that refuse it themselves (their requests to it
             # are dropped from now on); the others may get it once the strict one ends
-            for policy, allows in zip(self.policies, allows_one, strict=True):
+            for (policy, stats), allows in zip(self.crawls, allows_one, strict=True):
                 if not allows:
                     policy.refused_names[self.name] = kind
-            _refused(_Active.stats, kind, self.name, ", ".join(a for _, a in refused))
+                    if stats is not None:
+                        stats.inc_value(f"focused/refused/{kind}")
+            _refused(None, kind, self.name, ", ".join(a for _, a in refused))
         for address in allowed:
             self.receiver.addressResolved(address)
         self.receiver.resolutionComplete()
@@ -210,7 +223,7 @@ class FocusedResolver(CachingHostnameResolver):
         transportSemantics: str = "TCP",  # noqa: N803
     ) -> IHostResolution:
         receiver = _FilteringReceiver(
-            resolutionReceiver, hostName, _Active.policies() or [self.default_policy]
+            resolutionReceiver, hostName, _Active.open_crawls() or [(self.default_policy, None)]
         )
         mapped = self.hosts.get(hostName.lower().rstrip("."))
         if mapped is not None:

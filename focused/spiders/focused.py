@@ -237,7 +237,8 @@ class FocusedSpider(scrapy.Spider):
         problem = config.output_problem(settings, self.topic.name) if self.check_output else None
         if problem:
             raise config.ConfigError(problem)
-        config.claim_jobdir(settings)  # (the crawl command took it already)
+        # (the crawl command took it already; a script's other crawl may have it)
+        config.claim_jobdir(settings, crawler)
         self.vector = TopicVector(self.topic.keywords)
         self.title_weight = get(settings, "FOCUSED_TITLE_WEIGHT")
         self.page_threshold = config.threshold(settings, self.topic, "page")

@@ -919,12 +919,13 @@ def check_folder(path: str, setting: str) -> Path:
     return folder
 
 
-def claim_jobdir(settings: Any) -> None:
+def claim_jobdir(settings: Any, crawler: Any = None) -> None:
     """Take ``JOBDIR``'s frontier journal for this process's crawl, before anything of
     it starts (:meth:`focused.frontier.journal.Journal.claim`; the scheduler is handed
     the same journal): a :class:`ConfigError` when another crawl (or program) has it,
-    or it cannot be opened. Nothing to do without ``JOBDIR``, with the Redis frontier,
-    or with a scheduler that is not the project's (it does not keep the journal)."""
+    another running ``crawler`` of this process among them, or it cannot be opened.
+    Nothing to do without ``JOBDIR``, with the Redis frontier, or with a scheduler that
+    is not the project's (it does not keep the journal)."""
     jobdir = settings.get("JOBDIR")
     if not jobdir or str(get(settings, "FOCUSED_FRONTIER")) != "memory":
         return
@@ -947,7 +948,7 @@ def claim_jobdir(settings: Any) -> None:
         return
     path = Path(jobdir) / DB_NAME
     try:
-        Journal.claim(jobdir)
+        Journal.claim(jobdir, crawler)
     except JournalBusy as exc:
         if exc.owner is not None:
             raise ConfigError(

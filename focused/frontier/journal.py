@@ -48,9 +48,11 @@ import os
 import socket
 import sqlite3
 import time
+import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from focused.frontier.memory import Entry
 
@@ -179,16 +181,28 @@ class Journal:
         return cls(Path(jobdir) / DB_NAME)
 
     @classmethod
-    def claim(cls, jobdir: str | os.PathLike[str]) -> Journal:
+    def claim(cls, jobdir: str | os.PathLike[str], crawler: Any = None) -> Journal:
         """Open the journal of ``jobdir`` now for this process's crawl, before anything
         else of it starts, and keep it (its write lock) until :meth:`in_jobdir` hands it to
         the scheduler: another crawl of the same ``JOBDIR`` is refused from here on.
-        Claiming it again in the same process gives the same journal. Raises
-        :class:`JournalBusy` (another crawl has it) or :class:`JournalError`."""
+        Claiming it again in the same process gives the same journal, unless ``crawler``
+        (the Scrapy crawler that claims it) is not the one that claimed it and that one
+        still runs: two crawls of one process (a ``CrawlerProcess`` script) would share
+        one frontier. Raises :class:`JournalBusy` (another crawl has it) or
+        :class:`JournalError`."""
         key = _claim_key(jobdir)
         journal = _claimed.get(key)
         if journal is None or journal.closed:
             journal = _claimed[key] = cls(Path(jobdir) / DB_NAME)
+            _claimants.pop(key, None)
+        if crawler is not None:
+            ref = _claimants.get(key)
+            first = ref() if ref is not None else None
+            if first is not None and first is not crawler and getattr(first, "crawling", False):
+                raise JournalBusy(
+                    journal.path, _owner(journal.path), "another crawl of this process has it"
+                )
+            _claimants[key] = weakref.ref(crawler)
         return journal
 
     # --- writes (inside the open transaction) ---------------------------------------
@@ -397,6 +411,8 @@ def _held(db: sqlite3.Connection, batch: list[tuple[int, str]], held: bool) -> l
 
 #: journals :meth:`Journal.claim` opened in this process, by their JOBDIR
 _claimed: dict[str, Journal] = {}
+#: the crawler that claimed each of them (weakly), by their JOBDIR
+_claimants: dict[str, weakref.ref[Any]] = {}
 
 
 def _claim_key(jobdir: str | os.PathLike[str]) -> str:

@@ -325,6 +325,69 @@ def hashed_features(terms: Iterable[str | bytes], n: int = -1) -> np.ndarray:
     return h
 
 
+def jieba_words(keywords: Iterable[str]) -> list[str]:
+    """The keywords a :class:`TopicVector` adds to jieba's dictionary (those with
+    Chinese), in their order."""
+    return [term for term in keywords if _has_cjk(term)]
+
+
+# jieba's dictionary is one per process: the words a topic adds change how every later
+# text is cut, whichever crawl cuts it. A crawl holds the dictionary while it runs
+# (:func:`hold_words`); what its topic added is recorded here and put back when the last
+# crawl that holds it ends (:func:`release_words`), so a crawl run after another in the
+# same process (``yield runner.crawl(...)``) cuts text as in a process of its own.
+_holders = 0
+#: dictionary entries as they were before the held crawls' words (None: absent)
+_before: dict[str, int | None] = {}
+_total_before = 0
+#: words added while held: a second crawl of the same topic adds them no second time
+_added: set[str] = set()
+
+
+def hold_words() -> None:
+    """A crawl starts: the words its topic's :class:`TopicVector` adds are undone by
+    :func:`release_words` once no crawl holds the dictionary."""
+    global _holders, _total_before
+    if _holders == 0:
+        jieba.dt.check_initialized()
+        _before.clear()
+        _added.clear()
+        _total_before = jieba.dt.total
+    _holders += 1
+
+
+def release_words() -> None:
+    """A crawl that called :func:`hold_words` ended: when it was the last, jieba's
+    dictionary is put back as it was before the first."""
+    global _holders
+    if _holders == 0:
+        return
+    _holders -= 1
+    if _holders:
+        return
+    dt = jieba.dt
+    for key, freq in _before.items():
+        if freq is None:
+            dt.FREQ.pop(key, None)
+        else:
+            dt.FREQ[key] = freq
+    dt.total = _total_before
+    _before.clear()
+    _added.clear()
+
+
+def _add_word(term: str) -> None:
+    """``jieba.add_word(term)``, recorded while a crawl holds the dictionary."""
+    if _holders:
+        if term in _added:
+            return  # (adding it again would raise jieba's total once more)
+        dt = jieba.dt
+        for end in range(1, len(term) + 1):  # add_word adds the word and its prefixes
+            _before.setdefault(term[:end], dt.FREQ.get(term[:end]))
+        _added.add(term)
+    jieba.add_word(term)
+
+
 class TopicVector:
     """A topic's weighted keywords as a unit vector; scores texts by cosine.
 
@@ -333,9 +396,8 @@ class TopicVector:
     """
 
     def __init__(self, keywords: Mapping[str, float]) -> None:
-        for term in keywords:
-            if _has_cjk(term):
-                jieba.add_word(term)
+        for term in jieba_words(keywords):
+            _add_word(term)
         weights: dict[str, float] = {}
         for term, weight in keywords.items():
             for token in tokenize(term):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+import weakref
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Collection, Iterator
 from typing import Any
@@ -22,8 +23,11 @@ from focused.meta import PageFacts
 from focused.ranking.learning import MAX_ANCHOR_CHARS, link_contexts
 from focused.ranking.relevance import (
     TopicVector,
+    hold_words,
+    jieba_words,
     joined_and_counts,
     page_relevance,
+    release_words,
     term_counts,
 )
 from focused.signals import frontier_opened, frontier_waste_check, page_skipped
@@ -69,6 +73,48 @@ def texts(response: TextResponse, query: str) -> list[str]:
         if isinstance(found, list) and all(type(x) is str for x in found):
             return found
     return response.xpath(query).getall()
+
+
+class _Crawls:
+    """The focused crawls that run in this process (a ``CrawlerProcess`` script may start
+    several), for what they cannot share: jieba's dictionary, to which each topic adds its
+    Chinese keywords (:class:`~focused.ranking.relevance.TopicVector`). A crawl of a topic
+    that adds other words than a running crawl's is refused (each would cut the other's
+    text with its words, and score it differently than alone); one that runs after another
+    cuts as alone (:func:`~focused.ranking.relevance.release_words`)."""
+
+    #: id(crawler) -> (the crawler, weakly; its topic's name; the words it adds)
+    running: dict[int, tuple[weakref.ref[Any], str, frozenset[str]]] = {}  # noqa: RUF012
+
+    @classmethod
+    def join(cls, crawler: Any, topic: str, words: frozenset[str]) -> None:
+        """``crawler`` starts a crawl of ``topic``: a :class:`config.ConfigError` when a
+        running crawl's topic adds other words; else it holds the dictionary."""
+        for key, (ref, _, _) in list(cls.running.items()):
+            other = ref()
+            if other is None or not getattr(other, "crawling", False):
+                cls.leave_key(key)  # ended without closing (failed as it opened)
+        for ref, name, theirs in cls.running.values():
+            if ref() is not crawler and theirs != words:
+                raise config.ConfigError(
+                    f"a crawl of topic {name} runs in this process: a crawl of topic {topic}"
+                    f" beside it would cut Chinese text with the keywords of both (jieba's"
+                    f" dictionary is one per process) and score pages unlike alone; start"
+                    f" it once that crawl has ended (yield runner.crawl(...)) or in a"
+                    f" process of its own"
+                )
+        if id(crawler) not in cls.running:
+            cls.running[id(crawler)] = (weakref.ref(crawler), topic, words)
+            hold_words()
+
+    @classmethod
+    def leave(cls, crawler: Any) -> None:
+        cls.leave_key(id(crawler))
+
+    @classmethod
+    def leave_key(cls, key: int) -> None:
+        if cls.running.pop(key, None) is not None:
+            release_words()
 
 
 class FocusedSpider(scrapy.Spider):
@@ -153,7 +199,11 @@ class FocusedSpider(scrapy.Spider):
     @classmethod
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> FocusedSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
-        spider.setup(crawler.settings)
+        try:
+            spider.setup(crawler.settings)
+        except BaseException:
+            _Crawls.leave(crawler)
+            raise
         crawler.signals.connect(spider.close_web, signal=signals.spider_closed)
         crawler.signals.connect(spider._frontier_opened, signal=frontier_opened)
         crawler.signals.connect(spider._waste_check, signal=frontier_waste_check)
@@ -173,6 +223,10 @@ class FocusedSpider(scrapy.Spider):
     def setup(self, settings: Any) -> None:
         """Load and check the topic and the settings, then open the web to crawl."""
         self.topic = load_topic(self.topic_arg, config.topics_dir(settings))
+        crawler = getattr(self, "crawler", None)
+        if crawler is not None:  # refused beside a crawl of a topic that adds other words
+            words = frozenset(jieba_words(self.topic.keywords))
+            _Crawls.join(crawler, self.topic.name, words)
         # Redis was reached by the crawl command; if it went away since, the scheduler
         # says so in one line and stops (not a traceback here)
         config.validate(settings, self.topic, reach_redis=False)
@@ -185,7 +239,8 @@ class FocusedSpider(scrapy.Spider):
         )
         if problem:
             raise config.ConfigError(problem)
-        config.claim_jobdir(settings)  # (the crawl command took it already)
+        # (the crawl command took it already; a script's other crawl may have it)
+        config.claim_jobdir(settings, crawler)
         self.vector = TopicVector(self.topic.keywords)
         self.title_weight = get(settings, "FOCUSED_TITLE_WEIGHT")
         self.page_threshold = config.threshold(settings, self.topic, "page")
@@ -253,6 +308,9 @@ class FocusedSpider(scrapy.Spider):
 
     def close_web(self, spider: scrapy.Spider) -> None:
         self.web.close()
+        crawler = getattr(self, "crawler", None)
+        if crawler is not None:
+            _Crawls.leave(crawler)
 
     async def start(self) -> AsyncIterator[Any]:
         for url in self.web.seeds:

@@ -16,7 +16,7 @@ import re
 import sqlite3
 import warnings
 from collections.abc import Callable, Iterator, Mapping
-from pathlib import Path
+from pathlib import Path, PurePath, PureWindowsPath
 from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit
@@ -467,17 +467,27 @@ def _check_feeds(settings: Any) -> None:
         ) from None
     formats = sorted(k for k, v in settings.getwithbase("FEED_EXPORTERS").items() if v)
     schemes = {k for k, v in settings.getwithbase("FEED_STORAGES").items() if v}
+    batches = settings.getint("FEED_EXPORT_BATCH_ITEM_COUNT")
     for uri, options in feeds.items():
         if not isinstance(options, dict):
             raise ConfigError(f"FEEDS: the options of {str(uri)!r} must be a dict, got {options!r}")
-        fmt = options.get("format")
+        # as Scrapy reads a feed (scrapy.utils.conf, FeedExporter): the format from the
+        # file's extension when none is given; the URI's scheme, a Windows drive aside
+        fmt = options.get("format") or PurePath(str(uri)).suffix.removeprefix(".")
         if fmt not in formats:
             raise ConfigError(
                 f"FEEDS: {str(uri)!r} has format {fmt!r}; Scrapy exports"
                 f" {', '.join(formats)} (FEED_EXPORTERS)"
             )
-        scheme = urlsplit(str(uri)).scheme if "://" in str(uri) else ""
-        if scheme and scheme not in schemes:
+        if options.get("batch_item_count", batches) and not re.search(
+            r"%\(batch_time\)s|%\(batch_id\)", str(uri)
+        ):
+            raise ConfigError(
+                f"FEEDS: {str(uri)!r} is written in batches (batch_item_count): its URI"
+                " needs %(batch_id)d or %(batch_time)s"
+            )
+        scheme = urlsplit(str(uri)).scheme
+        if scheme not in schemes and not PureWindowsPath(str(uri)).drive:
             raise ConfigError(
                 f"FEEDS: {str(uri)!r} has no storage for {scheme}:// URIs; Scrapy stores"
                 f" to {', '.join(sorted(s for s in schemes if s))} (FEED_STORAGES)"

@@ -381,14 +381,22 @@ def test_httperror_allowed_codes_that_are_not_status_codes(
     ("feeds", "said"),
     [
         ('{"items.xyz": {"format": "xyz"}}', "FEEDS: 'items.xyz' has format 'xyz'; Scrapy exports"),
-        ('{"items.jl": {}}', "FEEDS: 'items.jl' has format None; Scrapy exports"),
+        ('{"items": {}}', "FEEDS: 'items' has format ''; Scrapy exports"),
+        (
+            '{"items:v1.jl": {"format": "jsonlines"}}',
+            "FEEDS: 'items:v1.jl' has no storage for items:",
+        ),
+        (
+            '{"items.jl": {"format": "jsonlines", "batch_item_count": 5}}',
+            "FEEDS: 'items.jl' is written in batches (batch_item_count): its URI needs",
+        ),
         (
             '{"gopher://h/items.jl": {"format": "jsonlines"}}',
             "FEEDS: 'gopher://h/items.jl' has no storage for gopher:// URIs",
         ),
         ('{"items.jl": "jsonlines"}', "FEEDS: the options of 'items.jl' must be a dict"),
     ],
-    ids=["format", "no-format", "scheme", "options"],
+    ids=["format", "no-format", "colon", "batches", "scheme", "options"],
 )
 def test_feeds_scrapy_cannot_export(
     project_root: Path, venv_scrapy: list[str], out: Path, feeds: str, said: str

@@ -898,3 +898,25 @@ def test_the_address_filter_middleware_or_a_subclass_is_enough(tmp_path: Path) -
     other = make_settings(tmp_path, DOWNLOADER_MIDDLEWARES=ROBOTS_ONLY)
     other.set("TWISTED_DNS_RESOLVER", "scrapy.resolver.CachingThreadedResolver", "cmdline")
     config.validate(other)
+
+
+@pytest.mark.parametrize(
+    "feeds",
+    [
+        {"items.jl": {}},  # the format from the extension, as Scrapy reads it
+        {"out/items.json": {"overwrite": True}},
+        {"stdout:": {"format": "jsonlines"}},
+        {"file:///tmp/x/items.csv": {"format": "csv"}},
+        {"items-%(batch_id)d.jl": {"format": "jsonlines", "batch_item_count": 5}},
+    ],
+)
+def test_feeds_scrapy_can_write_are_accepted(feeds: dict) -> None:
+    from pathlib import Path as _Path
+
+    from scrapy.settings import Settings
+
+    settings = Settings()
+    settings.set("FEEDS", feeds, priority="cmdline")
+    config.check_scrapy_settings(settings)
+    settings.set("FEEDS", {_Path(k): v for k, v in feeds.items()}, priority="cmdline")
+    config.check_scrapy_settings(settings)

@@ -454,6 +454,9 @@ class Command(CheckedLogging, ScrapyCrawl):
         stats = crawler.stats.get_stats() if crawler.stats is not None else {}
         if web not in ("real", "sandbox") or stats.get("item_scraped_count"):
             return
+        output = str(get(self.crawl_settings, "FOCUSED_OUTPUT_DIR"))
+        if web == "sandbox" and stored_count(output):
+            return  # a resume whose last pages fail on purpose (the hostile sandbox)
         network = any(k.startswith("focused/errors/") for k in stats) or stats.get(
             "focused/robotstxt/unreachable"
         )

@@ -14,7 +14,9 @@ the young generation's threshold, so young collections are rarer and each still 
 the cycles a crawl makes; the older generations are then collected after about as many
 allocations as before (:func:`older_thresholds`), so garbage that outlived a young
 collection is not kept longer. Cyclic garbage is still collected; what changes is how often
-the collector looks. At the engine's stop both are put back.
+the collector looks. At the engine's stop both are put back; with several crawls in one
+process (a ``CrawlerProcess`` script), when the last of them stops, to what they were
+before the first started.
 """
 
 from __future__ import annotations
@@ -51,6 +53,10 @@ class GarbageCollectorTuning:
     ``focused/gc/threshold``. Both are undone when the engine stops.
     """
 
+    #: crawls of this process whose tuning is on, and Python's thresholds before the first
+    _running = 0
+    _before: tuple[int, int, int] | None = None
+
     def __init__(self, freeze: bool, threshold: int, stats: Any = None) -> None:
         self.freeze = freeze
         self.threshold = threshold
@@ -69,22 +75,34 @@ class GarbageCollectorTuning:
         return ext
 
     def engine_started(self) -> None:
+        cls = GarbageCollectorTuning
+        if cls._running == 0:
+            cls._before = gc.get_threshold()
+        cls._running += 1
+        self._started = True
         if self.freeze and not self._froze:
             gc.collect()
             gc.freeze()
             self._froze = True
             self._stat("focused/gc/frozen", gc.get_freeze_count())
         if self.threshold and self._saved is None:
-            self._saved = gc.get_threshold()
+            self._saved = cls._before or gc.get_threshold()
             gc.set_threshold(*older_thresholds(self.threshold, self._saved))
             self._stat("focused/gc/threshold", self.threshold)
 
     def engine_stopped(self) -> None:
+        cls = GarbageCollectorTuning
+        if getattr(self, "_started", False):
+            self._started = False
+            cls._running = max(0, cls._running - 1)
+        last = cls._running == 0  # another crawl of this process still runs otherwise
         if self._saved is not None:
-            gc.set_threshold(*self._saved)
+            if last:
+                gc.set_threshold(*self._saved)
             self._saved = None
         if self._froze:
-            gc.unfreeze()
+            if last:
+                gc.unfreeze()
             self._froze = False
 
     def _stat(self, key: str, value: int) -> None:

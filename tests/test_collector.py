@@ -60,6 +60,22 @@ def test_engine_start_freezes_the_heap_and_raises_the_threshold_stop_undoes_it(r
     assert gc.get_freeze_count() == 0
 
 
+def test_two_crawls_of_one_process_put_the_collector_back_when_the_last_stops(restore_gc):
+    """A ``CrawlerProcess`` script's two crawls: the first to stop leaves the tuning to
+    the one still running, and the last puts Python's thresholds back (the second
+    crawl had saved the first's raised ones, and left them in place)."""
+    before = gc.get_threshold()
+    first, _ = _started({"FOCUSED_GC_THRESHOLD": 12_345})
+    second, _ = _started({"FOCUSED_GC_THRESHOLD": 12_345})
+    tuned = older_thresholds(12_345, before)
+    assert gc.get_threshold() == tuned
+    first.signals.send_catch_log(signals.engine_stopped)
+    assert gc.get_threshold() == tuned and gc.get_freeze_count() > 0  # second still runs
+    second.signals.send_catch_log(signals.engine_stopped)
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0
+
+
 def test_older_generations_keep_their_cadence_in_allocations():
     assert older_thresholds(700, (700, 10, 10)) == (700, 10, 10)
     assert older_thresholds(20_000, (700, 10, 10)) == (20_000, 1, 4)  # every 20k and 80k

@@ -110,6 +110,17 @@ class _Active:
         """The policies of :meth:`open_crawls`."""
         return [policy for policy, _ in cls.open_crawls()]
 
+    @classmethod
+    def refused_name(cls, name: str) -> str | None:
+        """The kind of address for which an open crawl's policy refused host ``name``
+        (the resolver gave it no address), else None: whichever crawl asks, the
+        resolver refused it for every crawl while that one is open."""
+        for policy in cls.policies():
+            kind = policy.refused_names.get(name)
+            if kind is not None:
+                return kind
+        return None
+
 
 def _settings_dict(settings: Any, name: str) -> dict[str, str]:
     value = settings.get(name, {})
@@ -327,13 +338,12 @@ class AddressFilterMiddleware:
 
 def name_refusal(request: Request, policy: AddressPolicy | None = None) -> IgnoreRequest | None:
     """The ``IgnoreRequest`` for a request whose host name the resolver refused (it
-    resolves to an internal address) under ``policy`` (default: the running crawl's),
-    else None."""
-    policy = policy or _Active.policy
-    if policy is None:
-        return None
+    resolves to an internal address) under ``policy``, or (default) under any open
+    crawl's (:meth:`_Active.refused_name`), else None."""
     host = (urlparse_cached(request).hostname or "").lower().rstrip(".")
-    kind = policy.refused_names.get(host)
+    kind = policy.refused_names.get(host) if policy is not None else None
+    if kind is None:
+        kind = _Active.refused_name(host)
     if kind is None:
         return None
     return IgnoreRequest(f"{host} resolves to a {kind} address: refused")
@@ -431,8 +441,8 @@ class ProxyAddressFilterMiddleware:
         return collected.done.addCallback(lambda addresses: self._verdict(request, name, addresses))
 
     def _verdict(self, request: Request, name: str, addresses: list[IAddress]) -> None:
-        policy = _Active.policy
-        kind = policy.refused_names.get(name) if policy is not None else "unchecked"
+        # refused for any open crawl: the resolver gave no address for all of them
+        kind = _Active.refused_name(name) if _Active.policies() else "unchecked"
         if kind is None and not addresses and not self.proxy_resolves:
             kind = "unresolved"
             logger.warning(

@@ -219,10 +219,20 @@ def test_a_name_resolves_only_where_every_running_crawl_allows_it(monkeypatch):
     assert resolve("inside.test") == ["127.0.0.1"]
 
     addressfilter._Active.add(other, strict, None)
+    loose = get_crawler()  # a third crawl, made last, that allows loopback
+    addressfilter._Active.add(loose, AddressPolicy(allowed_kinds={"loopback"}), None)
     other.crawling = False  # stopping: its queued downloads still resolve under its policy
     assert resolve("inside.test") == []  # refused while the strict crawl is open
     assert strict.refused_names["inside.test"] == "loopback"  # its requests dropped
     assert "inside.test" not in allows_loopback.refused_names  # this one's not
+
+    # the strict crawl's request through a proxy: refused although the crawl made last
+    # (the loose one) does not refuse the name itself
+    proxied = Request("http://inside.test/", meta={"proxy": "http://127.0.0.2:3128"})
+    trusting = addressfilter.ProxyAddressFilterMiddleware(None, proxy_resolves=True)
+    with pytest.raises(IgnoreRequest, match="loopback"):
+        trusting._verdict(proxied, "inside.test", [])
+    assert addressfilter.name_refusal(proxied) is not None
 
     addressfilter._Active.remove(other)  # the strict crawl's spider closed
     monkeypatch.setattr(addressfilter._Active, "policy", allows_loopback)

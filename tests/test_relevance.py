@@ -280,3 +280,30 @@ def test_the_cut_cache_holds_at_most_its_bound_and_gives_jiebas_words_across_a_c
     assert set(relevance._cut_words) == {w for ws in relevance._cut_cache.values() for w in ws}
     for run in runs:  # cut again after the clear: the same words
         assert relevance._cut(run) == jieba.lcut(run)
+
+
+def test_crawls_one_after_another_cut_with_their_own_words_only() -> None:
+    """A crawl holds jieba's dictionary while it runs; when it ends its topic's words
+    go, and the next crawl's cuts are its own, not served from a cache of the words
+    before (same dictionary sum and size: the cache key alone could not tell)."""
+    import jieba
+
+    from focused.ranking import relevance
+
+    jieba.dt.check_initialized()
+    total, absent = jieba.dt.total, "鑫淼" not in jieba.dt.FREQ
+    relevance.hold_words()
+    try:
+        relevance.TopicVector({"x": 1.0, "鑫淼": 1.0})
+        assert "鑫淼" in tokenize("的鑫淼的")
+    finally:
+        relevance.release_words()
+    assert jieba.dt.total == total and ("鑫淼" not in jieba.dt.FREQ) == absent
+    relevance.hold_words()
+    try:
+        relevance.TopicVector({"x": 1.0, "淼鑫": 1.0})
+        assert "淼鑫" in tokenize("的淼鑫的")
+        assert "鑫淼" not in tokenize("的鑫淼的")
+    finally:
+        relevance.release_words()
+    assert jieba.dt.total == total

@@ -339,7 +339,8 @@ def jieba_words(keywords: Iterable[str]) -> list[str]:
 _holders = 0
 #: dictionary entries as they were before the held crawls' words (None: absent)
 _before: dict[str, int | None] = {}
-_total_before = 0
+#: what the held crawls' words added to jieba's total frequency
+_total_added = 0
 #: words added while held: a second crawl of the same topic adds them no second time
 _added: set[str] = set()
 
@@ -347,12 +348,12 @@ _added: set[str] = set()
 def hold_words() -> None:
     """A crawl starts: the words its topic's :class:`TopicVector` adds are undone by
     :func:`release_words` once no crawl holds the dictionary."""
-    global _holders, _total_before
+    global _holders, _total_added
     if _holders == 0:
         jieba.dt.check_initialized()
         _before.clear()
         _added.clear()
-        _total_before = jieba.dt.total
+        _total_added = 0
     _holders += 1
 
 
@@ -371,9 +372,20 @@ def release_words() -> None:
             dt.FREQ.pop(key, None)
         else:
             dt.FREQ[key] = freq
-    dt.total = _total_before
+    dt.total -= _total_added  # (words a script added meanwhile keep their share)
+    _record_total(-_total_added)
     _before.clear()
     _added.clear()
+    _forget_cuts()
+
+
+def _forget_cuts() -> None:
+    """Empty the cut cache: the dictionary changed in a way its key may not show (the
+    same sum and number of entries after other words)."""
+    global _cut_dictionary
+    _cut_cache.clear()
+    _cut_words.clear()
+    _cut_dictionary = (0, 0, 0)
 
 
 def _add_word(term: str) -> None:
@@ -385,7 +397,17 @@ def _add_word(term: str) -> None:
         for end in range(1, len(term) + 1):  # add_word adds the word and its prefixes
             _before.setdefault(term[:end], dt.FREQ.get(term[:end]))
         _added.add(term)
+        total = dt.total
+        jieba.add_word(term)
+        _record_total(dt.total - total)
+        _forget_cuts()
+        return
     jieba.add_word(term)
+
+
+def _record_total(delta: int) -> None:
+    global _total_added
+    _total_added += delta
 
 
 class TopicVector:

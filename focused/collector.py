@@ -53,16 +53,19 @@ class GarbageCollectorTuning:
     ``focused/gc/threshold``. Both are undone when the engine stops.
     """
 
-    #: crawls of this process whose tuning is on, and Python's thresholds before the first
+    #: crawls of this process whose engine runs, Python's thresholds before the first,
+    #: and whether any of them raised the thresholds or froze the heap: the last to stop
+    #: puts back what any of them changed
     _running = 0
-    _before: tuple[int, int, int] | None = None
+    _before: tuple[int, int, int] = (700, 10, 10)
+    _raised = False
+    _frozen = False
 
     def __init__(self, freeze: bool, threshold: int, stats: Any = None) -> None:
         self.freeze = freeze
         self.threshold = threshold
         self.stats = stats
-        self._saved: tuple[int, int, int] | None = None
-        self._froze = False
+        self._started = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> GarbageCollectorTuning:
@@ -76,34 +79,35 @@ class GarbageCollectorTuning:
 
     def engine_started(self) -> None:
         cls = GarbageCollectorTuning
-        if cls._running == 0:
-            cls._before = gc.get_threshold()
-        cls._running += 1
+        if self._started:
+            return
         self._started = True
-        if self.freeze and not self._froze:
+        if cls._running == 0:
+            cls._before, cls._raised, cls._frozen = gc.get_threshold(), False, False
+        cls._running += 1
+        if self.freeze:
             gc.collect()
             gc.freeze()
-            self._froze = True
+            cls._frozen = True
             self._stat("focused/gc/frozen", gc.get_freeze_count())
-        if self.threshold and self._saved is None:
-            self._saved = cls._before or gc.get_threshold()
-            gc.set_threshold(*older_thresholds(self.threshold, self._saved))
+        if self.threshold:
+            gc.set_threshold(*older_thresholds(self.threshold, cls._before))
+            cls._raised = True
             self._stat("focused/gc/threshold", self.threshold)
 
     def engine_stopped(self) -> None:
         cls = GarbageCollectorTuning
-        if getattr(self, "_started", False):
-            self._started = False
-            cls._running = max(0, cls._running - 1)
-        last = cls._running == 0  # another crawl of this process still runs otherwise
-        if self._saved is not None:
-            if last:
-                gc.set_threshold(*self._saved)
-            self._saved = None
-        if self._froze:
-            if last:
-                gc.unfreeze()
-            self._froze = False
+        if not self._started:
+            return
+        self._started = False
+        cls._running = max(0, cls._running - 1)
+        if cls._running:
+            return  # another crawl of this process still runs
+        if cls._raised:
+            gc.set_threshold(*cls._before)
+        if cls._frozen:
+            gc.unfreeze()
+        cls._raised = cls._frozen = False
 
     def _stat(self, key: str, value: int) -> None:
         if self.stats is not None:

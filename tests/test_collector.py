@@ -74,6 +74,14 @@ def test_two_crawls_of_one_process_put_the_collector_back_when_the_last_stops(re
     second.signals.send_catch_log(signals.engine_stopped)
     assert gc.get_threshold() == before
     assert gc.get_freeze_count() == 0
+    # the crawl that stops last had tuned nothing itself: it still puts back the first's
+    tuned_one, _ = _started({"FOCUSED_GC_THRESHOLD": 12_345})
+    plain, _ = _started({"FOCUSED_GC_THRESHOLD": 0, "FOCUSED_GC_FREEZE": False})
+    tuned_one.signals.send_catch_log(signals.engine_stopped)
+    assert gc.get_threshold() == tuned
+    plain.signals.send_catch_log(signals.engine_stopped)
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0
 
 
 def test_older_generations_keep_their_cadence_in_allocations():

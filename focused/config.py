@@ -473,7 +473,7 @@ def _check_feeds(settings: Any) -> None:
             raise ConfigError(f"FEEDS: the options of {str(uri)!r} must be a dict, got {options!r}")
         # as Scrapy reads a feed (scrapy.utils.conf, FeedExporter): the format from the
         # file's extension when none is given; the URI's scheme, a Windows drive aside
-        fmt = options.get("format") or PurePath(str(uri)).suffix.removeprefix(".")
+        fmt = options["format"] if "format" in options else PurePath(str(uri)).suffix[1:]
         if fmt not in formats:
             raise ConfigError(
                 f"FEEDS: {str(uri)!r} has format {fmt!r}; Scrapy exports"

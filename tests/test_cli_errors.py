@@ -382,6 +382,7 @@ def test_httperror_allowed_codes_that_are_not_status_codes(
     [
         ('{"items.xyz": {"format": "xyz"}}', "FEEDS: 'items.xyz' has format 'xyz'; Scrapy exports"),
         ('{"items": {}}', "FEEDS: 'items' has format ''; Scrapy exports"),
+        ('{"items.jl": {"format": null}}', "FEEDS: 'items.jl' has format None; Scrapy exports"),
         (
             '{"items:v1.jl": {"format": "jsonlines"}}',
             "FEEDS: 'items:v1.jl' has no storage for items:",
@@ -396,7 +397,7 @@ def test_httperror_allowed_codes_that_are_not_status_codes(
         ),
         ('{"items.jl": "jsonlines"}', "FEEDS: the options of 'items.jl' must be a dict"),
     ],
-    ids=["format", "no-format", "colon", "batches", "scheme", "options"],
+    ids=["format", "no-format", "null-format", "colon", "batches", "scheme", "options"],
 )
 def test_feeds_scrapy_cannot_export(
     project_root: Path, venv_scrapy: list[str], out: Path, feeds: str, said: str

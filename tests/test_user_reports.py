@@ -245,6 +245,22 @@ def test_a_sandbox_crawl_whose_settings_refuse_every_page_fails_in_one_line(
     assert "Traceback" not in log
 
 
+def test_a_new_sandbox_crawl_into_a_folder_of_pages_that_fetches_nothing_fails(
+    tmp_path: Path,
+) -> None:
+    """Pages from an earlier crawl in the folder (``FOCUSED_CONTINUE``) do not hide a new
+    crawl that fetched nothing: only a resume (``JOBDIR``) may end with nothing fetched."""
+    out = tmp_path / "out"
+    first = scrapy_crawl(out, "FOCUSED_WEB=sandbox", "CLOSESPIDER_ITEMCOUNT=3")
+    assert first.returncode == 0, first.stderr[-3000:]
+    again = scrapy_crawl(
+        out, "FOCUSED_WEB=sandbox", "FOCUSED_CONTINUE=True", "DOWNLOAD_TIMEOUT=0.001"
+    )
+    assert again.returncode == 1, again.stderr[-3000:]
+    errors = lines_with(again.stderr, "focused: error:")
+    assert errors and "no page could be fetched from the sandbox web" in errors[0]
+
+
 @pytest.mark.parametrize("obey_robots", [True, False])
 def test_a_real_web_crawl_that_resolves_nothing_fails_in_one_line(
     tmp_path: Path, obey_robots: bool

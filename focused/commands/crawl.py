@@ -455,7 +455,7 @@ class Command(CheckedLogging, ScrapyCrawl):
         if web not in ("real", "sandbox") or stats.get("item_scraped_count"):
             return
         output = str(get(self.crawl_settings, "FOCUSED_OUTPUT_DIR"))
-        if web == "sandbox" and stored_count(output):
+        if web == "sandbox" and self.crawl_settings.get("JOBDIR") and stored_count(output):
             return  # a resume whose last pages fail on purpose (the hostile sandbox)
         network = any(k.startswith("focused/errors/") for k in stats) or stats.get(
             "focused/robotstxt/unreachable"

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 import scrapy
 from scrapy import signals
 from scrapy.http import Response, TextResponse
+from scrapy.settings import SETTINGS_PRIORITIES
 from w3lib.url import canonicalize_url
 
 from focused import config, meta, robustness
@@ -75,6 +76,16 @@ def texts(response: TextResponse, query: str) -> list[str]:
     return response.xpath(query).getall()
 
 
+def _runs(crawler: Any) -> bool:
+    """Whether ``crawler``'s crawl goes on: starting or crawling, or stopped but with its
+    spider still open (the downloads under way drain; its engine lets the spider go when
+    it closes)."""
+    if getattr(crawler, "crawling", False):
+        return True
+    engine = getattr(crawler, "_engine", None)
+    return engine is not None and getattr(engine, "spider", None) is not None
+
+
 class _Crawls:
     """The focused crawls that run in this process (a ``CrawlerProcess`` script may start
     several), for what they cannot share: jieba's dictionary, to which each topic adds its
@@ -92,7 +103,7 @@ class _Crawls:
         running crawl's topic adds other words; else it holds the dictionary."""
         for key, (ref, _, _) in list(cls.running.items()):
             other = ref()
-            if other is None or not getattr(other, "crawling", False):
+            if other is None or not _runs(other):
                 cls.leave_key(key)  # ended without closing (failed as it opened)
         for ref, name, theirs in cls.running.values():
             if ref() is not crawler and theirs != words:
@@ -232,11 +243,12 @@ class FocusedSpider(scrapy.Spider):
         config.validate(settings, self.topic, reach_redis=False)
         # the crawl command asked already; a crawl from a script of one's own did not
         # (not for scrapy fetch, shell, view or parse: they store nothing)
-        problem = (
-            None
-            if settings.getbool(STORES_NOTHING)
-            else config.output_problem(settings, self.topic.name)
+        # (honoured only as those commands set it, not from -s or settings.py)
+        stores_nothing = (
+            settings.getbool(STORES_NOTHING)
+            and settings.getpriority(STORES_NOTHING) == SETTINGS_PRIORITIES["command"]
         )
+        problem = None if stores_nothing else config.output_problem(settings, self.topic.name)
         if problem:
             raise config.ConfigError(problem)
         # (the crawl command took it already; a script's other crawl may have it)
@@ -307,10 +319,12 @@ class FocusedSpider(scrapy.Spider):
         )
 
     def close_web(self, spider: scrapy.Spider) -> None:
-        self.web.close()
-        crawler = getattr(self, "crawler", None)
-        if crawler is not None:
-            _Crawls.leave(crawler)
+        try:
+            self.web.close()
+        finally:
+            crawler = getattr(self, "crawler", None)
+            if crawler is not None:
+                _Crawls.leave(crawler)
 
     async def start(self) -> AsyncIterator[Any]:
         for url in self.web.seeds:

@@ -111,13 +111,21 @@ BROWSER = textwrap.dedent(
 )
 
 
-def test_view_opens_a_loopback_page_in_the_browser(
-    project_root: Path, venv_scrapy: list[str], server: LoopbackServer, tmp_path: Path
-) -> None:
+def view(
+    project_root: Path, venv_scrapy: list[str], url: str, tmp_path: Path
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """``scrapy view URL`` with a "browser" that copies what it is given to the file
+    returned (not there when nothing was opened)."""
     script, seen = tmp_path / "browser.py", tmp_path / "seen.html"
     script.write_text(BROWSER)
     browser = f"{sys.executable} {script} %s {seen}"
-    result = scrapy(project_root, venv_scrapy, "view", f"{server.url}/a", BROWSER=browser)
+    return scrapy(project_root, venv_scrapy, "view", url, BROWSER=browser), seen
+
+
+def test_view_opens_a_loopback_page_in_the_browser(
+    project_root: Path, venv_scrapy: list[str], server: LoopbackServer, tmp_path: Path
+) -> None:
+    result, seen = view(project_root, venv_scrapy, f"{server.url}/a", tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "/a" in server.log
     assert "focused/refused" not in result.stderr
@@ -127,10 +135,7 @@ def test_view_opens_a_loopback_page_in_the_browser(
 def test_view_still_refuses_a_redirect_to_a_private_address(
     project_root: Path, venv_scrapy: list[str], server: LoopbackServer, tmp_path: Path
 ) -> None:
-    script, seen = tmp_path / "browser.py", tmp_path / "seen.html"
-    script.write_text(BROWSER)
-    browser = f"{sys.executable} {script} %s {seen}"
-    result = scrapy(project_root, venv_scrapy, "view", f"{server.url}/away", BROWSER=browser)
+    result, seen = view(project_root, venv_scrapy, f"{server.url}/away", tmp_path)
     assert "redirect to http://10.0.0.1/secret is a private address" in result.stderr
     assert not seen.exists()
 

@@ -84,27 +84,35 @@ def test_scrapy_s_own_scheduler_is_named_with_what_the_crawl_loses(tmp_path: Pat
     assert "'focused/links/scored'" in crawl.log and len(crawl.rows()) >= 5
 
 
-SCRIPT = """
+def crawl_script(settings: dict[str, object], topic: str = '"chemistry"') -> str:
+    """A ``CrawlerProcess`` script of one focused crawl of the sandbox into the folder
+    given as its first argument, with ``settings`` more; ``topic``: a Python
+    expression."""
+    lines = "".join(f"        {k!r}: {v!r},\n" for k, v in settings.items())
+    return f"""
 import sys
 from scrapy.crawler import CrawlerProcess
 from scrapy.utils.project import get_project_settings
 
 settings = get_project_settings()
 settings.setdict(
-    {
+    {{
         "FOCUSED_WEB": "sandbox",
         "FOCUSED_OUTPUT_DIR": sys.argv[1],
         "CLOSESPIDER_ITEMCOUNT": 3,
         "AUTOTHROTTLE_ENABLED": False,
-        "DEPTH_PRIORITY": -1,
-        "DUPEFILTER_CLASS": "scrapy.dupefilters.BaseDupeFilter",
-    },
+{lines}    }},
     priority="cmdline",
 )
 process = CrawlerProcess(settings)
-process.crawl("focused", topic="chemistry")
+process.crawl("focused", topic={topic})
 process.start()
 """
+
+
+SCRIPT = crawl_script(
+    {"DEPTH_PRIORITY": -1, "DUPEFILTER_CLASS": "scrapy.dupefilters.BaseDupeFilter"}
+)
 
 
 def test_a_crawler_process_script_gets_the_same_warnings(tmp_path: Path) -> None:
@@ -123,26 +131,7 @@ def test_a_crawler_process_script_gets_the_same_warnings(tmp_path: Path) -> None
     _one(lines, "DUPEFILTER_CLASS=scrapy.dupefilters.BaseDupeFilter is ignored")
 
 
-TWO_TOPICS = """
-import sys
-from scrapy.crawler import CrawlerProcess
-from scrapy.utils.project import get_project_settings
-
-settings = get_project_settings()
-settings.setdict(
-    {
-        "FOCUSED_WEB": "sandbox",
-        "FOCUSED_OUTPUT_DIR": sys.argv[1],
-        "CLOSESPIDER_ITEMCOUNT": 3,
-        "AUTOTHROTTLE_ENABLED": False,
-        "FOCUSED_SANDBOX_PAGES": 200,
-    },
-    priority="cmdline",
-)
-process = CrawlerProcess(settings)
-process.crawl("focused", topic=sys.argv[2])
-process.start()
-"""
+TWO_TOPICS = crawl_script({"FOCUSED_SANDBOX_PAGES": 200}, topic="sys.argv[2]")
 
 
 def test_a_script_cannot_mix_two_topics_in_one_output_folder(tmp_path: Path) -> None:

@@ -154,7 +154,6 @@ class _FilteringReceiver:
         self.receiver = receiver
         self.name = name.lower().rstrip(".")
         self.crawls = list(crawls)
-        self.policies = [policy for policy, _ in self.crawls]
         self.addresses: list[IAddress] = []
 
     def resolutionBegan(self, resolution: IHostResolution) -> None:  # noqa: N802
@@ -167,13 +166,14 @@ class _FilteringReceiver:
     def resolutionComplete(self) -> None:  # noqa: N802
         allowed: list[IAddress] = []
         refused: list[tuple[str, str]] = []
-        allows_one = [False] * len(self.policies)  # per policy: an address it allows
+        policies = [policy for policy, _ in self.crawls]
+        allows_one = [False] * len(policies)  # per policy: an address it allows
         for address in sorted(self.addresses, key=lambda a: isinstance(a, IPv6Address)):
             ip = parse_host(getattr(address, "host", None))
             if ip is None:
                 continue
             # every open crawl's verdict (each learns its own seeds' kinds)
-            kinds = [policy.resolved(self.name, ip) for policy in self.policies]
+            kinds = [policy.resolved(self.name, ip) for policy in policies]
             for i, k in enumerate(kinds):
                 allows_one[i] = allows_one[i] or k is None
             kind = next((k for k in kinds if k is not None), None)

@@ -70,19 +70,25 @@ def run_crawl(
     return crawl
 
 
+def run_scrapy(
+    command: list[str], cwd: Path = PROJECT, timeout: float = 60, **more_env: str
+) -> subprocess.CompletedProcess[str]:
+    """A ``scrapy`` ``command`` line run in ``cwd``, without the caller's ``SCRAPY_*``
+    environment (and with ``more_env``), its output captured as text."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
+    env.update(more_env)
+    return subprocess.run(
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
 def run_cli(
     project_root: Path, venv_scrapy: list[str], out: Path, *args: str
 ) -> subprocess.CompletedProcess[str]:
-    """``scrapy crawl focused`` with ``args``, output in ``out``, without the caller's
-    ``SCRAPY_*`` environment: for the bad-input tests, which stop before a fetch."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
-    return subprocess.run(
-        crawl_command(None, output_dir=out, scrapy=venv_scrapy, extra_args=args),
-        cwd=project_root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    """``scrapy crawl focused`` with ``args``, output in ``out``: for the bad-input tests,
+    which stop before a fetch."""
+    return run_scrapy(
+        crawl_command(None, output_dir=out, scrapy=venv_scrapy, extra_args=args), project_root
     )
 
 

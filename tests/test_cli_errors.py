@@ -5,14 +5,13 @@ Each case runs the real command in a subprocess from the project root (about 1.5
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.crawling import error_line, run_cli
+from tests.crawling import error_line, run_cli, run_scrapy
 from tests.loopback import LoopbackServer
 
 MakeTopic = Callable[..., Path]
@@ -440,14 +439,8 @@ def test_a_log_file_in_a_folder_that_does_not_exist_for_other_commands(
     """The project's other Scrapy commands check ``LOG_FILE`` as ``crawl`` does (Scrapy's
     ``FileNotFoundError`` traceback, exit status 1, before)."""
     log = tmp_path / "logs" / "x.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
-    result = subprocess.run(
-        [*venv_scrapy, command[0], "-s", f"LOG_FILE={log}", *command[1:]],
-        cwd=project_root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    result = run_scrapy(
+        [*venv_scrapy, command[0], "-s", f"LOG_FILE={log}", *command[1:]], project_root
     )
     assert result.returncode == 2, result.stderr[-2000:]
     assert result.stderr.strip().splitlines() == [

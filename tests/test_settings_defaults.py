@@ -5,8 +5,6 @@ while ``-s`` and settings.py edits still win."""
 from __future__ import annotations
 
 import importlib.util
-import os
-import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -18,21 +16,14 @@ from scrapy.utils.project import get_project_settings
 from focused import config
 from focused.cli import seed_from_command_line
 from focused.defaults import DEFAULTS, get
+from tests.crawling import run_scrapy
 
 PROJECT = Path(__file__).resolve().parent.parent
 SETTINGS_PY = PROJECT / "focused" / "settings.py"
 
 
 def _scrapy_settings(*args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
-    result = subprocess.run(
-        [sys.executable, "-m", "scrapy", "settings", *args],
-        cwd=PROJECT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = run_scrapy([sys.executable, "-m", "scrapy", "settings", *args])
     assert result.returncode == 0, result.stderr[-2000:]
     return result.stdout.strip()
 

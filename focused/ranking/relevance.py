@@ -360,7 +360,7 @@ def hold_words() -> None:
 def release_words() -> None:
     """A crawl that called :func:`hold_words` ended: when it was the last, jieba's
     dictionary is put back as it was before the first."""
-    global _holders
+    global _holders, _total_added
     if _holders == 0:
         return
     _holders -= 1
@@ -373,7 +373,7 @@ def release_words() -> None:
         else:
             dt.FREQ[key] = freq
     dt.total -= _total_added  # (words a script added meanwhile keep their share)
-    _record_total(-_total_added)
+    _total_added = 0
     _before.clear()
     _added.clear()
     _forget_cuts()
@@ -390,6 +390,7 @@ def _forget_cuts() -> None:
 
 def _add_word(term: str) -> None:
     """``jieba.add_word(term)``, recorded while a crawl holds the dictionary."""
+    global _total_added
     if _holders:
         if term in _added:
             return  # (adding it again would raise jieba's total once more)
@@ -399,15 +400,10 @@ def _add_word(term: str) -> None:
         _added.add(term)
         total = dt.total
         jieba.add_word(term)
-        _record_total(dt.total - total)
+        _total_added += dt.total - total
         _forget_cuts()
         return
     jieba.add_word(term)
-
-
-def _record_total(delta: int) -> None:
-    global _total_added
-    _total_added += delta
 
 
 class TopicVector:

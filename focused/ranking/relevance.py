@@ -27,6 +27,7 @@ import re
 import warnings
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import filterfalse
 from operator import mul
 
 with warnings.catch_warnings():
@@ -243,12 +244,60 @@ def joined_and_counts(text: str) -> tuple[str, Counter[bytes]]:
     """``(joined_terms(text), term_counts(text))`` from one pass over ``text``: the
     counts are those of the joined terms (no term holds ASCII white space), so a page's
     text is cut once (jieba too) for its relevance and its full-text index."""
+    if not _has_cjk(text):
+        try:
+            data = text.encode("utf-8")
+        except UnicodeError:  # a lone surrogate
+            return " ".join(tokenize(text)), term_counts(text)
+        return _plain_joined_and_counts(data)
     joined = joined_terms(text)
     try:
         data = joined.encode("utf-8")
     except UnicodeError:  # a lone surrogate
         return joined, term_counts(text)
     return joined, Counter(data.split())
+
+
+def _plain_joined_and_counts(data: bytes) -> tuple[str, Counter[bytes]]:
+    """:func:`joined_and_counts` of the UTF-8 ``data`` of a text without Chinese: split
+    once, the stop words filtered and the terms counted in C; then only the few words
+    holding non-ASCII bytes (accents, dashes, typographic quotes) are cut again by the
+    regular expression, in the counts and, in place, in the joined bytes."""
+    kept = list(filterfalse(_STOP_BYTES.__contains__, data.translate(_FOLD).split()))
+    counts = Counter(kept)
+    joined = b" ".join(kept)
+    if data.isascii():
+        return joined.decode("ascii"), counts
+    cut: dict[bytes, bytes] = {}  # a word holding non-ASCII bytes -> its terms, joined
+    for word in [w for w in counts if not w.isascii()]:
+        n = counts.pop(word)
+        terms = []
+        for term in _WORD.findall(word.decode("utf-8")):
+            term = term.lower()
+            if term not in STOP_WORDS:
+                got = term.encode("utf-8")
+                terms.append(got)
+                counts[got] += n
+        cut[word] = b" ".join(terms)
+    marked = joined.translate(_MARK_HIGH)
+    chunks: list[bytes] = []
+    pos, end = 0, len(joined)
+    i = marked.find(128)
+    while i >= 0:
+        start = joined.rfind(32, 0, i) + 1  # the word holding byte i
+        stop = joined.find(32, i)
+        if stop < 0:
+            stop = end
+        if start > pos:
+            chunks.append(joined[pos : start - 1])
+        terms = cut[joined[start:stop]]
+        if terms:
+            chunks.append(terms)
+        pos = stop + 1
+        i = marked.find(128, pos)
+    if pos < end:
+        chunks.append(joined[pos:])
+    return b" ".join(chunks).decode("utf-8"), counts
 
 
 # ASCII bytes stay, every other byte becomes 0x80: one ``find`` in C reaches the next
@@ -288,7 +337,7 @@ def _joined_plain(text: str) -> str:
 
 def _ascii_terms(folded: bytes) -> str:
     """The words of folded ASCII bytes without the stop words, joined by spaces."""
-    return b" ".join([w for w in folded.split() if w not in _STOP_BYTES]).decode("ascii")
+    return b" ".join(filterfalse(_STOP_BYTES.__contains__, folded.split())).decode("ascii")
 
 
 def _mixed_term_counts(text: str) -> Counter[bytes]:

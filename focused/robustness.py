@@ -40,6 +40,7 @@ from focused.bounded import remember
 from focused.defaults import get
 from focused.politeness import SlotDelays
 from focused.web import sanitize
+from focused.web.urljoins import FolderJoins
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -403,6 +404,8 @@ class FocusedLinkExtractor(LinkExtractor):
         #: (absolute URL, encoding) -> (link URL, verdict): "" allowed, "-" dropped by
         #: Scrapy's filters, else the scheme problem counted for it; None: a bad URL
         self._urls: dict[tuple[str, str], tuple[str, str] | None] = {}
+        #: ``urljoin`` of the hrefs a site's pages repeat, shared by the pages of a folder
+        self._joins = FolderJoins(self.CACHE_SIZE)
         if self.max_links:
             parser = self.link_extractor  # a page's link elements come from its _iter_links
             parser._iter_links = self._capped(parser._iter_links)  # type: ignore[method-assign]
@@ -418,9 +421,10 @@ class FocusedLinkExtractor(LinkExtractor):
         (:mod:`focused.web.template`) look their URLs up here."""
         root = response.selector.root
         base_url, encoding, page_url = get_base_url(response), response.encoding, response.url
+        join = self._joins.of(base_url)
         urls: dict[str, str] = {}
         if self._fast and hasattr(root, "iter") and hasattr(root, "xpath"):
-            links = self._fast_links(root, page_url, encoding, base_url, urls)
+            links = self._fast_links(root, page_url, encoding, join, urls)
         else:
             links = super().extract_links(response)
 
@@ -428,7 +432,7 @@ class FocusedLinkExtractor(LinkExtractor):
             url = urls.get(href)
             if url is not None:
                 return url
-            got = self._resolve(urljoin(base_url, strip_html5_whitespace(href)), encoding, page_url)
+            got = self._resolve(join(strip_html5_whitespace(href)), encoding, page_url)
             if got is None:
                 raise ValueError(f"no URL: {href!r}")
             urls[href] = got[0]
@@ -441,11 +445,12 @@ class FocusedLinkExtractor(LinkExtractor):
         root: Any,
         page_url: str,
         encoding: str,
-        base_url: str,
+        join: Callable[[str], str],
         urls: dict[str, str] | None = None,
     ) -> list[Link]:
         """Scrapy's ``LxmlLinkExtractor.extract_links`` (unique links, no restriction,
         filters by scheme and extension) for the document ``root``; see the class.
+        ``join``: ``urljoin`` with the page's base URL (:class:`FolderJoins`).
         ``urls`` gets ``href`` -> URL for every ``href`` read that makes one (a repeated
         ``href`` is not joined again: its URL is already among the links or dropped)."""
         out: list[Link] = []
@@ -465,7 +470,7 @@ class FocusedLinkExtractor(LinkExtractor):
             if href in urls:  # its URL is in seen: a duplicate
                 continue
             try:
-                joined = urljoin(base_url, strip_html5_whitespace(href))
+                joined = join(strip_html5_whitespace(href))
             except ValueError:
                 continue
             got = self._resolve(joined, encoding, page_url)

@@ -45,7 +45,11 @@ Set by the spider on the *response* it parsed, for the middleware:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 ANCHOR_RELEVANCE = "focused_anchor_relevance"
 PARENT_URL = "focused_parent_url"
@@ -86,6 +90,8 @@ class PageFacts:
     strategy that learns must not take it as a good outcome of the link that led to it.
     ``own_terms``: of a waste page, for a strategy that learns, the distinct terms of
     its main content without its title's words (None otherwise).
+    ``buckets``: with ``terms``, their distinct hashed buckets, ascending
+    (:func:`focused.ranking.relevance.term_buckets`), hashed once with the body's cosine.
     """
 
     page_relevance: float = 0.0
@@ -95,3 +101,4 @@ class PageFacts:
     terms: tuple[bytes, ...] | None = None
     waste: bool = False
     own_terms: tuple[bytes, ...] | None = None
+    buckets: np.ndarray | None = field(default=None, compare=False)

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from focused.ranking.relevance import N_FEATURES, hashed_features
+from focused.ranking.relevance import N_FEATURES, term_buckets
 
 
 class PageModel:
@@ -68,9 +68,7 @@ class PageModel:
     @staticmethod
     def features(terms: Sequence[str | bytes]) -> np.ndarray:
         """Distinct buckets of a page's distinct terms."""
-        if not terms:
-            return np.zeros(0, dtype=np.int64)
-        return np.unique(hashed_features(terms, len(terms)))
+        return term_buckets(terms)
 
     def margin(self, buckets: np.ndarray) -> float:
         """Log-odds of the topic, classes weighed equally: the sum of each seen term's

@@ -26,7 +26,7 @@ import math
 import re
 import warnings
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from itertools import filterfalse
 from operator import mul
 
@@ -374,6 +374,13 @@ def hashed_features(terms: Iterable[str | bytes], n: int = -1) -> np.ndarray:
     return h
 
 
+def term_buckets(terms: Collection[str | bytes]) -> np.ndarray:
+    """The distinct :func:`feature` buckets of ``terms``, ascending."""
+    if not terms:
+        return np.zeros(0, dtype=np.int64)
+    return np.unique(hashed_features(terms, len(terms)))
+
+
 def jieba_words(keywords: Iterable[str]) -> list[str]:
     """The keywords a :class:`TopicVector` adds to jieba's dictionary (those with
     Chinese), in their order."""
@@ -496,13 +503,20 @@ class TopicVector:
     def _cosine(self, text: str) -> float:
         return self.cosine_of_counts(term_counts(text))
 
+    def cosine_and_buckets(self, counts: Counter[bytes]) -> tuple[float, np.ndarray]:
+        """:meth:`cosine_of_counts` and :func:`term_buckets` of the counted terms, hashed
+        once for both (a strategy that learns from the page's terms needs its buckets)."""
+        if len(counts) > HASH_IN_C_FROM:
+            return self._cosine_hashed(counts)
+        return self.cosine_of_counts(counts), term_buckets(counts)
+
     def cosine_of_counts(self, counts: Counter[bytes]) -> float:
         """Cosine of a text given by its :func:`term_counts` (for a caller that needs the
         counts too: the ``learning`` strategy learns the page's terms)."""
         if not counts:
             return 0.0
         if len(counts) > HASH_IN_C_FROM:
-            return self._cosine_hashed(counts)
+            return self._cosine_hashed(counts)[0]
         features = self._features
         fs = list(map(features.get, counts))
         if None in fs:  # terms not met before
@@ -527,10 +541,10 @@ class TopicVector:
             dot += (per_feature[f] / norm) * topic[f]
         return 0.0 if dot < 0.0 else 1.0 if dot > 1.0 else dot
 
-    def _cosine_hashed(self, counts: Counter[bytes]) -> float:
-        """:meth:`_cosine` of a long text: the terms are hashed in one C loop
-        (:func:`features`) and the counts of terms sharing a feature added by numpy;
-        same norm and same ordered sum."""
+    def _cosine_hashed(self, counts: Counter[bytes]) -> tuple[float, np.ndarray]:
+        """:meth:`_cosine` of a long text, and its distinct buckets (:func:`term_buckets`):
+        the terms are hashed in one C loop (:func:`features`) and the counts of terms
+        sharing a feature added by numpy; same norm and same ordered sum."""
         features, inverse = np.unique(
             hashed_features(counts, len(counts)), return_inverse=True
         )  # ascending features
@@ -543,7 +557,7 @@ class TopicVector:
         dot = 0.0
         for f, n in zip(features[common].tolist(), n_terms[common].tolist(), strict=True):
             dot += (n / norm) * topic[f]
-        return 0.0 if dot < 0.0 else 1.0 if dot > 1.0 else dot
+        return (0.0 if dot < 0.0 else 1.0 if dot > 1.0 else dot), features
 
     def _cached_cosine(self, text: str) -> float:
         if len(text) > TEXT_CACHE_MAX_CHARS:

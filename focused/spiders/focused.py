@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Callable, Collection, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
+import numpy as np
 import scrapy
 from scrapy import signals
 from scrapy.http import Response, TextResponse
@@ -29,6 +30,7 @@ from focused.ranking.relevance import (
     joined_and_counts,
     page_relevance,
     release_words,
+    term_buckets,
     term_counts,
 )
 from focused.signals import frontier_opened, frontier_waste_check, page_skipped
@@ -386,7 +388,15 @@ class FocusedSpider(scrapy.Spider):
             body_terms = term_counts(body[:cap])  # counted once: a learning strategy learns them
         title_terms = term_counts(title).keys()  # counted once: the strategy, thin pages
         title_cos = self.vector.cosine(title)
-        body_cos = self.vector.cosine_of_counts(body_terms)
+        learns = self.learns
+        buckets = None  # of the page's terms, for a strategy that learns: hashed once
+        if learns:
+            body_cos, buckets = self.vector.cosine_and_buckets(body_terms)
+            title_only = title_terms - body_terms.keys()
+            if title_only:
+                buckets = np.union1d(buckets, term_buckets(title_only))
+        else:
+            body_cos = self.vector.cosine_of_counts(body_terms)
         relevance = page_relevance(title_cos, body_cos, self.title_weight)
         relevant = relevance > self.page_threshold
         # href -> the extractor's URL of it on this page: no href is joined twice
@@ -403,7 +413,6 @@ class FocusedSpider(scrapy.Spider):
             page=page,
         )
         links, waste_links = self._split_waste(links)
-        learns = self.learns
         response.meta[meta.PAGE] = PageFacts(
             page_relevance=relevance,
             relevant=relevant,
@@ -414,6 +423,7 @@ class FocusedSpider(scrapy.Spider):
             waste=own is not None,
             # of a waste page, the words of its main content beside its title's
             own_terms=tuple(own) if learns and own is not None else None,
+            buckets=buckets,
         )
         yield from self._link_requests(response, links, page, url_of)
         yield from self._chrome_requests(response, chrome_links)

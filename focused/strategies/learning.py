@@ -556,10 +556,12 @@ class LearningStrategy(Strategy):
         self.exploration.observe(relevant)
         self.terms.optimism = self.optimism * self.exploration.weight
         terms = (page.own_terms if waste else page.terms) or ()
-        page_buckets = None
+        # the buckets of page.terms, when the spider hashed them with the body's cosine
+        page_buckets = None if waste or not terms else page.buckets
         if self.page_judge is not None and terms and not waste:
             # judged before it learns from the page; it can only raise the label
-            page_buckets = PageModel.features(terms)
+            if page_buckets is None:
+                page_buckets = PageModel.features(terms)
             y = self.page_judge.label(y, page_buckets)
             self.page_judge.learn(page_buckets, page.page_relevance)
         if self.hubs is not None:

@@ -101,6 +101,36 @@ class CheckedLogging:
         check_log_level_or_exit(self.settings)
 
 
+class StoresNothing(CheckedLogging):
+    """Mixin for a command that runs a spider and stores nothing (``scrapy fetch``,
+    ``shell``, ``view``, ``parse``; ``STORES_NOTHING`` in its ``default_settings``): it
+    runs without ``JOBDIR``. One from settings.py (or a spider's ``custom_settings``) is
+    a crawl's: it is dropped, so the command neither creates that folder nor opens,
+    claims or changes the crawl's frontier journal there, which may be in use. One given
+    with ``-s`` is refused in one line, exit status 2: it could not be honoured without
+    changing that journal."""
+
+    def process_options(self, args: list[str], opts: Any) -> None:
+        from scrapy.settings import SETTINGS_PRIORITIES
+
+        super().process_options(args, opts)
+        settings = self.settings
+        if (
+            settings.get("JOBDIR")
+            and settings.getpriority("JOBDIR") == SETTINGS_PRIORITIES["cmdline"]
+        ):
+            name = type(self).__module__.rsplit(".", 1)[-1]
+            fail(
+                f"scrapy {name} stores nothing and keeps no frontier: JOBDIR is for"
+                " scrapy crawl; run it without -s JOBDIR",
+                settings,
+            )
+            sys.exit(2)
+        # not in default_settings: Scrapy puts those below settings.py's priority; at
+        # -s's priority, above a spider's custom_settings too
+        settings.set("JOBDIR", None, priority="cmdline")
+
+
 def keep_start_error(
     started: Any,
     errors: tuple[type[BaseException], ...],

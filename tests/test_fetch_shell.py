@@ -3,8 +3,10 @@
 The project refuses internal addresses unless a seed is of their kind; for these two
 commands the URL on the command line is the seed (``focused.commands.fetch``).
 ``scrapy parse --spider focused URL`` shows a loopback page's items and links, and
-refuses bad input in one line, exit status 2 (``focused.commands.parse``). Real
-commands in a subprocess against a real loopback server.
+refuses bad input in one line, exit status 2 (``focused.commands.parse``). ``fetch``,
+``view``, ``shell`` and ``parse`` run without ``JOBDIR``: settings.py's is a crawl's,
+left untouched; ``-s JOBDIR`` is refused (``focused.cli.StoresNothing``). Real commands
+in a subprocess against a real loopback server.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from focused.frontier.journal import DB_NAME, Journal
 from tests.loopback import Answer, LoopbackServer
 
 pytestmark = pytest.mark.integration
@@ -112,14 +115,19 @@ BROWSER = textwrap.dedent(
 
 
 def view(
-    project_root: Path, venv_scrapy: list[str], url: str, tmp_path: Path
+    project_root: Path,
+    venv_scrapy: list[str],
+    url: str,
+    tmp_path: Path,
+    *args: str,
+    **more_env: str,
 ) -> tuple[subprocess.CompletedProcess[str], Path]:
-    """``scrapy view URL`` with a "browser" that copies what it is given to the file
-    returned (not there when nothing was opened)."""
+    """``scrapy view URL`` (``args`` before the URL) with a "browser" that copies what it
+    is given to the file returned (not there when nothing was opened)."""
     script, seen = tmp_path / "browser.py", tmp_path / "seen.html"
     script.write_text(BROWSER)
     browser = f"{sys.executable} {script} %s {seen}"
-    return scrapy(project_root, venv_scrapy, "view", url, BROWSER=browser), seen
+    return scrapy(project_root, venv_scrapy, "view", *args, url, BROWSER=browser, **more_env), seen
 
 
 def test_view_opens_a_loopback_page_in_the_browser(
@@ -160,7 +168,12 @@ def test_bench_crawls_its_own_loopback_server(project_root: Path, venv_scrapy: l
 
 # --- scrapy parse: the focused spider on a loopback page; bad input is one line ------------
 def parse(
-    project_root: Path, venv_scrapy: list[str], out: Path, *args: str, topic: str = "chemistry"
+    project_root: Path,
+    venv_scrapy: list[str],
+    out: Path,
+    *args: str,
+    topic: str = "chemistry",
+    **more_env: str,
 ) -> subprocess.CompletedProcess[str]:
     return scrapy(
         project_root,
@@ -177,6 +190,7 @@ def parse(
         "-s",
         "AUTOTHROTTLE_ENABLED=False",
         *args,
+        **more_env,
     )
 
 
@@ -293,3 +307,106 @@ def test_parse_keeps_an_error_raised_while_the_spider_is_made(
     )
     assert f"cannot serve the sandbox on port {server.port}" in one_line(result)
     assert server.log == []
+
+
+# --- JOBDIR: a crawl's, never opened by a command that stores nothing ----------------------
+STORING_NOTHING = ["fetch", "view", "shell", "parse"]
+
+
+def project_with_jobdir(tmp_path: Path, job: Path) -> dict[str, str]:
+    """The environment of a project whose settings.py sets ``JOBDIR = job`` (the project's
+    settings, and that line)."""
+    module = tmp_path / "jobdir_settings.py"
+    module.write_text(f"from focused.settings import *  # noqa: F403\nJOBDIR = {str(job)!r}\n")
+    path = os.pathsep.join(p for p in (str(tmp_path), os.environ.get("PYTHONPATH")) if p)
+    return {"SCRAPY_SETTINGS_MODULE": module.stem, "PYTHONPATH": path}
+
+
+def stores_nothing(
+    command: str,
+    project_root: Path,
+    venv_scrapy: list[str],
+    url: str,
+    tmp_path: Path,
+    *args: str,
+    **more_env: str,
+) -> tuple[subprocess.CompletedProcess[str], str]:
+    """``scrapy COMMAND URL`` (``args`` before the URL) and what it showed of the page:
+    what it printed, or what ``view`` opened in the browser."""
+    if command == "view":
+        result, seen = view(project_root, venv_scrapy, url, tmp_path, *args, **more_env)
+        return result, seen.read_text() if seen.exists() else ""
+    if command == "parse":
+        out = tmp_path / "out"
+        result = parse(
+            project_root, venv_scrapy, out, "-s", "FOCUSED_WEB=sandbox", *args, url, **more_env
+        )
+    elif command == "shell":
+        title = "response.css('title::text').get()"
+        result = scrapy(
+            project_root, venv_scrapy, "shell", "--nolog", "-c", title, *args, url, **more_env
+        )
+    else:
+        result = scrapy(project_root, venv_scrapy, command, *args, url, **more_env)
+    return result, result.stdout
+
+
+def files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+@pytest.mark.parametrize("command", STORING_NOTHING)
+def test_a_jobdir_in_settings_that_does_not_exist_is_not_created(
+    project_root: Path, venv_scrapy: list[str], server: LoopbackServer, tmp_path: Path, command: str
+) -> None:
+    """A command that stores nothing runs without the JOBDIR of settings.py (Scrapy's
+    spider state and the frontier journal made that folder)."""
+    job = tmp_path / "job"
+    env = project_with_jobdir(tmp_path, job)
+    result, shown = stores_nothing(
+        command, project_root, venv_scrapy, f"{server.url}/a", tmp_path, **env
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Loopback page" in shown
+    assert not job.exists()
+
+
+@pytest.mark.parametrize("command", STORING_NOTHING)
+def test_a_jobdir_in_settings_that_a_crawl_has_is_left_as_it_is(
+    project_root: Path, venv_scrapy: list[str], server: LoopbackServer, tmp_path: Path, command: str
+) -> None:
+    """The JOBDIR of settings.py is a running crawl's (its frontier journal open, with
+    its write lock): the command is not refused because of it, and changes no byte there."""
+    job = tmp_path / "job"
+    env = project_with_jobdir(tmp_path, job)
+    journal = Journal(job / DB_NAME)  # what a running crawl holds
+    try:
+        before = files(job)
+        result, shown = stores_nothing(
+            command, project_root, venv_scrapy, f"{server.url}/a", tmp_path, **env
+        )
+        assert files(job) == before
+    finally:
+        journal.close()
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Loopback page" in shown
+    assert "in use by another crawl" not in result.stderr
+
+
+@pytest.mark.parametrize("command", STORING_NOTHING)
+def test_a_jobdir_on_the_command_line_is_refused_in_one_line(
+    project_root: Path, venv_scrapy: list[str], server: LoopbackServer, tmp_path: Path, command: str
+) -> None:
+    """``-s JOBDIR=...`` cannot be honoured by a command that stores nothing without
+    changing a crawl's frontier journal: one line, exit status 2, nothing fetched."""
+    job = tmp_path / "job"
+    result, _ = stores_nothing(
+        command, project_root, venv_scrapy, f"{server.url}/a", tmp_path, "-s", f"JOBDIR={job}"
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stderr.splitlines() == [
+        f"focused: error: scrapy {command} stores nothing and keeps no frontier: JOBDIR is for"
+        " scrapy crawl; run it without -s JOBDIR"
+    ]
+    assert server.log == []
+    assert not job.exists()

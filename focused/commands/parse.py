@@ -12,10 +12,13 @@ Deferred" (or asyncio's "Task exception was never retrieved") and status 0 or 1:
 - for the ``focused`` spider, as for ``scrapy crawl focused``: a bad topic, a spider
   argument it does not take, a bad ``FOCUSED_*`` setting, an empty
   ``FOCUSED_OUTPUT_DIR`` (:mod:`focused.commands.crawl`), checked before the spider
-  is made; a ``JOBDIR`` in use or the sandbox's port taken, raised while it is made;
+  is made; the sandbox's port taken, raised while it is made;
   and a URL off loopback (``127.0.0.0/8``) while the web it crawls is the sandbox
   (``FOCUSED_WEB=sandbox``, or ``auto`` with the real web unreachable), whose pages
-  are what its relevance and targets are about.
+  are what its relevance and targets are about;
+- ``-s JOBDIR=...``: it stores nothing and keeps no frontier (a ``JOBDIR`` in
+  settings.py is not used: no folder made, a crawl's frontier journal neither opened
+  nor changed, even while that crawl runs; :class:`focused.cli.StoresNothing`).
 
 A URL that does not answer is no bad input: Scrapy's "No response downloaded" stays.
 """
@@ -38,7 +41,7 @@ from twisted.internet.defer import Deferred
 from w3lib.url import is_url
 
 from focused import config
-from focused.cli import EMPTY_OUTPUT_DIR, STORES_NOTHING, CheckedLogging, fail, keep_start_error
+from focused.cli import EMPTY_OUTPUT_DIR, STORES_NOTHING, StoresNothing, fail, keep_start_error
 from focused.defaults import get
 from focused.web.addresses import classify, parse_host
 from focused.web.sites import WebError
@@ -97,7 +100,7 @@ def is_focused(spidercls: type | None) -> bool:
     return spidercls is not None and issubclass(spidercls, FocusedSpider)
 
 
-class Command(CheckedLogging, ScrapyParse):
+class Command(StoresNothing, ScrapyParse):
     default_settings: ClassVar[dict[str, Any]] = {
         **ScrapyParse.default_settings,
         STORES_NOTHING: True,

@@ -2,7 +2,9 @@
 
 As for ``scrapy fetch`` (:mod:`focused.commands.fetch`): the URL on the command line
 may be on loopback (a sandbox served by ``scrapy sandbox``), and ``fetch()`` in the shell
-then reaches the addresses of its kind; other internal addresses stay refused.
+then reaches the addresses of its kind; other internal addresses stay refused. As
+``scrapy fetch``, it runs without ``JOBDIR`` (one in settings.py is not used, ``-s
+JOBDIR=...`` is refused in one line: :class:`focused.cli.StoresNothing`).
 """
 
 from __future__ import annotations
@@ -12,10 +14,10 @@ from typing import Any, ClassVar
 
 from scrapy.commands.shell import Command as ScrapyShell
 
-from focused.cli import STORES_NOTHING, CheckedLogging, seed_from_command_line
+from focused.cli import STORES_NOTHING, StoresNothing, seed_from_command_line
 
 
-class Command(CheckedLogging, ScrapyShell):
+class Command(StoresNothing, ScrapyShell):
     default_settings: ClassVar[dict[str, Any]] = {
         **ScrapyShell.default_settings,
         STORES_NOTHING: True,

@@ -3,7 +3,9 @@
 ``view`` is ``fetch`` that opens the page in a browser: the project's ``fetch``
 (:mod:`focused.commands.fetch`) with Scrapy's ``view`` output. The URL on the command
 line may be on loopback (a sandbox served by ``scrapy sandbox``); a redirect from it to
-another kind of internal address is still refused.
+another kind of internal address is still refused. It runs without ``JOBDIR``, as
+``fetch`` does (one in settings.py is not used, ``-s JOBDIR=...`` is refused in one
+line: :class:`focused.cli.StoresNothing`).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from focused.web.sites import unreachable_reason
-from tests.crawling import PROJECT, SANDBOX_PAGES, SANDBOX_SEED
+from tests.crawling import PROJECT, SANDBOX_PAGES, SANDBOX_SEED, Crawl
 from tests.loopback import Listener
 
 pytestmark = pytest.mark.integration
@@ -259,6 +259,26 @@ def test_a_new_sandbox_crawl_into_a_folder_of_pages_that_fetches_nothing_fails(
     assert again.returncode == 1, again.stderr[-3000:]
     errors = lines_with(again.stderr, "focused: error:")
     assert errors and "no page could be fetched from the sandbox web" in errors[0]
+
+
+def test_a_resumed_sandbox_crawl_that_fetches_nothing_new_keeps_its_pages(
+    tmp_path: Path,
+) -> None:
+    """The one exemption from the nothing-fetched line of the test above: a resume
+    (``JOBDIR``) into the folder of the pages it stored, whose last pages all fail (the
+    hostile sandbox's do on purpose; here every download is cut), fetched nothing new
+    without error: exit status 0, its pages kept."""
+    out, job = tmp_path / "out", tmp_path / "job"
+    first = scrapy_crawl(out, "FOCUSED_WEB=sandbox", f"JOBDIR={job}", "CLOSESPIDER_ITEMCOUNT=3")
+    assert first.returncode == 0, first.stderr[-3000:]
+    stored = [dict(r) for r in Crawl(out, first.returncode, first.stderr).rows()]
+    assert len(stored) >= 3
+    again = scrapy_crawl(out, "FOCUSED_WEB=sandbox", f"JOBDIR={job}", "DOWNLOAD_TIMEOUT=0.001")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "focused: error:" not in again.stderr
+    stats = again.stderr.split("Dumping Scrapy stats:", 1)[1]
+    assert "'focused/errors/" in stats and "item_scraped_count" not in stats  # all failed
+    assert [dict(r) for r in Crawl(out, again.returncode, again.stderr).rows()] == stored
 
 
 @pytest.mark.parametrize("obey_robots", [True, False])

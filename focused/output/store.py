@@ -1142,6 +1142,10 @@ class CheckReport(NamedTuple):
     in_use: bool
 
 
+#: seconds :func:`check_store` waits for a crawl that is opening or closing the store
+OPENING_WAIT = 0.2
+
+
 def check_store(output_dir: str | os.PathLike[str], *, verify: bool = False) -> CheckReport:
     """Check the store in ``output_dir`` without changing a byte of the folder (the
     command line's ``check``): no repair, no lock, no file created; the database is
@@ -1157,7 +1161,12 @@ def check_store(output_dir: str | os.PathLike[str], *, verify: bool = False) -> 
         raise FileNotFoundError(f"no page store in {root} ({DB_NAME} not found)")
     for attempt in range(3):
         live = in_use(root)
-        immutable = not _wal_path(db).exists()
+        # a -wal without its -shm: a crawl opening or closing the store (SQLite makes the
+        # -wal first and removes the -shm first); read-only SQLite cannot open the database
+        # then. An empty -wal holds no commit: the database file alone is read.
+        shm = _shm_path(db).exists()
+        wal = _wal_size(db)
+        immutable = wal < 0 or (wal == 0 and not shm)
         before = _stat_key(db)
         error: sqlite3.Error | None = None
         problems: list[str] = []
@@ -1173,6 +1182,9 @@ def check_store(output_dir: str | os.PathLike[str], *, verify: bool = False) -> 
         # a crawl that opened the store meanwhile: its uncommitted records would be
         # reported, and with no WAL the database was read without SQLite's locks
         changed = in_use(root) != live or (immutable and _stat_key(db) != before)
+        if error is not None and attempt < 2 and not (shm and _shm_path(db).exists()):
+            time.sleep(OPENING_WAIT)  # a -wal with commits, its -shm not (yet) there
+            continue
         if not changed or attempt == 2:
             if error is not None:
                 raise error
@@ -1184,6 +1196,18 @@ def _wal_path(db: Path) -> Path:
     return db.with_name(db.name + "-wal")
 
 
+def _shm_path(db: Path) -> Path:
+    return db.with_name(db.name + "-shm")
+
+
+def _wal_size(db: Path) -> int:
+    """Bytes of the database's -wal; -1 when there is none."""
+    try:
+        return _wal_path(db).stat().st_size
+    except FileNotFoundError:
+        return -1
+
+
 def _stat_key(path: Path) -> tuple[int, int, int]:
     st = path.stat()
     return st.st_ino, st.st_size, st.st_mtime_ns
@@ -1192,9 +1216,9 @@ def _stat_key(path: Path) -> tuple[int, int, int]:
 def _connect_read_only(db: Path, immutable: bool) -> sqlite3.Connection:
     """A connection that reads ``db`` and writes no file at all. ``mode=ro`` alone is
     not enough: a reader of a WAL database creates the ``-wal`` and ``-shm`` files when
-    they are missing and rewrites a ``-shm`` a killed process left. With no ``-wal`` the
-    database file holds every commit and is read as ``immutable`` (no lock, no file
-    made); with one, its ``-shm`` is opened read-only (``readonly_shm``: SQLite then
+    they are missing and rewrites a ``-shm`` a killed process left. With no ``-wal`` (or
+    an empty one) the database file holds every commit and is read as ``immutable`` (no
+    lock, no file made); with one, its ``-shm`` is opened read-only (``readonly_shm``: SQLite then
     reads the WAL itself when the index cannot be trusted)."""
     uri = db.resolve().as_uri()
     query = "mode=ro&immutable=1" if immutable else "mode=ro&readonly_shm=1"

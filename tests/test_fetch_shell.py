@@ -166,6 +166,27 @@ def test_bench_crawls_its_own_loopback_server(project_root: Path, venv_scrapy: l
     assert received is not None and int(received.group(1)) >= 20, result.stderr[-2000:]
 
 
+def test_bench_runs_without_the_jobdir_of_settings_and_refuses_one_given(
+    project_root: Path, venv_scrapy: list[str], tmp_path: Path
+) -> None:
+    """``scrapy bench`` stores nothing: the JOBDIR of settings.py (a crawl's) is neither
+    made nor used, and ``-s JOBDIR`` is refused in one line before its server starts."""
+    job = tmp_path / "job"
+    env = project_with_jobdir(tmp_path, job)
+    quick = ("-s", "CLOSESPIDER_TIMEOUT=2", "-s", "LOGSTATS_INTERVAL=60")
+    result = scrapy(project_root, venv_scrapy, "bench", *quick, **env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "'response_received_count'" in result.stderr
+    assert not job.exists()
+    refused = scrapy(project_root, venv_scrapy, "bench", *quick, "-s", f"JOBDIR={job}")
+    assert refused.returncode == 2
+    assert refused.stderr.splitlines() == [
+        "focused: error: scrapy bench stores nothing and keeps no frontier: JOBDIR is for"
+        " scrapy crawl; run it without -s JOBDIR"
+    ]
+    assert not job.exists()
+
+
 # --- scrapy parse: the focused spider on a loopback page; bad input is one line ------------
 def parse(
     project_root: Path,

@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from parsel import Selector
 
@@ -133,12 +133,14 @@ WORDS = st.sampled_from(
     ["Chemistry", "ACID", "the", "İstanbul", "ΟΔΟΣ", "École", "word’s", "a_b", "x\u00a0y"]
     + ["化学", "和", "H2O", "ﬁnal", "Straße", "ǅ", "Ⅻ", "²", "\ud800", "\x00", "-"]
     + ["–", "“The”", "a—of", "é–é", "THE’S"]  # non-ASCII words that cut to none, or stop words
+    + ["İ", "i\u0307"]  # "İ" lowers to two terms, one of them a non-ASCII word itself
 )
 TEXTS = st.lists(st.one_of(st.text(max_size=12), WORDS), max_size=25).map(" ".join)
 
 
 @settings(max_examples=300, deadline=None)
 @given(TEXTS)
+@example("İ i\u0307")
 def test_term_counts_are_the_counts_of_tokenize(text: str) -> None:
     expected = Counter(t.encode("utf-8", "surrogatepass") for t in tokenize(text))
     assert term_counts(text) == expected
@@ -153,6 +155,7 @@ def test_joined_terms_is_tokenize_joined(parts: list[str]) -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.one_of(TEXTS, st.sampled_from(["化学反应", "和", "水H2O化学"])), max_size=4))
+@example(["İ i\u0307"])
 def test_joined_and_counts_are_joined_terms_and_term_counts(parts: list[str]) -> None:
     text = "".join(parts)
     joined, counts = joined_and_counts(text)

@@ -17,6 +17,8 @@ BASES = [
     "http://h.example/",
     "http://h.example/a;p/b;q",
     "http://h.example/a/b?x/y",
+    "http://h.example/a/One?x=1",
+    "http://h.example/a/Two",
     "https://h.example/a/b.html",
     "http://g.example/a/b.html",
     "http://g.example/a/b/../c/d.html",
@@ -29,6 +31,8 @@ HREFS = [
     "", "?q", "#f", "x", "../x", "./", "..", ".", "/abs", "//o.example/p", "http://z.example/",
     "http:rel", "HTTP:rel", "mailto:a@b", ";p", "a?b#c", "../../../x", "x/../y", "a b",
     "javascript:void(0)", "?", "#", "é/ü",
+    # no path once parsed: the base's path or query is taken too
+    "http:", "https:", "HTTP:", "http:?page=2", "http:#x", "//", ";", "\x0b?page=2", "\x01",
 ]  # fmt: skip
 
 

@@ -207,8 +207,8 @@ def term_counts(text: str) -> Counter[bytes]:
         return Counter(t.encode("utf-8", "surrogatepass") for t in tokenize(text))
     counts = Counter(data.translate(_FOLD).split())
     if not data.isascii():
-        for term in [t for t in counts if not t.isascii()]:
-            n = counts.pop(term)
+        # all taken out before any is added back (see _plain_joined_and_counts)
+        for term, n in [(t, counts.pop(t)) for t in [t for t in counts if not t.isascii()]]:
             for word in _WORD.findall(term.decode("utf-8")):
                 word = word.lower()
                 if word not in STOP_WORDS:
@@ -269,8 +269,9 @@ def _plain_joined_and_counts(data: bytes) -> tuple[str, Counter[bytes]]:
     if data.isascii():
         return joined.decode("ascii"), counts
     cut: dict[bytes, bytes] = {}  # a word holding non-ASCII bytes -> its terms, joined
-    for word in [w for w in counts if not w.isascii()]:
-        n = counts.pop(word)
+    # all taken out before any term is added: a term may be such a word itself ("İ"
+    # lowers to "i" and a combining dot, a word of its own)
+    for word, n in [(w, counts.pop(w)) for w in [w for w in counts if not w.isascii()]]:
         terms = []
         for term in _WORD.findall(word.decode("utf-8")):
             term = term.lower()

@@ -1,19 +1,24 @@
 """``urllib.parse.urljoin`` cached across the pages of a site.
 
-The URL that an ``href`` with a path (not empty, not starting with ``?`` or ``#``) makes
-against a base URL depends on the base's scheme, network location and folder only
-(RFC 3986, section 5.2.2, as ``urljoin`` implements it): the query, fragment and last
-path segment of the base are not used. The pages of one folder then share the joins of
-the ``href``s they repeat (a wiki's navigation, the same articles linked from page after
-page), and a join costs one dictionary lookup instead of two URL parses.
+The URL that an ``href`` with a path (or path parameters) makes against a base URL with a
+host depends on the base's scheme, network location and folder only (RFC 3986, section
+5.2.2, as ``urljoin`` implements it): the query, fragment and last path segment of the
+base are not used. The pages of one folder then share the joins of the ``href``s they
+repeat (a wiki's navigation, the same articles linked from page after page), and a join
+costs one dictionary lookup instead of two URL parses. An ``href`` without a path
+(``?page=2``, ``#top``, ``http:``, ``//``) takes the base's path or query too: it is
+joined with each page's own URL.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin, urlparse, urlsplit
 
 from focused.bounded import remember
+
+#: cached for an ``href`` whose join takes more of the base than its folder
+_OWN = ""
 
 
 class FolderJoins:
@@ -31,19 +36,35 @@ class FolderJoins:
             parts = urlsplit(base)
         except ValueError:  # urljoin raises it for each href: nothing to share
             parts = None
-        if parts is None or not base:  # no base: urljoin returns each href as it is
-            return lambda href: urljoin(base, href)
-        path = parts.path
+        if parts is None or not parts.scheme or not parts.netloc:
+            return lambda href: urljoin(base, href)  # no host: nothing shared
+        path = parts.path  # "" or from "/": its folder ends at its last "/"
         scheme, netloc, folder = parts.scheme, parts.netloc, path[: path.rfind("/") + 1]
         joins, size = self._joins, self.size
 
         def join(href: str) -> str:
-            if not href or href[0] in "?#":  # it takes the base's path or query too
+            if not href or href[0] in "?#":  # no path: the base's path or query too
                 return urljoin(base, href)
             key = (scheme, netloc, folder, href)
             url = joins.get(key)
             if url is None:
-                url = remember(joins, key, urljoin(base, href), size)
-            return url
+                url = urljoin(base, href)
+                if _takes_the_folder_only(href, scheme):
+                    remember(joins, key, url, size)
+                else:
+                    remember(joins, key, _OWN, size)
+                return url
+            return url or urljoin(base, href)  # _OWN: joined with this page's URL
 
         return join
+
+
+def _takes_the_folder_only(href: str, scheme: str) -> bool:
+    """Whether ``urljoin`` uses no more of a base (of ``scheme``, with a host) than its
+    scheme, host and folder for ``href``: ``href`` parses with a path, path parameters or
+    a host of its own (``http:?q``, ``//`` and ``"\\x01?q"`` parse without any)."""
+    try:
+        parsed = urlparse(href, scheme)
+    except ValueError:
+        return False
+    return bool(parsed.path or parsed.params or parsed.netloc)

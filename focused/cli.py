@@ -86,8 +86,21 @@ def check_log_level_or_exit(settings: Any) -> None:
 
 #: set (at the command's priority) by the commands that run the focused spider but store
 #: nothing (``scrapy fetch``, ``shell``, ``view`` and ``parse``): the spider then does not
-#: check ``FOCUSED_OUTPUT_DIR`` and ``JOBDIR`` as a crawl's (internal, not a user setting)
+#: check ``FOCUSED_OUTPUT_DIR`` and ``JOBDIR`` as a crawl's, the components that write the
+#: output folder are left out (:mod:`focused.scope`), and the sandbox's port is recorded
+#: nowhere (internal, not a user setting)
 STORES_NOTHING = "_FOCUSED_STORES_NOTHING"
+
+
+def stores_nothing(settings: Any) -> bool:
+    """Whether the command running the crawl stores nothing: :data:`STORES_NOTHING` as
+    those commands set it (at the command's priority; not from ``-s`` or settings.py)."""
+    from scrapy.settings import SETTINGS_PRIORITIES
+
+    return bool(
+        settings.getbool(STORES_NOTHING)
+        and settings.getpriority(STORES_NOTHING) == SETTINGS_PRIORITIES["command"]
+    )
 
 
 class CheckedLogging:

@@ -211,7 +211,8 @@ def validate(
     name) on that topic recorded as no other crawl's (unless ``reach_redis`` is false:
     the spider's own check, made after the crawl command's, leaves an outage in between to
     the scheduler, which reports it in one line), and last ``JOBDIR`` and the output
-    folder are created and their databases checked (:func:`check_folder`).
+    folder are created and their databases checked (:func:`check_folder`; not the output
+    folder of a command that stores nothing, :func:`focused.cli.stores_nothing`).
     :func:`claim_jobdir` (not here: it takes the journal for the crawl) refuses a
     ``JOBDIR`` another crawl has.
     """
@@ -247,8 +248,11 @@ def validate(
     if settings.get("JOBDIR"):  # the journal, the sandbox's port, the learnt model
         jobdir = check_folder(str(settings.get("JOBDIR")), "JOBDIR")
         check_database(jobdir / "frontier.sqlite3", "JOBDIR")
-    output = check_output_dir(str(get(settings, "FOCUSED_OUTPUT_DIR")))
-    check_database(output / "pages.sqlite3", "FOCUSED_OUTPUT_DIR")
+    from focused.cli import stores_nothing
+
+    if not stores_nothing(settings):  # scrapy parse of one page makes no output folder
+        output = check_output_dir(str(get(settings, "FOCUSED_OUTPUT_DIR")))
+        check_database(output / "pages.sqlite3", "FOCUSED_OUTPUT_DIR")
 
 
 def check_setting_names(settings: Any) -> None:

@@ -13,11 +13,15 @@ only make sense for the focused spider:
   (``FOCUSED_OUTPUT_DIR``): another spider's run would add its items to the last focused
   crawl's page store and overwrite its summary, metrics, stats and report.
 
-For any other spider these three raise :class:`~scrapy.exceptions.NotConfigured` in
-``from_crawler`` (:func:`require_focused_spider`). Scrapy leaves out what raises it: that
-spider's requests and items pass through unchanged. Scrapy builds every component once
-the crawl's spider *class* is known (``crawler.spidercls``; ``scrapy shell`` builds them
-before the spider itself), so the check reads the class attribute :data:`ATTRIBUTE`,
+For any other spider, and for a command that stores nothing (``scrapy fetch``, ``shell``,
+``view`` or ``parse`` of the focused spider: :func:`focused.cli.stores_nothing`), these
+three raise :class:`~scrapy.exceptions.NotConfigured` in ``from_crawler``
+(:func:`require_focused_spider`): ``scrapy parse`` of one page wrote a page store,
+summary, metrics, stats and report into the output folder, over a crawl's. Scrapy leaves
+out what raises it: that spider's requests and items pass through unchanged. Scrapy
+builds every component once the crawl's spider *class* is known (``crawler.spidercls``;
+``scrapy shell`` builds them before the spider itself), so the check reads the class
+attribute :data:`ATTRIBUTE`,
 ``focused_crawl``: :class:`focused.spiders.focused.FocusedSpider` sets it, and so may a
 spider of the user's own that yields the focused spider's items and wants them stored
 and measured.
@@ -54,7 +58,12 @@ def focused_spider(crawler: Crawler) -> bool:
 def require_focused_spider(crawler: Crawler, component: str) -> None:
     """Raise :class:`~scrapy.exceptions.NotConfigured` (without a message: Scrapy then
     leaves ``component`` out silently; one DEBUG line says why) unless the crawl's spider
-    is a focused one."""
+    is a focused one, run by a command that stores (not ``scrapy parse``)."""
+    from focused.cli import stores_nothing
+
+    if stores_nothing(crawler.settings):
+        logger.debug("focused: %s left out: this command stores nothing", component)
+        raise NotConfigured
     if focused_spider(crawler):
         return
     logger.debug(

@@ -243,6 +243,32 @@ def test_parse_shows_the_items_and_links_of_a_loopback_page(
         assert noise not in result.stderr, result.stderr[-2000:]
 
 
+def test_parse_leaves_the_output_folder_as_it_is(
+    project_root: Path, venv_scrapy: list[str], server: LoopbackServer, tmp_path: Path
+) -> None:
+    """``scrapy parse`` stores nothing: a crawl's output folder keeps every byte (before,
+    it got a new page store, summary, metrics, stats, report and sandbox port), and a
+    folder that does not exist is not made."""
+    from focused.output.store import PageStore
+
+    crawl = tmp_path / "crawl"
+    with PageStore(crawl) as store:
+        store.add({"url": "http://h/kept"}, b"a crawl's page " * 20)
+    for name in ("summary.json", "stats.json", "report.html", "metrics.csv", "sandbox.port"):
+        (crawl / name).write_text(f"the crawl's {name}")
+    before = every_file(crawl)
+    result = parse(project_root, venv_scrapy, crawl, "-s", "FOCUSED_WEB=sandbox", f"{server.url}/a")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "'title': 'Loopback page'" in result.stdout
+    assert every_file(crawl) == before
+    missing = tmp_path / "none"
+    result = parse(
+        project_root, venv_scrapy, missing, "-s", "FOCUSED_WEB=sandbox", f"{server.url}/a"
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert not missing.exists()
+
+
 @pytest.mark.parametrize(
     "case",
     [
@@ -374,6 +400,11 @@ def stores_nothing(
 
 def files(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def every_file(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` (its subfolders too) and its bytes."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
 @pytest.mark.parametrize("command", STORING_NOTHING)

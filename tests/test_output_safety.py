@@ -112,12 +112,20 @@ def test_scrapy_parse_into_a_finished_crawl_leaves_its_outputs(tmp_path: Path) -
     assert stored_count(out) == pages
 
 
-def test_a_first_run_that_stores_nothing_still_writes_its_summary(tmp_path: Path) -> None:
-    out = tmp_path / "crawl"
-    parsed = run(out, verb="parse", args=("http://127.0.0.1:1/",))
-    assert "Traceback" not in parsed.stderr, parsed.stderr[-3000:]
+def test_a_first_crawl_that_stores_nothing_still_writes_its_summary(tmp_path: Path) -> None:
+    out = tmp_path / "crawl"  # a real-web crawl whose one seed answers nothing
+    crawl = run(out, "FOCUSED_WEB=real", "FOCUSED_SEEDS=http://127.0.0.1:1/")
+    assert "Traceback" not in crawl.stderr, crawl.stderr[-3000:]
     assert json.loads((out / "summary.json").read_text())["pages"] == 0
     assert (out / "crawl.json").is_file() and (out / "stats.json").is_file()
+
+
+def test_scrapy_parse_makes_no_output_folder(tmp_path: Path) -> None:
+    out = tmp_path / "crawl"  # scrapy parse stores nothing: no folder, summary or port
+    parsed = run(out, verb="parse", args=("http://127.0.0.1:1/",))
+    assert "Traceback" not in parsed.stderr, parsed.stderr[-3000:]
+    assert "Spider opened" in parsed.stderr
+    assert not out.exists()
 
 
 # --- 2. a JOBDIR belongs to one topic, strategy and web -------------------------------

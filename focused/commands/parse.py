@@ -167,7 +167,7 @@ class Command(StoresNothing, ScrapyParse):
                 problem = off_sandbox(url)
                 if problem is not None:
                     return problem
-            config.validate(settings, topic)  # makes JOBDIR and FOCUSED_OUTPUT_DIR
+            config.validate(settings, topic)  # it stores nothing: no folder is made
         except (TopicError, config.ConfigError) as exc:
             return str(exc)
         return None

@@ -14,11 +14,10 @@ import numpy as np
 import scrapy
 from scrapy import signals
 from scrapy.http import Response, TextResponse
-from scrapy.settings import SETTINGS_PRIORITIES
 from w3lib.url import canonicalize_url
 
 from focused import config, meta, robustness
-from focused.cli import STORES_NOTHING
+from focused.cli import stores_nothing
 from focused.defaults import get
 from focused.items import PageItem, excerpt
 from focused.meta import PageFacts
@@ -246,11 +245,8 @@ class FocusedSpider(scrapy.Spider):
         # the crawl command asked already; a crawl from a script of one's own did not
         # (not for scrapy fetch, shell, view or parse: they store nothing)
         # (honoured only as those commands set it, not from -s or settings.py)
-        stores_nothing = (
-            settings.getbool(STORES_NOTHING)
-            and settings.getpriority(STORES_NOTHING) == SETTINGS_PRIORITIES["command"]
-        )
-        problem = None if stores_nothing else config.output_problem(settings, self.topic.name)
+        nothing_stored = stores_nothing(settings)
+        problem = None if nothing_stored else config.output_problem(settings, self.topic.name)
         if problem:
             raise config.ConfigError(problem)
         # (the crawl command took it already; a script's other crawl may have it)
@@ -260,6 +256,8 @@ class FocusedSpider(scrapy.Spider):
         self.page_threshold = config.threshold(settings, self.topic, "page")
         self.strategy_name = str(get(settings, "FOCUSED_STRATEGY"))
         port_file, port_records = config.sandbox_port_files(settings)
+        if nothing_stored:  # a kept port is read (its pages' URLs), none is recorded
+            port_records = []
         self.web: Web = open_web(
             self.topic,
             mode=get(settings, "FOCUSED_WEB"),

@@ -26,7 +26,7 @@ import math
 import re
 import warnings
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from itertools import filterfalse
 from operator import mul
 
@@ -272,33 +272,10 @@ def _plain_joined_and_counts(data: bytes) -> tuple[str, Counter[bytes]]:
     # all taken out before any term is added: a term may be such a word itself ("İ"
     # lowers to "i" and a combining dot, a word of its own)
     for word, n in [(w, counts.pop(w)) for w in [w for w in counts if not w.isascii()]]:
-        terms = []
-        for term in _WORD.findall(word.decode("utf-8")):
-            term = term.lower()
-            if term not in STOP_WORDS:
-                got = term.encode("utf-8")
-                terms.append(got)
-                counts[got] += n
-        cut[word] = b" ".join(terms)
-    marked = joined.translate(_MARK_HIGH)
-    chunks: list[bytes] = []
-    pos, end = 0, len(joined)
-    i = marked.find(128)
-    while i >= 0:
-        start = joined.rfind(32, 0, i) + 1  # the word holding byte i
-        stop = joined.find(32, i)
-        if stop < 0:
-            stop = end
-        if start > pos:
-            chunks.append(joined[pos : start - 1])
-        terms = cut[joined[start:stop]]
-        if terms:
-            chunks.append(terms)
-        pos = stop + 1
-        i = marked.find(128, pos)
-    if pos < end:
-        chunks.append(joined[pos:])
-    return b" ".join(chunks).decode("utf-8"), counts
+        cut[word] = terms = _cut_word(word)
+        for term in terms.split():
+            counts[term] += n
+    return _recut(joined, cut.__getitem__).decode("utf-8"), counts
 
 
 # ASCII bytes stay, every other byte becomes 0x80: one ``find`` in C reaches the next
@@ -306,39 +283,51 @@ def _plain_joined_and_counts(data: bytes) -> tuple[str, Counter[bytes]]:
 _MARK_HIGH = bytes(b if b < 128 else 128 for b in range(256))
 
 
+def _cut_word(word: bytes) -> bytes:
+    """The terms of a (UTF-8) word holding non-ASCII bytes, joined: the regular
+    expression's words, lower-cased, without the stop words."""
+    words = map(str.lower, _WORD.findall(word.decode("utf-8")))
+    return b" ".join([w.encode("utf-8") for w in words if w not in STOP_WORDS])
+
+
+def _recut(joined: bytes, cut: Callable[[bytes], bytes]) -> bytes:
+    """``joined`` (words between single spaces) with each word holding non-ASCII bytes
+    replaced by ``cut(word)``, or left out where that is empty."""
+    marked = joined.translate(_MARK_HIGH)
+    i = marked.find(128)
+    if i < 0:
+        return joined
+    chunks: list[bytes] = []
+    pos, end = 0, len(joined)
+    while i >= 0:
+        start = joined.rfind(32, 0, i) + 1  # the word holding byte i
+        stop = joined.find(32, i)
+        if stop < 0:
+            stop = end
+        if start > pos:
+            chunks.append(joined[pos : start - 1])
+        terms = cut(joined[start:stop])
+        if terms:
+            chunks.append(terms)
+        pos = stop + 1
+        i = marked.find(128, pos)
+    if pos < end:
+        chunks.append(joined[pos:])
+    return b" ".join(chunks)
+
+
 def _joined_plain(text: str) -> str:
-    """:func:`joined_terms` of a text without Chinese: the runs of ASCII words between
-    words holding non-ASCII characters are filtered as bytes; only those words (a few
-    dozen on a page with accents or dashes) go through the regular expression."""
+    """:func:`joined_terms` of a text without Chinese: its words filtered as bytes; only
+    those holding non-ASCII characters (a few dozen on a page with accents or dashes) go
+    through the regular expression."""
     try:
         data = text.encode("utf-8")
     except UnicodeError:  # a lone surrogate
         return " ".join(tokenize(text))
-    folded = data.translate(_FOLD)  # ASCII white space is now b" " only
+    joined = b" ".join(filterfalse(_STOP_BYTES.__contains__, data.translate(_FOLD).split()))
     if data.isascii():
-        return _ascii_terms(folded)
-    marked = folded.translate(_MARK_HIGH)
-    chunks: list[str] = []
-    pos, end = 0, len(folded)
-    i = marked.find(128)
-    while i >= 0:
-        start = folded.rfind(32, 0, i) + 1  # the word holding byte i
-        stop = folded.find(32, i)
-        if stop < 0:
-            stop = end
-        if start > pos:
-            chunks.append(_ascii_terms(folded[pos:start]))
-        words = _WORD.findall(folded[start:stop].decode("utf-8"))
-        chunks.append(" ".join([w for w in map(str.lower, words) if w not in STOP_WORDS]))
-        pos = stop
-        i = marked.find(128, stop)
-    chunks.append(_ascii_terms(folded[pos:]))
-    return " ".join([c for c in chunks if c])
-
-
-def _ascii_terms(folded: bytes) -> str:
-    """The words of folded ASCII bytes without the stop words, joined by spaces."""
-    return b" ".join(filterfalse(_STOP_BYTES.__contains__, folded.split())).decode("ascii")
+        return joined.decode("ascii")
+    return _recut(joined, _cut_word).decode("utf-8")
 
 
 def _mixed_term_counts(text: str) -> Counter[bytes]:

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
+from scrapy.settings import SETTINGS_PRIORITIES
 from twisted.internet.defer import Deferred
 
 from focused.defaults import get
@@ -95,8 +96,6 @@ STORES_NOTHING = "_FOCUSED_STORES_NOTHING"
 def stores_nothing(settings: Any) -> bool:
     """Whether the command running the crawl stores nothing: :data:`STORES_NOTHING` as
     those commands set it (at the command's priority; not from ``-s`` or settings.py)."""
-    from scrapy.settings import SETTINGS_PRIORITIES
-
     return bool(
         settings.getbool(STORES_NOTHING)
         and settings.getpriority(STORES_NOTHING) == SETTINGS_PRIORITIES["command"]
@@ -124,8 +123,6 @@ class StoresNothing(CheckedLogging):
     changing that journal."""
 
     def process_options(self, args: list[str], opts: Any) -> None:
-        from scrapy.settings import SETTINGS_PRIORITIES
-
         super().process_options(args, opts)
         settings = self.settings
         if (
@@ -227,7 +224,6 @@ def seed_from_command_line(settings: Any, url: str) -> None:
     """The http(s) URL given to ``scrapy fetch`` or ``scrapy shell`` becomes the crawl's
     seed (``FOCUSED_SEEDS``, unless the user set it): its kind of address is allowed, as
     a topic's seeds are. A local file or another scheme changes nothing."""
-    from scrapy.settings import SETTINGS_PRIORITIES
     from scrapy.utils.url import guess_scheme
 
     url = guess_scheme(url)

@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from focused import strategies
+from focused.cli import stores_nothing
 from focused.defaults import CHECKS, DEFAULTS, Check, get
 from focused.errors import ConfigError  # defined there; focused.config.ConfigError works too
 from focused.ranking.relevance import tokenize
@@ -248,8 +249,6 @@ def validate(
     if settings.get("JOBDIR"):  # the journal, the sandbox's port, the learnt model
         jobdir = check_folder(str(settings.get("JOBDIR")), "JOBDIR")
         check_database(jobdir / "frontier.sqlite3", "JOBDIR")
-    from focused.cli import stores_nothing
-
     if not stores_nothing(settings):  # scrapy parse of one page makes no output folder
         output = check_output_dir(str(get(settings, "FOCUSED_OUTPUT_DIR")))
         check_database(output / "pages.sqlite3", "FOCUSED_OUTPUT_DIR")

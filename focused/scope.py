@@ -37,6 +37,8 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import NotConfigured
 
+from focused.cli import stores_nothing
+
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
@@ -59,8 +61,6 @@ def require_focused_spider(crawler: Crawler, component: str) -> None:
     """Raise :class:`~scrapy.exceptions.NotConfigured` (without a message: Scrapy then
     leaves ``component`` out silently; one DEBUG line says why) unless the crawl's spider
     is a focused one, run by a command that stores (not ``scrapy parse``)."""
-    from focused.cli import stores_nothing
-
     if stores_nothing(crawler.settings):
         logger.debug("focused: %s left out: this command stores nothing", component)
         raise NotConfigured

@@ -209,10 +209,8 @@ def term_counts(text: str) -> Counter[bytes]:
     if not data.isascii():
         # all taken out before any is added back (see _plain_joined_and_counts)
         for term, n in [(t, counts.pop(t)) for t in [t for t in counts if not t.isascii()]]:
-            for word in _WORD.findall(term.decode("utf-8")):
-                word = word.lower()
-                if word not in STOP_WORDS:
-                    counts[word.encode("utf-8")] += n
+            for word in _cut_word(term).split():
+                counts[word] += n
     for stop in _STOP_BYTES & counts.keys():
         del counts[stop]
     return counts

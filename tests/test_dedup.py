@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from focused.frontier.seen import SeenSet, url_fingerprint
+import numpy as np
+import pytest
+
+from focused.frontier.seen import FingerprintTable, SeenSet, url_fingerprint
 
 
 def test_fingerprint_is_canonical_signed_64_bit():
@@ -34,3 +37,24 @@ def test_dump_and_load_roundtrip(tmp_path):
     r = SeenSet.load(path)
     assert set(r) == set(s)
     assert len(SeenSet.load(tmp_path / "missing.bin")) == 0
+
+
+def test_table_update_overwrites_present_values_and_inserts_the_others():
+    rng = np.random.default_rng(5)
+    table = FingerprintTable(values=True)
+    # clustered fingerprints (same low bits): long probe runs for the vectorised rounds
+    present = np.unique(
+        np.concatenate([rng.integers(-(2**62), 2**62, 700), np.arange(1, 60) << 20])
+    )
+    for i, fp in enumerate(present.tolist()):
+        table.set(fp, i)
+    absent = np.array([0, 3, -(2**40), *range((7 << 20) + 1, (7 << 20) + 601)])
+    fps = np.concatenate([present[::2], absent])  # half the present ones, then new ones
+    values = rng.integers(0, 2**40, len(fps))
+    table.update(fps, values)
+    want = {fp: i for i, fp in enumerate(present.tolist())}
+    want.update(zip(fps.tolist(), values.tolist(), strict=True))
+    assert len(table) == len(want)  # grew on the way
+    assert dict(table.items()) == want
+    with pytest.raises(ValueError):
+        table.update(fps[:2], values[:1])

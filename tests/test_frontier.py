@@ -216,3 +216,58 @@ def test_rescore_is_a_stable_sort_by_new_priority_on_random_frontiers():
         f.rescore(_by_evidence(new))
         expect = sorted(seqs, key=lambda fp: (-new[bytes([fp])], f.get(fp).seq))
         assert _drain(f) == expect
+
+
+def test_rescore_keeps_every_entry_its_new_value_and_place_among_mixed_picks():
+    """Promotions, annealing and host-aware picks (which leave dead and stale records in
+    the buckets), fingerprint 0, many distinct priorities: after each rescore every
+    waiting entry has its new priority and value, and the frontier drains in order."""
+    rng = random.Random(11)
+    for _ in range(15):
+        f = MemoryFrontier()
+        model: dict[int, tuple[int, int, float, bytes]] = {}  # fp -> prio, seq, value, ev
+        annealer = Annealer(t0=0.5, alpha=1.0, k=4, seed=3)
+        for _step in range(rng.randrange(50, 400)):
+            op = rng.random()
+            if op < 0.6:
+                fp = rng.randrange(-60, 200)
+                ev = b"" if rng.random() < 0.2 else fp.to_bytes(8, "little", signed=True)
+                e = Entry(
+                    url=f"http://127.0.0.{fp % 5 + 1}/p/{fp}",
+                    fp=fp,
+                    priority=rng.randrange(-3, 40),
+                    value=rng.random(),
+                    evidence=ev,
+                )
+                if f.push(e):
+                    model[fp] = (e.priority, e.seq, e.value, ev)
+            elif op < 0.7:
+                got = f.pop_annealed(annealer)
+                assert got is not None or not model
+                if got is not None:
+                    del model[got.fp]
+            elif op < 0.8:
+                host = f"http://127.0.0.{rng.randrange(1, 6)}"
+                got = f.pop_available(lambda h, _extra, host=host: h == host)
+                if got is not None:
+                    assert got.url.startswith(host + "/")
+                    del model[got.fp]
+            else:
+                new = {fp: (rng.randrange(-(10**9), 10**9), rng.random()) for fp in model}
+
+                def rescorer(evidence: list[bytes], new=new):
+                    fps = [int.from_bytes(ev, "little", signed=True) for ev in evidence]
+                    assert len(set(fps)) == len(fps)
+                    return [new[fp][0] for fp in fps], [new[fp][1] for fp in fps]
+
+                moved = f.rescore(rescorer)
+                assert moved <= len(model)
+                for fp, (_prio, seq, _value, ev) in list(model.items()):
+                    if ev:
+                        model[fp] = (new[fp][0], seq, new[fp][1], ev)
+            assert len(f) == len(model)
+            for fp, (prio, seq, value, ev) in model.items():
+                got = f.get(fp)
+                assert (got.priority, got.seq, got.value, got.evidence) == (prio, seq, value, ev)
+        expect = sorted(model, key=lambda fp: (-model[fp][0], model[fp][1]))
+        assert _drain(f) == expect

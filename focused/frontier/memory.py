@@ -49,6 +49,8 @@ from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import numpy as np
+
 from focused.frontier.hostaware import DEFAULT_SCAN, HostCheck, HostMemo, choose, wanted
 from focused.frontier.seen import FingerprintTable
 from focused.meta import EVIDENCE
@@ -68,6 +70,8 @@ MAX_EVIDENCE = 0xFFFF
 #: The request meta key whose bytes the scheduler keeps as :attr:`Entry.evidence`.
 META_EVIDENCE = EVIDENCE
 _PEEK = struct.Struct("<IQqd")  # size, seq, fp, value: what a scan of a bucket reads
+# size, seq, fp and the evidence length (which ends the header): what a rescore reads
+_HEAD = struct.Struct(f"<IQq{_REC.size - 22}xH")
 _SIZE = struct.Struct("<I")
 _HOST = struct.Struct("<I")  # the interned ``scheme://host`` id of a record
 _HOST_AT = struct.calcsize("<IQqdddHHHI")  # offset of the host id in a record
@@ -629,82 +633,115 @@ class MemoryFrontier:
         found first within a priority (``seq`` is kept). Entries without evidence keep
         their priority. Returns the number of entries whose priority changed.
 
-        O(n log n) for n waiting entries (records are copied once, the value field
-        rewritten in place); stale and dead records are dropped on the way.
+        O(n log n) for n waiting entries: one pass in Python reads each live record
+        (stale and dead ones are dropped on the way); the new order, the new values
+        written into the records and the fingerprint table's new positions are numpy
+        over all of them.
         """
-        keys, fps, recs, evidence, scored = self._copy_live_records()
+        prios, seqs, fps, recs, evidence, scored = self._copy_live_records()
         if not evidence:
             return 0
         self._forget_nothing()
-        prios, values = rescorer(evidence)
-        changed = 0
-        pack_value = _VALUE.pack_into
-        for i, prio, value in zip(scored, prios, values, strict=True):
-            prio = _clamp(int(prio), _MIN, _MAX)
-            old, seq = keys[i]
-            if prio != old:
-                changed += 1
-                keys[i] = (prio, seq)
-            pack_value(recs[i], _VALUE_AT, float(value))
-        self._rebuild(keys, fps, recs)
+        new_prios, values = rescorer(evidence)
+        at = np.asarray(scored, dtype=np.int64)
+        old = np.asarray(prios, dtype=np.int64)
+        given = np.asarray([_clamp(int(p), _MIN, _MAX) for p in new_prios], dtype=np.int64)
+        if len(given) != len(at) or len(values) != len(at):
+            raise ValueError("the rescorer must give one priority and one value per evidence")
+        changed = int(np.count_nonzero(given != old[at]))
+        prio = old.copy()
+        prio[at] = given
+        self._rebuild(prio, np.asarray(seqs, dtype=np.int64), fps, recs, at=at, values=values)
         return changed
 
     def _copy_live_records(
         self,
-    ) -> tuple[list[tuple[int, int]], list[int], list[bytearray], list[bytes], list[int]]:
-        """Copies of every live record with its (priority, seq) key and fingerprint, plus
-        the evidence of the records that have some and those records' indexes."""
-        head = _PEEK.unpack_from  # size, seq, fp, value
-        ev_len = struct.Struct("<H").unpack_from
-        ev_off = _REC.size - 2  # the evidence length ends the header
+    ) -> tuple[list[int], list[int], list[int], list[bytes], list[bytes], list[int]]:
+        """The priority, seq, fingerprint and bytes of every live record, plus the
+        evidence of the records that have some and those records' indexes."""
+        head = _HEAD.unpack_from  # size, seq, fp, evidence length
         ev_at = _REC.size
-        keys: list[tuple[int, int]] = []  # (priority, seq) of each live record
+        is_live = self._is_live
+        prios: list[int] = []
+        seqs: list[int] = []
         fps: list[int] = []
-        recs: list[bytearray] = []
+        recs: list[bytes] = []
         evidence: list[bytes] = []
         scored: list[int] = []  # indexes of the records with evidence
         for b in self._buckets.values():
-            data, prio, check = b.data, b.prio, b.stale
+            data, prio, check = bytes(b.data), b.prio, b.stale
             at, end = 0, len(data)
             while at < end:
-                size, seq, fp, _value = head(data, at)
+                size, seq, fp, n_ev = head(data, at)
                 if size & _DEAD:
                     at += size & _SIZE_MASK
                     continue
                 nxt = at + size
-                if not check or self._is_live(b, seq, fp):
-                    n_ev = ev_len(data, at + ev_off)[0]
+                if not check or is_live(b, seq, fp):
                     if n_ev:
                         scored.append(len(recs))
-                        evidence.append(bytes(data[at + ev_at : at + ev_at + n_ev]))
-                    recs.append(data[at:nxt])
-                    keys.append((prio, seq))
+                        evidence.append(data[at + ev_at : at + ev_at + n_ev])
+                    recs.append(data if at == 0 and nxt == end else data[at:nxt])
+                    prios.append(prio)
+                    seqs.append(seq)
                     fps.append(fp)
                 at = nxt
-        return keys, fps, recs, evidence, scored
+        return prios, seqs, fps, recs, evidence, scored
 
-    def _rebuild(self, keys: list[tuple[int, int]], fps: list[int], recs: list[bytearray]) -> None:
-        """Replace the frontier by ``recs``: one bucket per priority, records in seq
-        order, the table pointing at them."""
+    def _rebuild(
+        self,
+        prio: np.ndarray,
+        seq: np.ndarray,
+        fps: list[int],
+        recs: list[bytes],
+        *,
+        at: np.ndarray,
+        values: Sequence[float],
+    ) -> None:
+        """Replace the frontier by ``recs`` with priorities ``prio``: one bucket per
+        priority, records in seq order, the value of record ``at[i]`` set to
+        ``values[i]``, the table pointing at them."""
+        n = len(recs)
+        order = np.lexsort((seq, prio))  # by priority, then seq
+        ranked = order.tolist()
+        sizes = np.fromiter(map(len, recs), dtype=np.int64, count=n)[order]
+        ends = np.cumsum(sizes)
+        starts = ends - sizes
+        data = bytearray().join([recs[j] for j in ranked])
+        # the new values, written into the joined records in one numpy step
+        rank = np.empty(n, dtype=np.int64)
+        rank[order] = np.arange(n, dtype=np.int64)
+        where = starts[rank[at]] + _VALUE_AT
+        view = np.frombuffer(data, dtype=np.uint8)
+        view[where[:, None] + np.arange(8)] = (
+            np.asarray(values, dtype="<f8").view(np.uint8).reshape(-1, 8)
+        )
+        del view  # the bytearray is sliced below
+        sorted_prio = prio[order]
+        first = np.flatnonzero(np.r_[True, sorted_prio[1:] != sorted_prio[:-1]])
+        if len(first) > _MAX_BUCKETS:
+            raise OverflowError("too many distinct priorities waiting at once")
+        last = np.r_[first[1:], n] - 1
         self._buckets.clear()
-        self._by_id.clear()
         self._free_ids.clear()
-        self._prios.clear()
         self._stale = 0
-        order = sorted(range(len(recs)), key=keys.__getitem__)
-        table_set = self._table.set
-        start, n = 0, len(order)
-        while start < n:
-            prio = keys[order[start]][0]
-            stop = start + 1
-            while stop < n and keys[order[stop]][0] == prio:
-                stop += 1
-            group = order[start:stop]
-            b = self._bucket(prio)
-            b.data = bytearray().join([recs[j] for j in group])
-            b.live = len(group)
-            b.last_seq = keys[group[-1]][1]
-            tag = b.id << _SEQ_BITS
-            for j in group:
-                table_set(fps[j], tag | keys[j][1])
-            start = stop
+        by_id: list[_Bucket | None] = []
+        buckets = self._buckets
+        byte_from, byte_to = starts[first].tolist(), ends[last].tolist()
+        group_prios = sorted_prio[first].tolist()
+        last_seqs = seq[order[last]].tolist()
+        lives = (last - first + 1).tolist()
+        for id_, (p, lo, hi, live, last_seq) in enumerate(
+            zip(group_prios, byte_from, byte_to, lives, last_seqs, strict=True)
+        ):
+            b = _Bucket(p, id_)
+            b.data = data[lo:hi]
+            b.live = live
+            b.last_seq = last_seq
+            buckets[p] = b
+            by_id.append(b)
+        self._by_id = by_id
+        # ascending -priority: a heap already
+        self._prios = [-p for p in reversed(group_prios)]
+        ids = np.repeat(np.arange(len(first), dtype=np.int64), last - first + 1)
+        self._table.update(np.asarray(fps, dtype=np.int64)[order], (ids << _SEQ_BITS) | seq[order])

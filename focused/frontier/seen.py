@@ -167,6 +167,35 @@ class FingerprintTable:
         if self._size >= self._limit:
             self._grow()
 
+    def update(self, fps: np.ndarray, values: np.ndarray) -> None:
+        """:meth:`set` each of the distinct ``fps`` to its ``values`` entry: the ones in
+        the table in vectorised rounds of probing (every fingerprint not yet found moves
+        one slot on), the others inserted one by one."""
+        assert self._vals is not None, "a set has no values"
+        fps = np.asarray(fps, dtype=np.int64)
+        values = np.asarray(values, dtype=np.int64)
+        if len(fps) != len(values):
+            raise ValueError("one value per fingerprint")
+        missing: list[tuple[np.ndarray, np.ndarray]] = []
+        zero = fps == 0
+        if zero.any():
+            missing.append((fps[zero], values[zero]))
+            fps, values = fps[~zero], values[~zero]
+        keys, vals, mask = self._keys, self._vals, self._mask
+        pos = fps & mask
+        while fps.size:
+            found = keys[pos]
+            hit = found == fps
+            vals[pos[hit]] = values[hit]
+            empty = found == 0
+            if empty.any():
+                missing.append((fps[empty], values[empty]))
+            left = ~(hit | empty)
+            fps, values, pos = fps[left], values[left], (pos[left] + 1) & mask
+        for absent, their in missing:
+            for fp, value in zip(absent.tolist(), their.tolist(), strict=True):
+                self.set(fp, value)
+
     def discard(self, fp: int) -> bool:
         """Remove ``fp``; ``True`` if it was there (backward-shift deletion)."""
         if not fp:

@@ -25,6 +25,7 @@ from focused.ranking.relevance import (
     joined_terms,
     term_counts,
     tokenize,
+    tokenize_many,
 )
 from focused.spiders.focused import BODY_TEXT
 from focused.web.sandbox import generate_site
@@ -144,6 +145,13 @@ TEXTS = st.lists(st.one_of(st.text(max_size=12), WORDS), max_size=25).map(" ".jo
 def test_term_counts_are_the_counts_of_tokenize(text: str) -> None:
     expected = Counter(t.encode("utf-8", "surrogatepass") for t in tokenize(text))
     assert term_counts(text) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(TEXTS, st.sampled_from(["", "a\x00b", "A B", "THE cat"])), max_size=6))
+@example(["One two", "", "three\x00four", "Five", "化学 six"])
+def test_tokenize_many_is_tokenize_of_each(texts: list[str]) -> None:
+    assert tokenize_many(texts) == [tokenize(t) for t in texts]
 
 
 @settings(max_examples=300, deadline=None)

@@ -50,6 +50,7 @@ from focused.ranking.relevance import (
     hashed_features,
     term_counts,
     tokenize,
+    tokenize_many,
 )
 
 if TYPE_CHECKING:
@@ -377,10 +378,7 @@ class TermModel:
         their terms)."""
         anchor_words, words_of_url = self._anchor_words, self._words_of_url
         names = [anchor_words(a) + words_of_url(u) for a, u in zip(anchors, urls, strict=True)]
-        if self.context_share:
-            context_terms = [tokenize(c) if c else [] for c in contexts]
-        else:
-            context_terms = [[] for _ in contexts]
+        context_terms = tokenize_many(contexts) if self.context_share else [[] for _ in contexts]
         n_names = np.fromiter(map(len, names), dtype=np.int64, count=len(names))
         n_contexts = np.fromiter(map(len, context_terms), dtype=np.int64, count=len(names))
         flat: list[str] = []

@@ -145,6 +145,29 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
+_WORD_OR_NUL = re.compile(r"[^\W_]+|\x00")
+
+
+def tokenize_many(texts: Sequence[str]) -> list[list[str]]:
+    """:func:`tokenize` of each of ``texts``: the ones without Chinese (and without NUL)
+    in one C-level pass over them all, joined by NUL and split again at it."""
+    out: list[list[str] | None] = [None] * len(texts)
+    plain = [i for i, t in enumerate(texts) if t.isascii() and "\x00" not in t]
+    if len(plain) > 1:
+        words = [
+            w
+            for w in _WORD_OR_NUL.findall("\x00".join([texts[i] for i in plain]).lower())
+            if w not in STOP_WORDS
+        ]
+        start = 0
+        for i in plain[:-1]:
+            end = words.index("\x00", start)
+            out[i] = words[start:end]
+            start = end + 1
+        out[plain[-1]] = words[start:]
+    return [tokenize(t) if got is None else got for t, got in zip(texts, out, strict=True)]
+
+
 #: Chinese runs whose jieba words are cached (cleared when full or when jieba's
 #: dictionary changes, e.g. after ``jieba.add_word``): the short runs of titles, anchors
 #: and navigation come back on page after page. The cached lists share one string per

@@ -35,6 +35,7 @@ from focused.ranking.relevance import (
 from focused.signals import frontier_opened, frontier_waste_check, page_skipped
 from focused.strategies import Strategy
 from focused.web.neardup import NearDuplicates
+from focused.web.safeurls import SafeUrls
 from focused.web.sanitize import is_wide, parse_cut, strip_session_ids
 from focused.web.sites import Web, open_web
 from focused.web.template import HostTemplates, Page, chrome_urls, link_slots, split_page
@@ -309,6 +310,8 @@ class FocusedSpider(scrapy.Spider):
         self.obey_meta_robots = bool(get(settings, "FOCUSED_OBEY_META_ROBOTS"))
         #: the scheduler's "is this URL done?" (None: every link gets its request)
         self.drop_done: Callable[..., bool] | None = None
+        #: the URLs of the links' requests, made once per URL
+        self.safe_urls = SafeUrls()
         self.logger.info(
             "focused: topic %s on the %s web, %s, %s, strategy %s",
             self.topic.name,
@@ -678,12 +681,22 @@ class FocusedSpider(scrapy.Spider):
         elif self.drop_done is not None and self.drop_done(url, parent):
             return None  # done: the scheduler would drop it (counted there as filtered)
         try:
-            return scrapy.Request(
-                clean, meta={meta.ANCHOR_RELEVANCE: anchor_relevance, meta.PARENT_URL: parent}
+            # the URL scrapy.Request would make of it, made once per URL (SafeUrls) and
+            # taken as given ("verbatim_url", dropped again: a copy of the request, a
+            # redirect, makes its own URL safe as usual)
+            request = scrapy.Request(
+                self.safe_urls.of(clean),
+                meta={
+                    meta.ANCHOR_RELEVANCE: anchor_relevance,
+                    meta.PARENT_URL: parent,
+                    "verbatim_url": True,
+                },
             )
         except ValueError:  # e.g. a port out of range
             self._count("focused/links/ignored/bad_url")
             return None
+        del request.meta["verbatim_url"]
+        return request
 
     def _count(self, key: str, n: int = 1) -> None:
         self.crawler.stats.inc_value(key, n)

@@ -7,9 +7,9 @@ TOPIC ?= chemistry
 STRATEGY ?= annealing
 OUT ?= out/demo
 # Test files run on two workers (most tests wait on loopback crawls, not on the CPU);
-# TEST_WORKERS=0 runs them in one process.
+# TEST_WORKERS=0 runs them in one process. The 25 slowest tests are listed at the end.
 TEST_WORKERS ?= 2
-PYTEST_ARGS ?=
+PYTEST_ARGS ?= --durations=25
 
 .PHONY: install install-prior demo crawl sandbox test lint clean
 

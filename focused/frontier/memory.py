@@ -63,7 +63,6 @@ _MIN = -(1 << 63)
 # size (| _DEAD), seq, fp, value, m, anchor_relevance, depth, hops, flags, parent id, host id,
 # evidence length (the strategy's bytes for a rescore, between the header and the URL)
 _REC = struct.Struct("<IQqdddHHHIIH")
-_VALUE = struct.Struct("<d")
 _VALUE_AT = 20  # offset of ``value`` in a record
 #: At most this many bytes of rescoring evidence per entry (more is dropped).
 MAX_EVIDENCE = 0xFFFF
@@ -698,16 +697,27 @@ class MemoryFrontier:
         at: np.ndarray,
         values: Sequence[float],
     ) -> None:
-        """Replace the frontier by ``recs`` with priorities ``prio``: one bucket per
-        priority, records in seq order, the value of record ``at[i]`` set to
-        ``values[i]``, the table pointing at them."""
+        """Replace the frontier by ``recs`` (emptied on the way) with priorities
+        ``prio``: one bucket per priority, records in seq order, the value of record
+        ``at[i]`` set to ``values[i]``, the table pointing at them."""
         n = len(recs)
         order = np.lexsort((seq, prio))  # by priority, then seq
-        ranked = order.tolist()
+        sorted_prio = prio[order]
+        first = np.flatnonzero(np.r_[True, sorted_prio[1:] != sorted_prio[:-1]])
+        if len(first) > _MAX_BUCKETS:
+            raise OverflowError("too many distinct priorities waiting at once")
+        last = np.r_[first[1:], n] - 1
+        # the old buckets go first, and the copies once joined: at most two copies of
+        # the records are held at any time, as many as before the rescore
+        self._buckets.clear()
+        self._by_id = []
+        self._free_ids.clear()
+        self._stale = 0
         sizes = np.fromiter(map(len, recs), dtype=np.int64, count=n)[order]
         ends = np.cumsum(sizes)
         starts = ends - sizes
-        data = bytearray().join([recs[j] for j in ranked])
+        data = bytearray().join([recs[j] for j in order.tolist()])
+        recs.clear()
         # the new values, written into the joined records in one numpy step
         rank = np.empty(n, dtype=np.int64)
         rank[order] = np.arange(n, dtype=np.int64)
@@ -717,14 +727,6 @@ class MemoryFrontier:
             np.asarray(values, dtype="<f8").view(np.uint8).reshape(-1, 8)
         )
         del view  # the bytearray is sliced below
-        sorted_prio = prio[order]
-        first = np.flatnonzero(np.r_[True, sorted_prio[1:] != sorted_prio[:-1]])
-        if len(first) > _MAX_BUCKETS:
-            raise OverflowError("too many distinct priorities waiting at once")
-        last = np.r_[first[1:], n] - 1
-        self._buckets.clear()
-        self._free_ids.clear()
-        self._stale = 0
         by_id: list[_Bucket | None] = []
         buckets = self._buckets
         byte_from, byte_to = starts[first].tolist(), ends[last].tolist()
@@ -740,6 +742,7 @@ class MemoryFrontier:
             b.last_seq = last_seq
             buckets[p] = b
             by_id.append(b)
+        del data
         self._by_id = by_id
         # ascending -priority: a heap already
         self._prios = [-p for p in reversed(group_prios)]

@@ -21,9 +21,9 @@ __all__ = ["SafeUrls"]
 class SafeUrls:
     """``safe_url_string(url, "utf-8")`` (what ``scrapy.Request`` makes of ``url`` with
     its default encoding), for the last ``size`` URLs at most (the memo is emptied when
-    full; ~3 MB at 16,384 URLs of ~80 characters)."""
+    full; ~2 MB at 8,192 URLs of ~80 characters)."""
 
-    def __init__(self, size: int = 1 << 14) -> None:
+    def __init__(self, size: int = 1 << 13) -> None:
         self.size = size
         self._made: dict[str, str] = {}
 

@@ -470,7 +470,11 @@ class FocusedScheduler(BaseScheduler):
     Errors: :class:`DownloadFailureMiddleware` (in ``DOWNLOADER_MIDDLEWARES`` at the lowest
     order) sends :data:`focused.signals.download_failed` for every request whose download
     failed for good, whatever its callback and errback; the scheduler records it in the
-    error queue (journaled, so it is not fetched again after a resume). No errback of the
+    error queue (journaled, so it is not fetched again after a resume). Until the run has
+    had its first response (any status, robots.txt included), its failures are journaled
+    when that response comes: a run that no host answers (a resume started offline) does
+    not spend the journal's waiting links as errors, they stay to be fetched by the next
+    resume. No errback of the
     scheduler's is put in a request. A response with status >= 400 also counts as an
     error; a redirect counts the redirecting URL as done.
 
@@ -581,6 +585,10 @@ class FocusedScheduler(BaseScheduler):
         self._fetched: dict[int, int] = {}
         self.done = 0
         self.errors = 0
+        #: a response came in this run; before it, failures wait in ``_unanswered`` to be
+        #: journaled (see the class doc)
+        self._answered = False
+        self._unanswered: list[int] = []
         self.filtered = 0
         self.requeued = 0
         self.enqueued = 0
@@ -1027,6 +1035,8 @@ class FocusedScheduler(BaseScheduler):
         self._update_stats()
 
     def _on_response(self, response: Response, request: Request, spider: Spider) -> None:
+        if not self._answered:
+            self._first_answer()
         fp = self._fingerprint(request)
         if response.status >= 400:
             self._finish(fp, ERROR)
@@ -1176,8 +1186,26 @@ class FocusedScheduler(BaseScheduler):
                 self.journal.set_state(fp, DONE, stored=True)
 
     def _on_download_failed(self, request: Request, **kwargs: Any) -> None:
-        """The download of ``request`` failed for good (:class:`DownloadFailureMiddleware`)."""
-        self._finish(self._fingerprint(request), ERROR)
+        """The download of ``request`` failed for good (:class:`DownloadFailureMiddleware`).
+        Before the run's first response it is journaled only when that response comes:
+        until then the URL stays in flight in the journal, and a resume fetches it again."""
+        fp = self._fingerprint(request)
+        if self._answered or self.journal is None:
+            self._finish(fp, ERROR)
+        elif fp in self.in_flight:
+            self._finish(fp, ERROR, journal=False)
+            self._unanswered.append(fp)
+            if self.stats is not None:
+                self.stats.inc_value("focused/scheduler/failed_unanswered")
+
+    def _first_answer(self) -> None:
+        """The run's first response: the failures before it were no network outage for
+        the whole run, and are journaled as errors now."""
+        self._answered = True
+        if self.journal is not None:
+            for fp in self._unanswered:
+                self.journal.set_state(fp, ERROR)
+        self._unanswered = []
 
     def _on_checkpoint(self, **kwargs: Any) -> JournalError | None:
         """The page store is about to commit: make the journal (the pages' links) durable

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import random
 
+import pytest
+
 from focused.frontier.memory import Entry, MemoryFrontier
 from focused.ranking.annealing import Annealer
 
@@ -271,3 +273,29 @@ def test_rescore_keeps_every_entry_its_new_value_and_place_among_mixed_picks():
                 assert (got.priority, got.seq, got.value, got.evidence) == (prio, seq, value, ev)
         expect = sorted(model, key=lambda fp: (-model[fp][0], model[fp][1]))
         assert _drain(f) == expect
+
+
+def test_a_rescorers_bad_answer_leaves_the_frontier_as_it_was():
+    def frontier() -> MemoryFrontier:
+        f = MemoryFrontier()
+        for i in range(5):
+            f.push(_e(i + 1, i, evidence=b"x%d" % i))
+        return f
+
+    for bad in (
+        lambda ev: ([1] * len(ev), ["x"] * len(ev)),  # values that are no numbers
+        lambda ev: ([1] * len(ev), [[0.5, 0.5]] * len(ev)),  # not one value each
+        lambda ev: ([1] * len(ev), [0.5] * (len(ev) - 1)),  # one value short
+        lambda ev: ([None] * len(ev), [0.5] * len(ev)),  # priorities that are no ints
+    ):
+        f = frontier()
+        with pytest.raises((ValueError, TypeError)):
+            f.rescore(bad)
+        assert len(f) == 5
+        assert [(e.fp, e.priority) for e in iter(f.pop, None)] == [
+            (5, 4),
+            (4, 3),
+            (3, 2),
+            (2, 1),
+            (1, 0),
+        ]

@@ -641,11 +641,13 @@ class MemoryFrontier:
         if not evidence:
             return 0
         self._forget_nothing()
-        new_prios, values = rescorer(evidence)
+        new_prios, new_values = rescorer(evidence)
+        # checked before anything changes: a rescorer's bad answer leaves the frontier as is
         at = np.asarray(scored, dtype=np.int64)
         old = np.asarray(prios, dtype=np.int64)
         given = np.asarray([_clamp(int(p), _MIN, _MAX) for p in new_prios], dtype=np.int64)
-        if len(given) != len(at) or len(values) != len(at):
+        values = np.asarray([float(v) for v in new_values], dtype=np.float64)
+        if given.shape != at.shape or values.shape != at.shape:
             raise ValueError("the rescorer must give one priority and one value per evidence")
         changed = int(np.count_nonzero(given != old[at]))
         prio = old.copy()
@@ -695,7 +697,7 @@ class MemoryFrontier:
         recs: list[bytes],
         *,
         at: np.ndarray,
-        values: Sequence[float],
+        values: np.ndarray,
     ) -> None:
         """Replace the frontier by ``recs`` (emptied on the way) with priorities
         ``prio``: one bucket per priority, records in seq order, the value of record
@@ -723,9 +725,7 @@ class MemoryFrontier:
         rank[order] = np.arange(n, dtype=np.int64)
         where = starts[rank[at]] + _VALUE_AT
         view = np.frombuffer(data, dtype=np.uint8)
-        view[where[:, None] + np.arange(8)] = (
-            np.asarray(values, dtype="<f8").view(np.uint8).reshape(-1, 8)
-        )
+        view[where[:, None] + np.arange(8)] = values.astype("<f8").view(np.uint8).reshape(-1, 8)
         del view  # the bytearray is sliced below
         by_id: list[_Bucket | None] = []
         buckets = self._buckets

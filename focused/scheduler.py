@@ -471,10 +471,12 @@ class FocusedScheduler(BaseScheduler):
     order) sends :data:`focused.signals.download_failed` for every request whose download
     failed for good, whatever its callback and errback; the scheduler records it in the
     error queue (journaled, so it is not fetched again after a resume). Until the run has
-    had its first response (any status, robots.txt included), its failures are journaled
-    when that response comes: a run that no host answers (a resume started offline) does
-    not spend the journal's waiting links as errors, they stay to be fetched by the next
-    resume. No errback of the
+    had its first response (a status below 500, robots.txt included), its failures (and
+    5xx answers) are journaled when that response comes: a run that no host answers (a
+    resume started offline) does not spend the journal's waiting links as errors, they
+    stay to be fetched by the next resume. That is done once: the failures of a second
+    such run in a row are journaled (links to hosts that are gone for good do not come
+    back for ever). No errback of the
     scheduler's is put in a request. A response with status >= 400 also counts as an
     error; a redirect counts the redirecting URL as done.
 
@@ -585,10 +587,12 @@ class FocusedScheduler(BaseScheduler):
         self._fetched: dict[int, int] = {}
         self.done = 0
         self.errors = 0
-        #: a response came in this run; before it, failures wait in ``_unanswered`` to be
-        #: journaled (see the class doc)
+        #: a response (status < 500) came in this run; before it, failures wait in
+        #: ``_unanswered`` to be journaled (see the class doc), unless the journal's
+        #: previous run was answered by no host either (``_defer_failures`` False)
         self._answered = False
         self._unanswered: list[int] = []
+        self._defer_failures = True
         self.filtered = 0
         self.requeued = 0
         self.enqueued = 0
@@ -710,16 +714,21 @@ class FocusedScheduler(BaseScheduler):
             self._fetched.clear()
             self._save_annealer()
             self._save_model()
+            kept = len(self._unanswered)  # no host answered this run: see the class doc
+            self.journal.put_meta("unanswered", b"1" if kept else b"0")
             try:
                 self.journal.close()
             except JournalError as exc:
                 self._journal_failed(exc)
             self.journal = None
             logger.info(
-                "focused: frontier saved in %s (%d waiting, %d in flight)",
+                "focused: frontier saved in %s (%d waiting, %d in flight%s)",
                 self.jobdir,
                 len(self.frontier),
                 len(self.in_flight),
+                f"; {kept} failed with no host answering, fetched again by the next run"
+                if kept
+                else "",
             )
         self._update_stats()
 
@@ -1035,10 +1044,12 @@ class FocusedScheduler(BaseScheduler):
         self._update_stats()
 
     def _on_response(self, response: Response, request: Request, spider: Spider) -> None:
-        if not self._answered:
+        if not self._answered and response.status < 500:
             self._first_answer()
         fp = self._fingerprint(request)
-        if response.status >= 400:
+        if response.status >= 500:  # a server error: a failure like a lost connection
+            self._failed(fp)
+        elif response.status >= 400:
             self._finish(fp, ERROR)
         elif fp in self.in_flight:
             # Done, but journaled as done only once the page is safe (its links are
@@ -1189,8 +1200,12 @@ class FocusedScheduler(BaseScheduler):
         """The download of ``request`` failed for good (:class:`DownloadFailureMiddleware`).
         Before the run's first response it is journaled only when that response comes:
         until then the URL stays in flight in the journal, and a resume fetches it again."""
-        fp = self._fingerprint(request)
-        if self._answered or self.journal is None:
+        self._failed(self._fingerprint(request))
+
+    def _failed(self, fp: int) -> None:
+        """The URL of ``fp`` failed (a download, a 5xx): an error, journaled at once or,
+        before the run's first answer, when that comes."""
+        if self._answered or self.journal is None or not self._defer_failures:
             self._finish(fp, ERROR)
         elif fp in self.in_flight:
             self._finish(fp, ERROR, journal=False)
@@ -1204,7 +1219,9 @@ class FocusedScheduler(BaseScheduler):
         self._answered = True
         if self.journal is not None:
             for fp in self._unanswered:
-                self.journal.set_state(fp, ERROR)
+                # not one queued again since (a retry): it waits, or is in flight
+                if fp not in self.frontier and fp not in self.in_flight:
+                    self.journal.set_state(fp, ERROR)
         self._unanswered = []
 
     def _on_checkpoint(self, **kwargs: Any) -> JournalError | None:
@@ -1447,6 +1464,8 @@ class FocusedScheduler(BaseScheduler):
     def _restore(self) -> None:
         journal = self.journal
         assert journal is not None
+        # the previous run was answered by no host: this run's failures are journaled
+        self._defer_failures = journal.get_meta("unanswered") != b"1"
         blob = journal.get_meta("annealer")
         if blob is not None and self.annealer is not None:
             self.annealer.load_state(pickle.loads(blob))  # noqa: S301

@@ -1184,3 +1184,62 @@ def test_scheduler_debug_logs_every_request_that_cannot_be_journaled(tmp_path, c
     assert crawler.stats.get_value("focused/scheduler/unserializable") == 3
     lines = [r.getMessage() for r in caplog.records if "cannot be journaled" in r.getMessage()]
     assert len(lines) == (3 if debug else 1), lines
+
+
+# --- failures of a run that no host answers ---------------------------------------------
+def _fail(crawler, request: Request) -> None:
+    crawler.signals.send_catch_log(focused_signals.download_failed, request=request)
+
+
+def _journal_state(jobdir: Path, url: str) -> int:
+    with sqlite3.connect(jobdir / "frontier.sqlite3") as db:
+        (state,) = db.execute("SELECT state FROM urls WHERE url=?", (url,)).fetchone()
+    return state
+
+
+def test_failures_before_any_answer_wait_for_the_next_run_once(tmp_path: Path) -> None:
+    """A run that no host answers keeps its failures for the next run (they stay in flight
+    in the journal); a 5xx is no answer; a second such run in a row journals them."""
+    jobdir = tmp_path / "job"
+    urls = [f"http://127.0.0.1:1/p/{i}.htm" for i in range(3)]
+    sched, crawler = _open({"JOBDIR": str(jobdir)})
+    for url in urls:
+        sched.enqueue_request(_req(url))
+    first = sched.next_request()
+    _respond(crawler, first, status=503)  # a dead proxy's answer: no answer
+    _fail(crawler, first)
+    for _ in range(2):
+        _fail(crawler, sched.next_request())
+    sched.close("finished")
+    assert [_journal_state(jobdir, url) for url in urls] == [IN_FLIGHT] * 3
+    again, crawler = _open({"JOBDIR": str(jobdir)})
+    assert sorted(e.url for e in again.frontier.entries()) == urls  # all back
+    for _ in range(3):
+        _fail(crawler, again.next_request())
+    again.close("finished")
+    assert [_journal_state(jobdir, url) for url in urls] == [ERROR] * 3  # the second run
+    third, _crawler = _open({"JOBDIR": str(jobdir)})
+    assert len(third.frontier) == 0 and third.errors == 3
+    third.close("finished")
+
+
+def test_the_first_answer_journals_the_earlier_failures_but_not_a_retried_one(
+    tmp_path: Path,
+) -> None:
+    jobdir = tmp_path / "job"
+    sched, crawler = _open({"JOBDIR": str(jobdir)})
+    for i in range(3):
+        sched.enqueue_request(_req(i))
+    failed, retried = sched.next_request(), sched.next_request()
+    _fail(crawler, failed)
+    _fail(crawler, retried)
+    assert sched.enqueue_request(retried.replace(dont_filter=True))  # queued again
+    _respond(crawler, sched.next_request())  # the first answer
+    journal = sched.journal
+    assert journal is not None
+    assert journal.state_of(sched._fingerprint(failed))[0] == ERROR
+    assert journal.state_of(sched._fingerprint(retried))[0] != ERROR
+    sched.close("shutdown")
+    resumed, _crawler = _open({"JOBDIR": str(jobdir)})
+    assert [e.url for e in resumed.frontier.entries()] == [retried.url]
+    resumed.close("shutdown")

@@ -58,3 +58,16 @@ def test_table_update_overwrites_present_values_and_inserts_the_others():
     assert dict(table.items()) == want
     with pytest.raises(ValueError):
         table.update(fps[:2], values[:1])
+
+
+def test_table_update_follows_a_probe_run_past_the_end_of_the_table() -> None:
+    table = FingerprintTable(values=True)
+    mask = len(table._keys) - 1
+    # 40 fingerprints whose home is the last slot: their run wraps to the first slots
+    fps = np.array([(k << 20) | mask for k in range(1, 41)], dtype=np.int64)
+    for fp in fps.tolist():
+        table.set(fp, 1)
+    assert len(table._keys) == mask + 1  # no growth: the run really wraps
+    assert (table._keys[:39] != 0).all()
+    table.update(fps[::-1], np.arange(40, dtype=np.int64))
+    assert dict(table.items()) == dict(zip(fps[::-1].tolist(), range(40), strict=True))

@@ -493,16 +493,41 @@ def test_a_redirected_and_a_retried_request_survive_a_reopen(sched: Schedulers) 
 
 def test_a_failed_request_with_its_own_errback_is_an_error_once(sched: Schedulers) -> None:
     """Every failure is recorded (the downloader middleware sees it, whatever the
-    errback): not in flight any more, and not fetched again after a reopen."""
+    errback): not in flight any more, and not fetched again after a reopen (in a run
+    that some host answered: see the next test)."""
     s = sched.new()
     spider = s.spider
     s.enqueue_request(Request(_url(1), errback=spider.on_error, callback=spider.parse_other))
     s.enqueue_request(Request(_url(2)))
+    s.enqueue_request(Request(_url(3), priority=-1))
     failing = build_from_crawler(DownloadFailureMiddleware, s.crawler)
     for r in _drain(s):
-        assert failing.process_exception(r, ConnectionRefusedError()) is None
-    assert s.queues() == {"waiting": 0, "in_flight": 0, "done": 0, "error": 2}
+        if r.url == _url(3):
+            _respond(s, r)  # the run's first answer, after the failures
+        else:
+            assert failing.process_exception(r, ConnectionRefusedError()) is None
+    assert s.queues()["waiting"] == 0 and s.queues()["error"] == 2
     if sched.persistent:
         s = sched.reopen(s)
         assert s.next_request() is None
         assert s.queues()["error"] == 2
+
+
+def test_the_failures_of_a_run_no_host_answered_come_back_once(sched: Schedulers) -> None:
+    """A run whose downloads all failed (started offline) keeps them for the next run
+    with ``JOBDIR``; the failures of a second such run in a row are for good."""
+    s = sched.new()
+    for i in (1, 2):
+        s.enqueue_request(Request(_url(i)))
+    for _run in range(2):
+        failing = build_from_crawler(DownloadFailureMiddleware, s.crawler)
+        for r in _drain(s):
+            assert failing.process_exception(r, ConnectionRefusedError()) is None
+        assert s.queues()["error"] == 2 and s.queues()["waiting"] == 0
+        if not sched.persistent:
+            return
+        s = sched.reopen(s)
+        if sched.kind == "redis":  # no journal: failures are errors at once
+            break
+    assert s.next_request() is None
+    assert s.queues()["error"] == 2

@@ -17,6 +17,9 @@ from a fetched one) by several predictors built from the crawl's own labels only
 - ``learning_like``: ``name_best ** 0.9 * parent_first ** 0.1``, the two parts of
   ``learning``'s value without its context and exploration terms;
 - ``name_and_parents``: ``name_mean ** 0.7 * parents_mean ** 0.3``;
+- ``paragraph_keywords``: the best topic cosine (the hand-written keywords) of the
+  paragraph a fetched page links it from: keyword evidence that needs no learning;
+- ``learning_like_paragraph``: ``learning_like ** 0.7 * paragraph_keywords ** 0.3``;
 - ``own_relevance``: the page's own relevance A (clairvoyant: what `bench.judgement`'s
   graded replay orders by).
 
@@ -43,7 +46,7 @@ from bench.judgement import PageText, own_relevance, page_texts
 from bench.quality import DEFAULT_DATA, ROOT, Site
 from focused.defaults import DEFAULTS
 from focused.ranking.learning import TermModel, degree, label
-from focused.ranking.relevance import tokenize
+from focused.ranking.relevance import TopicVector, tokenize
 from focused.web.topics import load_topic
 
 PREDICTORS = (
@@ -53,6 +56,8 @@ PREDICTORS = (
     "name_mean",
     "learning_like",
     "name_and_parents",
+    "paragraph_keywords",
+    "learning_like_paragraph",
     "own_relevance",
 )
 
@@ -88,15 +93,40 @@ def recall_at(scores: Sequence[float], positive: Sequence[bool], n: int) -> floa
     return float(p[top].sum() / p.sum())
 
 
+def paragraph_keywords(root: Path, fetched: Sequence[str], vector: TopicVector) -> dict[str, float]:
+    """Page name -> the best topic cosine of a paragraph (``<p>``) of a fetched page
+    that links it (the site's anchors stand in their paragraphs)."""
+    from lxml import html as lxml_html
+
+    best: dict[str, float] = {}
+    for page in fetched:
+        path = root / "wiki" / page
+        if not path.is_file():
+            continue
+        tree = lxml_html.fromstring(path.read_bytes())
+        for paragraph in tree.iter("p"):
+            hrefs = [unquote(a.get("href", "")) for a in paragraph.iter("a")]
+            if not hrefs:
+                continue
+            cosine = float(vector.cosine(paragraph.text_content()))
+            for href in hrefs:
+                if cosine > best.get(href, -1.0):
+                    best[href] = cosine
+    return best
+
+
 def predictors(
     graph: dict[str, list[str]],
     texts: dict[str, PageText],
     labels: dict[str, float],
     relevance: dict[str, float],
     fetched: Sequence[str],
+    *,
+    paragraphs: dict[str, float] | None = None,
 ) -> tuple[list[str], dict[str, list[float]]]:
     """The pages waiting after ``fetched`` (in the order first linked) and each
-    predictor's score of them."""
+    predictor's score of them (``paragraphs``: :func:`paragraph_keywords` of
+    ``fetched``; without it those predictors score 0)."""
     done = set(fetched)
     parents: dict[str, list[float]] = {}
     for page in fetched:
@@ -123,14 +153,20 @@ def predictors(
     shrunk = [(sum(parents[q]) + 2 * mean) / (len(parents[q]) + 2) for q in waiting]
     best = [name_score(q, np.max) for q in waiting]
     average = [name_score(q, np.mean) for q in waiting]
+    paragraph = [(paragraphs or {}).get(q, 0.0) for q in waiting]
+    learning_like = [b**0.9 * max(1e-3, f) ** 0.1 for b, f in zip(best, first, strict=True)]
     scores = {
         "parent_first": first,
         "parents_mean": shrunk,
         "name_best": best,
         "name_mean": average,
-        "learning_like": [b**0.9 * max(1e-3, f) ** 0.1 for b, f in zip(best, first, strict=True)],
+        "learning_like": learning_like,
         "name_and_parents": [
             a**0.7 * max(1e-3, s) ** 0.3 for a, s in zip(average, shrunk, strict=True)
+        ],
+        "paragraph_keywords": paragraph,
+        "learning_like_paragraph": [
+            v**0.7 * max(1e-3, c) ** 0.3 for v, c in zip(learning_like, paragraph, strict=True)
         ],
         "own_relevance": [relevance.get(q, 0.0) for q in waiting],
     }
@@ -152,7 +188,10 @@ def measure_row(
     labels = {p: label(degree(a, weight), floor) for p, a in relevance.items()}
     targets = site.targets(topic.category)
     cut = max(1, int(len(fetched) * at))
-    waiting, scores = predictors(site.graph, texts, labels, relevance, fetched[:cut])
+    paragraphs = paragraph_keywords(site.root, fetched[:cut], TopicVector(topic.keywords))
+    waiting, scores = predictors(
+        site.graph, texts, labels, relevance, fetched[:cut], paragraphs=paragraphs
+    )
     positive = [q in targets for q in waiting]
     left = len(fetched) - cut
     out: dict[str, object] = {

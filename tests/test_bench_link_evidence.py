@@ -8,7 +8,8 @@ from pathlib import Path
 
 from bench import quality
 from bench.judgement import PageText
-from bench.link_evidence import auc, predictors, recall_at
+from bench.link_evidence import auc, paragraph_keywords, predictors, recall_at
+from focused.ranking.relevance import TopicVector
 from focused.web.topics import load_topic
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,3 +63,33 @@ def test_development_topics_are_no_held_out_category() -> None:
         assert topic.category and not any(
             topic.category.startswith(h) or h.startswith(topic.category) for h in held
         ), topic.name
+
+
+def test_a_link_gets_the_keywords_of_the_best_paragraph_it_stands_in(tmp_path: Path) -> None:
+    wiki = tmp_path / "wiki"
+    wiki.mkdir()
+    (wiki / "Seed.html").write_text(
+        "<html><body><p>Atoms and molecules react: see <a href='Good.html'>Good</a>.</p>"
+        "<p>Football and cricket, <a href='Plain.html'>Plain</a> and "
+        "<a href='Good.html'>Good</a>.</p><ul><li><a href='List.html'>List</a></li></ul>"
+        "</body></html>",
+        encoding="utf-8",
+    )
+    (wiki / "Hub.html").write_text(
+        "<html><body><p>A chemical <a href='Plain%20two.html'>Plain two</a>.</p></body></html>",
+        encoding="utf-8",
+    )
+    vector = TopicVector({"atoms": 2.0, "molecules": 2.0, "chemical": 1.0})
+    best = paragraph_keywords(tmp_path, ["Seed.html", "Hub.html", "Missing.html"], vector)
+    # the better of Good's two paragraphs; a link outside any paragraph has none
+    assert best["Good.html"] > 0.3 and best["Plain.html"] == 0.0
+    assert "List.html" not in best
+    # hrefs are decoded like the site's page names
+    assert best["Plain two.html"] > 0.0
+    graph = {"Seed.html": ["Good.html", "Plain.html"], "Good.html": [], "Plain.html": []}
+    texts = {"Seed.html": PageText("Seed", Counter({b"atoms": 1}))}
+    _waiting, scores = predictors(
+        graph, texts, {"Seed.html": 0.5}, {}, ["Seed.html"], paragraphs=best
+    )
+    assert scores["paragraph_keywords"] == [best["Good.html"], 0.0]
+    assert scores["learning_like_paragraph"][0] > scores["learning_like_paragraph"][1]

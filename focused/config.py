@@ -218,6 +218,7 @@ def validate(
     ``JOBDIR`` another crawl has.
     """
     check_setting_names(settings)
+    check_jobdir(settings)
     for name, default in DEFAULTS.items():
         check = CHECKS.get(name) or Check(_KINDS[type(default)])  # a type check at least
         value = _checked(settings, name, check)
@@ -263,6 +264,18 @@ def check_setting_names(settings: Any) -> None:
         close = difflib.get_close_matches(name, DEFAULTS, n=1, cutoff=0.6)
         hint = f"did you mean {close[0]}?" if close else "see the README's settings table"
         raise ConfigError(f"unknown setting {name}; {hint}")
+
+
+def check_jobdir(settings: Any) -> None:
+    """A :class:`ConfigError` for a blank ``JOBDIR`` (``-s "JOBDIR= "``): Scrapy would make
+    a folder named by the blanks in the current folder. Empty is no ``JOBDIR``, as in
+    Scrapy."""
+    jobdir = settings.get("JOBDIR")
+    if isinstance(jobdir, str) and jobdir and not jobdir.strip():
+        raise ConfigError(
+            f"JOBDIR is blank ({jobdir!r}); name the folder that keeps the crawl's frontier,"
+            " or leave JOBDIR unset"
+        )
 
 
 _KINDS: dict[type, str] = {

@@ -183,6 +183,16 @@ def test_a_jobdir_that_cannot_be_made(
     assert line.startswith(f"focused: error: JOBDIR {str(job)!r} cannot be created: [Errno 20]")
 
 
+@pytest.mark.parametrize("blank", [" ", "\t "])
+def test_a_blank_jobdir(project_root: Path, venv_scrapy: list[str], out: Path, blank: str) -> None:
+    """A JOBDIR of blanks: one line, as for a blank FOCUSED_OUTPUT_DIR (Scrapy made a
+    folder named by the blanks in the current folder and crawled)."""
+    result = crawl(project_root, venv_scrapy, out, "-a", "topic=chemistry", "-s", f"JOBDIR={blank}")
+    line = the_error(result, out)
+    assert line.startswith(f"focused: error: JOBDIR is blank ({blank!r}); name the folder")
+    assert not (project_root / blank).exists()
+
+
 @pytest.mark.parametrize(
     ("setting", "says"),
     [

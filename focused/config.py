@@ -21,6 +21,8 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit
 
+from scrapy.settings import SETTINGS_PRIORITIES
+
 from focused import strategies
 from focused.cli import stores_nothing
 from focused.defaults import CHECKS, DEFAULTS, Check, get
@@ -465,7 +467,99 @@ def check_scrapy_settings(settings: Any) -> None:
             with _quietly():
                 _checked_number(settings, name, check, raw, read=lambda g=getter, n=name: g(n))
     _check_status_lists(settings)
+    _check_scrapy_types(settings)
+    _check_components(settings)
     _check_feeds(settings)
+
+
+def _scrapy_default_values() -> dict[str, Any]:
+    from scrapy.settings import default_settings
+
+    return {n: getattr(default_settings, n) for n in dir(default_settings) if n.isupper()}
+
+
+def _check_scrapy_types(settings: Any) -> None:
+    """The rest of Scrapy's settings that are set (in settings.py or with ``-s``), by the
+    type of Scrapy's default: a bool, int, float, list or dict that Scrapy's getter for
+    that type raises on is refused (it was a traceback, or a crawl that started and
+    logged one per request). A ``None`` is left to Scrapy (some settings take it)."""
+    floor = SETTINGS_PRIORITIES["default"]
+    for name, default in _scrapy_default_values().items():
+        if name in SCRAPY_CHECKS or (settings.getpriority(name) or 0) <= floor:
+            continue
+        with _quietly():  # a deprecated name: Scrapy warns itself when it reads it
+            raw = settings.get(name)
+        kind = _KINDS.get(type(default))
+        if raw is None or kind is None or kind == "str":
+            continue
+        if kind == "bool":
+            getter, what = settings.getbool, "true or false (True/False, 1/0)"
+        elif kind == "int":
+            getter, what = settings.getint, "an integer"
+        elif kind == "float":
+            getter, what = settings.getfloat, "a number"
+        elif kind == "list":
+            getter, what = settings.getlist, "a list or comma-separated values"
+        else:
+            getter, what = settings.getdict, "a dict (JSON with -s)"
+        try:
+            with _quietly():
+                getter(name)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{name} must be {what}, got {raw!r}") from None
+
+
+#: Scrapy's settings of components by import path: the path is the key (its value an
+#: order, or None to turn it off), or the value (keyed by scheme or format)
+COMPONENT_KEYS = (
+    "ITEM_PIPELINES",
+    "SPIDER_MIDDLEWARES",
+    "DOWNLOADER_MIDDLEWARES",
+    "EXTENSIONS",
+    "ADDONS",
+    "SPIDER_CONTRACTS",
+)
+COMPONENT_VALUES = ("DOWNLOAD_HANDLERS", "FEED_EXPORTERS", "FEED_STORAGES")
+
+
+def _check_components(settings: Any) -> None:
+    """Each component the user's ``ITEM_PIPELINES``, ``EXTENSIONS``, ``DOWNLOAD_HANDLERS``
+    ... names must import (it was a traceback when Scrapy built it); an order must be a
+    number."""
+    from scrapy.utils.misc import load_object
+
+    for name in COMPONENT_KEYS + COMPONENT_VALUES:
+        if name not in settings or not settings.get(name):
+            continue
+        try:
+            components = settings.getdict(name)
+        except (TypeError, ValueError):
+            raise ConfigError(
+                f"{name} must be a dict of import path -> order (JSON with -s),"
+                f" got {settings.get(name)!r}"
+            ) from None
+        for key, value in components.items():
+            if name in COMPONENT_KEYS:
+                path = key
+                if value is not None and (
+                    isinstance(value, bool) or not isinstance(value, int | float)
+                ):
+                    raise ConfigError(
+                        f"{name}: the order of {str(path)!r} must be a number (or null to"
+                        f" turn it off), got {value!r}"
+                    )
+            elif value is None:
+                continue
+            else:
+                path = value
+            if not isinstance(path, str):
+                continue  # a class given as such
+            try:
+                with _quietly():
+                    load_object(path)
+            except (*_LOAD_ERRORS, SyntaxError) as exc:
+                why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                raise ConfigError(f"{name}: {path!r} cannot be imported ({why})") from None
 
 
 def _check_feeds(settings: Any) -> None:
@@ -510,11 +604,16 @@ def _check_feeds(settings: Any) -> None:
             )
 
 
-#: Scrapy's list settings of HTTP status codes that its middleware compares with a
-#: response's status as they are: from the command line (``-s
-#: HTTPERROR_ALLOWED_CODES=404``) they are text, and matched no status, silently. The
+#: Scrapy's list settings of HTTP status codes: from the command line (``-s
+#: HTTPERROR_ALLOWED_CODES=404``) they are text, which ``HttpErrorMiddleware`` compares
+#: with a response's status as it is (it matched no status, silently); a word among them
+#: was a traceback where Scrapy reads them as numbers (``RETRY_HTTP_CODES``). The
 #: project's :class:`focused.habits.SettingsAddon` turns them into numbers.
-STATUS_LIST_SETTINGS = ("HTTPERROR_ALLOWED_CODES",)
+STATUS_LIST_SETTINGS = (
+    "HTTPERROR_ALLOWED_CODES",
+    "RETRY_HTTP_CODES",
+    "HTTPCACHE_IGNORE_HTTP_CODES",
+)
 
 
 def status_codes(raw: Any) -> list[int] | None:

@@ -15,6 +15,8 @@ from tests.crawling import error_line, run_cli, run_scrapy
 from tests.loopback import LoopbackServer
 
 MakeTopic = Callable[..., Path]
+#: a crawl that gets past the checks stays small and off the real web
+SMALL_SANDBOX = ("-s", "FOCUSED_WEB=sandbox", "-s", "CLOSESPIDER_PAGECOUNT=5")
 VALID_NAMES = ("annealing", "best_first", "bfs", "bsbs", "gao", "genetic")
 
 
@@ -223,6 +225,80 @@ def test_a_bad_scrapy_setting(
     line = the_error(result, out)
     assert line == f"focused: error: {says}", line
     assert "generating the sandbox" not in result.stderr + result.stdout
+
+
+@pytest.mark.parametrize(
+    ("setting", "says"),
+    [
+        ("MEMUSAGE_LIMIT_MB=abc", "MEMUSAGE_LIMIT_MB must be an integer, got 'abc'"),
+        ("RETRY_PRIORITY_ADJUST=abc", "RETRY_PRIORITY_ADJUST must be an integer, got 'abc'"),
+        (
+            "DOWNLOAD_FAIL_ON_DATALOSS=maybe",
+            "DOWNLOAD_FAIL_ON_DATALOSS must be true or false (True/False, 1/0), got 'maybe'",
+        ),
+        (
+            "MEMUSAGE_CHECK_INTERVAL_SECONDS=soon",
+            "MEMUSAGE_CHECK_INTERVAL_SECONDS must be a number, got 'soon'",
+        ),
+        (
+            "RETRY_HTTP_CODES=abc",
+            "RETRY_HTTP_CODES must be HTTP status codes (100-599) separated by commas,"
+            " e.g. 404,410, got 'abc'",
+        ),
+        (
+            'ITEM_PIPELINES={"nope.Pipe": 1}',
+            "ITEM_PIPELINES: 'nope.Pipe' cannot be imported (No module named 'nope')",
+        ),
+        (
+            'EXTENSIONS={"focused.extensions.Nope": 500}',
+            "EXTENSIONS: 'focused.extensions.Nope' cannot be imported (Module"
+            " 'focused.extensions' doesn't define any object named 'Nope')",
+        ),
+        (
+            'SPIDER_MIDDLEWARES={"focused.middlewares.FocusedPriorityMiddleware": "late"}',
+            "SPIDER_MIDDLEWARES: the order of 'focused.middlewares.FocusedPriorityMiddleware'"
+            " must be a number (or null to turn it off), got 'late'",
+        ),
+        (
+            'DOWNLOAD_HANDLERS={"http": "no.Handler"}',
+            "DOWNLOAD_HANDLERS: 'no.Handler' cannot be imported (No module named 'no')",
+        ),
+    ],
+    ids=lambda v: v.split("=")[0] if "=" in v else "says",
+)
+def test_any_scrapy_setting_of_the_wrong_type(
+    project_root: Path, venv_scrapy: list[str], out: Path, setting: str, says: str
+) -> None:
+    """Scrapy's settings beyond the crawl's own checks: one line, exit status 2, nothing
+    fetched or written. They were tracebacks (exit status 1), or, for a bool Scrapy reads
+    per download, a crawl that wrote its output folder and ended "no page could be
+    fetched"."""
+    result = crawl(
+        project_root, venv_scrapy, out, "-a", "topic=chemistry", *SMALL_SANDBOX, "-s", setting
+    )
+    assert the_error(result, out) == f"focused: error: {says}"
+
+
+def test_a_feed_setting_of_the_wrong_type(
+    project_root: Path, venv_scrapy: list[str], out: Path, tmp_path: Path
+) -> None:
+    feed = tmp_path / "items.json"
+    result = crawl(
+        project_root,
+        venv_scrapy,
+        out,
+        "-a",
+        "topic=chemistry",
+        *SMALL_SANDBOX,
+        "-o",
+        str(feed),
+        "-s",
+        "FEED_EXPORT_INDENT=abc",
+    )
+    assert (
+        the_error(result, out) == "focused: error: FEED_EXPORT_INDENT must be an integer, got 'abc'"
+    )
+    assert not feed.exists()
 
 
 def test_an_unknown_focused_setting(project_root: Path, venv_scrapy: list[str], out: Path) -> None:

@@ -43,6 +43,7 @@ from twisted.internet.interfaces import (
     IHostResolution,
     IResolutionReceiver,
 )
+from w3lib.url import safe_url_string
 from zope.interface import implementer, provider
 
 from focused.bounded import remember
@@ -299,8 +300,8 @@ class AddressFilterMiddleware:
             or self.seeds
         )
         for url in seeds:
-            try:
-                self.policy.add_seed(urlsplit(str(url)).hostname)
+            try:  # the host that is fetched: Scrapy's Request maps full-width digits
+                self.policy.add_seed(urlsplit(safe_url_string(str(url))).hostname)
             except ValueError:
                 continue
         if self.policy.allowed_kinds or self.policy.seed_hosts:

@@ -228,6 +228,7 @@ def validate(
             _SPECIAL[check.special](settings, name, value)
     check_sandbox_seeds(settings)
     check_scrapy_settings(settings)
+    check_seeds_fetched(settings, topic)
     check_reactor(settings)
     check_address_filter(settings)
     strategy_params(settings, topic)  # the strategy's class checks its own settings
@@ -771,7 +772,7 @@ def _resolver_setting(settings: Any) -> str:
 
 
 def _check_seeds(settings: Any, name: str, value: Any) -> None:
-    for url in seeds_setting(settings):
+    for url in _seeds_as_given(settings):
         check_seed(url, name)
 
 
@@ -836,6 +837,72 @@ def check_seed(url: str, where: str = "FOCUSED_SEEDS") -> None:
         raise ConfigError(f"{where}: {url!r} is not a valid URL ({exc})") from None
     if not parts.hostname:
         raise ConfigError(f"{where}: {url!r} has no host")
+    from focused.web.sanitize import scheme_problem
+
+    problem = scheme_problem(url)
+    if problem == "credentials":  # as a link's: dropped (focused/links/ignored/credentials)
+        shown = url.replace(f"{parts.password}@", "***@") if parts.password else url
+        raise ConfigError(
+            f"{where}: {shown!r} has credentials (user:password@), which the crawl refuses,"
+            " as in links; give the URL without them"
+        )
+    if problem is not None:
+        raise ConfigError(f"{where}: {url!r} has a host name Scrapy cannot fetch ({problem})")
+
+
+def check_seeds_fetched(settings: Any, topic: Topic | None = None) -> None:
+    """A :class:`ConfigError` for a seed that Scrapy would drop before fetching it: off
+    ``FOCUSED_ALLOWED_DOMAINS`` (its offsite filter) or longer than ``URLLENGTH_LIMIT``
+    (its URL length filter). Every seed must be fetched, as every seed must be an http(s)
+    URL: a crawl that drops one, or all of them (0 pages, exit status 0), does not start.
+    The seeds are ``FOCUSED_SEEDS``, else the topic's on ``FOCUSED_WEB=real`` (with
+    ``auto``, a first seed off the domains makes the crawl choose the sandbox)."""
+    where, seeds = "FOCUSED_SEEDS", seeds_setting(settings)
+    if not seeds and topic is not None and str(get(settings, "FOCUSED_WEB")) == "real":
+        where = f"topic {topic.name!r} seeds"
+        for url in topic.seeds:  # what is wrong with the URL itself first
+            check_seed(url, where)
+        seeds = [seed_url(url) for url in topic.seeds]
+    domains = [d.strip() for d in get(settings, "FOCUSED_ALLOWED_DOMAINS")]
+    # as Scrapy's OffsiteMiddleware.get_host_regex (an empty list allows every host)
+    offsite = (
+        re.compile(rf"^(.*\.)?({'|'.join(re.escape(d) for d in domains)})$") if domains else None
+    )
+    limit = settings.getint("URLLENGTH_LIMIT") if _url_length_filtered(settings) else 0
+    for url in seeds:
+        host = urlsplit(url).hostname or ""
+        if offsite is not None and not offsite.match(host):
+            raise ConfigError(
+                f"{where}: {url!r} is outside FOCUSED_ALLOWED_DOMAINS"
+                f" ({', '.join(d for d in domains if d) or 'empty'}), so it would never be"
+                f" fetched; add {host!r} there, or leave the seed out"
+            )
+        if limit and len(url) > limit:
+            raise ConfigError(
+                f"{where}: {_shortened(url)!r} is {len(url)} characters long, over"
+                f" URLLENGTH_LIMIT ({limit}), so it would never be fetched; shorten it, or"
+                " raise URLLENGTH_LIMIT"
+            )
+
+
+def _url_length_filtered(settings: Any) -> bool:
+    """Whether ``SPIDER_MIDDLEWARES`` has Scrapy's URL length filter (or a subclass, as
+    the project's); True when that cannot be told (Scrapy reports a broken entry)."""
+    from scrapy.spidermiddlewares.urllength import UrlLengthMiddleware
+    from scrapy.utils.conf import build_component_list
+    from scrapy.utils.misc import load_object
+
+    try:
+        paths = build_component_list(settings.getwithbase("SPIDER_MIDDLEWARES"))
+        classes = [load_object(path) for path in paths]
+    except _LOAD_ERRORS:
+        return True
+    return any(isinstance(c, type) and issubclass(c, UrlLengthMiddleware) for c in classes)
+
+
+def _shortened(url: str, limit: int = 80) -> str:
+    """``url`` for the one line: at most ``limit`` characters."""
+    return url if len(url) <= limit else f"{url[:limit]}..."
 
 
 def _check_domains(settings: Any, name: str, value: list[str]) -> None:
@@ -1021,8 +1088,26 @@ def check_keywords(topic: Topic) -> None:
 
 
 def seeds_setting(settings: Any) -> list[str]:
-    """``FOCUSED_SEEDS`` as a list (a comma-separated string works too)."""
+    """``FOCUSED_SEEDS`` as a list (a comma-separated string works too), each URL as
+    Scrapy's ``Request`` makes it (:func:`seed_url`)."""
+    return [seed_url(url) for url in _seeds_as_given(settings)]
+
+
+def _seeds_as_given(settings: Any) -> list[str]:
     return [s.strip() for s in get(settings, "FOCUSED_SEEDS") if s.strip()]
+
+
+def seed_url(url: str) -> str:
+    """``url`` as Scrapy's ``Request`` makes it: a host of full-width digits and dots
+    (``http://１２７．０．０．２/``) IDNA-mapped as a browser does (``127.0.0.2``), so the
+    address checks see the host that is fetched; ``url`` itself when Scrapy refuses it
+    (:func:`check_seed` says why)."""
+    from scrapy import Request
+
+    try:
+        return Request(url).url
+    except (TypeError, ValueError):
+        return url
 
 
 def check_output_dir(path: str) -> Path:

@@ -850,15 +850,21 @@ def check_seed(url: str, where: str = "FOCUSED_SEEDS") -> None:
         raise ConfigError(f"{where}: {url!r} has a host name Scrapy cannot fetch ({problem})")
 
 
+#: the host of the embedded sandbox's pages
+SANDBOX_HOST = "127.0.0.1"
+
+
 def check_seeds_fetched(settings: Any, topic: Topic | None = None) -> None:
     """A :class:`ConfigError` for a seed that Scrapy would drop before fetching it: off
     ``FOCUSED_ALLOWED_DOMAINS`` (its offsite filter) or longer than ``URLLENGTH_LIMIT``
     (its URL length filter). Every seed must be fetched, as every seed must be an http(s)
     URL: a crawl that drops one, or all of them (0 pages, exit status 0), does not start.
-    The seeds are ``FOCUSED_SEEDS``, else the topic's on ``FOCUSED_WEB=real`` (with
-    ``auto``, a first seed off the domains makes the crawl choose the sandbox)."""
+    The seeds are ``FOCUSED_SEEDS``, else the topic's on ``FOCUSED_WEB=real``, else the
+    sandbox's (on ``127.0.0.1``) on ``FOCUSED_WEB=sandbox``, or on ``auto`` when the
+    topic's first seed is off the domains (the crawl then chooses the sandbox)."""
+    web = str(get(settings, "FOCUSED_WEB"))
     where, seeds = "FOCUSED_SEEDS", seeds_setting(settings)
-    if not seeds and topic is not None and str(get(settings, "FOCUSED_WEB")) == "real":
+    if not seeds and topic is not None and web == "real":
         where = f"topic {topic.name!r} seeds"
         for url in topic.seeds:  # what is wrong with the URL itself first
             check_seed(url, where)
@@ -868,14 +874,22 @@ def check_seeds_fetched(settings: Any, topic: Topic | None = None) -> None:
     offsite = (
         re.compile(rf"^(.*\.)?({'|'.join(re.escape(d) for d in domains)})$") if domains else None
     )
+    listed = ", ".join(d for d in domains if d) or "empty"
+    if offsite is not None and not seeds and not offsite.match(SANDBOX_HOST):
+        first = urlsplit(seed_url(topic.seeds[0])).hostname if topic and topic.seeds else None
+        if web == "sandbox" or (web == "auto" and first and not offsite.match(first)):
+            raise ConfigError(
+                f"FOCUSED_ALLOWED_DOMAINS ({listed}) leaves out {SANDBOX_HOST}, the host of the"
+                " embedded sandbox this crawl would crawl, so no page would be fetched; add"
+                f" {SANDBOX_HOST} there, or crawl the real web (-s FOCUSED_WEB=real)"
+            )
     limit = settings.getint("URLLENGTH_LIMIT") if _url_length_filtered(settings) else 0
     for url in seeds:
         host = urlsplit(url).hostname or ""
         if offsite is not None and not offsite.match(host):
             raise ConfigError(
-                f"{where}: {url!r} is outside FOCUSED_ALLOWED_DOMAINS"
-                f" ({', '.join(d for d in domains if d) or 'empty'}), so it would never be"
-                f" fetched; add {host!r} there, or leave the seed out"
+                f"{where}: {url!r} is outside FOCUSED_ALLOWED_DOMAINS ({listed}), so it would"
+                f" never be fetched; add {host!r} there, or leave the seed out"
             )
         if limit and len(url) > limit:
             raise ConfigError(

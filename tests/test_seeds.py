@@ -173,3 +173,42 @@ def test_a_full_width_seed_is_crawled_as_the_address_it_spells(
     finally:
         con.close()
     assert f"http://127.0.0.2:{site.port}/" in urls
+
+
+@pytest.mark.parametrize("web", ["sandbox", "auto"])
+def test_allowed_domains_that_leave_out_the_sandbox(
+    project_root: Path, venv_scrapy: list[str], out: Path, web: str
+) -> None:
+    """The sandbox's seeds (on 127.0.0.1) off ``FOCUSED_ALLOWED_DOMAINS``: Scrapy's offsite
+    filter dropped them, 0 pages, exit status 0. With ``auto``, the topic's first seed is
+    off the domains too, so the crawl would choose the sandbox (and nothing is probed)."""
+    result = run_cli(
+        project_root,
+        venv_scrapy,
+        out,
+        "-a",
+        "topic=chemistry",
+        "-s",
+        f"FOCUSED_WEB={web}",
+        "-s",
+        "FOCUSED_ALLOWED_DOMAINS=example.org",
+        "-s",
+        "FOCUSED_SANDBOX_PAGES=60",
+        "-s",
+        "CLOSESPIDER_PAGECOUNT=3",
+    )
+    assert error_line(result) == (
+        "focused: error: FOCUSED_ALLOWED_DOMAINS (example.org) leaves out 127.0.0.1, the host"
+        " of the embedded sandbox this crawl would crawl, so no page would be fetched; add"
+        " 127.0.0.1 there, or crawl the real web (-s FOCUSED_WEB=real)"
+    )
+    assert "generating the sandbox" not in result.stderr + result.stdout
+    assert not out.exists()
+
+
+def test_allowed_domains_with_the_sandbox_pass(tmp_path: Path) -> None:
+    topic = Topic(name="t", keywords={"acid": 1.0}, seeds=["http://a.example/"])
+    for web, domains in [("sandbox", "127.0.0.1"), ("auto", "a.example"), ("real", "example")]:
+        config.validate(
+            make_settings(tmp_path, FOCUSED_WEB=web, FOCUSED_ALLOWED_DOMAINS=domains), topic
+        )

@@ -14,6 +14,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -158,6 +159,79 @@ def test_export_to_an_output_that_cannot_be_written(tmp_path: Path) -> None:
     proc = scrapy("export", "--format", "jsonl", "--output", str(target), "--dir", str(folder))
     assert one_error(proc).startswith(f"focused: error: cannot write {target}: ")
     assert files(target) == []
+
+
+# --- an output that is one of the crawl's own files ---------------------------------------
+def _crawl_folder(tmp_path: Path) -> Path:
+    """A crawl's output folder: its page store (with a segment), metrics and summary."""
+    folder = tmp_path / "crawl"
+    with PageStore(folder) as store:
+        store.add({"url": "http://h/a", "title": "Acid", "text": "acid"}, b"<html>acid</html>")
+    (folder / "metrics.csv").write_text(GOOD_METRICS, encoding="utf-8")
+    (folder / "summary.json").write_text(GOOD_SUMMARY, encoding="utf-8")
+    return folder
+
+
+def every_file(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+#: outputs that are, or lead to, the crawl's own files: how to make them, what they are
+OWN_OUTPUTS = {
+    "store": lambda folder: folder / "pages.sqlite3",
+    "wal": lambda folder: folder / "pages.sqlite3-wal",
+    "dotdot": lambda folder: folder / "segments" / ".." / "pages.sqlite3",
+    "relative": lambda folder: Path(os.path.relpath(folder / "pages.sqlite3", PROJECT)),
+    "segment": lambda folder: next((folder / "segments").iterdir()),
+    "metrics": lambda folder: folder / "metrics.csv",
+    "symlink": lambda folder: _linked(folder, os.symlink),
+    "hardlink": lambda folder: _linked(folder, os.link),
+}
+
+
+def _linked(folder: Path, link: Any) -> Path:
+    """A link, outside the crawl folder, to its page store."""
+    path = folder.parent / "elsewhere.jsonl"
+    link(folder / "pages.sqlite3", path)
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "warc"])
+@pytest.mark.parametrize("kind", sorted(OWN_OUTPUTS))
+def test_export_never_writes_over_the_crawls_own_files(tmp_path: Path, kind: str, fmt: str) -> None:
+    """``--output DIR/pages.sqlite3 --dir DIR`` replaced the page store with the export:
+    each of the crawl's files, however named, is refused in one line, nothing written."""
+    folder = _crawl_folder(tmp_path)
+    output = OWN_OUTPUTS[kind](folder)
+    before = every_file(folder)
+    proc = scrapy("export", "--format", fmt, "--output", str(output), "--dir", str(folder))
+    line = one_error(proc)
+    assert line.startswith(f"focused: error: cannot export to {output}: it is the crawl's own ")
+    assert every_file(folder) == before  # the store, its segments, metrics... as they were
+
+
+def test_export_into_the_crawl_folder_under_a_name_of_its_own(tmp_path: Path) -> None:
+    """An export of its own name may go into the crawl folder, and be written again."""
+    folder = _crawl_folder(tmp_path)
+    output = folder / "pages.jsonl"
+    for _ in range(2):
+        proc = scrapy("export", "--format", "jsonl", "--output", str(output), "--dir", str(folder))
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert output.read_text(encoding="utf-8").count("\n") == 1
+
+
+def test_report_never_writes_over_the_crawls_own_files(tmp_path: Path) -> None:
+    """``scrapy report --output`` may rewrite the crawl's report.html, no other of its files."""
+    folder = _crawl_folder(tmp_path)
+    before = every_file(folder)
+    for name in ("pages.sqlite3", "summary.json", "segments/../metrics.csv"):
+        output = folder / name
+        line = one_error(scrapy("report", "--dir", str(folder), "--output", str(output)))
+        assert line.startswith(f"focused: error: cannot write the report to {output}: it is the")
+        assert every_file(folder) == before
+    proc = scrapy("report", "--dir", str(folder), "--output", str(folder / "report.html"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (folder / "report.html").is_file()
 
 
 # --- python -m focused.output.report -----------------------------------------------------

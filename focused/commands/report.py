@@ -2,7 +2,9 @@
 
 The same report the crawl writes at its end (:mod:`focused.output.html_report`),
 regenerated from the folder's files. A folder that does not exist, or holds none of a
-crawl's files, is one line (``focused: error: ...``) and exit status 2.
+crawl's files, or an ``--output`` that is one of a crawl's own files other than its
+``report.html`` (:func:`focused.output.owned.crawl_file`), is one line (``focused:
+error: ...``) and exit status 2.
 """
 
 from __future__ import annotations
@@ -10,11 +12,14 @@ from __future__ import annotations
 import argparse
 
 from focused.cli import FolderCommand
+from focused.output.owned import crawl_file
 from focused.output.store import DB_NAME
 
 #: the files a crawl leaves in its output folder that the report is drawn from (a crawl
 #: killed before its end leaves the page store only)
 CRAWL_FILES = ("summary.json", "metrics.csv", "stats.json", DB_NAME)
+#: the crawl's file the report replaces (focused.output.html_report.REPORT_NAME)
+REPORT = "report.html"
 
 
 class Command(FolderCommand):
@@ -41,6 +46,10 @@ class Command(FolderCommand):
                 f"no crawl output in {folder} (none of {', '.join(CRAWL_FILES)}: did the"
                 " crawl run?)"
             )
+            return
+        own = None if opts.output is None else crawl_file(folder, opts.output, allowed=REPORT)
+        if own is not None:
+            self.fail(f"cannot write the report to {opts.output}: it is the crawl's own {own}")
             return
         from focused.output.html_report import write_report  # matplotlib only here
 

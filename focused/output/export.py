@@ -16,7 +16,9 @@ The output file is written whole or not at all: the pages go to a temporary file
 it, renamed over it at the end (:mod:`focused.output.atomic`). A store SQLite cannot read
 (not a database, damaged, not a crawl's) or an output that cannot be written is an
 :class:`ExportError` naming the file, and leaves no output behind (an older file of that
-name stays as it was). The output ``-`` (:data:`STDOUT`) is the standard output, written
+name stays as it was). An output that is one of a crawl's own files (its page store,
+segments, metrics...: :func:`focused.output.owned.crawl_file`) is refused, nothing
+written. The output ``-`` (:data:`STDOUT`) is the standard output, written
 as the pages are read (a WARC there is not gzipped); a reader that closes it before the
 end (``| head``) is an :class:`OutputClosed`.
 
@@ -40,6 +42,7 @@ from urllib.parse import urlsplit
 
 from focused.output import fulltext
 from focused.output.atomic import atomic_path
+from focused.output.owned import crawl_file
 from focused.output.store import COLUMNS, DB_NAME, READ_ERRORS, read_body
 
 __all__ = [
@@ -226,7 +229,12 @@ def _write_whole(
     """``write(fh)`` into a temporary file that replaces ``out`` once it is whole, after
     the store of ``folder`` was found readable: on any error nothing is left (an older
     ``out`` stays as it was). :class:`ExportError` for a store that cannot be read or an
-    ``out`` that cannot be written."""
+    ``out`` that cannot be written, or one of a crawl's own files."""
+    own = crawl_file(folder, out)
+    if own is not None:  # before anything is read or written
+        raise ExportError(
+            f"cannot export to {out}: it is the crawl's own {own}; give another output file"
+        )
     check(folder)  # before anything is made
     encoding = None if "b" in mode else "utf-8"
     try:

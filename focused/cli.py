@@ -220,6 +220,39 @@ class FolderCommand(ScrapyCommand):
         self.exitcode = 2
 
 
+def add_spider_arguments(parser: argparse.ArgumentParser) -> None:
+    """``-a NAME=VALUE``, as ``scrapy crawl`` and ``scrapy parse`` take it, for a command
+    of Scrapy's that does not (``scrapy fetch``, ``view``, ``shell``)."""
+    parser.add_argument(
+        "-a",
+        dest="spargs",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="set spider argument (may be repeated): -a topic=chemistry for --spider focused",
+    )
+
+
+def spider_arguments(opts: argparse.Namespace) -> None:
+    """``opts.spargs`` (the ``-a`` options) made a dict, as Scrapy's commands do; a usage
+    error for one that is not ``NAME=VALUE``."""
+    from scrapy.utils.conf import arglist_to_dict
+
+    try:
+        opts.spargs = arglist_to_dict(opts.spargs)
+    except ValueError:
+        raise UsageError("Invalid -a value, use -a NAME=VALUE", print_help=False) from None
+
+
+def unknown_spider(loader: Any, name: str) -> str | None:
+    """One line when Scrapy's spider ``loader`` knows no spider ``name`` (Scrapy's own
+    is a ``KeyError`` traceback); None when it knows it."""
+    names = sorted(loader.list())
+    if name in names:
+        return None
+    return f"unknown spider {name!r}; available spiders: {', '.join(names) or 'none'}"
+
+
 def seed_from_command_line(settings: Any, url: str) -> None:
     """The http(s) URL given to ``scrapy fetch`` or ``scrapy shell`` becomes the crawl's
     seed (``FOCUSED_SEEDS``, unless the user set it): its kind of address is allowed, as

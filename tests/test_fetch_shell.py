@@ -462,3 +462,114 @@ def test_a_jobdir_on_the_command_line_is_refused_in_one_line(
     ]
     assert server.log == []
     assert not job.exists()
+
+
+# --- fetch, view, shell: the focused spider given its topic; bad input is one line --------
+SHOWING = ["fetch", "view", "shell"]
+
+
+def focused_args(out: Path, *more: str) -> tuple[str, ...]:
+    """``--spider focused`` on the sandbox web, its output folder ``out``, and ``more``."""
+    return (
+        "--spider",
+        "focused",
+        "-s",
+        "FOCUSED_WEB=sandbox",
+        "-s",
+        "FOCUSED_SANDBOX_PAGES=60",
+        "-s",
+        f"FOCUSED_OUTPUT_DIR={out}",
+        *more,
+    )
+
+
+@pytest.mark.parametrize("command", SHOWING)
+def test_the_focused_spider_shows_a_page_given_its_topic(
+    project_root: Path, venv_scrapy: list[str], server: LoopbackServer, tmp_path: Path, command: str
+) -> None:
+    """``--spider focused -a topic=...``: the README's usage works (these commands took no
+    ``-a``, and the spider without a topic was a traceback)."""
+    out = tmp_path / "out"
+    args = focused_args(out, "-a", "topic=chemistry")
+    result, shown = stores_nothing(
+        command, project_root, venv_scrapy, f"{server.url}/a", tmp_path, *args
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Loopback page" in shown
+    assert "Traceback" not in result.stderr and "never retrieved" not in result.stderr
+    assert not out.exists()  # stores nothing
+
+
+@pytest.mark.parametrize("command", SHOWING)
+def test_the_focused_spider_without_a_topic_is_one_line(
+    project_root: Path, venv_scrapy: list[str], server: LoopbackServer, tmp_path: Path, command: str
+) -> None:
+    """No ``-a topic=``: one line saying how to give it, exit status 2, nothing fetched."""
+    args = focused_args(tmp_path / "out")
+    result, _ = stores_nothing(
+        command, project_root, venv_scrapy, f"{server.url}/a", tmp_path, *args
+    )
+    assert one_line(result).startswith("focused: error: no topic given: use -a topic=")
+    assert server.log == []
+
+
+@pytest.mark.parametrize("command", SHOWING)
+def test_an_error_while_the_focused_spider_is_made_is_one_line(
+    project_root: Path, venv_scrapy: list[str], server: LoopbackServer, tmp_path: Path, command: str
+) -> None:
+    """The sandbox's port taken, raised while the spider is made: one line, not asyncio's
+    "Task exception was never retrieved" (nor a traceback in the shell)."""
+    port = f"FOCUSED_SANDBOX_PORT={server.port}"
+    args = focused_args(tmp_path / "out", "-a", "topic=chemistry", "-s", port)
+    result, _ = stores_nothing(
+        command, project_root, venv_scrapy, f"{server.url}/a", tmp_path, *args
+    )
+    assert f"cannot serve the sandbox on port {server.port}" in one_line(result)
+    assert server.log == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["crawl", "nosuch"],
+        ["check", "nosuch"],
+        ["fetch", "--spider", "nosuch", "URL"],
+        ["view", "--spider", "nosuch", "URL"],
+        ["shell", "--spider", "nosuch", "-c", "1", "URL"],
+    ],
+    ids=lambda args: args[0],
+)
+def test_an_unknown_spider_is_one_line(
+    project_root: Path, venv_scrapy: list[str], server: LoopbackServer, args: list[str]
+) -> None:
+    """Scrapy's was a ``KeyError`` traceback, exit status 1; as ``scrapy parse`` says it."""
+    args = [f"{server.url}/a" if a == "URL" else a for a in args]
+    line = one_line(scrapy(project_root, venv_scrapy, *args))
+    assert line == "focused: error: unknown spider 'nosuch'; available spiders: focused"
+    assert server.log == []
+
+
+@pytest.mark.parametrize("command", SHOWING)
+def test_a_malformed_url_is_one_line(
+    project_root: Path, venv_scrapy: list[str], tmp_path: Path, command: str
+) -> None:
+    """``ValueError: Invalid IPv6 URL`` was a traceback, exit status 1."""
+    result, _ = stores_nothing(command, project_root, venv_scrapy, "http://[::1", tmp_path)
+    assert one_line(result) == "focused: error: malformed URL 'http://[::1' (Invalid IPv6 URL)"
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["fetch", "-s", "DOWNLOAD_TIMEOUT=abc", "URL"], "DOWNLOAD_TIMEOUT must be a number"),
+    ],
+    ids=["fetch"],
+)
+def test_a_scrapy_setting_that_cannot_be_read_is_one_line(
+    project_root: Path, venv_scrapy: list[str], server: LoopbackServer, args: list[str], said: str
+) -> None:
+    """A traceback and exit status 1 before."""
+    args = [f"{server.url}/a" if a == "URL" else a for a in args]
+    result = scrapy(project_root, venv_scrapy, *args)
+    assert one_line(result) == f"focused: error: {said}, got 'abc'"
+    assert server.log == []

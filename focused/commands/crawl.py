@@ -1,6 +1,8 @@
 """``scrapy crawl`` with the focused spider's input checked first and its end explained.
 
-Same command as Scrapy's, except that for the ``focused`` spider (or a subclass of it:
+Same command as Scrapy's, except that a spider name Scrapy does not know is one line
+(``focused: error: unknown spider ...``) and exit status 2, not a ``KeyError``
+traceback, and that for the ``focused`` spider (or a subclass of it:
 its topic from ``-a topic=``, else its class attribute ``topic``; its settings with its
 ``custom_settings``, ``start_urls`` and ``allowed_domains``,
 :meth:`focused.spiders.focused.FocusedSpider.update_settings`):
@@ -66,7 +68,14 @@ from scrapy.extensions.feedexport import FeedExporter
 from scrapy.settings import Settings
 
 from focused import config
-from focused.cli import EMPTY_OUTPUT_DIR, CheckedLogging, fail, keep_start_error, say
+from focused.cli import (
+    EMPTY_OUTPUT_DIR,
+    CheckedLogging,
+    fail,
+    keep_start_error,
+    say,
+    unknown_spider,
+)
 from focused.defaults import get
 from focused.output import child
 from focused.output.record import (
@@ -161,7 +170,7 @@ class Command(CheckedLogging, ScrapyCrawl):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         spidercls = self._focused_spidercls(args)
         if spidercls is None:
-            super().run(args, opts)
+            self._run_other(args, opts)
             return
         if len(args) > 1:
             raise UsageError("running 'scrapy crawl' with more than one spider is not supported")
@@ -213,10 +222,21 @@ class Command(CheckedLogging, ScrapyCrawl):
         self._warn_without_store()
         self._crawl_focused(args[0], opts)
 
+    def _run_other(self, args: list[str], opts: argparse.Namespace) -> None:
+        """Scrapy's crawl of a spider that is not the focused spider; a name Scrapy does
+        not know is one line, exit status 2 (Scrapy's is a ``KeyError`` traceback)."""
+        if len(args) == 1 and self.crawler_process is not None:
+            problem = unknown_spider(self.crawler_process.spider_loader, args[0])
+            if problem:
+                fail(problem)
+                self.exitcode = 2
+                return
+        super().run(args, opts)
+
     def _focused_spidercls(self, args: list[str]) -> Any:
         """The class of the spider to crawl when it is the focused spider or a subclass
         of it (whose input is checked and whose end is explained here); None for any
-        other spider, and for a name Scrapy does not know (Scrapy says so)."""
+        other spider, and for a name Scrapy does not know."""
         from focused.spiders.focused import FocusedSpider  # not for every scrapy command
 
         if not args or self.crawler_process is None:

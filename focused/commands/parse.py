@@ -41,7 +41,14 @@ from twisted.internet.defer import Deferred
 from w3lib.url import is_url
 
 from focused import config
-from focused.cli import EMPTY_OUTPUT_DIR, STORES_NOTHING, StoresNothing, fail, keep_start_error
+from focused.cli import (
+    EMPTY_OUTPUT_DIR,
+    STORES_NOTHING,
+    StoresNothing,
+    fail,
+    keep_start_error,
+    unknown_spider,
+)
 from focused.defaults import get
 from focused.web.addresses import classify, parse_host
 from focused.web.sites import WebError
@@ -100,6 +107,33 @@ def is_focused(spidercls: type | None) -> bool:
     return spidercls is not None and issubclass(spidercls, FocusedSpider)
 
 
+def focused_problem(
+    settings: Any, spidercls: Any, spargs: dict[str, str], url: str | None = None
+) -> str | None:
+    """The focused spider's input (or a subclass's: its class attribute ``topic``, its
+    ``custom_settings``) checked as ``scrapy crawl focused`` checks it, before the spider
+    is made: its arguments ``spargs``, its topic, its settings, and with ``url`` (``scrapy
+    parse``'s) a URL off loopback for ``FOCUSED_WEB=sandbox``; one line, None when good."""
+    settings = settings.copy()  # with the spider's settings, as its crawler's
+    spidercls.update_settings(settings)
+    if not str(get(settings, "FOCUSED_OUTPUT_DIR")).strip():
+        return EMPTY_OUTPUT_DIR
+    try:
+        config.check_spider_args(spargs)
+        topic = load_topic(
+            spidercls.topic_argument(spargs.get("topic")),
+            get(settings, "FOCUSED_TOPICS_DIR") or None,
+        )
+        if url is not None and str(get(settings, "FOCUSED_WEB")) == "sandbox":
+            problem = off_sandbox(url)  # before any folder is made
+            if problem is not None:
+                return problem
+        config.validate(settings, topic)  # it stores nothing: no folder is made
+    except (TopicError, config.ConfigError) as exc:
+        return str(exc)
+    return None
+
+
 class Command(StoresNothing, ScrapyParse):
     default_settings: ClassVar[dict[str, Any]] = {
         **ScrapyParse.default_settings,
@@ -139,38 +173,18 @@ class Command(StoresNothing, ScrapyParse):
         loader = self.crawler_process.spider_loader
         names = ", ".join(sorted(loader.list())) or "none"
         if opts.spider:
-            try:
-                return loader.load(opts.spider), None
-            except KeyError:
-                return None, f"unknown spider {opts.spider!r}; available spiders: {names}"
+            problem = unknown_spider(loader, opts.spider)
+            return (None, problem) if problem else (loader.load(opts.spider), None)
         found = spidercls_for_request(loader, Request(url))
         if found is None:
             return None, f"no spider is set for {url}; name one with --spider (spiders: {names})"
         return found, None
 
     def _focused_problem(self, url: str, opts: argparse.Namespace, spidercls: Any) -> str | None:
-        """The focused spider's input (or a subclass's: its class attribute ``topic``,
-        its ``custom_settings``) checked as ``scrapy crawl focused`` checks it, and a URL
-        off loopback for ``FOCUSED_WEB=sandbox``, before the spider is made."""
+        """The focused spider's input checked as ``scrapy crawl focused`` checks it, and a
+        URL off loopback for ``FOCUSED_WEB=sandbox``, before the spider is made."""
         assert self.settings is not None
-        settings = self.settings.copy()  # with the spider's settings, as its crawler's
-        spidercls.update_settings(settings)
-        if not str(get(settings, "FOCUSED_OUTPUT_DIR")).strip():
-            return EMPTY_OUTPUT_DIR
-        try:
-            config.check_spider_args(opts.spargs)
-            topic = load_topic(
-                spidercls.topic_argument(opts.spargs.get("topic")),
-                get(settings, "FOCUSED_TOPICS_DIR") or None,
-            )
-            if str(get(settings, "FOCUSED_WEB")) == "sandbox":  # before any folder is made
-                problem = off_sandbox(url)
-                if problem is not None:
-                    return problem
-            config.validate(settings, topic)  # it stores nothing: no folder is made
-        except (TopicError, config.ConfigError) as exc:
-            return str(exc)
-        return None
+        return focused_problem(self.settings, spidercls, opts.spargs, url)
 
     def _keep(self, exc: BaseException | str) -> None:
         """Keep the first problem for the line printed when the crawl stops."""

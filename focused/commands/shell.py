@@ -3,18 +3,32 @@
 As for ``scrapy fetch`` (:mod:`focused.commands.fetch`): the URL on the command line
 may be on loopback (a sandbox served by ``scrapy sandbox``), and ``fetch()`` in the shell
 then reaches the addresses of its kind; other internal addresses stay refused. As
-``scrapy fetch``, it runs without ``JOBDIR`` (one in settings.py is not used, ``-s
-JOBDIR=...`` is refused in one line: :class:`focused.cli.StoresNothing`).
+``scrapy fetch``, it takes spider arguments (``scrapy shell --spider focused -a
+topic=chemistry URL``), refuses bad input in one line, exit status 2 (a malformed URL,
+an unknown ``--spider``, no topic or a bad one for the focused spider), and runs without
+``JOBDIR`` (one in settings.py is not used, ``-s JOBDIR=...`` is refused in one line:
+:class:`focused.cli.StoresNothing`).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 from typing import Any, ClassVar
 
 from scrapy.commands.shell import Command as ScrapyShell
+from scrapy.utils.url import guess_scheme
 
-from focused.cli import STORES_NOTHING, StoresNothing, seed_from_command_line
+from focused.cli import (
+    STORES_NOTHING,
+    StoresNothing,
+    add_spider_arguments,
+    fail,
+    seed_from_command_line,
+    spider_arguments,
+)
+from focused.commands.fetch import input_problem
+from focused.commands.parse import START_ERRORS
 
 
 class Command(StoresNothing, ScrapyShell):
@@ -23,8 +37,37 @@ class Command(StoresNothing, ScrapyShell):
         STORES_NOTHING: True,
     }
 
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        add_spider_arguments(parser)
+
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        super().process_options(args, opts)
+        spider_arguments(opts)
+
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        assert self.settings is not None and self.crawler_process is not None
+        process = self.crawler_process
+        url = guess_scheme(args[0]) if args else None  # a local file: file://
+        problem = input_problem(self.settings, process.spider_loader, url, opts)
+        if problem is not None:
+            fail(problem)
+            self.exitcode = 2
+            return
         if args and not opts.spider:
-            assert self.settings is not None
             seed_from_command_line(self.settings, args[0])
-        super().run(args, opts)
+        create = process._create_crawler
+
+        def create_with_arguments(spidercls: Any) -> Any:
+            """Scrapy's crawler, whose spider is made with the spider arguments (Scrapy's
+            shell has none)."""
+            crawler = create(spidercls)
+            crawler._create_spider = functools.partial(crawler._create_spider, **opts.spargs)
+            return crawler
+
+        process._create_crawler = create_with_arguments  # type: ignore[method-assign]
+        try:
+            super().run(args, opts)
+        except START_ERRORS as exc:  # raised while the spider is made: the sandbox's port
+            fail(str(exc))
+            self.exitcode = 2

@@ -561,15 +561,17 @@ def test_a_malformed_url_is_one_line(
 @pytest.mark.parametrize(
     ("args", "said"),
     [
+        (["bench", "-s", "CLOSESPIDER_PAGECOUNT=abc"], "CLOSESPIDER_PAGECOUNT must be an integer"),
         (["fetch", "-s", "DOWNLOAD_TIMEOUT=abc", "URL"], "DOWNLOAD_TIMEOUT must be a number"),
     ],
-    ids=["fetch"],
+    ids=["bench", "fetch"],
 )
 def test_a_scrapy_setting_that_cannot_be_read_is_one_line(
     project_root: Path, venv_scrapy: list[str], server: LoopbackServer, args: list[str], said: str
 ) -> None:
-    """A traceback and exit status 1 before."""
+    """A traceback and exit status 0 (bench) or 1 (fetch) before."""
     args = [f"{server.url}/a" if a == "URL" else a for a in args]
     result = scrapy(project_root, venv_scrapy, *args)
     assert one_line(result) == f"focused: error: {said}, got 'abc'"
+    assert "'response_received_count'" not in result.stderr  # bench: nothing crawled
     assert server.log == []

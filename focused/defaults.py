@@ -243,6 +243,11 @@ DEFAULTS: dict[str, Any] = {
     # robots.txt: only its first this many bytes are downloaded and parsed (RFC 9309
     # asks for at least 500 KiB)
     "FOCUSED_ROBOTS_MAX_BYTES": 512000,
+    # a host whose robots.txt is unreachable (5xx, network error): its URLs wait this many
+    # seconds, then robots.txt is fetched again (RFC 9309: complete disallow meanwhile)
+    "FOCUSED_ROBOTS_RETRY_AFTER": 60.0,
+    # ... this many times in a row; then its URLs wait in JOBDIR for the next run
+    "FOCUSED_ROBOTS_UNREACHABLE_TRIES": 5,
     # a robots.txt Crawl-delay is honoured per host, up to this many seconds
     "FOCUSED_MAX_CRAWL_DELAY": 30.0,
     # a 429/503 answer's Retry-After pauses its host, up to this many seconds
@@ -427,6 +432,8 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_PROXY_RESOLVES": _flag(),
     "FOCUSED_HOSTS": Check("dict", special="hosts"),
     "FOCUSED_ROBOTS_MAX_BYTES": _int(0),
+    "FOCUSED_ROBOTS_RETRY_AFTER": _float(0.0, open_low=True),
+    "FOCUSED_ROBOTS_UNREACHABLE_TRIES": _int(1),
     "FOCUSED_MAX_CRAWL_DELAY": _float(0.0),
     "FOCUSED_MAX_RETRY_AFTER": _float(0.0),
     "FOCUSED_MAX_RETRY_AFTER_TOTAL": _float(0.0),

@@ -15,10 +15,12 @@
    robots.txt download raises (time-out, refused connection, ...) and parses the error
    page of a 5xx answer (usually: allow all). Here, once Scrapy's own retries
    (``RETRY_TIMES``) are spent, such a host is disallowed for
-   :attr:`FocusedRobotsTxtMiddleware.RETRY_AFTER` seconds; the first request to it after
-   that downloads its robots.txt again. A 4xx answer still means "allow all" (RFC 9309,
-   section 2.3.1.3), and so does a robots.txt download that a middleware ignored
-   (``IgnoreRequest``, e.g. a redirect off-site), as in Scrapy.
+   ``FOCUSED_ROBOTS_RETRY_AFTER`` seconds; the first request to it after that downloads
+   its robots.txt again. Its requests meanwhile fail with :class:`RobotsPostponed`, which
+   the scheduler takes as "wait", not as an error: they are fetched once robots.txt is.
+   A 4xx answer still means "allow all" (RFC 9309, section 2.3.1.3), and so does a
+   robots.txt download that a middleware ignored (``IgnoreRequest``, e.g. a redirect
+   off-site), as in Scrapy.
 """
 
 from __future__ import annotations
@@ -49,6 +51,16 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+class RobotsPostponed(IgnoreRequest):
+    """A request held back while its host's robots.txt is unreachable: ``retry_at``
+    (``time.monotonic()``) is when robots.txt is fetched again, ``None`` when the host was
+    given up for this run (``FOCUSED_ROBOTS_UNREACHABLE_TRIES``)."""
+
+    def __init__(self, reason: str, retry_at: float | None) -> None:
+        super().__init__(f"robots.txt unreachable ({reason})")
+        self.retry_at = retry_at
+
+
 class Unreachable(RobotParser):
     """Stands for the robots.txt of a host that could not be fetched: nothing allowed."""
 
@@ -71,9 +83,11 @@ class FocusedRobotsTxtMiddleware(RobotsTxtMiddleware):
     - Each request that waits for a host's robots.txt gets the parsed robots.txt (Scrapy
       2.19 hands ``None``, "allow all", to all waiters but the first).
     - A robots.txt that cannot be fetched (an exception or a 5xx answer, after Scrapy's
-      retries) disallows its host for ``RETRY_AFTER`` seconds (RFC 9309); the host's
-      requests meanwhile are dropped with ``IgnoreRequest`` (the scheduler records them as
-      errors), then robots.txt is fetched again.
+      retries) disallows its host for ``FOCUSED_ROBOTS_RETRY_AFTER`` seconds (RFC 9309);
+      the host's requests meanwhile fail with :class:`RobotsPostponed` (an
+      ``IgnoreRequest``: the scheduler keeps them waiting), then robots.txt is fetched
+      again. After ``FOCUSED_ROBOTS_UNREACHABLE_TRIES`` such failures in a row the host is
+      not asked again in this run (its URLs wait in ``JOBDIR`` for the next).
 
     Replaces Scrapy's in ``DOWNLOADER_MIDDLEWARES`` (same place, 100). Settings: Scrapy's
     ``ROBOTSTXT_OBEY``, ``ROBOTSTXT_PARSER``, ``ROBOTSTXT_USER_AGENT``. Stats: Scrapy's
@@ -81,12 +95,16 @@ class FocusedRobotsTxtMiddleware(RobotsTxtMiddleware):
     and ``focused/robotstxt/refused`` (requests dropped for it).
     """
 
-    #: seconds a host whose robots.txt could not be fetched stays disallowed
+    #: seconds a host whose robots.txt could not be fetched stays disallowed (when the
+    #: settings have no ``FOCUSED_ROBOTS_RETRY_AFTER``)
     RETRY_AFTER: float = 60.0
 
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
-        self.retry_after = float(self.RETRY_AFTER)
+        settings = crawler.settings
+        self.retry_after = float(settings.get("FOCUSED_ROBOTS_RETRY_AFTER", self.RETRY_AFTER))
+        self.tries = max(1, get(settings, "FOCUSED_ROBOTS_UNREACHABLE_TRIES"))
+        self._failures: dict[str, int] = {}  # netloc -> unreachable robots.txt in a row
         self.max_bytes = max(0, get(crawler.settings, "FOCUSED_ROBOTS_MAX_BYTES"))
         self.delays = SlotDelays.of(crawler)
         self._received: WeakKeyDictionary[Request, int] = WeakKeyDictionary()  # bytes so far
@@ -154,8 +172,9 @@ class FocusedRobotsTxtMiddleware(RobotsTxtMiddleware):
     def process_request_2(self, rp: RobotParser | None, request: Request) -> None:
         if isinstance(rp, Unreachable):
             self._stats.inc_value("focused/robotstxt/refused")
-            logger.debug("robots.txt unreachable (%s): %s dropped", rp.reason, request)
-            raise IgnoreRequest(f"robots.txt unreachable ({rp.reason})")
+            logger.debug("robots.txt unreachable (%s): %s postponed", rp.reason, request)
+            retry_at = rp.retry_at if rp.retry_at != float("inf") else None
+            raise RobotsPostponed(rp.reason, retry_at)
         super().process_request_2(rp, request)
 
     # --- an unreachable robots.txt disallows its host for a while -------------------
@@ -165,6 +184,7 @@ class FocusedRobotsTxtMiddleware(RobotsTxtMiddleware):
             self._stats.inc_value(f"robotstxt/response_status_count/{response.status}")
             self._unreachable(netloc, f"HTTP {response.status}")
             return
+        self._failures.pop(netloc, None)
         await super()._parse_robots(self._truncated(response), netloc, request)
         self._crawl_delay(netloc, request)
 
@@ -190,6 +210,7 @@ class FocusedRobotsTxtMiddleware(RobotsTxtMiddleware):
         # IgnoreRequest, so Scrapy logs no traceback): its host is unreachable all the same
         original = getattr(exc, "original", None)
         if isinstance(exc, IgnoreRequest) and original is None:
+            self._failures.pop(netloc, None)
             super()._robots_error(exc, netloc)  # Scrapy's "allow all"
             return
         cause = original if isinstance(original, Exception) else exc
@@ -198,15 +219,28 @@ class FocusedRobotsTxtMiddleware(RobotsTxtMiddleware):
 
     def _unreachable(self, netloc: str, reason: str) -> None:
         self._stats.inc_value("focused/robotstxt/unreachable")
-        logger.warning(
-            "focused: robots.txt of %s unreachable (%s): its URLs are disallowed for %g s"
-            " (RFC 9309), then robots.txt is fetched again",
-            netloc,
-            reason,
-            self.retry_after,
-        )
+        failures = self._failures[netloc] = self._failures.get(netloc, 0) + 1
+        if failures < self.tries:
+            retry_at = time.monotonic() + self.retry_after
+            logger.warning(
+                "focused: robots.txt of %s unreachable (%s): its URLs are disallowed for %g s"
+                " (RFC 9309) and wait, then robots.txt is fetched again",
+                netloc,
+                reason,
+                self.retry_after,
+            )
+        else:
+            retry_at = float("inf")
+            self._stats.inc_value("focused/robotstxt/given_up")
+            logger.warning(
+                "focused: robots.txt of %s unreachable (%s) %d times in a row: its URLs are"
+                " not fetched in this run (with JOBDIR they wait for the next)",
+                netloc,
+                reason,
+                failures,
+            )
         waiting = self._parsers[netloc]
         assert isinstance(waiting, Deferred)
-        parser = Unreachable(reason, time.monotonic() + self.retry_after)
+        parser = Unreachable(reason, retry_at)
         self._parsers[netloc] = parser
         waiting.callback(parser)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import heapq
 import logging
 import os
 import pickle
@@ -64,6 +65,7 @@ from focused.output.record import read_record
 from focused.output.store import DB_NAME as PAGES_DB
 from focused.ranking.annealing import Annealer
 from focused.ranking.modelstate import dumps_state, loads_state
+from focused.robots import RobotsPostponed
 from focused.stop import stop_crawl, then_for
 from focused.strategies import strategy_class
 
@@ -476,8 +478,10 @@ class FocusedScheduler(BaseScheduler):
     resume started offline) does not spend the journal's waiting links as errors, they
     stay to be fetched by the next resume. That is done once: the failures of a second
     such run in a row are journaled (links to hosts that are gone for good do not come
-    back for ever). No errback of the
-    scheduler's is put in a request. A response with status >= 400 also counts as an
+    back for ever). A request held back because its host's robots.txt is unreachable
+    (:class:`focused.robots.RobotsPostponed`) is no failure: it waits (journaled as
+    waiting) until robots.txt is fetched again, and keeps the crawl open meanwhile. No
+    errback of the scheduler's is put in a request. A response with status >= 400 also counts as an
     error; a redirect counts the redirecting URL as done.
 
     ``JOBDIR``: every change is journaled in ``JOBDIR/frontier.sqlite3`` (SQLite, WAL;
@@ -610,6 +614,10 @@ class FocusedScheduler(BaseScheduler):
         #: entries re-queued at the bottom when they came up (:meth:`_requeue_wasteful`)
         self.waste_requeued = 0
         self._annealer_before: tuple[float, int, int] | None = None
+        #: URLs whose host's robots.txt is unreachable, waiting until it is fetched again:
+        #: a heap of (time.monotonic() to queue it again, order, entry)
+        self._postponed: list[tuple[float, int, Entry]] = []
+        self._postponed_timer: Any = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -699,6 +707,9 @@ class FocusedScheduler(BaseScheduler):
     def close(self, reason: str) -> None:
         if self.gate is not None:
             self.gate.close()
+        if self._postponed_timer is not None:
+            self._postponed_timer.cancel()
+            self._postponed_timer = None
         if self.crawler is not None:
             for handler, signal in self._signals():
                 self.crawler.signals.disconnect(handler, signal=signal)
@@ -724,7 +735,7 @@ class FocusedScheduler(BaseScheduler):
             logger.info(
                 "focused: frontier saved in %s (%d waiting, %d in flight%s)",
                 self.jobdir,
-                len(self.frontier),
+                len(self.frontier) + len(self._postponed),
                 len(self.in_flight),
                 f"; {kept} failed with no host answering, fetched again by the next run"
                 if kept
@@ -735,7 +746,8 @@ class FocusedScheduler(BaseScheduler):
     def has_pending_requests(self) -> bool:
         if self.in_flight and not len(self.frontier):
             self._settle()  # the crawl may be over: no URL stays "in flight" for ever
-        return len(self.frontier) > 0
+        # URLs waiting for their host's robots.txt keep the crawl open
+        return len(self.frontier) > 0 or bool(self._postponed)
 
     def _engine(self) -> Any:
         """The crawler's engine, ``None`` before it exists (reading ``crawler.engine``
@@ -911,6 +923,8 @@ class FocusedScheduler(BaseScheduler):
         with ``FOCUSED_HOST_AWARE``, the best among the hosts that can take one now
         (:class:`HostGate`): ``None`` while every waiting URL's host is busy (the engine
         asks again when a download ends or a delay runs out; the crawl goes on)."""
+        if self._postponed:
+            self._release_postponed()
         entry = self._pick()
         if self._wasteful is not None:
             while entry is not None and self._requeue_wasteful(entry):
@@ -1196,11 +1210,65 @@ class FocusedScheduler(BaseScheduler):
             if fp is not None and self.journal is not None:
                 self.journal.set_state(fp, DONE, stored=True)
 
-    def _on_download_failed(self, request: Request, **kwargs: Any) -> None:
+    def _on_download_failed(
+        self, request: Request, exception: BaseException | None = None, **kwargs: Any
+    ) -> None:
         """The download of ``request`` failed for good (:class:`DownloadFailureMiddleware`).
         Before the run's first response it is journaled only when that response comes:
-        until then the URL stays in flight in the journal, and a resume fetches it again."""
+        until then the URL stays in flight in the journal, and a resume fetches it again.
+        A request held back because its host's robots.txt is unreachable
+        (:class:`~focused.robots.RobotsPostponed`) is no failure: it waits
+        (:meth:`_postpone`)."""
+        if isinstance(exception, RobotsPostponed):
+            self._postpone(request, exception.retry_at)
+            return
         self._failed(self._fingerprint(request))
+
+    def _postpone(self, request: Request, retry_at: float | None) -> None:
+        """``request`` waits until ``retry_at`` (its host's robots.txt is fetched again
+        then), journaled as waiting; with ``retry_at`` None (the host given up for this
+        run) it waits in the journal only, for the next run."""
+        fp = self._fingerprint(request)
+        if fp not in self.in_flight:
+            return
+        self.in_flight.discard(fp)
+        if self.journal is not None:
+            self.journal.set_state(fp, WAITING)
+        if self.stats is not None:
+            self.stats.inc_value("focused/scheduler/robots_postponed")
+        if retry_at is None:
+            if self.stats is not None:
+                self.stats.inc_value("focused/scheduler/robots_next_run")
+            self._update_stats()
+            return
+        entry = self._to_entry(request, fp)
+        self.requeued += 1
+        heapq.heappush(self._postponed, (retry_at, self.requeued, entry))
+        self._wake_at(retry_at)
+        self._update_stats()
+
+    def _wake_at(self, at: float) -> None:
+        """Make the engine ask for a request at ``at`` (``time.monotonic()``)."""
+        if self._postponed_timer is not None:
+            return  # set for the heap's first (the earliest: every wait is as long)
+        self._postponed_timer = call_later(max(0.0, at - monotonic()) + 0.01, self._wake)
+
+    def _wake(self) -> None:
+        self._postponed_timer = None
+        nextcall = getattr(getattr(self._engine(), "_slot", None), "nextcall", None)
+        if nextcall is not None:
+            nextcall.schedule()
+        if self._postponed:
+            self._wake_at(self._postponed[0][0])
+
+    def _release_postponed(self) -> None:
+        """Queue again the postponed URLs whose host's robots.txt is due again."""
+        now = monotonic()
+        while self._postponed and self._postponed[0][0] <= now:
+            _, _, entry = heapq.heappop(self._postponed)
+            entry.seq = -1
+            if self.frontier.push(entry) and _is_whole(entry):
+                self._whole_waiting.add(entry.fp)
 
     def _failed(self, fp: int) -> None:
         """The URL of ``fp`` failed (a download, a 5xx): an error, journaled at once or,
@@ -1517,7 +1585,7 @@ class FocusedScheduler(BaseScheduler):
     def queues(self) -> dict[str, int]:
         """Sizes of the four queues (Liu, Xia & Xu 2010)."""
         return {
-            "waiting": len(self.frontier),
+            "waiting": len(self.frontier) + len(self._postponed),
             "in_flight": len(self.in_flight),
             "done": self.done,
             "error": self.errors,

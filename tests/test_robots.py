@@ -7,10 +7,14 @@ the first time, or is missing.
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
+from crawling import run_crawl
 
 from tests.loopback import RUN_PROBE, Answer, LoopbackServer, run_probe
 
@@ -262,3 +266,92 @@ def test_retry_after_pauses_the_host(web: Web) -> None:
     assert busy[1] - busy[0] >= 1.0 - 0.02
     assert stats["focused/politeness/retry_after"] == 1
     assert stats["retry/count"] == 1
+
+
+# --- a real crawl: a host whose robots.txt fails for a while is postponed, not lost -------
+CHEM = "chemistry acid molecule reaction catalyst element " * 20
+
+
+class FlakyRobots(LoopbackServer):
+    """A small chemistry site whose robots.txt answers 503 ``failures`` times (``None``:
+    always), then ``Allow: /``."""
+
+    def __init__(self, failures: int | None) -> None:
+        self.failures = failures
+        super().__init__("127.0.0.1", self._answer)
+
+    def _answer(self, path: str) -> Answer:
+        if path == "/robots.txt":
+            if self.failures is None or self.failures > 0:
+                if self.failures is not None:
+                    self.failures -= 1
+                return 503, {"Content-Type": "text/plain"}, b"busy"
+            return 200, {"Content-Type": "text/plain"}, b"User-agent: *\nAllow: /\n"
+        links = "".join(f'<a href="/a{i}.html">chemistry {i}</a> ' for i in range(3))
+        body = f"<html><title>chemistry {path}</title><body>{CHEM} {path}"
+        return 200, {}, f"{body} {links if path == '/' else ''}</body></html>".encode()
+
+
+def journal_states(job: Path) -> dict[str, int]:
+    con = sqlite3.connect(job / "frontier.sqlite3")
+    try:
+        return {urlsplit(u).path: s for u, s in con.execute("SELECT url, state FROM urls")}
+    finally:
+        con.close()
+
+
+def test_a_host_whose_robots_txt_fails_for_a_while_is_crawled_once_it_answers(
+    tmp_path: Path,
+) -> None:
+    """robots.txt answers 503 to its first 3 requests (Scrapy's one try and two retries):
+    the seed waits (RFC 9309: disallowed meanwhile), robots.txt is fetched again after
+    FOCUSED_ROBOTS_RETRY_AFTER and the site is crawled; nothing is journaled as an error.
+    The crawl ended at once, the seed an error, and a resume fetched nothing."""
+    server = FlakyRobots(3)
+    job = tmp_path / "job"
+    try:
+        crawl = run_crawl(
+            tmp_path / "out",
+            "FOCUSED_WEB=real",
+            f"FOCUSED_SEEDS={server.url}/",
+            "FOCUSED_STRATEGY=bfs",
+            "FOCUSED_ROBOTS_RETRY_AFTER=1.5",
+            f"JOBDIR={job}",
+        )
+    finally:
+        server.close()
+    assert "unreachable (HTTP 503)" in crawl.log
+    assert server.log.count("/robots.txt") == 4
+    stored = {urlsplit(r["url"]).path for r in crawl.rows()}
+    assert stored == {"/", "/a0.html", "/a1.html", "/a2.html"}
+    assert set(journal_states(job).values()) == {2}  # all done, no error (3)
+
+
+def test_a_host_whose_robots_txt_stays_unreachable_waits_for_the_next_run(
+    tmp_path: Path,
+) -> None:
+    """After FOCUSED_ROBOTS_UNREACHABLE_TRIES failures in a row the run ends, its URLs
+    waiting in the journal (not errors): the next run, robots.txt answering, fetches them."""
+    server = FlakyRobots(None)
+    job = tmp_path / "job"
+    settings = [
+        "FOCUSED_WEB=real",
+        f"FOCUSED_SEEDS={server.url}/",
+        "FOCUSED_STRATEGY=bfs",
+        "FOCUSED_ROBOTS_RETRY_AFTER=0.5",
+        "FOCUSED_ROBOTS_UNREACHABLE_TRIES=2",
+        "RETRY_TIMES=0",
+        f"JOBDIR={job}",
+    ]
+    try:
+        first = run_crawl(tmp_path / "out", *settings, check=False)
+        assert "Traceback" not in first.log
+        assert server.log == ["/robots.txt", "/robots.txt"]
+        assert "2 times in a row" in first.log
+        assert journal_states(job) == {"/": 0}  # waiting
+        server.failures = 0
+        run_crawl(tmp_path / "out", *settings)
+    finally:
+        server.close()
+    assert {"/", "/a0.html"} <= set(server.log)
+    assert set(journal_states(job).values()) == {2}

@@ -716,8 +716,10 @@ def _cancel(call: Any) -> None:
 
 def _not_stored() -> DropItem:
     """What an item the failed store does not store is dropped with (quietly: the one
-    line is :func:`focused.stop.stop_crawl`'s)."""
-    return DropItem("not stored: the page store stopped (fetched again on resume)", "DEBUG")
+    line is :func:`focused.stop.stop_crawl`'s); the scheduler keeps its page in flight."""
+    return focused_signals.NotStored(
+        "not stored: the page store stopped (fetched again on resume)", "DEBUG"
+    )
 
 
 def _in_thread(

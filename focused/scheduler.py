@@ -106,6 +106,11 @@ TRANSIENT_META = frozenset({"download_slot", "download_latency"})
 MODEL_NAME = "learning-model.npz"
 #: meta key of a ``dont_filter`` copy of a waiting URL: ``(fingerprint of the copy, URL)``
 COPY_META = "focused_copy"
+#: what became of the items of a page being scraped: one went through the pipelines (or
+#: failed in one, or the store did not store it): the page waits for the store's word
+_HELD = 1
+#: a pipeline dropped one (``DropItem``, not :class:`focused.signals.NotStored`)
+_DROPPED = 2
 
 
 def _slot_left_behind(request: Request) -> bool:
@@ -497,9 +502,12 @@ class FocusedScheduler(BaseScheduler):
     links, yielded before its item, were journaled and committed at the
     ``frontier_checkpoint`` before that commit). Without one: once its item went through
     the pipelines. A page the spider skips (:data:`focused.signals.page_skipped`) is done
-    at once. Until then its row says "in flight", which a resume checks against the page
-    store; with a page store that is so even after a clean close (a page it failed to
-    store, or dropped once it stopped: :mod:`focused.stop`). A page the store confirmed
+    at once; one that no item of went on to the store (none came: a response Scrapy
+    ignored, a callback that failed; or a pipeline dropped it on purpose) is done once
+    the scraper is through with it (:meth:`_scraped`). Until then its row says "in
+    flight", which a resume checks against the page store; with a page store that is so
+    even after a clean close (a page it failed to store, or dropped once it stopped:
+    :mod:`focused.stop`). A page the store confirmed
     is journaled done *as stored*: when a resume's page store does not hold it (the
     output folder was removed, ``pages.sqlite3`` is an older copy), it waits again and is
     fetched again (:meth:`_requeue_unstored`); a URL done without being stored (a
@@ -589,6 +597,9 @@ class FocusedScheduler(BaseScheduler):
         self._whole_waiting: set[int] = set()  # waiting entries that keep their request whole
         #: fetched, not journaled as done yet: URL fingerprint of the response -> request's
         self._fetched: dict[int, int] = {}
+        #: fetched pages whose response the scraper still handles: URL fingerprint of the
+        #: response -> (its request, what became of its items: :data:`_HELD`, :data:`_DROPPED`)
+        self._scraping: dict[int, tuple[Request, int]] = {}
         self.done = 0
         self.errors = 0
         #: a response (status < 500) came in this run; before it, failures wait in
@@ -719,14 +730,18 @@ class FocusedScheduler(BaseScheduler):
             # scheduler). Without a page store every fetched page is done; with one, a
             # page it did not say it stored (it failed, or the crawl stopped first) stays
             # in flight: a resume fetches it again unless the store holds it.
+            self._scraped()
             if not self.waits_for_store:
                 for fp in self._fetched.values():
                     self.journal.set_state(fp, DONE)
             self._fetched.clear()
+            self._scraping.clear()
             self._save_annealer()
             self._save_model()
             kept = len(self._unanswered)  # no host answered this run: see the class doc
             self.journal.put_meta("unanswered", b"1" if kept else b"0")
+            # the journal's own count: pages fetched but not stored stay in flight there
+            in_flight = self.journal.counts()[IN_FLIGHT]
             try:
                 self.journal.close()
             except JournalError as exc:
@@ -736,7 +751,7 @@ class FocusedScheduler(BaseScheduler):
                 "focused: frontier saved in %s (%d waiting, %d in flight%s)",
                 self.jobdir,
                 len(self.frontier) + len(self._postponed),
-                len(self.in_flight),
+                in_flight,
                 f"; {kept} failed with no host answering, fetched again by the next run"
                 if kept
                 else "",
@@ -744,6 +759,8 @@ class FocusedScheduler(BaseScheduler):
         self._update_stats()
 
     def has_pending_requests(self) -> bool:
+        if self._scraping:
+            self._scraped()
         if self.in_flight and not len(self.frontier):
             self._settle()  # the crawl may be over: no URL stays "in flight" for ever
         # URLs waiting for their host's robots.txt keep the crawl open
@@ -925,6 +942,8 @@ class FocusedScheduler(BaseScheduler):
         asks again when a download ends or a delay runs out; the crawl goes on)."""
         if self._postponed:
             self._release_postponed()
+        if self._scraping:
+            self._scraped()
         entry = self._pick()
         if self._wasteful is not None:
             while entry is not None and self._requeue_wasteful(entry):
@@ -1033,7 +1052,7 @@ class FocusedScheduler(BaseScheduler):
         return [
             (self._on_response, signals.response_received),
             (self._on_item, signals.item_scraped),
-            (self._on_item, signals.item_dropped),
+            (self._on_dropped, signals.item_dropped),
             (self._on_item, signals.item_error),
             (self._on_item, signals.spider_error),  # the callback failed: no item comes
             (self._on_store_opened, focused_signals.page_store_opened),
@@ -1067,9 +1086,11 @@ class FocusedScheduler(BaseScheduler):
             self._finish(fp, ERROR)
         elif fp in self.in_flight:
             # Done, but journaled as done only once the page is safe (its links are
-            # journaled by then): see _on_item and _on_stored.
+            # journaled by then): see _on_item, _on_stored and _scraped.
             self._finish(fp, DONE, journal=False)
-            self._fetched[url_fingerprint(response.url)] = fp
+            key = url_fingerprint(response.url)
+            self._fetched[key] = fp
+            self._scraping[key] = (request, 0)
 
     def _on_item(self, response: Response | None = None, **kwargs: Any) -> None:
         """The page item of a fetched page left the pipelines (scraped, dropped or failed),
@@ -1081,8 +1102,56 @@ class FocusedScheduler(BaseScheduler):
         the store's ``pages_stored`` journals it as done (and one that never stores it
         stays in flight until the close; after a crash it is fetched again).
         """
+        self._held(response, _HELD)
         if not self.waits_for_store:
             self._confirm(response)
+
+    def _on_dropped(
+        self, response: Response | None = None, exception: Any = None, **kwargs: Any
+    ) -> None:
+        """A pipeline dropped the item of a page. Dropped by a page store that did not
+        store it (:class:`focused.signals.NotStored`): the page stays in flight and is
+        fetched again by a resume. Any other drop is deliberate: once the scraper is
+        through with the page, it is journaled as done (:meth:`_scraped`)."""
+        if isinstance(exception, focused_signals.NotStored):
+            self._held(response, _HELD)
+        else:
+            self._held(response, _DROPPED)
+        if not self.waits_for_store:
+            self._confirm(response)
+
+    def _held(self, response: Response | None, what: int) -> None:
+        """Note what became of an item of ``response``'s page (see :data:`_HELD`)."""
+        if response is None or not self._scraping:
+            return
+        key = url_fingerprint(response.url)
+        got = self._scraping.get(key)
+        if got is not None:
+            self._scraping[key] = (got[0], got[1] | what)
+
+    def _scraped(self) -> None:
+        """Journal as done the fetched pages whose response the scraper is through with
+        (spider callback, every item out of the pipelines) and that no store will
+        confirm: no item came of it (a response Scrapy's ``HttpErrorMiddleware`` ignored,
+        a callback that yielded none or failed), or a pipeline dropped its items on
+        purpose. A page whose item went through, failed in a pipeline or was not stored
+        keeps waiting for the store's word (or stays in flight)."""
+        engine = self._engine()
+        active = getattr(getattr(getattr(engine, "scraper", None), "slot", None), "active", None)
+        if active is None:
+            return
+        ended = [key for key, (request, _) in self._scraping.items() if request not in active]
+        for key in ended:
+            _, what = self._scraping.pop(key)
+            if what & _HELD or key not in self._fetched:
+                continue
+            if self.stats is not None:
+                self.stats.inc_value(
+                    "focused/pages/dropped" if what & _DROPPED else "focused/pages/no_item"
+                )
+            fp = self._fetched.pop(key)
+            if self.journal is not None:
+                self.journal.set_state(fp, DONE)
 
     def _on_skipped(self, response: Response, **kwargs: Any) -> None:
         """A fetched page the spider yields no item for: no store row will confirm it, so

@@ -26,7 +26,17 @@ durable (a full disk) returns (or raises) the error: the store then does not com
 already stored. The scheduler journals those pages as done.
 """
 
+from scrapy.exceptions import DropItem
+
 page_store_opened = object()
+
+
+class NotStored(DropItem):
+    """What a page store drops an item with when it did not store it and the page must be
+    fetched again (the store failed): the scheduler keeps the page in flight. An item a
+    pipeline drops with any other ``DropItem`` was deliberately not stored: its page is
+    journaled as done (``focused/pages/dropped``) and not fetched again."""
+
 
 frontier_checkpoint = object()
 

@@ -184,3 +184,66 @@ def test_a_jobdir_whose_journal_another_program_locks_stops_with_one_line(tmp_pa
     assert "Traceback" not in refused.log and "Spider opened" not in refused.log
     resumed = run_crawl(out, *CRAWL, f"JOBDIR={job}", "CLOSESPIDER_ITEMCOUNT=10")
     assert "focused: resuming crawl" in resumed.log
+
+
+# --- every end of a fetched page reaches the journal -------------------------------------
+def _ends_site(path: str) -> tuple[int, dict[str, str], bytes]:
+    chem = "chemistry acid molecule reaction catalyst element " * 20
+    if path == "/robots.txt":
+        return 200, {"Content-Type": "text/plain"}, b"User-agent: *\nAllow: /\n"
+    if path == "/api.json":
+        return 200, {"Content-Type": "application/json"}, b'{"chemistry": "acid"}'
+    if path == "/page.jsonld":
+        return 200, {"Content-Type": "application/ld+json"}, b'{"name": "chemistry"}'
+    if path == "/moved":
+        return 302, {}, b""  # no Location: Scrapy ignores the response
+    links = ["/a.html", "/drop-1.html", "/drop-2.html", "/api.json", "/page.jsonld", "/moved"]
+    anchors = "".join(f'<a href="{u}">chemistry {u}</a> ' for u in links) if path == "/" else ""
+    page = f"<html><title>chemistry {path}</title><body>{chem} {anchors}</body></html>"
+    return 200, {}, page.encode()
+
+
+def test_pages_that_end_without_a_stored_item_are_journaled_done_once(tmp_path: Path) -> None:
+    """JSON pages (a spider error with a traceback), a 302 without Location (ignored by
+    Scrapy) and pages a user's pipeline before the store drops: each is journaled done
+    (counted), the close line says 0 in flight and is true, and a resume fetches none of
+    them again. They stayed in flight for ever, fetched again by every resume."""
+    from tests.loopback import LoopbackServer
+
+    server = LoopbackServer("127.0.0.1", _ends_site)
+    job = tmp_path / "job"
+    pipelines = {
+        "tests.dropping_pipeline.DropSome": 100,
+        "focused.pipelines.PageStorePipeline": 300,
+        "focused.pipelines.MetricsPipeline": 800,
+    }
+    settings = [
+        "FOCUSED_WEB=real",
+        f"FOCUSED_SEEDS={server.url}/",
+        "FOCUSED_STRATEGY=bfs",
+        f"ITEM_PIPELINES={json.dumps(pipelines)}",
+        f"JOBDIR={job}",
+    ]
+    try:
+        first = run_crawl(tmp_path / "out", *settings)
+        fetched = len(server.log)
+        second = run_crawl(tmp_path / "out", *settings, check=False)
+        again = server.log[fetched:]
+    finally:
+        server.close()
+    assert "Spider error" not in first.log
+    con = sqlite3.connect(job / "frontier.sqlite3")
+    states = {u.rsplit("/", 1)[1]: s for u, s in con.execute("SELECT url, state FROM urls")}
+    con.close()
+    assert states == dict.fromkeys(
+        ["", "a.html", "drop-1.html", "drop-2.html", "api.json", "page.jsonld", "moved"], 2
+    )
+    assert "(0 waiting, 0 in flight)" in first.log
+    for name, n in [
+        ("focused/skipped/not_markup", 2),
+        ("focused/pages/dropped", 2),
+        ("focused/pages/no_item", 1),
+    ]:
+        assert f"'{name}': {n}," in first.log, name
+    assert [p for p in again if p != "/robots.txt"] == []
+    assert second.returncode == 0

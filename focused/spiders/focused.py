@@ -64,6 +64,10 @@ def release_selector(response: Response) -> None:
         response._cached_selector = None  # type: ignore[attr-defined]
 
 
+#: the selector types whose pages are parsed (a text response of another, JSON, is not)
+MARKUP = frozenset({"html", "xml"})
+
+
 def texts(response: TextResponse, query: str) -> list[str]:
     """``response.xpath(query).getall()`` for a text-node query, without one parsel
     ``Selector`` per node (hundreds per page: a few ms per page on a large one)."""
@@ -365,10 +369,9 @@ class FocusedSpider(scrapy.Spider):
     def _parse_page(self, response: Response, whole: Response) -> Iterator[Any]:
         """Score ``response`` (the part of ``whole`` that is parsed: :meth:`_parsed_part`)
         and yield its links and its item (``whole``'s body)."""
-        if not isinstance(response, TextResponse):
-            self.crawler.stats.inc_value("focused/skipped/not_text")
-            self.crawler.signals.send_catch_log(page_skipped, response=response)
+        if not self._readable(response):
             return
+        assert isinstance(response, TextResponse)
         feed = robustness.read_feed(response, self.link_extractor.max_links, self._count)
         if feed is not None:  # an RSS/Atom feed: its items are followed, it is not stored
             yield from self._parse_feed(response, feed)
@@ -458,6 +461,20 @@ class FocusedSpider(scrapy.Spider):
         )
         item.text_terms = text_terms
         yield item
+
+    def _readable(self, response: Response) -> bool:
+        """Whether ``response`` is HTML or XML text; else it is counted and skipped
+        (``page_skipped``): not text (``focused/skipped/not_text``), or text of another
+        kind, JSON (``focused/skipped/not_markup``: a JSON API, JSON-LD)."""
+        if not isinstance(response, TextResponse):
+            kind = "not_text"
+        elif response.selector.type not in MARKUP:
+            kind = "not_markup"
+        else:
+            return True
+        self.crawler.stats.inc_value(f"focused/skipped/{kind}")
+        self.crawler.signals.send_catch_log(page_skipped, response=response)
+        return False
 
     def _link_requests(
         self,

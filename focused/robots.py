@@ -16,8 +16,10 @@
    page of a 5xx answer (usually: allow all). Here, once Scrapy's own retries
    (``RETRY_TIMES``) are spent, such a host is disallowed for
    ``FOCUSED_ROBOTS_RETRY_AFTER`` seconds; the first request to it after that downloads
-   its robots.txt again. Its requests meanwhile fail with :class:`RobotsPostponed`, which
-   the scheduler takes as "wait", not as an error: they are fetched once robots.txt is.
+   its robots.txt again. When the host answered (a 5xx: it is up), its requests meanwhile
+   fail with :class:`RobotsPostponed`, which the scheduler takes as "wait", not as an
+   error: they are fetched once robots.txt is. When it did not answer (a time-out, a
+   refused connection), they fail as their own downloads would.
    A 4xx answer still means "allow all" (RFC 9309, section 2.3.1.3), and so does a
    robots.txt download that a middleware ignored (``IgnoreRequest``, e.g. a redirect
    off-site), as in Scrapy.
@@ -64,9 +66,12 @@ class RobotsPostponed(IgnoreRequest):
 class Unreachable(RobotParser):
     """Stands for the robots.txt of a host that could not be fetched: nothing allowed."""
 
-    def __init__(self, reason: str, retry_at: float) -> None:
+    def __init__(self, reason: str, retry_at: float, *, answered: bool = False) -> None:
         self.reason = reason
         self.retry_at = retry_at  # time.monotonic() after which robots.txt is fetched again
+        #: the host answered (a 5xx): it is up, its URLs wait; without an answer (time-out,
+        #: refused connection) they fail as their own downloads would
+        self.answered = answered
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, robotstxt_body: bytes) -> Self:
@@ -84,10 +89,12 @@ class FocusedRobotsTxtMiddleware(RobotsTxtMiddleware):
       2.19 hands ``None``, "allow all", to all waiters but the first).
     - A robots.txt that cannot be fetched (an exception or a 5xx answer, after Scrapy's
       retries) disallows its host for ``FOCUSED_ROBOTS_RETRY_AFTER`` seconds (RFC 9309);
-      the host's requests meanwhile fail with :class:`RobotsPostponed` (an
-      ``IgnoreRequest``: the scheduler keeps them waiting), then robots.txt is fetched
-      again. After ``FOCUSED_ROBOTS_UNREACHABLE_TRIES`` such failures in a row the host is
-      not asked again in this run (its URLs wait in ``JOBDIR`` for the next).
+      the host's requests meanwhile fail: after a 5xx answer with
+      :class:`RobotsPostponed` (an ``IgnoreRequest``: the scheduler keeps them waiting),
+      after no answer with ``IgnoreRequest`` (failed, as their downloads would); then
+      robots.txt is fetched again. After ``FOCUSED_ROBOTS_UNREACHABLE_TRIES`` 5xx answers
+      in a row the host is not asked again in this run (its URLs wait in ``JOBDIR`` for
+      the next).
 
     Replaces Scrapy's in ``DOWNLOADER_MIDDLEWARES`` (same place, 100). Settings: Scrapy's
     ``ROBOTSTXT_OBEY``, ``ROBOTSTXT_PARSER``, ``ROBOTSTXT_USER_AGENT``. Stats: Scrapy's
@@ -172,6 +179,9 @@ class FocusedRobotsTxtMiddleware(RobotsTxtMiddleware):
     def process_request_2(self, rp: RobotParser | None, request: Request) -> None:
         if isinstance(rp, Unreachable):
             self._stats.inc_value("focused/robotstxt/refused")
+            if not rp.answered:
+                logger.debug("robots.txt unreachable (%s): %s dropped", rp.reason, request)
+                raise IgnoreRequest(f"robots.txt unreachable ({rp.reason})")
             logger.debug("robots.txt unreachable (%s): %s postponed", rp.reason, request)
             retry_at = rp.retry_at if rp.retry_at != float("inf") else None
             raise RobotsPostponed(rp.reason, retry_at)
@@ -182,7 +192,7 @@ class FocusedRobotsTxtMiddleware(RobotsTxtMiddleware):
         if response.status >= 500:
             self._stats.inc_value("robotstxt/response_count")
             self._stats.inc_value(f"robotstxt/response_status_count/{response.status}")
-            self._unreachable(netloc, f"HTTP {response.status}")
+            self._unreachable(netloc, f"HTTP {response.status}", answered=True)
             return
         self._failures.pop(netloc, None)
         await super()._parse_robots(self._truncated(response), netloc, request)
@@ -217,8 +227,19 @@ class FocusedRobotsTxtMiddleware(RobotsTxtMiddleware):
         self._stats.inc_value(f"robotstxt/exception_count/{type(cause)}")
         self._unreachable(netloc, str(getattr(exc, "reason", "") or type(cause).__name__))
 
-    def _unreachable(self, netloc: str, reason: str) -> None:
+    def _unreachable(self, netloc: str, reason: str, *, answered: bool = False) -> None:
         self._stats.inc_value("focused/robotstxt/unreachable")
+        if not answered:  # the host itself does not answer: its downloads would fail too
+            retry_at = time.monotonic() + self.retry_after
+            logger.warning(
+                "focused: robots.txt of %s unreachable (%s): its URLs are disallowed for %g s"
+                " (RFC 9309), then robots.txt is fetched again",
+                netloc,
+                reason,
+                self.retry_after,
+            )
+            self._settle(netloc, Unreachable(reason, retry_at))
+            return
         failures = self._failures[netloc] = self._failures.get(netloc, 0) + 1
         if failures < self.tries:
             retry_at = time.monotonic() + self.retry_after
@@ -239,8 +260,11 @@ class FocusedRobotsTxtMiddleware(RobotsTxtMiddleware):
                 reason,
                 failures,
             )
+        self._settle(netloc, Unreachable(reason, retry_at, answered=True))
+
+    def _settle(self, netloc: str, parser: Unreachable) -> None:
+        """``parser`` stands for ``netloc``'s robots.txt; the requests waiting for it get it."""
         waiting = self._parsers[netloc]
         assert isinstance(waiting, Deferred)
-        parser = Unreachable(reason, retry_at)
         self._parsers[netloc] = parser
         waiting.callback(parser)

@@ -202,7 +202,8 @@ def test_a_failed_commit_journals_nothing_done_and_the_resume_fetches_it(tmp_pat
 # --- a database another program has locked ----------------------------------------
 class Holder(threading.Thread):
     """Another program's connection to ``pages.sqlite3`` holding a read transaction or the
-    write lock (``BEGIN IMMEDIATE``) for ``seconds``.
+    write lock (``BEGIN IMMEDIATE``) for ``seconds``, or until :attr:`released` is set
+    (the crawl has ended: holding on would only make the test wait).
 
     The write lock is taken once the crawl has stored its first page (so the crawl is
     under way and meets the lock on a page, whatever its start-up time)."""
@@ -212,6 +213,7 @@ class Holder(threading.Thread):
         self.db, self.kind, self.seconds = db, kind, seconds
         self.holding = threading.Event()
         self.ready = threading.Event()  # the holder runs (for a writer: waits for a row)
+        self.released = threading.Event()  # the crawl is over: let go before ``seconds``
 
     def _first_row(self, conn: sqlite3.Connection, timeout: float = 120.0) -> None:
         deadline = time.monotonic() + timeout
@@ -230,7 +232,7 @@ class Holder(threading.Thread):
             conn.execute("BEGIN")
             conn.execute("SELECT COUNT(*) FROM pages").fetchone()  # a read snapshot
         self.holding.set()
-        time.sleep(self.seconds)
+        self.released.wait(self.seconds)
         conn.execute("COMMIT")
         conn.close()
 
@@ -241,7 +243,10 @@ def _locked_crawl(out: Path, kind: str, seconds: float, *settings: str):
     holder.start()
     assert (holder.holding if kind == "read" else holder.ready).wait(5)
     started = time.monotonic()
-    crawl = run_crawl(out, *CRAWL, f"JOBDIR={out}/job", *settings, check=False)
+    try:
+        crawl = run_crawl(out, *CRAWL, f"JOBDIR={out}/job", *settings, check=False)
+    finally:
+        holder.released.set()  # the crawl has ended: holding on would change nothing
     holder.join()
     return crawl, time.monotonic() - started
 

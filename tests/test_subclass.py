@@ -146,7 +146,8 @@ def test_two_subclasses_of_two_topics_do_not_mix_in_one_folder(tmp_path: Path) -
     assert "holds a crawl of topic chemistry" in line and "FOCUSED_CONTINUE" in line
     assert "Crawled (" not in proc.stderr
     assert stored(out) == pages and record(out)["topic"] == "chemistry"
-    # commands that run the spider and store nothing are not refused there
+    # commands that run the spider and store nothing are not refused there (without
+    # AutoThrottle's 1 s start delay between the refused robots.txt's retries)
     for command in (("fetch", "--spider", "phys"), ("view", "--spider", "phys")):
         proc = scrapy(
             tmp_path,
@@ -155,6 +156,8 @@ def test_two_subclasses_of_two_topics_do_not_mix_in_one_folder(tmp_path: Path) -
             f"FOCUSED_OUTPUT_DIR={out}",
             "-s",
             "FOCUSED_WEB=sandbox",
+            "-s",
+            "AUTOTHROTTLE_ENABLED=False",
             "http://127.0.0.1:1/",
         )
         assert "holds a crawl of topic" not in proc.stderr, proc.stderr[-3000:]

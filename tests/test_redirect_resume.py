@@ -17,6 +17,8 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -72,15 +74,24 @@ class Site(BaseHTTPRequestHandler):
             self._send(404, "no")
 
 
-@pytest.fixture
-def site():
+@contextmanager
+def serving() -> Iterator[str]:
+    """The site on a free loopback port, every ``/f/`` page to fail once again."""
     Site.failed_once = set()
     server = ThreadingHTTPServer(("127.0.0.1", 0), Site)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def site():
+    with serving() as base:
+        yield base
 
 
 def _crawl(base: str, out: Path, *extra: str):
@@ -95,9 +106,16 @@ def _crawl(base: str, out: Path, *extra: str):
     )
 
 
-def test_redirects_and_retries_survive_a_pause(site, tmp_path):
-    reference = _crawl(site, tmp_path / "reference")
-    expected = stored_urls(reference.out)
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> set[str]:
+    """The pages (paths) the uninterrupted crawl stores: one crawl for both tests."""
+    with serving() as base:
+        crawl = _crawl(base, tmp_path_factory.mktemp("reference") / "out")
+    return stored_urls(crawl.out)
+
+
+def test_redirects_and_retries_survive_a_pause(site, tmp_path, reference):
+    expected = reference
     assert len(expected) == 1 + 60 + 20 + 5
     assert {f"/t/{i}.html" for i in range(60)} <= expected
 
@@ -118,9 +136,8 @@ def test_redirects_and_retries_survive_a_pause(site, tmp_path):
     assert not [u for u, s in states.items() if s in (0, 1)]  # nothing waiting, in flight
 
 
-def test_redirects_and_retries_survive_kill_9(site, tmp_path):
-    reference = _crawl(site, tmp_path / "reference")
-    expected = stored_urls(reference.out)
+def test_redirects_and_retries_survive_kill_9(site, tmp_path, reference):
+    expected = reference
     Site.failed_once = set()
     out = tmp_path / "killed"
     rng = random.Random(81)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import sqlite3
@@ -82,6 +83,19 @@ def refusal(result: subprocess.CompletedProcess[str]) -> str:
     return lines[0]
 
 
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A finished crawl (no JOBDIR) and its log, made once for the module: a test that
+    starts from such a folder works on its own copy of it (:func:`copy_of`)."""
+    out = tmp_path_factory.mktemp("finished") / "crawl"
+    return out, crawled(out).stderr
+
+
+def copy_of(finished: tuple[Path, str], tmp_path: Path) -> Path:
+    """This test's copy of the :func:`finished` crawl's folder (the files as they are)."""
+    return Path(shutil.copytree(finished[0], tmp_path / "crawl"))
+
+
 def snapshot(out: Path) -> dict[str, bytes]:
     return {name: (out / name).read_bytes() for name in OUTPUTS}
 
@@ -98,10 +112,11 @@ def wait_for(log: Path, text: str) -> None:
 
 
 # --- 1. a run that stores nothing leaves a folder of stored pages as it was -------------
-def test_scrapy_parse_into_a_finished_crawl_leaves_its_outputs(tmp_path: Path) -> None:
-    out = tmp_path / "crawl"
-    first = crawled(out)
-    assert "is not in ITEM_PIPELINES" not in first.stderr
+def test_scrapy_parse_into_a_finished_crawl_leaves_its_outputs(
+    tmp_path: Path, finished: tuple[Path, str]
+) -> None:
+    out, first_log = copy_of(finished, tmp_path), finished[1]
+    assert "is not in ITEM_PIPELINES" not in first_log
     before, pages = snapshot(out), stored_count(out)
     assert json.loads(before["summary.json"])["pages"] > 0
 
@@ -163,9 +178,10 @@ def test_a_jobdir_is_not_carried_on_by_another_crawl(tmp_path: Path) -> None:
 
 
 # --- 3. one crawl per output folder -----------------------------------------------------
-def test_a_second_crawl_into_a_folder_of_pages_is_refused(tmp_path: Path) -> None:
-    out = tmp_path / "crawl"
-    crawled(out)
+def test_a_second_crawl_into_a_folder_of_pages_is_refused(
+    tmp_path: Path, finished: tuple[Path, str]
+) -> None:
+    out = copy_of(finished, tmp_path)
     pages, before = stored_count(out), snapshot(out)
     for extra in ((), (f"JOBDIR={tmp_path / 'fresh'}",)):
         line = refusal(run(out, "CLOSESPIDER_PAGECOUNT=12", *extra))
@@ -477,9 +493,10 @@ def test_resuming_when_the_sandbox_port_is_taken_is_one_line(tmp_path: Path) -> 
     assert "stop what listens there, then resume" in line
 
 
-def test_continuing_when_the_sandbox_port_is_taken_is_one_line(tmp_path: Path) -> None:
-    out = tmp_path / "crawl"
-    crawled(out)
+def test_continuing_when_the_sandbox_port_is_taken_is_one_line(
+    tmp_path: Path, finished: tuple[Path, str]
+) -> None:
+    out = copy_of(finished, tmp_path)
     port = int((out / "sandbox.port").read_text())
     with socket.socket() as taken:
         taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

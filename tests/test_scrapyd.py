@@ -174,7 +174,8 @@ def test_deploy_and_run_two_strategies(scrapyd: Scrapyd, tmp_path: Path) -> None
 
     no_scheduler = not (PROJECT / "focused" / "scheduler.py").exists()
     results: dict[str, list[sqlite3.Row]] = {}
-    for strategy in ("best_first", "bfs"):
+    jobs: dict[str, dict] = {}
+    for strategy in ("best_first", "bfs"):  # both scheduled at once: scrapyd runs two
         out = tmp_path / f"out-{strategy}"
         fields = [
             ("project", "focused"),
@@ -188,7 +189,9 @@ def test_deploy_and_run_two_strategies(scrapyd: Scrapyd, tmp_path: Path) -> None
         ]
         if no_scheduler:  # the custom scheduler is not written yet
             fields.append(("setting", "SCHEDULER=scrapy.core.scheduler.Scheduler"))
-        job = scrapyd.post("schedule.json", fields)
+        jobs[strategy] = scrapyd.post("schedule.json", fields)
+    for strategy, job in jobs.items():
+        out = tmp_path / f"out-{strategy}"
         assert job["status"] == "ok", job
         wait_finished(scrapyd, job["jobid"])
         log = scrapyd.log(job["jobid"])

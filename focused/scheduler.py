@@ -503,8 +503,9 @@ class FocusedScheduler(BaseScheduler):
     ``frontier_checkpoint`` before that commit). Without one: once its item went through
     the pipelines. A page the spider skips (:data:`focused.signals.page_skipped`) is done
     at once; one that no item of went on to the store (none came: a response Scrapy
-    ignored, a callback that failed; or a pipeline dropped it on purpose) is done once
-    the scraper is through with it (:meth:`_scraped`). Until then its row says "in
+    ignored, a callback that yielded none; or a pipeline dropped it on purpose) is done
+    once the scraper is through with it (:meth:`_scraped`); a callback that failed
+    leaves it in flight (a resume fetches it again). Until then its row says "in
     flight", which a resume checks against the page store; with a page store that is so
     even after a clean close (a page it failed to store, or dropped once it stopped:
     :mod:`focused.stop`). A page the store confirmed
@@ -1133,7 +1134,7 @@ class FocusedScheduler(BaseScheduler):
         """Journal as done the fetched pages whose response the scraper is through with
         (spider callback, every item out of the pipelines) and that no store will
         confirm: no item came of it (a response Scrapy's ``HttpErrorMiddleware`` ignored,
-        a callback that yielded none or failed), or a pipeline dropped its items on
+        a callback that yielded none), or a pipeline dropped its items on
         purpose. A page whose item went through, failed in a pipeline or was not stored
         keeps waiting for the store's word (or stays in flight)."""
         engine = self._engine()

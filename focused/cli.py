@@ -244,6 +244,20 @@ def spider_arguments(opts: argparse.Namespace) -> None:
         raise UsageError("Invalid -a value, use -a NAME=VALUE", print_help=False) from None
 
 
+class SpiderArguments:
+    """Mixin for a command of Scrapy's that takes no ``-a`` (``scrapy fetch``, ``view``,
+    ``shell``): it takes ``-a NAME=VALUE`` as ``scrapy crawl`` does
+    (:func:`add_spider_arguments`, :func:`spider_arguments`)."""
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)  # type: ignore[misc]
+        add_spider_arguments(parser)
+
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        super().process_options(args, opts)  # type: ignore[misc]
+        spider_arguments(opts)
+
+
 def unknown_spider(loader: Any, name: str) -> str | None:
     """One line when Scrapy's spider ``loader`` knows no spider ``name`` (Scrapy's own
     is a ``KeyError`` traceback); None when it knows it."""

@@ -33,12 +33,11 @@ from scrapy.exceptions import UsageError
 from focused import config
 from focused.cli import (
     STORES_NOTHING,
+    SpiderArguments,
     StoresNothing,
-    add_spider_arguments,
     fail,
     keep_start_error,
     seed_from_command_line,
-    spider_arguments,
     unknown_spider,
 )
 from focused.commands.parse import START_ERRORS, focused_problem, is_focused, url_problem
@@ -69,7 +68,7 @@ def input_problem(
     return None
 
 
-class Command(StoresNothing, ScrapyFetch):
+class Command(SpiderArguments, StoresNothing, ScrapyFetch):
     default_settings: ClassVar[dict[str, Any]] = {
         **ScrapyFetch.default_settings,
         STORES_NOTHING: True,
@@ -77,14 +76,6 @@ class Command(StoresNothing, ScrapyFetch):
 
     #: the first error raised while the spider is made; one line when Scrapy stops
     problem: str | None = None
-
-    def add_options(self, parser: argparse.ArgumentParser) -> None:
-        super().add_options(parser)
-        add_spider_arguments(parser)
-
-    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
-        super().process_options(args, opts)
-        spider_arguments(opts)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:

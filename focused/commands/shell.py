@@ -21,29 +21,20 @@ from scrapy.utils.url import guess_scheme
 
 from focused.cli import (
     STORES_NOTHING,
+    SpiderArguments,
     StoresNothing,
-    add_spider_arguments,
     fail,
     seed_from_command_line,
-    spider_arguments,
 )
 from focused.commands.fetch import input_problem
 from focused.commands.parse import START_ERRORS
 
 
-class Command(StoresNothing, ScrapyShell):
+class Command(SpiderArguments, StoresNothing, ScrapyShell):
     default_settings: ClassVar[dict[str, Any]] = {
         **ScrapyShell.default_settings,
         STORES_NOTHING: True,
     }
-
-    def add_options(self, parser: argparse.ArgumentParser) -> None:
-        super().add_options(parser)
-        add_spider_arguments(parser)
-
-    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
-        super().process_options(args, opts)
-        spider_arguments(opts)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None and self.crawler_process is not None

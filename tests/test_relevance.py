@@ -312,3 +312,32 @@ def test_crawls_one_after_another_cut_with_their_own_words_only(monkeypatch) -> 
     finally:
         relevance.release_words()
     assert jieba.dt.total == total
+
+
+_LAZY_DICTIONARY = """
+import jieba
+from focused.ranking import relevance
+relevance.hold_words()
+vector = relevance.TopicVector({"acid": 1.0, "chemistry": 1.0})
+assert relevance.tokenize("An acid and a base") == ["acid", "base"]
+print(jieba.dt.initialized)
+relevance.TopicVector({"acid": 1.0, "化学": 1.0})
+print(jieba.dt.initialized, "化学" in relevance.tokenize("的化学的"))
+relevance.release_words()
+print("化学" in jieba.dt.FREQ and jieba.dt.FREQ["化学"] > 0)
+"""
+
+
+def test_a_topic_without_chinese_does_not_load_jiebas_dictionary() -> None:
+    """jieba's dictionary (~0.7 s to load) is loaded when a crawl's topic adds a Chinese
+    word or a Chinese text is cut, not for a crawl whose topic and pages have none.
+    (A fresh interpreter: this test process may have loaded it already.)"""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", _LAZY_DICTIONARY], capture_output=True, text=True, check=True
+    ).stdout.split("\n")
+    assert out[0] == "False"
+    assert out[1] == "True True"
+    assert out[2] == "True"  # a word jieba had already keeps its own frequency

@@ -416,8 +416,7 @@ def hold_words() -> None:
     """A crawl starts: the words its topic's :class:`TopicVector` adds are undone by
     :func:`release_words` once no crawl holds the dictionary."""
     global _holders, _total_added
-    if _holders == 0:
-        jieba.dt.check_initialized()
+    if _holders == 0:  # (jieba loads its dictionary, ~0.7 s, when a word is added or cut)
         _before.clear()
         _added.clear()
         _total_added = 0
@@ -462,6 +461,7 @@ def _add_word(term: str) -> None:
         if term in _added:
             return  # (adding it again would raise jieba's total once more)
         dt = jieba.dt
+        dt.check_initialized()  # (FREQ is empty before)
         for end in range(1, len(term) + 1):  # add_word adds the word and its prefixes
             _before.setdefault(term[:end], dt.FREQ.get(term[:end]))
         _added.add(term)

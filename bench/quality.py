@@ -422,6 +422,7 @@ def crawl_command(
         "FOCUSED_STRATEGY": strategy_setting(job.strategy),
         "FOCUSED_SEED": str(seed),
         "FOCUSED_METRICS_LOG_EVERY": "100",
+        "FOCUSED_REPORT": "False",  # (the benchmark reads pages.sqlite3 and draws its own)
         "CLOSESPIDER_ITEMCOUNT": str(group.budget),
         "AUTOTHROTTLE_ENABLED": "False",
         "LOG_LEVEL": log_level,

@@ -779,15 +779,15 @@ class MetricsPipeline:
     ``focused/targets_found``, ``focused/precision`` and ``focused/recall``, logs one INFO
     line every ``FOCUSED_METRICS_LOG_EVERY`` pages, writes ``crawl.json`` (topic,
     strategy and web of the crawl, :mod:`focused.output.record`) when the crawl opens (or
-    with its first page, in a folder that holds pages) and
-    at close writes ``metrics.csv`` (one row per page), ``curve.png`` and
-    ``summary.json`` in ``FOCUSED_OUTPUT_DIR``. When the crawl resumes a job (``JOBDIR``
+    with its first page, in a folder that holds pages) and at close writes
+    ``metrics.csv`` (one row per page), ``summary.json`` and, with ``FOCUSED_REPORT``,
+    ``curve.png`` in ``FOCUSED_OUTPUT_DIR``. When the crawl resumes a job (``JOBDIR``
     set), the curve starts from the pages already stored there. A run that gets no page
     (``scrapy parse``, a resume with nothing left to do) into a folder that already
     holds stored pages writes none of these files: they keep describing that crawl.
 
     Settings: ``FOCUSED_OUTPUT_DIR``, ``FOCUSED_METRICS_LOG_EVERY``, ``JOBDIR``,
-    ``FOCUSED_STRATEGY`` (labels the plot and summary).
+    ``FOCUSED_STRATEGY`` (labels the plot and summary), ``FOCUSED_REPORT``.
     """
 
     def __init__(
@@ -799,9 +799,11 @@ class MetricsPipeline:
         resume: bool = False,
         strategy: str = "",
         stats: StatsCollector | None = None,
+        draw: bool = True,
     ) -> None:
         self.output_dir = Path(output_dir)
         self.log_every = max(0, int(log_every))
+        self.draw = draw
         self.targets = targets
         self.resume = resume
         self.strategy = strategy
@@ -825,6 +827,7 @@ class MetricsPipeline:
             resume=bool(s.get("JOBDIR")),
             strategy=str(get(s, "FOCUSED_STRATEGY")),
             stats=crawler.stats,
+            draw=bool(get(s, "FOCUSED_REPORT")),
         )
         pipe.crawler = crawler  # the spider (and its targets) exists only at open
         return pipe
@@ -950,6 +953,8 @@ class MetricsPipeline:
             _write_json(self.output_dir / "summary.json", self.summary())
         except OSError as exc:
             logger.warning("focused: could not write the metrics in %s: %s", self.output_dir, exc)
+            return
+        if not self.draw:
             return
         title = " / ".join(x for x in (self.topic, self.strategy) if x)
         try:

@@ -29,7 +29,7 @@ CHROMIUM = next(
 @pytest.fixture(scope="module")
 def crawl(tmp_path_factory: pytest.TempPathFactory) -> Crawl:
     out = tmp_path_factory.mktemp("collection") / "out"
-    return run_crawl(out, "FOCUSED_PROGRESS_EVERY_PAGES=100")
+    return run_crawl(out, "FOCUSED_PROGRESS_EVERY_PAGES=100", "FOCUSED_REPORT=True")
 
 
 def scrapy(*args: str) -> subprocess.CompletedProcess[str]:

@@ -87,6 +87,7 @@ def sandbox_settings() -> dict[str, object]:
         "FOCUSED_SANDBOX_SEED": SANDBOX_SEED,
         "FOCUSED_SANDBOX_PAGES": SANDBOX_PAGES,
         "AUTOTHROTTLE_ENABLED": False,
+        "FOCUSED_REPORT": False,
         "LOG_LEVEL": "INFO",
         "CLOSESPIDER_PAGECOUNT": PAGES,
     }

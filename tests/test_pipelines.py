@@ -137,6 +137,17 @@ def test_metrics_without_targets_use_relevant_pages(tmp_path: Path) -> None:
     assert summary["precision"] == pytest.approx(0.75)
 
 
+def test_metrics_without_the_report_draw_no_curve(tmp_path: Path) -> None:
+    """``FOCUSED_REPORT=False``: the numbers are written, no curve.png is drawn."""
+    pipe = MetricsPipeline(tmp_path, log_every=0, draw=False)
+    pipe.open_spider()
+    for item in (page("A", True), page("B", False)):
+        pipe.process_item(item)
+    pipe.close_spider()
+    assert json.loads((tmp_path / "summary.json").read_text())["pages"] == 2
+    assert (tmp_path / "metrics.csv").is_file() and not (tmp_path / "curve.png").exists()
+
+
 class TargetSpider(Spider):
     name = "targets"
     targets = TARGETS

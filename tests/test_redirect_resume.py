@@ -148,6 +148,7 @@ def test_redirects_and_retries_survive_kill_9(site, tmp_path, reference):
         "CONCURRENT_REQUESTS": 4,
         "DOWNLOAD_DELAY": 0.05,
         "AUTOTHROTTLE_ENABLED": False,
+        "FOCUSED_REPORT": False,
         "JOBDIR": str(out / "job"),
     }
     cmd = crawl_command("chemistry", output_dir=out, settings=settings)

@@ -1003,6 +1003,7 @@ def _crawl_cmd(base: str, out: Path, *settings: str) -> list[str]:
         "FOCUSED_SEEDS": ",".join(base + p for p in seeds),
         "FOCUSED_STRATEGY": "bfs",  # never drops a link: the fetched set is order-free
         "AUTOTHROTTLE_ENABLED": False,
+        "FOCUSED_REPORT": False,
         "LOG_LEVEL": "DEBUG",
     }
     return crawl_command(

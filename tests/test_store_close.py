@@ -69,6 +69,7 @@ def test_ctrl_c_commits_the_open_batch(tmp_path: Path) -> None:
         "FOCUSED_SANDBOX_SEED": SANDBOX_SEED,
         "FOCUSED_SANDBOX_PAGES": 600,
         "AUTOTHROTTLE_ENABLED": False,
+        "FOCUSED_REPORT": False,
         "DOWNLOAD_DELAY": 0.2,  # 600 pages take minutes: the crawl is under way at the Ctrl-C
         "LOG_LEVEL": "DEBUG",  # a line per page crawled
     }

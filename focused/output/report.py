@@ -87,7 +87,9 @@ def report(folder: Path) -> str:
             p = points[index]
             r = "n/a" if p.recall is None or not known else f"{p.recall:.3f}"
             lines.append(f"{p.pages:5d}  {p.precision:9.3f}  {r:>6}")
-    lines.append(f"plot: {folder / 'curve.png'}; pages: {folder / 'pages.sqlite3'}")
+    plot = folder / "curve.png"
+    pages = f"pages: {folder / 'pages.sqlite3'}"
+    lines.append(f"plot: {plot}; {pages}" if plot.exists() else pages)
     return "\n".join(lines)
 
 

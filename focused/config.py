@@ -229,6 +229,7 @@ def validate(
     check_sandbox_seeds(settings)
     check_scrapy_settings(settings)
     check_seeds_fetched(settings, topic)
+    check_feeds(settings)
     check_reactor(settings)
     check_address_filter(settings)
     strategy_params(settings, topic)  # the strategy's class checks its own settings
@@ -256,6 +257,46 @@ def validate(
     if not stores_nothing(settings):  # scrapy parse of one page makes no output folder
         output = check_output_dir(str(get(settings, "FOCUSED_OUTPUT_DIR")))
         check_database(output / "pages.sqlite3", "FOCUSED_OUTPUT_DIR")
+
+
+def check_feeds(settings: Any) -> None:
+    """A :class:`ConfigError` for a feed (``-o``/``-O``, ``FEEDS``) whose file is one of
+    the crawl's own (:func:`focused.output.owned.crawl_file`: the page store, its
+    metrics, the ``JOBDIR``'s journal...): ``-O`` would empty it before the first page,
+    ``-o`` append items to it. Feeds with ``%(...)s`` placeholders and other schemes
+    (S3, FTP, stdout) are left to Scrapy."""
+    from focused.output.owned import crawl_file
+
+    try:
+        feeds = settings.getdict("FEEDS")
+    except (TypeError, ValueError):
+        return  # Scrapy's own error is the clearer one
+    folders = [str(get(settings, "FOCUSED_OUTPUT_DIR"))]
+    if settings.get("JOBDIR"):
+        folders.append(str(settings.get("JOBDIR")))
+    for uri in feeds:
+        path = _feed_file(str(uri))
+        if path is None:
+            continue
+        for folder in folders:
+            own = crawl_file(folder, path)
+            if own is not None:
+                raise ConfigError(
+                    f"the feed {str(uri)!r} would write over {own}, a file of the crawl;"
+                    " give the feed a path of its own"
+                )
+
+
+def _feed_file(uri: str) -> str | None:
+    """The local file a feed URI writes, or None (another scheme, or placeholders), as
+    Scrapy's ``FeedExporter`` and ``FileFeedStorage`` take it."""
+    if "%(" in uri:
+        return None
+    if uri.startswith("file:"):
+        from w3lib.url import file_uri_to_path
+
+        return file_uri_to_path(uri)
+    return None if urlsplit(uri).scheme in ("s3", "gs", "ftp", "stdout") else uri
 
 
 def check_setting_names(settings: Any) -> None:

@@ -634,3 +634,42 @@ def test_labels_out_of_the_crawls_scope_are_not_fetched(
         " nothing was fetched"
     )
     assert labels.connections == 0 and pages.connections == 0
+
+
+@pytest.mark.parametrize(
+    ("option", "feed", "own"),
+    [
+        ("-O", "{out}/pages.sqlite3:jsonl", "pages.sqlite3"),
+        ("-o", "file://{out}/metrics.csv", "metrics.csv"),
+        ("-O", "{out}/../out/./summary.json", "summary.json"),
+    ],
+)
+def test_a_feed_over_a_file_of_the_crawl_is_refused(
+    project_root: Path, venv_scrapy: list[str], out: Path, *, option: str, feed: str, own: str
+) -> None:
+    """``-O out/pages.sqlite3:jsonl`` emptied the page store of the crawl being resumed
+    before its first page; the crawl does not start, and the file is as it was."""
+    import sqlite3
+
+    out.mkdir()
+    con = sqlite3.connect(out / "pages.sqlite3")
+    con.execute("CREATE TABLE pages (url TEXT)")
+    con.execute("INSERT INTO pages VALUES ('http://127.0.0.1/a')")
+    con.commit()
+    con.close()
+    (out / "metrics.csv").write_text("pages,recall\n1,0.5\n")
+    (out / "summary.json").write_text('{"pages": 1}\n')
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    result = crawl(
+        project_root,
+        venv_scrapy,
+        out,
+        "-a",
+        "topic=chemistry",
+        *SMALL_SANDBOX,
+        option,
+        feed.format(out=out),
+    )
+    line = error_line(result)
+    assert line.startswith("focused: error: the feed ") and f"{out / own}, a file of the" in line
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before

@@ -258,7 +258,14 @@ class _BadRedirect(Exception):
 class _CheckedRedirects:
     """Mixin of Scrapy's redirect middlewares: the URL they build a request for is
     checked first, as a link is (:func:`focused.web.sanitize.scheme_problem`), and
-    against ``URLLENGTH_LIMIT`` (``too_long``), which Scrapy applies to links only."""
+    against ``URLLENGTH_LIMIT`` (``too_long``), which Scrapy applies to links only.
+
+    A redirect off the spider's ``allowed_domains`` from a ``dont_filter`` request is
+    not followed either (``offsite``): Scrapy's redirect copies ``dont_filter`` onto the
+    new request, and its ``OffsiteMiddleware`` lets every ``dont_filter`` request
+    through, so a page that answered 503 once (its retry is ``dont_filter``) and then
+    redirected to another host was fetched and stored off the crawl's domains. A
+    request with ``meta["allow_offsite"]`` may still leave them, as in Scrapy."""
 
     crawler: Crawler
 
@@ -274,9 +281,27 @@ class _CheckedRedirects:
             problem = "too_long"
         if problem is not None:
             raise _BadRedirect(problem, url)
-        return super()._build_redirect_request(  # type: ignore[misc]
+        redirected: Request = super()._build_redirect_request(  # type: ignore[misc]
             source_request, response, url=url, **kwargs
         )
+        if (
+            source_request.dont_filter
+            and not source_request.meta.get("allow_offsite")
+            and not self._on_site(redirected)
+        ):
+            raise _BadRedirect("offsite", url)
+        return redirected
+
+    def _on_site(self, request: Request) -> bool:
+        """Whether Scrapy's ``OffsiteMiddleware`` would let ``request`` through were it
+        not ``dont_filter``: its host is one of the spider's ``allowed_domains`` or a
+        subdomain of one (no ``allowed_domains``: every host)."""
+        spider = self.crawler.spider
+        domains = [d for d in getattr(spider, "allowed_domains", None) or [] if d]
+        if not domains:
+            return True
+        host = urlparse_cached(request).hostname or ""
+        return any(host == d or host.endswith(f".{d}") for d in domains)
 
     def _followed(
         self, request: Request, response: Response

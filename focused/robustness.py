@@ -29,6 +29,7 @@ from scrapy.linkextractors import IGNORED_EXTENSIONS, LinkExtractor, _is_valid_u
 from scrapy.linkextractors.lxmlhtml import XHTML_NAMESPACE
 from scrapy.responsetypes import responsetypes
 from scrapy.spidermiddlewares.urllength import UrlLengthMiddleware
+from scrapy.utils import response as scrapy_response
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import rel_has_nofollow
 from scrapy.utils.response import get_base_url
@@ -324,6 +325,23 @@ class _CheckedRedirects:
         return ""
 
 
+def settle_base_url(response: Response) -> bool:
+    """Make Scrapy's ``get_base_url(response)`` (its selector, link extractor and meta
+    refresh all call it) safe: when the page's ``<base href>`` makes no URL (``http://[::1``,
+    a port out of range, a lone surrogate), w3lib raised ``ValueError`` and the spider
+    lost the page with a traceback; the page's own URL is then its base, as browsers
+    take it (WHATWG: a base URL that fails to parse falls back to the document's).
+    True when the base was replaced."""
+    if not isinstance(response, TextResponse):
+        return False
+    try:
+        get_base_url(response)
+    except ValueError:
+        scrapy_response._baseurl_cache[response] = response.url
+        return True
+    return False
+
+
 def _shorter(url: str, limit: int = 200) -> str:
     """``url`` for a log line: at most ``limit`` characters."""
     return url if len(url) <= limit else f"{url[:limit]}..."
@@ -362,6 +380,8 @@ class FocusedMetaRefreshMiddleware(_CheckedRedirects, MetaRefreshMiddleware):
     def process_response(  # type: ignore[override]
         self, request: Request, response: Response
     ) -> Request | Response:
+        if settle_base_url(response) and self.crawler.stats is not None:
+            self.crawler.stats.inc_value("focused/pages/bad_base")
         followed, problem, target = self._followed(request, response)
         if followed is not None:
             return followed

@@ -338,7 +338,10 @@ class FocusedSpider(scrapy.Spider):
             yield scrapy.Request(url, meta={meta.ANCHOR_RELEVANCE: 1.0, meta.PARENT_URL: ""})
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
+        if robustness.settle_base_url(response):  # a <base href> that makes no URL
+            self._count("focused/pages/bad_base")
         parsed = self._parsed_part(response)
+        robustness.settle_base_url(parsed)
         try:
             yield from self._parse_page(parsed, whole=response)
         finally:

@@ -1236,13 +1236,14 @@ def claim_jobdir(settings: Any, crawler: Any = None) -> None:
 
 def check_database(path: Path, setting: str) -> None:
     """A :class:`ConfigError` when ``path`` exists and is not a readable SQLite database,
-    or cannot be written."""
+    or cannot be written. The path is quoted in the ``file:`` URI: unquoted, a folder
+    named ``a?b`` opened (and created) the file ``a``, and ``p%41`` looked for ``pA``."""
     if not path.exists():
         return
     if not os.access(path, os.R_OK | os.W_OK):
         raise ConfigError(f"{setting}: {path} is not writable")
     try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
         try:
             con.execute("PRAGMA schema_version").fetchone()
         finally:

@@ -79,9 +79,13 @@ def check_log_level_or_exit(settings: Any) -> None:
 
     try:
         config.check_log_level(settings)
-        config.check_log_file(settings)
     except config.ConfigError as exc:
         fail(str(exc), settings)
+        sys.exit(2)
+    try:
+        config.check_log_file(settings)
+    except config.ConfigError as exc:
+        fail(str(exc))  # on stderr only: the log file is what is refused
         sys.exit(2)
 
 

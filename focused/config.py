@@ -713,10 +713,25 @@ def check_log_file(settings: Any) -> None:
     """``LOG_FILE`` opened for appending, as Scrapy will open it to set up its logging
     (a folder that does not exist or cannot be written is a ``FileNotFoundError`` or
     ``PermissionError`` traceback there): a :class:`ConfigError` naming it. Appending
-    creates the file and changes nothing in one that exists."""
+    creates the file and changes nothing in one that exists. A ``LOG_FILE`` that is one
+    of the crawl's own files (in ``FOCUSED_OUTPUT_DIR`` or ``JOBDIR``: ``sandbox.port``,
+    ``crawl.json``, a segment...) is refused: the log appended to ``JOBDIR/sandbox.port``
+    made every later resume a ``ValueError`` traceback."""
     path = settings.get("LOG_FILE")
     if not path or not settings.getbool("LOG_ENABLED", True):
         return
+    from focused.output.owned import crawl_file
+
+    folders = [str(get(settings, "FOCUSED_OUTPUT_DIR") or ".")]
+    if settings.get("JOBDIR"):
+        folders.append(str(settings.get("JOBDIR")))
+    for folder in folders:
+        own = crawl_file(folder, path)
+        if own is not None:  # the log would be appended to it (a port file, crawl.json)
+            raise ConfigError(
+                f"LOG_FILE {str(path)!r} is the crawl's own {own}, which the log would"
+                " damage; give another log file"
+            )
     try:
         with open(path, "a", encoding=settings.get("LOG_ENCODING") or "utf-8"):
             pass

@@ -509,6 +509,61 @@ def test_a_log_file_in_a_folder_that_does_not_exist(
 
 
 @pytest.mark.parametrize(
+    "name", ["job/sandbox.port", "job/crawl.json", "job/spider.state", "out/crawl.json", "out/seg"]
+)
+def test_a_log_file_that_is_one_of_the_crawls_own_files(
+    project_root: Path, venv_scrapy: list[str], tmp_path: Path, name: str
+) -> None:
+    """Scrapy appended its log to it: ``LOG_FILE=JOBDIR/sandbox.port`` made that crawl
+    and every later resume of the ``JOBDIR`` a ``ValueError`` traceback, exit status 1.
+    Refused in one line, exit status 2, the file left as it was (the line not in it)."""
+    out, job = tmp_path / "out", tmp_path / "job"
+    out.mkdir()
+    job.mkdir()
+    (job / "sandbox.port").write_text("23789")
+    (job / "crawl.json").write_text("{}")
+    (job / "spider.state").write_bytes(b"")
+    (out / "crawl.json").write_text("{}")
+    (out / "pages.sqlite3").write_bytes(b"")
+    (out / "segments").mkdir()
+    log = tmp_path / name.replace("out/seg", "out/segments/x.log")
+    before = log.read_bytes() if log.exists() else None
+    result = crawl(
+        project_root,
+        venv_scrapy,
+        out,
+        *("-a", "topic=chemistry", *SMALL_SANDBOX, "-s", f"JOBDIR={job}", "--logfile", str(log)),
+    )
+    line = error_line(result)
+    assert line == (
+        f"focused: error: LOG_FILE '{log}' is the crawl's own {log}, which the log would"
+        " damage; give another log file"
+    )
+    assert (log.read_bytes() if log.exists() else None) == before
+
+
+def test_a_sandbox_port_file_that_holds_no_port(
+    project_root: Path, venv_scrapy: list[str], out: Path, tmp_path: Path
+) -> None:
+    """A ``JOBDIR/sandbox.port`` written over (by a log, before the check above) made
+    every resume a ``ValueError`` traceback, exit status 1: one line naming it."""
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "sandbox.port").write_text("23789 2026-12-07 07:14:42 [scrapy.utils.log] INFO: ...")
+    result = crawl(
+        project_root,
+        venv_scrapy,
+        out,
+        *("-a", "topic=chemistry", *SMALL_SANDBOX, "-s", f"JOBDIR={job}"),
+    )
+    line = error_line(result)
+    assert line.startswith(
+        f"focused: error: {job / 'sandbox.port'} should hold the port the crawl served its"
+        " sandbox on, but holds '23789 2026-12-07 07:14:42 [scrapy.utils....'"
+    ), line
+
+
+@pytest.mark.parametrize(
     "command",
     [
         ("fetch", "http://127.0.0.1:1/"),

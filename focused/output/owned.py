@@ -39,6 +39,7 @@ CRAWL_NAMES = frozenset(
         "redis-outbox.pickle",
         "redis-worker.json",
         "learning-model.npz",
+        "spider.state",
     }
 )
 

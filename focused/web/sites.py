@@ -42,6 +42,23 @@ class SandboxError(WebError):
     """The sandbox cannot be served (e.g. its port is taken)."""
 
 
+def _kept_port(port_file: Path) -> int:
+    """The port recorded in ``port_file`` (empty: 0, a free one). A file that holds
+    something else (it was written over: a ``LOG_FILE`` pointed at it) is a
+    :class:`WebError` naming it, not a ``ValueError`` traceback at every resume."""
+    text = port_file.read_text(errors="replace").strip()
+    if not text:
+        return 0
+    if text.isascii() and text.isdigit() and 0 < int(text) < 65536:
+        return int(text)
+    shown = text if len(text) <= 40 else f"{text[:40]}..."
+    raise WebError(
+        f"{port_file} should hold the port the crawl served its sandbox on, but holds"
+        f" {shown!r}; write that port in it (its pages' URLs show it), or remove the file"
+        " to serve the sandbox on a new port (pages already stored are then fetched again)"
+    )
+
+
 class LabelsError(WebError):
     """The labels (``FOCUSED_LABELS`` as a URL) are out of the crawl's scope or cannot
     be fetched."""
@@ -209,7 +226,7 @@ def _open_sandbox(
     logger.info("focused: generating the sandbox web (%d pages)", sandbox_pages)
     site = generate_site(seed=sandbox_seed, pages=sandbox_pages, mode=sandbox_mode)
     if not sandbox_port and port_file is not None and port_file.is_file():
-        sandbox_port = int(port_file.read_text().strip() or 0)
+        sandbox_port = _kept_port(port_file)
     try:
         server = SandboxServer(site, port=sandbox_port)
     except OSError as exc:

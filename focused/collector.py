@@ -2,7 +2,7 @@
 
 A crawl makes many short-lived container objects per page (requests, responses,
 selectors, items, Deferreds) beside a large heap that lives as long as the process:
-Scrapy, Twisted, lxml, numpy, jieba's dictionary (and scikit-learn for ``learning``),
+Scrapy, Twisted, lxml, numpy (and scikit-learn for ``learning``),
 the topic's vectors. With Python's default thresholds (700 allocations for a young
 collection) the collector runs hundreds of times per 100 pages, and every full
 collection walks that start-up heap again, although none of it is ever garbage. On the

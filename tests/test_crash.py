@@ -60,11 +60,11 @@ import json, os, sys, traceback
 from scrapy.crawler import CrawlerProcess
 from scrapy.utils.project import get_project_settings
 from scrapy.utils.misc import load_object
-import jieba
 import matplotlib.pyplot  # noqa: F401 - the metrics pipeline plots at close
 import focused.spiders.focused  # noqa: F401
 # import once, before the forks, what a crawl loads: a forked crawl is running at once
-jieba.initialize()
+from focused.ranking import relevance
+relevance.tokenize("化学")  # jieba's dictionary
 base = get_project_settings()
 for name in ("DOWNLOADER_MIDDLEWARES", "SPIDER_MIDDLEWARES", "EXTENSIONS", "ITEM_PIPELINES"):
     for path, order in base.getwithbase(name).items():

@@ -235,109 +235,73 @@ def test_chinese_check_in_c_agrees_with_the_regular_expression() -> None:
         assert relevance._has_cjk(text) == (cjk.search(text) is not None), repr(text)
 
 
-def test_cached_jieba_words_are_jiebas_and_share_one_string_per_word() -> None:
-    """The cut cache gives ``jieba.lcut``'s words for every run, cached or not, and
-    keeps one string per distinct word (its memory: a list per run, not the words)."""
-    import jieba
-
+def test_jieba_cuts_a_run_by_its_dictionary_and_its_hmm() -> None:
+    """Known segmentations of jieba's default mode: dictionary words by the most
+    probable path, and an unknown name kept whole by the HMM (not split per character)."""
     from focused.ranking import relevance
 
-    relevance._cut_cache.clear()
-    relevance._cut_words.clear()
-    runs = ["化学反应和化学", "化学", "物理和化学反应", "化学反应和化学"] + ["元素" * 40]
-    for run in runs * 2:
-        assert relevance._cut(run) == jieba.lcut(run)
-    cached = [w for words in relevance._cut_cache.values() for w in words]
-    assert "化学" in cached
-    same = [w for w in cached if w == "化学"]
-    assert len(same) > 1 and all(w is same[0] for w in same)
-
-
-def test_the_cut_cache_holds_at_most_its_bound_and_gives_jiebas_words_across_a_clear() -> None:
-    """Past :data:`CUT_CACHE_SIZE` runs the cache is emptied (it and its shared words never
-    hold more), and the words of every run stay ``jieba.lcut``'s, before and after."""
-    import random
-
-    import jieba
-
-    from focused.ranking import relevance
-
-    relevance._cut_cache.clear()
-    relevance._cut_words.clear()
-    rng = random.Random(3)
-    words = ["化学", "反应", "分子", "物理", "元素", "实验", "研究", "结构", "能量", "原子"]
-    runs = ["".join(rng.choices(words, k=rng.randint(2, 6))) for _ in range(200)]
-    runs = list(dict.fromkeys(runs))  # distinct runs, each new to the cache
-    extra = relevance.CUT_CACHE_SIZE + len(runs)
-    most = 0
-    for i in range(extra):
-        run = runs[i % len(runs)] if i < len(runs) else f"{runs[i % len(runs)]}元{i:x}素"
-        assert relevance._cut(run) == jieba.lcut(run)
-        most = max(most, len(relevance._cut_cache))
-    assert most == relevance.CUT_CACHE_SIZE
-    assert len(relevance._cut_cache) < relevance.CUT_CACHE_SIZE  # it was emptied once
-    # the shared words are those of the cached runs: emptied with them
-    assert set(relevance._cut_words) == {w for ws in relevance._cut_cache.values() for w in ws}
-    for run in runs:  # cut again after the clear: the same words
-        assert relevance._cut(run) == jieba.lcut(run)
+    assert relevance._cut("我来到北京清华大学") == ["我", "来到", "北京", "清华大学"]
+    assert relevance._cut("他来到了网易杭研大厦") == ["他", "来到", "了", "网易", "杭研", "大厦"]
+    assert relevance._cut("乒乓球拍卖完了") == ["乒乓球", "拍卖", "完", "了"]
 
 
 def test_crawls_one_after_another_cut_with_their_own_words_only(monkeypatch) -> None:
     """A crawl holds jieba's dictionary while it runs; when it ends its topic's words
-    go, and the next crawl's cuts are its own, not served from a cache of the words
-    before (same dictionary sum and size: the cache key alone could not tell)."""
-    import jieba
-
+    go, and the next crawl cuts with its own words only."""
     from focused.ranking import relevance
 
     # no crawl of this test process holds the dictionary here (a spider an earlier
-    # test made and never closed would; its record is kept aside and put back)
-    for name, fresh in (("_holders", 0), ("_before", {}), ("_added", set()), ("_total_added", 0)):
-        monkeypatch.setattr(relevance, name, fresh)
+    # test made and never closed would; its words are kept aside and put back)
+    monkeypatch.setattr(relevance, "_holders", 0)
+    monkeypatch.setattr(relevance, "_held", [])
+    monkeypatch.setattr(relevance, "_dictionary", None)
 
-    jieba.dt.check_initialized()
-    total, absent = jieba.dt.total, "鑫淼" not in jieba.dt.FREQ
+    assert tokenize("的鑫淼的") == ["鑫", "淼"]
     relevance.hold_words()
     try:
         relevance.TopicVector({"x": 1.0, "鑫淼": 1.0})
-        assert "鑫淼" in tokenize("的鑫淼的")
+        assert tokenize("的鑫淼的") == ["鑫淼"]
+        relevance.hold_words()  # a second crawl of the same topic, beside it
+        relevance.TopicVector({"x": 1.0, "鑫淼": 1.0})
+        relevance.release_words()
+        assert tokenize("的鑫淼的") == ["鑫淼"]  # the first still runs
     finally:
         relevance.release_words()
-    assert jieba.dt.total == total and ("鑫淼" not in jieba.dt.FREQ) == absent
+    assert tokenize("的鑫淼的") == ["鑫", "淼"]
     relevance.hold_words()
     try:
         relevance.TopicVector({"x": 1.0, "淼鑫": 1.0})
-        assert "淼鑫" in tokenize("的淼鑫的")
-        assert "鑫淼" not in tokenize("的鑫淼的")
+        assert tokenize("的淼鑫的") == ["淼鑫"]
+        assert tokenize("的鑫淼的") == ["鑫", "淼"]
     finally:
         relevance.release_words()
-    assert jieba.dt.total == total
+    assert tokenize("的淼鑫的") == ["淼", "鑫"]
 
 
 _LAZY_DICTIONARY = """
-import jieba
 from focused.ranking import relevance
 relevance.hold_words()
 vector = relevance.TopicVector({"acid": 1.0, "chemistry": 1.0})
 assert relevance.tokenize("An acid and a base") == ["acid", "base"]
-print(jieba.dt.initialized)
-relevance.TopicVector({"acid": 1.0, "化学": 1.0})
-print(jieba.dt.initialized, "化学" in relevance.tokenize("的化学的"))
+print(relevance._dictionary is None)
+relevance.TopicVector({"acid": 1.0, "化学": 1.0, "鑫淼": 1.0})
+print(relevance._dictionary is None)
+print("化学" in relevance.tokenize("的化学的"))
+print(relevance.tokenize("的鑫淼的"))
 relevance.release_words()
-print("化学" in jieba.dt.FREQ and jieba.dt.FREQ["化学"] > 0)
+print(relevance._dictionary is None, relevance.tokenize("的鑫淼的"))
 """
 
 
 def test_a_topic_without_chinese_does_not_load_jiebas_dictionary() -> None:
-    """jieba's dictionary (~0.7 s to load) is loaded when a crawl's topic adds a Chinese
-    word or a Chinese text is cut, not for a crawl whose topic and pages have none.
-    (A fresh interpreter: this test process may have loaded it already.)"""
+    """jieba's dictionary is built when Chinese text is first cut (a Chinese keyword's
+    too), not for a crawl whose topic and pages have none; it is built again without
+    the crawl's words when the crawl ends. (A fresh interpreter: this test process may
+    have built it already.)"""
     import subprocess
     import sys
 
     out = subprocess.run(
         [sys.executable, "-c", _LAZY_DICTIONARY], capture_output=True, text=True, check=True
     ).stdout.split("\n")
-    assert out[0] == "False"
-    assert out[1] == "True True"
-    assert out[2] == "True"  # a word jieba had already keeps its own frequency
+    assert out[:5] == ["True", "False", "True", "['鑫淼']", "True ['鑫', '淼']"]

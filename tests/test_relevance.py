@@ -305,3 +305,36 @@ def test_a_topic_without_chinese_does_not_load_jiebas_dictionary() -> None:
         [sys.executable, "-c", _LAZY_DICTIONARY], capture_output=True, text=True, check=True
     ).stdout.split("\n")
     assert out[:5] == ["True", "False", "True", "['鑫淼']", "True ['鑫', '淼']"]
+
+
+@pytest.mark.parametrize("scale", [1e160, 1e200, 1e308 / 5, 1e-160, 1e-300, 5e-324])
+def test_the_scale_of_the_weights_does_not_change_the_cosine(scale: float) -> None:
+    """Only the ratios of a topic's weights count: weights over ~1e154 made the sum of
+    their squares ``inf``, so every unit weight was 0 and every text scored 0; tiny
+    weights lost precision in subnormal numbers (5e-324 scored ~1e-323)."""
+    from focused.ranking.learning import TermWeights
+
+    text = "Chemistry: an acid and a base, 化学 reaction"
+    plain = TopicVector(TOPIC)._cosine(text)
+    scaled = {term: weight * scale if scale > 1 else scale for term, weight in TOPIC.items()}
+    if scale > 1:
+        assert TopicVector(scaled)._cosine(text) == pytest.approx(plain, rel=1e-12)
+        assert TermWeights(scaled).cosine(text) == pytest.approx(
+            TermWeights(TOPIC).cosine(text), rel=1e-12
+        )
+    else:  # every keyword the same tiny weight: the topic of weights 1
+        even = {term: 1.0 for term in TOPIC}
+        assert TopicVector(scaled)._cosine(text) == pytest.approx(
+            TopicVector(even)._cosine(text), rel=1e-12
+        )
+        assert TermWeights(scaled).cosine(text) == pytest.approx(
+            TermWeights(even).cosine(text), rel=1e-12
+        )
+
+
+def test_two_huge_weights_of_one_term_are_no_nan() -> None:
+    """``Acid`` and ``acid`` are one term: 1e308 + 1e308 summed to ``inf`` and the cosine
+    was NaN."""
+    vector = TopicVector({"Acid": 1e308, "acid": 1e308, "base": 1e308})
+    assert vector._cosine("acid") == pytest.approx(2 / math.sqrt(5), rel=1e-12)
+    assert np.isfinite(vector._values).all()

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -462,3 +463,53 @@ def test_the_end_of_a_crawl_that_failed_is_in_the_log_file(tmp_path: Path) -> No
     logged = lines_with(log.read_text(), "focused: error:")
     assert len(logged) == 1 and logged[0].endswith(f" ERROR: {said[0]}")
     assert "refused the connection (1 attempt)" in log.read_text()
+
+
+# --- a topic written with huge weights -----------------------------------------------
+def test_a_topic_of_huge_weights_scores_pages_as_the_same_topic_of_small_ones(
+    tmp_path: Path,
+) -> None:
+    """A topic file whose weights are the chemistry topic's times 1e200 (valid: finite,
+    > 0) crawled with every page scored 0 (the sum of the squared weights overflowed):
+    no page relevant, half the recall. Only the ratios count: the same pages, the same
+    scores."""
+    import sqlite3
+    import tomllib
+
+    data = tomllib.loads((PROJECT / "topics" / "chemistry.toml").read_text("utf-8"))
+    lines = [
+        f"{key} = {json.dumps(data[key], ensure_ascii=False)}"
+        for key in ("name", "category", "seeds", "targets")
+    ]
+    lines.append("[keywords]")
+    lines += [
+        f"{json.dumps(k, ensure_ascii=False)} = {w * 1e200!r}" for k, w in data["keywords"].items()
+    ]
+    lines.append("[thresholds]")
+    lines += [f"{k} = {v!r}" for k, v in data["thresholds"].items()]
+    topic = tmp_path / "huge.toml"
+    topic.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    crawled = {}
+    for name, which in (("plain", "chemistry"), ("huge", str(topic))):
+        out = tmp_path / name
+        result = scrapy_crawl(
+            out,
+            "FOCUSED_WEB=sandbox",
+            "FOCUSED_REPORT=False",
+            "FOCUSED_STRATEGY=bfs",
+            "CONCURRENT_REQUESTS=1",
+            "CLOSESPIDER_PAGECOUNT=20",
+            topic=which,
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert "Traceback" not in result.stderr
+        con = sqlite3.connect(out / "pages.sqlite3")
+        rows = con.execute("SELECT url, page_relevance FROM pages").fetchall()
+        con.close()
+        crawled[name] = {urlsplit(url).path: score for url, score in rows}  # another port
+    plain, huge = crawled["plain"], crawled["huge"]
+    both = plain.keys() & huge.keys()  # bfs, one request at a time: the same pages
+    assert len(both) >= 18
+    assert sum(plain[path] > 0 for path in both) >= 5
+    for path in both:
+        assert huge[path] == pytest.approx(plain[path], rel=1e-9, abs=1e-12), path

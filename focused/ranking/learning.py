@@ -48,6 +48,7 @@ from focused.ranking.relevance import (
     N_FEATURES,
     feature,
     hashed_features,
+    scaled_weights,
     term_counts,
     tokenize,
     tokenize_many,
@@ -874,7 +875,7 @@ class TermWeights:
 
     def __init__(self, weights: Mapping[str, float]) -> None:
         merged: dict[str, float] = {}
-        for term, weight in weights.items():
+        for term, weight in scaled_weights(weights).items():
             for token in tokenize(term):
                 merged[token] = merged.get(token, 0.0) + float(weight)
         norm = math.sqrt(sum(w * w for w in merged.values())) or 1.0

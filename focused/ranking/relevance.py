@@ -418,6 +418,24 @@ def _add_word(term: str) -> None:
         _dictionary.add_word(term, None, None)
 
 
+#: The largest keyword weight kept as it is (and the inverse of the smallest): beyond it
+#: the sum of the squared weights overflows to ``inf`` (from ~1e154: every unit weight
+#: became 0, so every text scored 0; two keywords of one term summed to ``inf``, a NaN
+#: cosine) or loses precision in subnormal numbers (under ~1e-154).
+WEIGHT_SCALE_LIMIT = 1e100
+
+
+def scaled_weights(keywords: Mapping[str, float]) -> Mapping[str, float]:
+    """``keywords`` as they are, or each weight divided by the largest when that is over
+    :data:`WEIGHT_SCALE_LIMIT` or under its inverse: the cosine does not depend on the
+    scale of the topic's weights, only on their ratios, so the scores are those of the
+    same topic written with moderate weights."""
+    top = max((float(w) for w in keywords.values()), default=0.0)
+    if not top > 0.0 or 1.0 / WEIGHT_SCALE_LIMIT <= top <= WEIGHT_SCALE_LIMIT:
+        return keywords
+    return {term: float(weight) / top for term, weight in keywords.items()}
+
+
 class TopicVector:
     """A topic's weighted keywords as a unit vector; scores texts by cosine.
 
@@ -429,7 +447,7 @@ class TopicVector:
         for term in jieba_words(keywords):
             _add_word(term)
         weights: dict[str, float] = {}
-        for term, weight in keywords.items():
+        for term, weight in scaled_weights(keywords).items():
             for token in tokenize(term):
                 weights[token] = weights.get(token, 0.0) + float(weight)
         if not weights:

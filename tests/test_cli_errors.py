@@ -728,3 +728,18 @@ def test_a_feed_over_a_file_of_the_crawl_is_refused(
     line = error_line(result)
     assert line.startswith("focused: error: the feed ") and f"{out / own}, a file of the" in line
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_a_topic_file_with_a_byte_order_mark_is_crawled(
+    project_root: Path, venv_scrapy: list[str], out: Path, tmp_path: Path
+) -> None:
+    """The chemistry topic saved with a UTF-8 byte-order mark (Windows Notepad): it was
+    ``focused: error: topic file ...: TOML syntax error: Invalid statement (at line 1,
+    column 1)``, exit 2."""
+    topic = tmp_path / "chemistry.toml"
+    text = (project_root / "topics" / "chemistry.toml").read_text(encoding="utf-8")
+    topic.write_text(text, encoding="utf-8-sig")
+    result = crawl(project_root, venv_scrapy, out, "-a", f"topic={topic}", *SMALL_SANDBOX)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "focused: error" not in result.stderr and "Traceback" not in result.stderr
+    assert (out / "pages.sqlite3").exists()

@@ -210,3 +210,22 @@ def test_the_host_header_names_no_port_for_its_scheme_s_default() -> None:
         finally:
             ours.close()
             theirs.close()
+
+
+def test_a_labels_file_with_a_byte_order_mark_keeps_its_first_row(tmp_path) -> None:
+    """A labels TSV saved with a UTF-8 byte-order mark, as a file or as a URL: its first
+    row's path was ``\\ufeff/wiki/Acid.htm``, so that page was never a target."""
+    rows = b"/wiki/Acid.htm\tsubject.Science.Chemistry\n/wiki/Base.htm\tsubject.Science\n"
+    expected = {
+        "/wiki/Acid.htm": ["subject.Science.Chemistry"],
+        "/wiki/Base.htm": ["subject.Science"],
+    }
+    path = tmp_path / "labels.tsv"
+    path.write_bytes(b"\xef\xbb\xbf" + rows)
+    assert load_labels(str(path)) == expected
+    served = LoopbackServer("127.0.0.2", lambda _: (200, TSV, b"\xef\xbb\xbf" + rows))
+    try:
+        url = f"{served.url}/labels.tsv"
+        assert load_labels(url, ProbeScope(), seeds=[f"{served.url}/"]) == expected
+    finally:
+        served.close()

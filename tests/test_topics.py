@@ -235,3 +235,16 @@ def test_thresholds_at_the_edges_are_accepted(tmp_topic: MakeTopic) -> None:
 def test_thresholds_must_be_a_table(tmp_topic: MakeTopic) -> None:
     path = tmp_topic(HEAD + SEEDS + "thresholds = 0.3\n" + KEYWORDS)
     assert "thresholds" in error_of(path)
+
+
+def test_a_topic_file_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    """A topic file saved with a UTF-8 byte-order mark (Windows Notepad) was refused as
+    a TOML syntax error at line 1, column 1."""
+    plain = tmp_path / "plain.toml"
+    plain.write_text(HEAD + SEEDS + KEYWORDS, encoding="utf-8")
+    marked = tmp_path / "marked.toml"
+    marked.write_text(HEAD + SEEDS + KEYWORDS, encoding="utf-8-sig")
+    assert marked.read_bytes().startswith(b"\xef\xbb\xbf")
+    topic = load_topic(str(marked))
+    assert topic.keywords == load_topic(str(plain)).keywords
+    assert topic.name == "tiny" and topic.seeds == ["http://127.0.0.1:1/start"]

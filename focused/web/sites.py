@@ -108,7 +108,9 @@ def load_labels(
     (:func:`focused.web.fetch.scoped_get`); else :class:`LabelsError`, whose message is
     the user's one line."""
     if urlsplit(source).scheme.lower() not in ("http", "https"):
-        return read_labels(Path(source).read_text(encoding="utf-8").splitlines())
+        # utf-8-sig: a byte-order mark (Windows Notepad) made the first row's path
+        # "\ufeff/wiki/..." and its page no target
+        return read_labels(Path(source).read_text(encoding="utf-8-sig").splitlines())
     try:
         body = scoped_get(source, scope, seeds=seeds, timeout=timeout, max_bytes=max_bytes)
     except FetchError as exc:
@@ -119,7 +121,7 @@ def load_labels(
             ) from None
         raise LabelsError(f"FOCUSED_LABELS: {source!r} cannot be fetched ({exc.reason})") from None
     try:
-        text = body.decode("utf-8")
+        text = body.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise LabelsError(f"FOCUSED_LABELS: {source!r} is not UTF-8 text (a labels TSV)") from None
     return read_labels(text.splitlines())

@@ -106,7 +106,9 @@ def load_topic(name_or_path: str, directory: str | Path | None = None) -> Topic:
             hint = f"; did you mean {close[0]}?" if close else ""
             raise TopicError(f"unknown topic {name_or_path!r}{hint}; available topics: {names}")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        # utf-8-sig: a file saved with a byte-order mark (Windows Notepad) was a TOML
+        # syntax error "Invalid statement (at line 1, column 1)"
+        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))
     except (OSError, UnicodeDecodeError) as exc:
         raise TopicError(f"topic file {path}: cannot read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:

@@ -197,6 +197,15 @@ class _FilteringReceiver:
         self.receiver.resolutionComplete()
 
 
+def _encodable(name: str) -> bool:
+    """Whether Python's ``getaddrinfo`` can IDNA-encode ``name`` (as it does a ``str``)."""
+    try:
+        name.encode("idna")
+    except UnicodeError:
+        return False
+    return True
+
+
 @implementer(IHostnameResolver)
 class FocusedResolver(CachingHostnameResolver):
     """Scrapy's caching IPv4/IPv6 resolver that refuses non-public addresses after
@@ -238,10 +247,14 @@ class FocusedResolver(CachingHostnameResolver):
             resolutionReceiver, hostName, _Active.open_crawls() or [(self.default_policy, None)]
         )
         mapped = self.hosts.get(hostName.lower().rstrip("."))
-        if mapped is not None:
+        if mapped is not None or not _encodable(hostName):
+            # a name Python's getaddrinfo cannot IDNA-encode (an empty or over-63-character
+            # label: "a..b") raised UnicodeError in Twisted's resolver thread, which never
+            # completed the resolution (the download hung until DOWNLOAD_TIMEOUT, with
+            # "Unhandled error in Deferred"): it resolves to nothing at once, a DNS error
             resolution = HostResolution(hostName)
             receiver.resolutionBegan(resolution)
-            ip = parse_host(mapped)
+            ip = None if mapped is None else parse_host(mapped)
             if ip is not None:
                 kind = IPv6Address if ip.version == 6 else IPv4Address
                 receiver.addressResolved(kind("TCP", str(ip), portNumber))

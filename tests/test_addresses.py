@@ -237,3 +237,20 @@ def test_a_name_resolves_only_where_every_running_crawl_allows_it(monkeypatch):
     addressfilter._Active.remove(other)  # the strict crawl's spider closed
     monkeypatch.setattr(addressfilter._Active, "policy", allows_loopback)
     assert resolve("inside.test") == ["127.0.0.1"]
+
+
+@pytest.mark.parametrize("name", ["a..b", ".h.test", "h.test..", "a" * 64 + ".test"])
+def test_a_name_getaddrinfo_cannot_encode_fails_at_once(name):
+    """Python's ``getaddrinfo`` IDNA-encodes the name; for an empty or over-63-character
+    label it raised ``UnicodeError`` in Twisted's resolver thread, which never completed
+    the resolution: the download hung until ``DOWNLOAD_TIMEOUT`` and "Unhandled error in
+    Deferred" was logged. It resolves to nothing at once (no lookup is made)."""
+    from twisted.internet import reactor
+
+    from focused import addressfilter
+
+    resolver = addressfilter.FocusedResolver(reactor, 0)
+    got = addressfilter._Collected()
+    resolver.resolveHostName(got, name, 80)
+    assert got.done.called
+    assert got.addresses == []

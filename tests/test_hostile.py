@@ -303,6 +303,12 @@ def test_over_long_links_are_logged_cut_once_per_host(caplog):
         ("http://x1\ufffd.test/", "bad_host"),  # what invalid UTF-8 in an href decodes to
         ("http://b\u00fccher..de/", "bad_host"),  # an empty label
         ("http://" + "\u00e9" * 64 + ".de/", "bad_host"),  # a label over 63 characters
+        # ASCII too: getaddrinfo IDNA-encodes the name it looks up; its UnicodeError in
+        # Twisted's resolver thread left the download hanging until DOWNLOAD_TIMEOUT
+        ("http://a..b/", "bad_host"),
+        ("http://.h.org:8080/", "bad_host"),
+        ("http://h.org../", "bad_host"),
+        ("http://" + "a" * 64 + ".org/", "bad_host"),
     ],
 )
 def test_links_with_credentials_or_a_bad_host_are_dropped(href, problem):
@@ -328,6 +334,8 @@ def test_links_with_credentials_or_a_bad_host_are_dropped(href, problem):
         "http://a_b.h.org/",
         "http://[fe80::1%25eth0]/",
         "http://h.org/~user/",
+        "http://h.org./",  # a trailing dot: the root, a valid name
+        "http://" + "a" * 63 + ".org/",
     ):
         assert scheme_problem(ok) is None, ok
     assert scheme_problem("http://[fe80::1%25\u00e9]/") == "bad_host"  # a non-ASCII zone id

@@ -259,11 +259,12 @@ def _scheme_problem_reference(url: str) -> str | None:
 
 
 def _idna_reference(host: str) -> bool:
-    """Whether safe_url_string IDNA-encodes a non-ASCII host (U+FFFD, an empty label fail)."""
+    """Whether safe_url_string IDNA-encodes a non-ASCII host (U+FFFD, an empty label fail),
+    and getaddrinfo an ASCII one (an empty or over-63-character label fail)."""
     import unicodedata
 
     try:
-        host.isascii() or unicodedata.normalize("NFKC", host).encode("idna")
+        (host if host.isascii() else unicodedata.normalize("NFKC", host)).encode("idna")
     except UnicodeError:
         return False
     return True
@@ -284,6 +285,9 @@ _URL_PARTS = st.sampled_from(
 @example("http://h:0")
 @example("http://x1\ufffd.test")  # IDNA cannot encode it
 @example("http://é..h")
+@example("http://a..b")  # an empty label: getaddrinfo cannot IDNA-encode it
+@example("http://.h")
+@example("http://" + "x" * 64 + ".h")  # a label over 63 characters
 def test_scheme_problem_fast_path_agrees_with_urlsplit(url):
     assert scheme_problem(url) == _scheme_problem_reference(url)
     if url.startswith(("http://", "https://")):

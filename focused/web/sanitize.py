@@ -225,7 +225,11 @@ _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.\-]*):")
 #: ``http(s)://host[:port]`` then the path, query, fragment or the end, with a plain host
 #: (ASCII letters, digits, ``.-_``): what almost every link is, and what ``urlsplit``
 #: always accepts with that host (only the port's range is left to check).
-_PLAIN_HTTP = re.compile(r"https?://[A-Za-z0-9.\-_]+(?::([0-9]*))?(?:[/?#]|\Z)")
+# (labels of 1 to 63 characters, one dot between them, a trailing dot allowed: a host
+# with an empty or longer label takes the long way, where IDNA refuses it)
+_PLAIN_HTTP = re.compile(
+    r"https?://(?:[A-Za-z0-9\-_]{1,63}\.)*[A-Za-z0-9\-_]{1,63}\.?(?::([0-9]*))?(?:[/?#]|\Z)"
+)
 #: an ASCII character that no host name has (Twisted refuses it: "invalid hostname");
 #: other characters are an IDN's, which ``safe_url_string`` encodes when IDNA can
 #: (:func:`_idna_encodes`)
@@ -238,8 +242,9 @@ def scheme_problem(url: str) -> str | None:
     out of range or 0, no host),
     ``credentials`` (``http://user:pw@host/``: Scrapy cannot fetch it, and a crawl has no
     business with an account) or ``bad_host`` (a host name with a character no host
-    name has, ``%31%30.0.0.1`` or ``a~b``, or a non-ASCII one that IDNA cannot encode,
-    ``x1\ufffd.test``; an IPv6 literal's ASCII zone id is allowed)."""
+    name has, ``%31%30.0.0.1`` or ``a~b``, one that IDNA cannot encode, ``x1\ufffd.test``,
+    or with an empty or over-63-character label, ``a..b``, ``.example.org``; an IPv6
+    literal's ASCII zone id is allowed)."""
     plain = _PLAIN_HTTP.match(url)
     if plain is not None:  # the same answer as below without a urlsplit per link
         port = plain.group(1)
@@ -288,11 +293,13 @@ def _idna_encodes(host: str) -> bool:
     """Whether ``safe_url_string`` (Scrapy's ``Request``) can IDNA-encode ``host``: a
     host it cannot (``x1\ufffd.test``, what invalid UTF-8 in an ``href`` decodes to; an
     empty or over-long label of an IDN) stays non-ASCII in the URL, and every download
-    of it (robots.txt first) failed with "'ascii' codec can't encode" and a traceback."""
-    if host.isascii():
-        return True
+    of it (robots.txt first) failed with "'ascii' codec can't encode" and a traceback.
+    An ASCII host is encoded too: Python's ``getaddrinfo`` IDNA-encodes the name it
+    looks up, and raised ``UnicodeError`` for an empty or over-63-character label
+    (``a..b``, ``.example.org``) in Twisted's resolver thread, which left the download
+    hanging until ``DOWNLOAD_TIMEOUT`` and logged "Unhandled error in Deferred" twice."""
     try:
-        unicodedata.normalize("NFKC", host).encode("idna")
+        (host if host.isascii() else unicodedata.normalize("NFKC", host)).encode("idna")
     except UnicodeError:
         return False
     return True

@@ -285,6 +285,35 @@ def check_feeds(settings: Any) -> None:
                     f"the feed {str(uri)!r} would write over {own}, a file of the crawl;"
                     " give the feed a path of its own"
                 )
+        problem = _feed_path_problem(path)
+        if problem is not None:
+            raise ConfigError(
+                f"the feed {str(uri)!r} cannot be written: {problem}; give it a path in a"
+                " folder that exists or can be made"
+            )
+
+
+def _feed_path_problem(path: str) -> str | None:
+    """Why Scrapy's ``FileFeedStorage`` could not open the local feed file ``path`` (it
+    makes the missing folders and opens the file at the first item), or None. Nothing is
+    created here: the folders are checked up to the nearest one that exists. Without
+    this the crawl ran to the end with an ERROR and a traceback per item ("Error caught
+    on signal handler: FeedExporter.item_scraped"), and lost the feed."""
+    target = Path(path)
+    if target.is_dir():
+        return f"{path} is a folder"
+    if target.exists():
+        return None if os.access(target, os.W_OK) else f"{path} is not writable"
+    folder = target.parent
+    while not folder.exists() and folder != folder.parent:
+        if folder.is_symlink():  # a broken symbolic link: no folder can be made there
+            return f"{folder} is a broken symbolic link"
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"{folder} is not a folder"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"{folder} is not writable"
+    return None
 
 
 def _feed_file(uri: str) -> str | None:

@@ -730,6 +730,44 @@ def test_a_feed_over_a_file_of_the_crawl_is_refused(
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
 
+@pytest.mark.parametrize(
+    ("option", "feed", "says"),
+    [
+        ("-o", "{tmp}/a-file/items.jsonl", "{tmp}/a-file is not a folder"),
+        ("-O", "{tmp}/a-file/sub/items.json", "{tmp}/a-file is not a folder"),
+        ("-o", "file://{tmp}/a-file/items.csv", "{tmp}/a-file is not a folder"),
+        ("-o", "{tmp}/a-folder:jsonl", "{tmp}/a-folder is a folder"),
+    ],
+    ids=["file in the way", "deeper", "file URI", "a folder"],
+)
+def test_a_feed_that_cannot_be_written_is_refused_before_the_crawl(
+    project_root: Path,
+    venv_scrapy: list[str],
+    out: Path,
+    tmp_path: Path,
+    *,
+    option: str,
+    feed: str,
+    says: str,
+) -> None:
+    """The crawl ran to the end with an ERROR and a traceback per item ("Error caught on
+    signal handler: FeedExporter.item_scraped ... NotADirectoryError"), stored its pages,
+    lost the feed and ended exit 1; now one line, exit 2, nothing fetched or written."""
+    (tmp_path / "a-file").write_text("in the way\n")
+    (tmp_path / "a-folder").mkdir()
+    result = crawl(
+        project_root,
+        venv_scrapy,
+        out,
+        *("-a", "topic=chemistry", *SMALL_SANDBOX, option, feed.format(tmp=tmp_path)),
+    )
+    line = the_error(result, out)
+    assert line.startswith("focused: error: the feed "), line
+    assert f"cannot be written: {says.format(tmp=tmp_path)};" in line
+    assert (tmp_path / "a-file").read_text() == "in the way\n"
+    assert list((tmp_path / "a-folder").iterdir()) == []
+
+
 def test_a_topic_file_with_a_byte_order_mark_is_crawled(
     project_root: Path, venv_scrapy: list[str], out: Path, tmp_path: Path
 ) -> None:

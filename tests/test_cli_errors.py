@@ -781,3 +781,16 @@ def test_a_topic_file_with_a_byte_order_mark_is_crawled(
     assert result.returncode == 0, result.stderr[-2000:]
     assert "focused: error" not in result.stderr and "Traceback" not in result.stderr
     assert (out / "pages.sqlite3").exists()
+
+
+def test_topic_targets_that_are_a_number(
+    project_root: Path, venv_scrapy: list[str], out: Path, tmp_topic: MakeTopic
+) -> None:
+    """``targets = 5`` in a topic file was a ``TypeError: 'int' object is not iterable``
+    traceback, exit 1."""
+    path = tmp_topic('seeds = ["http://127.0.0.1:1/"]\ntargets = 5\n[keywords]\nacid = 1\n')
+    line = the_error(crawl(project_root, venv_scrapy, out, "-a", f"topic={path}"), out)
+    assert line == (
+        f"focused: error: topic file {path}: targets must be a list of URLs"
+        ' (targets = ["https://...", ...]), got 5'
+    )

@@ -195,6 +195,24 @@ def test_non_string_seed(tmp_topic: MakeTopic) -> None:
     assert "42" in error_of(path)
 
 
+@pytest.mark.parametrize(
+    ("line", "got"),
+    [
+        ("targets = 5", "got 5"),  # a TypeError traceback
+        ("targets = 1979-05-27", "got datetime.date(1979, 5, 27)"),
+        ('targets = "http://h/t"', "got 'http://h/t'"),  # was "'h' is not an http(s) URL"
+        ("targets = {a = 1}", "got {'a': 1}"),
+    ],
+    ids=["number", "date", "string", "table"],
+)
+def test_targets_that_are_not_a_list(tmp_topic: MakeTopic, line: str, got: str) -> None:
+    path = tmp_topic(HEAD + SEEDS + line + "\n" + KEYWORDS)
+    message = error_of(path)
+    assert message == (
+        f'topic file {path}: targets must be a list of URLs (targets = ["https://...", ...]), {got}'
+    )
+
+
 def test_non_http_target(tmp_topic: MakeTopic) -> None:
     path = tmp_topic(HEAD + SEEDS + 'targets = ["file:///etc/passwd"]\n' + KEYWORDS)
     message = error_of(path)

@@ -131,7 +131,14 @@ def parse_topic(data: dict, path: Path | Traversable | str) -> Topic:
         raise fail(f"unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     weights = _keyword_weights(data.get("keywords"), fail)
     seeds = data.get("seeds")
-    if not isinstance(seeds, list) or not seeds:
+    for key in ("seeds", "targets"):
+        # a string was taken for its characters ("'h' is not an http(s) URL"), a number
+        # or a date was a TypeError traceback
+        value = data.get(key, [])
+        if not isinstance(value, list):
+            shown = f"{value!r}" if len(repr(value)) <= 80 else f"a {type(value).__name__}"
+            raise fail(f'{key} must be a list of URLs ({key} = ["https://...", ...]), got {shown}')
+    if not seeds:
         raise fail('no seeds: give seeds = ["https://...", ...]')
     for key in ("seeds", "targets"):
         for url in data.get(key, []):

@@ -247,6 +247,11 @@ class FocusedResolver(CachingHostnameResolver):
             resolutionReceiver, hostName, _Active.open_crawls() or [(self.default_policy, None)]
         )
         mapped = self.hosts.get(hostName.lower().rstrip("."))
+        if mapped is None and parse_host(hostName) is not None:
+            # an address in a spelling Twisted does not take for one ("127.0.0.2.",
+            # "0x7f.1", "2130706433"): the address, as browsers read it; getaddrinfo
+            # would send the trailing-dot form to the DNS servers as a name
+            mapped = hostName
         if mapped is not None or not _encodable(hostName):
             # a name Python's getaddrinfo cannot IDNA-encode (an empty or over-63-character
             # label: "a..b") raised UnicodeError in Twisted's resolver thread, which never

@@ -254,3 +254,32 @@ def test_a_name_getaddrinfo_cannot_encode_fails_at_once(name):
     resolver.resolveHostName(got, name, 80)
     assert got.done.called
     assert got.addresses == []
+
+
+@pytest.mark.parametrize(
+    ("name", "address"),
+    [("127.0.0.2.", "127.0.0.2"), ("0x7f.1", "127.0.0.1"), ("2130706433", "127.0.0.1")],
+)
+def test_an_address_in_another_spelling_is_that_address_without_a_lookup(
+    monkeypatch, name: str, address: str
+) -> None:
+    """A host that spells an address Twisted does not take for one is that address, as
+    browsers read it, at once: getaddrinfo sent ``127.0.0.2.`` to the DNS servers as a
+    name (a lookup off this machine, then a DNS error). Resolved synchronously: no
+    lookup thread."""
+    from twisted.internet import reactor
+
+    from focused import addressfilter
+    from focused.web.addresses import AddressPolicy
+
+    monkeypatch.setattr(addressfilter._Active, "crawls", {})
+    monkeypatch.setattr(addressfilter._Active, "policy", None)
+    loopback = AddressPolicy(allowed_kinds={"loopback"})
+    resolver = addressfilter.FocusedResolver(reactor, 0, policy=loopback)
+    got = addressfilter._Collected()
+    resolver.resolveHostName(got, name, 80)
+    assert got.done.called
+    assert [a.host for a in got.addresses] == [address]
+    refused = addressfilter._Collected()
+    addressfilter.FocusedResolver(reactor, 0).resolveHostName(refused, name, 80)
+    assert refused.done.called and refused.addresses == []  # loopback not allowed

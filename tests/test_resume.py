@@ -197,7 +197,12 @@ def _ends_site(path: str) -> tuple[int, dict[str, str], bytes]:
         return 200, {"Content-Type": "application/ld+json"}, b'{"name": "chemistry"}'
     if path == "/moved":
         return 302, {}, b""  # no Location: Scrapy ignores the response
+    if path == "/nothing":
+        return 204, {}, b""  # No Content
+    if path == "/blank.html":
+        return 200, {"Content-Type": "text/html"}, b" \r\n\t "
     links = ["/a.html", "/drop-1.html", "/drop-2.html", "/api.json", "/page.jsonld", "/moved"]
+    links += ["/nothing", "/blank.html"]
     anchors = "".join(f'<a href="{u}">chemistry {u}</a> ' for u in links) if path == "/" else ""
     page = f"<html><title>chemistry {path}</title><body>{chem} {anchors}</body></html>"
     return 200, {}, page.encode()
@@ -205,7 +210,8 @@ def _ends_site(path: str) -> tuple[int, dict[str, str], bytes]:
 
 def test_pages_that_end_without_a_stored_item_are_journaled_done_once(tmp_path: Path) -> None:
     """JSON pages (a spider error with a traceback), a 302 without Location (ignored by
-    Scrapy) and pages a user's pipeline before the store drops: each is journaled done
+    Scrapy), a 204 and an empty page (stored as pages of nothing) and pages a user's
+    pipeline before the store drops: each is journaled done
     (counted), the close line says 0 in flight and is true, and a resume fetches none of
     them again. They stayed in flight for ever, fetched again by every resume."""
     from tests.loopback import LoopbackServer
@@ -236,11 +242,19 @@ def test_pages_that_end_without_a_stored_item_are_journaled_done_once(tmp_path: 
     states = {u.rsplit("/", 1)[1]: s for u, s in con.execute("SELECT url, state FROM urls")}
     con.close()
     assert states == dict.fromkeys(
-        ["", "a.html", "drop-1.html", "drop-2.html", "api.json", "page.jsonld", "moved"], 2
+        ["", "a.html", "drop-1.html", "drop-2.html", "api.json", "page.jsonld", "moved"]
+        + ["nothing", "blank.html"],
+        2,
     )
     assert "(0 waiting, 0 in flight)" in first.log
+    con = sqlite3.connect(tmp_path / "out" / "pages.sqlite3")
+    stored = {u.rsplit("/", 1)[1] for (u,) in con.execute("SELECT url FROM pages")}
+    con.close()
+    assert not stored & {"nothing", "blank.html", "api.json", "moved"}, stored
+    assert "a.html" in stored
     for name, n in [
         ("focused/skipped/not_markup", 2),
+        ("focused/skipped/empty", 2),
         ("focused/pages/dropped", 2),
         ("focused/pages/no_item", 1),
     ]:

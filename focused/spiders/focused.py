@@ -467,10 +467,13 @@ class FocusedSpider(scrapy.Spider):
 
     def _readable(self, response: Response) -> bool:
         """Whether ``response`` is HTML or XML text; else it is counted and skipped
-        (``page_skipped``): not text (``focused/skipped/not_text``), or text of another
-        kind, JSON (``focused/skipped/not_markup``: a JSON API, JSON-LD)."""
+        (``page_skipped``): not text (``focused/skipped/not_text``), no text at all (a 204
+        No Content, an empty or blank body: ``focused/skipped/empty``), or text of
+        another kind, JSON (``focused/skipped/not_markup``: a JSON API, JSON-LD)."""
         if not isinstance(response, TextResponse):
             kind = "not_text"
+        elif not response.body.strip():
+            kind = "empty"
         elif response.selector.type not in MARKUP:
             kind = "not_markup"
         else:

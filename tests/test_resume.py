@@ -187,20 +187,21 @@ def test_a_jobdir_whose_journal_another_program_locks_stops_with_one_line(tmp_pa
 
 
 # --- every end of a fetched page reaches the journal -------------------------------------
+#: the pages of the site below that are not HTML pages of the topic
+_ENDS: dict[str, tuple[int, dict[str, str], bytes]] = {
+    "/robots.txt": (200, {"Content-Type": "text/plain"}, b"User-agent: *\nAllow: /\n"),
+    "/api.json": (200, {"Content-Type": "application/json"}, b'{"chemistry": "acid"}'),
+    "/page.jsonld": (200, {"Content-Type": "application/ld+json"}, b'{"name": "chemistry"}'),
+    "/moved": (302, {}, b""),  # no Location: Scrapy ignores the response
+    "/nothing": (204, {}, b""),  # No Content
+    "/blank.html": (200, {"Content-Type": "text/html"}, b" \r\n\t "),
+}
+
+
 def _ends_site(path: str) -> tuple[int, dict[str, str], bytes]:
     chem = "chemistry acid molecule reaction catalyst element " * 20
-    if path == "/robots.txt":
-        return 200, {"Content-Type": "text/plain"}, b"User-agent: *\nAllow: /\n"
-    if path == "/api.json":
-        return 200, {"Content-Type": "application/json"}, b'{"chemistry": "acid"}'
-    if path == "/page.jsonld":
-        return 200, {"Content-Type": "application/ld+json"}, b'{"name": "chemistry"}'
-    if path == "/moved":
-        return 302, {}, b""  # no Location: Scrapy ignores the response
-    if path == "/nothing":
-        return 204, {}, b""  # No Content
-    if path == "/blank.html":
-        return 200, {"Content-Type": "text/html"}, b" \r\n\t "
+    if path in _ENDS:
+        return _ENDS[path]
     links = ["/a.html", "/drop-1.html", "/drop-2.html", "/api.json", "/page.jsonld", "/moved"]
     links += ["/nothing", "/blank.html"]
     anchors = "".join(f'<a href="{u}">chemistry {u}</a> ' for u in links) if path == "/" else ""

@@ -163,11 +163,14 @@ def test_a_pipeline_that_fails_on_every_item_fails_the_crawl(tmp_path: Path) -> 
     assert errors >= 10 and errors == len(crawl.rows())  # one per page, each stored first
 
 
-def test_an_unwritable_feed_fails_the_crawl(tmp_path: Path) -> None:
-    blocker = tmp_path / "a-file"
-    blocker.write_text("not a folder")
-    crawl = crawl_with(tmp_path, "-O", str(blocker / "items.jsonl"))
+def test_a_feed_that_fails_on_every_item_fails_the_crawl(tmp_path: Path) -> None:
+    """A feed that opened but cannot take an item (an unwritable feed folder is refused
+    before the crawl: ``test_cli_errors.py``)."""
+    exporters = {"failing": "tests.failing_exporter.FailingExporter"}
+    feed = f"{tmp_path / 'items.jsonl'}:failing"
+    crawl = crawl_with(tmp_path, "-O", feed, FEED_EXPORTERS=exporters)
     assert crawl.returncode == 1, crawl.log[-3000:]
+    assert "this exporter fails on every item" in crawl.log
     [line] = error_lines(crawl)
     assert line.startswith(FAILURE_LINE), line
     assert len(crawl.rows()) >= 10  # the pages themselves are stored

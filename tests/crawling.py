@@ -95,6 +95,19 @@ def run_cli(
     )
 
 
+def crawl_real_web(
+    project_root: Path, venv_scrapy: list[str], out: Path, seed: str, *settings: str
+) -> subprocess.CompletedProcess[str]:
+    """``scrapy crawl focused -a topic=chemistry`` of the "real web" from ``seed`` (a
+    loopback server of the test's own), output in ``out``, with each of ``settings``
+    (``NAME=VALUE``) as a ``-s``: no report, no AutoThrottle."""
+    args = ["-a", "topic=chemistry", "-s", "FOCUSED_WEB=real", "-s", "FOCUSED_REPORT=False"]
+    args += ["-s", f"FOCUSED_SEEDS={seed}", "-s", "AUTOTHROTTLE_ENABLED=False"]
+    for setting in settings:
+        args += ["-s", setting]
+    return run_cli(project_root, venv_scrapy, out, *args)
+
+
 def error_line(result: subprocess.CompletedProcess[str]) -> str:
     """The single ``focused: error:`` line of a run that stopped with exit status 2
     before the spider opened, without a traceback."""

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from focused.robustness import settle_base_url
-from tests.crawling import run_cli
+from tests.crawling import crawl_real_web
 from tests.loopback import Answer, LoopbackServer
 
 WORDS = b"chemistry acid molecule reaction "
@@ -63,13 +63,8 @@ def test_a_page_whose_base_makes_no_url_is_stored_and_its_links_followed(
     site = LoopbackServer("127.0.0.2", answer)
     out = tmp_path / "out"
     try:
-        result = run_cli(
-            project_root,
-            venv_scrapy,
-            out,
-            *("-a", "topic=chemistry", "-s", "FOCUSED_WEB=real", "-s", "FOCUSED_REPORT=False"),
-            *("-s", f"FOCUSED_SEEDS={site.url}/", "-s", "AUTOTHROTTLE_ENABLED=False"),
-            *("-s", "CLOSESPIDER_TIMEOUT=30"),
+        result = crawl_real_web(
+            project_root, venv_scrapy, out, f"{site.url}/", "CLOSESPIDER_TIMEOUT=30"
         )
     finally:
         site.close()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.crawling import error_line, run_cli
+from tests.crawling import crawl_real_web, error_line, run_cli
 from tests.loopback import Answer, LoopbackServer
 
 pytestmark = pytest.mark.integration
@@ -46,13 +46,13 @@ def test_links_to_hosts_with_an_empty_label_are_dropped_not_hung(
     out = tmp_path / "out"
     started = time.monotonic()
     try:
-        result = run_cli(
+        result = crawl_real_web(
             project_root,
             venv_scrapy,
             out,
-            *("-a", "topic=chemistry", "-s", "FOCUSED_WEB=real", "-s", "FOCUSED_REPORT=False"),
-            *("-s", f"FOCUSED_SEEDS={site.url}/", "-s", "AUTOTHROTTLE_ENABLED=False"),
-            *("-s", "DOWNLOAD_TIMEOUT=8", "-s", "CLOSESPIDER_TIMEOUT=60"),
+            f"{site.url}/",
+            "DOWNLOAD_TIMEOUT=8",
+            "CLOSESPIDER_TIMEOUT=60",
         )
     finally:
         site.close()

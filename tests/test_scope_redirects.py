@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.crawling import run_cli
+from tests.crawling import crawl_real_web
 from tests.loopback import Answer, LoopbackServer
 
 PAGE = b"<title>chemistry acid</title><p>" + b"chemistry acid molecule reaction " * 40
@@ -47,13 +47,13 @@ def test_a_retried_page_that_redirects_off_the_allowed_domains_is_not_followed(
     site = LoopbackServer("127.0.0.2", answer)
     out = tmp_path / "out"
     try:
-        result = run_cli(
+        result = crawl_real_web(
             project_root,
             venv_scrapy,
             out,
-            *("-a", "topic=chemistry", "-s", "FOCUSED_WEB=real", "-s", "FOCUSED_REPORT=False"),
-            *("-s", f"FOCUSED_SEEDS={site.url}/", "-s", "FOCUSED_ALLOWED_DOMAINS=127.0.0.2"),
-            *("-s", "AUTOTHROTTLE_ENABLED=False", "-s", "CLOSESPIDER_TIMEOUT=30"),
+            f"{site.url}/",
+            "FOCUSED_ALLOWED_DOMAINS=127.0.0.2",
+            "CLOSESPIDER_TIMEOUT=30",
         )
     finally:
         site.close()

@@ -282,6 +282,11 @@ DEFAULTS: dict[str, Any] = {
     "FOCUSED_HOST_AWARE": True,
     # at most this many waiting URLs are looked at per pick for a free host
     "FOCUSED_HOST_SCAN": 1024,
+    # a fetched page holds its place in CONCURRENT_REQUESTS until its links are scored
+    # and queued: the next URL is chosen knowing them (with CONCURRENT_REQUESTS = 1, a
+    # strict best-first order that repeats run after run); False: Scrapy's way, a
+    # download starts as soon as the previous one ends, while its page is being parsed
+    "FOCUSED_WAIT_FOR_LINKS": True,
 }
 
 
@@ -447,4 +452,5 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_STORE_LOCK_TIMEOUT": _float(0.0),
     "FOCUSED_HOST_AWARE": _flag(),
     "FOCUSED_HOST_SCAN": _int(1),
+    "FOCUSED_WAIT_FOR_LINKS": _flag(),
 }

@@ -523,7 +523,10 @@ class FocusedScheduler(BaseScheduler):
 
     Settings: ``FOCUSED_STRATEGY``, ``FOCUSED_SA_T0``, ``FOCUSED_SA_ALPHA``,
     ``FOCUSED_SA_T_MIN``, ``FOCUSED_SA_K``, ``FOCUSED_SEED``, ``FOCUSED_FRONTIER``,
-    ``FOCUSED_OUTPUT_DIR``, ``FOCUSED_HOST_AWARE``, ``FOCUSED_HOST_SCAN``, ``JOBDIR``.
+    ``FOCUSED_OUTPUT_DIR``, ``FOCUSED_HOST_AWARE``, ``FOCUSED_HOST_SCAN``,
+    ``FOCUSED_WAIT_FOR_LINKS``, ``JOBDIR``. With ``FOCUSED_WAIT_FOR_LINKS`` a fetched page
+    holds its place in ``CONCURRENT_REQUESTS`` until its links are queued
+    (:meth:`_links_pending`).
     With ``FOCUSED_HOST_AWARE`` the pick is the best (or the annealing choice) among the
     hosts whose download slot can take a request now (:class:`HostGate`).
     ``FOCUSED_WASTE_SHAPE_RECHECK``: an entry that comes up whose URL shape was learnt
@@ -565,6 +568,7 @@ class FocusedScheduler(BaseScheduler):
         host_scan: int = DEFAULT_SCAN,
         model_save_every: int = 100,
         waste_recheck: bool = False,
+        wait_for_links: bool = True,
         dupefilter_debug: bool = False,
         scheduler_debug: bool = False,
     ) -> None:
@@ -622,6 +626,7 @@ class FocusedScheduler(BaseScheduler):
         #: ``FOCUSED_WASTE_SHAPE_RECHECK``: re-check an entry when it comes up, with the
         #: predicate a ``frontier_waste_check`` handler returned at :meth:`open`
         self.waste_recheck = waste_recheck
+        self.wait_for_links = wait_for_links
         self._wasteful: Callable[[str], bool] | None = None
         #: entries re-queued at the bottom when they came up (:meth:`_requeue_wasteful`)
         self.waste_requeued = 0
@@ -661,6 +666,7 @@ class FocusedScheduler(BaseScheduler):
             host_scan=get(s, "FOCUSED_HOST_SCAN"),
             model_save_every=get(s, "FOCUSED_MODEL_SAVE_EVERY"),
             waste_recheck=get(s, "FOCUSED_WASTE_SHAPE_RECHECK"),
+            wait_for_links=get(s, "FOCUSED_WAIT_FOR_LINKS"),
             dupefilter_debug=s.getbool("DUPEFILTER_DEBUG"),
             scheduler_debug=s.getbool("SCHEDULER_DEBUG"),
         )
@@ -774,6 +780,25 @@ class FocusedScheduler(BaseScheduler):
             return getattr(self.crawler, "engine", None)
         except RuntimeError:
             return None
+
+    def _links_pending(self) -> bool:
+        """With ``FOCUSED_WAIT_FOR_LINKS``: whether every place of ``CONCURRENT_REQUESTS``
+        is taken by a download or by a fetched page whose links the spider and the
+        strategy have not queued yet, with at least one such page. The engine asks again
+        when that page's scrape ends (it schedules its next call then), so the next URL
+        is chosen knowing its links: with ``CONCURRENT_REQUESTS = 1`` each pick sees every
+        page fetched before it, as best-first search means, and the order repeats from
+        run to run (Scrapy starts the next download as soon as one ends, while its page
+        is still parsed, so which page's links were in at the pick was a race)."""
+        if not self.wait_for_links:
+            return False
+        engine = self._engine()
+        downloader = getattr(engine, "downloader", None)
+        slot = getattr(getattr(engine, "scraper", None), "slot", None)
+        if downloader is None or slot is None:
+            return False
+        scraping = len(slot.active)
+        return scraping > 0 and len(downloader.active) + scraping >= downloader.total_concurrency
 
     def _engine_idle(self) -> bool:
         """Whether the engine downloads and scrapes nothing: then every request that
@@ -945,6 +970,8 @@ class FocusedScheduler(BaseScheduler):
             self._release_postponed()
         if self._scraping:
             self._scraped()
+        if self._links_pending():
+            return None
         entry = self._pick()
         if self._wasteful is not None:
             while entry is not None and self._requeue_wasteful(entry):

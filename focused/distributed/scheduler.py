@@ -259,6 +259,7 @@ class RedisScheduler(FocusedScheduler):
             partitions=get(s, "FOCUSED_REDIS_PARTITIONS"),
             wait_replicas=get(s, "FOCUSED_REDIS_WAIT"),
             waste_recheck=get(s, "FOCUSED_WASTE_SHAPE_RECHECK"),
+            wait_for_links=get(s, "FOCUSED_WAIT_FOR_LINKS"),
             dupefilter_debug=s.getbool("DUPEFILTER_DEBUG"),
             scheduler_debug=s.getbool("SCHEDULER_DEBUG"),
         )
@@ -513,6 +514,8 @@ class RedisScheduler(FocusedScheduler):
         downloader cannot take a request for now (:class:`~focused.scheduler.HostGate`)
         and gets the best URL of the others (``None`` while every waiting URL's host is
         busy: the engine asks again when a download ends or a delay runs out)."""
+        if self._links_pending():
+            return None
         mode = ANNEAL if self.annealer is not None else BEST
         a = self.annealer
         while True:

@@ -408,3 +408,88 @@ def test_export_into_a_pipe_closed_early(tmp_path: Path, fmt: str) -> None:
         "focused: error: cannot write to stdout: its reader closed the pipe before the"
         " export ended (broken pipe)"
     ], stderr[-3000:]
+
+
+# --- scrapy report / export --output: a pipe, /dev/stdout, a link, a path that is none ----
+def _read_fifo(fifo: Path) -> tuple[Any, list[bytes]]:
+    import threading
+
+    got: list[bytes] = []
+    # a daemon: a command that renames a file over the pipe leaves it waiting for ever
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    return reader, got
+
+
+@pytest.mark.parametrize("command", ["report", "export"])
+def test_report_and_export_write_through_a_pipe_dev_stdout_and_a_link(
+    tmp_path: Path, command: str
+) -> None:
+    """``scrapy report --output`` renamed a file over whatever it named: a named pipe (and,
+    run as root, ``/dev/null`` or ``/dev/full``) became a regular file, a symbolic link
+    was replaced by the report instead of its target getting it, and ``/dev/stdout``
+    into a pipe was ``No such file or directory`` (``scrapy export`` too). Now a pipe or
+    a device is written as it is, a link's target gets the file, and the line that
+    says where it went is on stderr when it went into a stream (it was appended to the
+    report or export on stdout)."""
+    folder = _crawl_folder(tmp_path)
+    args = (
+        ["report", "--dir", str(folder)]
+        if command == "report"
+        else ["export", "--format", "jsonl", "--dir", str(folder)]
+    )
+    first = b"<!DOCTYPE html>" if command == "report" else b'{"url": "http://h/a"'
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader, got = _read_fifo(fifo)
+    proc = scrapy(*args, "--output", str(fifo))
+    reader.join(10)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert fifo.is_fifo() and got and got[0].startswith(first), got
+
+    target = tmp_path / "target.out"
+    link = tmp_path / "link.out"
+    link.symlink_to(target)
+    proc = scrapy(*args, "--output", str(link))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert link.is_symlink() and target.read_bytes().startswith(first)
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
+    piped = subprocess.run(
+        [sys.executable, "-m", "scrapy", *args, "--output", "/dev/stdout"],
+        cwd=PROJECT,
+        env=env,
+        capture_output=True,
+        timeout=120,
+    )
+    assert piped.returncode == 0, piped.stderr[-3000:]
+    assert piped.stdout.startswith(first) and b"focused:" not in piped.stdout
+    assert piped.stdout.rstrip().endswith(b"</html>" if command == "report" else b"}")
+    assert piped.stderr.decode().startswith("focused: ")
+
+
+@pytest.mark.parametrize("command", ["report", "export"])
+def test_report_and_export_to_a_path_that_cannot_be_a_file(tmp_path: Path, command: str) -> None:
+    """``scrapy report --output`` a folder or a path under a file: an ``IsADirectoryError``
+    or ``FileExistsError`` traceback, exit 1 (``scrapy export`` said "File exists" of a
+    path under a file). Now one line each, exit 2, nothing left there."""
+    folder = _crawl_folder(tmp_path)
+    args = (
+        ["report", "--dir", str(folder)]
+        if command == "report"
+        else ["export", "--format", "jsonl", "--dir", str(folder)]
+    )
+    verb = "cannot write the report to" if command == "report" else "cannot write"
+    a_folder = tmp_path / "a-folder"
+    a_folder.mkdir()
+    line = one_error(scrapy(*args, "--output", str(a_folder)))
+    assert line == f"focused: error: {verb} {a_folder}: Is a directory"
+    assert files(a_folder) == []
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    under = a_file / "out.html"
+    line = one_error(scrapy(*args, "--output", str(under)))
+    assert line == f"focused: error: {verb} {under}: Not a directory"
+    assert a_file.read_text() == "x"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "a-folder", "crawl"]

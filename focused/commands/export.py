@@ -13,6 +13,7 @@ import os
 import sys
 
 from focused.cli import FolderCommand
+from focused.output.atomic import is_stream
 from focused.output.export import FORMATS, STDOUT, ExportError, OutputClosed, export
 
 
@@ -49,7 +50,9 @@ class Command(FolderCommand):
         if opts.output == STDOUT:  # the pages went to stdout: the count does not
             print(f"focused: wrote {n} pages to stdout ({opts.fmt})", file=sys.stderr)
             return
-        print(f"focused: wrote {n} pages to {opts.output} ({opts.fmt})")
+        # into a pipe or /dev/stdout, the line would end up in the export
+        where = sys.stderr if is_stream(opts.output) else sys.stdout
+        print(f"focused: wrote {n} pages to {opts.output} ({opts.fmt})", file=where)
 
 
 def _silence_stdout() -> None:

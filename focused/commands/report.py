@@ -4,14 +4,18 @@ The same report the crawl writes at its end (:mod:`focused.output.html_report`),
 regenerated from the folder's files. A folder that does not exist, or holds none of a
 crawl's files, or an ``--output`` that is one of a crawl's own files other than its
 ``report.html`` (:func:`focused.output.owned.crawl_file`), is one line (``focused:
-error: ...``) and exit status 2.
+error: ...``) and exit status 2; so is an ``--output`` that cannot be written (a folder,
+a file in the way of its folder). A pipe or a device (``/dev/stdout``) is written as it
+is, and a symbolic link's target, never replaced by a file renamed over it.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from focused.cli import FolderCommand
+from focused.output.atomic import is_stream
 from focused.output.owned import crawl_file
 from focused.output.store import DB_NAME
 
@@ -51,6 +55,14 @@ class Command(FolderCommand):
         if own is not None:
             self.fail(f"cannot write the report to {opts.output}: it is the crawl's own {own}")
             return
-        from focused.output.html_report import write_report  # matplotlib only here
+        from focused.output.html_report import build_report, save_report  # matplotlib here
 
-        print(f"focused: report in {write_report(folder, opts.output)}")
+        out = folder / REPORT if opts.output is None else opts.output
+        text = build_report(folder)
+        try:
+            save_report(text, out)
+        except OSError as exc:  # a folder, a file in the way, no permission, a full disk
+            self.fail(f"cannot write the report to {out}: {exc.strerror or exc}")
+            return
+        # into a pipe or /dev/stdout, the line would end up in the report
+        print(f"focused: report in {out}", file=sys.stderr if is_stream(out) else sys.stdout)

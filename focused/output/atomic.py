@@ -12,13 +12,23 @@ Pure module: no Scrapy import.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["atomic_path", "atomic_write", "write_bytes", "write_text", "write_with"]
+__all__ = [
+    "atomic_path",
+    "atomic_write",
+    "is_stream",
+    "make_parent",
+    "write_bytes",
+    "write_text",
+    "write_with",
+]
 
 
 @contextlib.contextmanager
@@ -84,3 +94,23 @@ def write_with(
     replaces ``path`` atomically."""
     with atomic_path(path, fsync=fsync) as tmp:
         writer(tmp)
+
+
+def is_stream(path: str | os.PathLike[str]) -> bool:
+    """``path`` is there (links followed, ``/dev/stdout`` too) and is neither a regular
+    file nor a folder: a pipe, a terminal, a device, a socket. Such a path is written as
+    it is: a file renamed over it would replace it (``/dev/null`` itself, as root)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def make_parent(path: str | os.PathLike[str]) -> None:
+    """Make the folders of ``path``; ``NotADirectoryError`` (not ``FileExistsError``)
+    when a file is in the way of one of them."""
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError as exc:
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), exc.filename) from None

@@ -41,7 +41,7 @@ from typing import IO, Any
 from urllib.parse import urlsplit
 
 from focused.output import fulltext
-from focused.output.atomic import atomic_path
+from focused.output.atomic import atomic_path, is_stream, make_parent
 from focused.output.owned import crawl_file
 from focused.output.store import COLUMNS, DB_NAME, READ_ERRORS, read_body
 
@@ -238,11 +238,11 @@ def _write_whole(
     check(folder)  # before anything is made
     encoding = None if "b" in mode else "utf-8"
     try:
-        real = Path(os.path.realpath(out))  # a link's target is written, not replaced
-        if real.exists() and not real.is_file():  # a pipe, /dev/stdout: written as it is
-            with open(real, mode, encoding=encoding) as fh:
+        if is_stream(out):  # a pipe, /dev/stdout, a device: written as it is
+            with open(out, mode, encoding=encoding) as fh:
                 return write(fh)
-        real.parent.mkdir(parents=True, exist_ok=True)
+        real = Path(os.path.realpath(out))  # a link's target is written, not replaced
+        make_parent(real)
         with atomic_path(real) as tmp, open(tmp, mode, encoding=encoding) as fh:
             return write(fh)
     except OSError as exc:

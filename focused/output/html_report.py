@@ -22,6 +22,7 @@ Pure module: no Scrapy import.
 from __future__ import annotations
 
 import base64
+import errno
 import html
 import io
 import json
@@ -38,11 +39,11 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from focused.output.atomic import write_text  # noqa: E402
+from focused.output.atomic import is_stream, make_parent, write_text  # noqa: E402
 from focused.output.metrics import QUEUES, Point, read_points_csv  # noqa: E402
 from focused.output.store import DB_NAME  # noqa: E402
 
-__all__ = ["REPORT_NAME", "build_report", "error_counts", "write_report"]
+__all__ = ["REPORT_NAME", "build_report", "error_counts", "save_report", "write_report"]
 
 REPORT_NAME = "report.html"
 STATS_NAME = "stats.json"
@@ -480,8 +481,25 @@ def _page_sections(conn: sqlite3.Connection) -> list[str]:
 def write_report(
     folder: str | os.PathLike[str], path: str | os.PathLike[str] | None = None
 ) -> Path:
-    """Write :func:`build_report` to ``folder/report.html`` (or ``path``), atomically."""
+    """Write :func:`build_report` to ``folder/report.html`` (or ``path``), atomically
+    (:func:`save_report`)."""
     out = Path(path) if path is not None else Path(folder) / REPORT_NAME
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_text(out, build_report(folder))
+    save_report(build_report(folder), out)
     return out
+
+
+def save_report(text: str, out: str | os.PathLike[str]) -> None:
+    """Write the report ``text`` to ``out``, atomically. A symbolic link's target is
+    written (the link stays); a path that is no regular file nor a folder (a pipe,
+    ``/dev/stdout``, a device) is written as it is, not replaced by a file renamed over
+    it. ``OSError`` when it cannot be written (a folder, a file in the way of its folder,
+    no permission); nothing is left then."""
+    if is_stream(out):  # a pipe, /dev/stdout, /dev/null
+        with open(out, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        return
+    real = Path(os.path.realpath(out))
+    if real.is_dir():
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(out))
+    make_parent(real)
+    write_text(real, text)

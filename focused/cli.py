@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -182,6 +183,21 @@ def keep_start_error(
                 )
 
         started.add_done_callback(done)
+
+
+def silence_stdout() -> None:
+    """Point the standard output at the null device once its reader has gone, so that
+    Python's flush of it at exit does not fail a second time (a "BrokenPipeError"
+    message and exit status 120)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, ValueError, OSError):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
 
 
 class FolderCommand(ScrapyCommand):

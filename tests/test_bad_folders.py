@@ -493,3 +493,41 @@ def test_report_and_export_to_a_path_that_cannot_be_a_file(tmp_path: Path, comma
     assert line == f"focused: error: {verb} {under}: Not a directory"
     assert a_file.read_text() == "x"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "a-folder", "crawl"]
+
+
+@pytest.mark.parametrize("json_lines", [False, True], ids=["text", "json"])
+def test_search_into_a_closed_pipe_or_a_full_disk(tmp_path: Path, json_lines: bool) -> None:
+    """``scrapy search QUERY --json | head -1``: a ``BrokenPipeError`` traceback, exit 1;
+    stdout on a full disk (``> /dev/full``): an ``OSError`` traceback. Now one line each
+    on stderr, exit status 2, as ``scrapy export --output -`` does."""
+    folder = tmp_path / "crawl"
+    with PageStore(folder) as store:
+        for i in range(5):
+            body = f"<html><title>P{i}</title><p>acid</p></html>".encode()
+            assert store.add({"url": f"http://h/p{i}", "title": f"P{i}", "text": "acid"}, body)
+    cmd = [sys.executable, "-m", "scrapy", "search", "acid", "--dir", str(folder)]
+    cmd += ["--json"] if json_lines else []
+    search_proc = subprocess.Popen(
+        cmd, cwd=PROJECT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert search_proc.stdout is not None
+    search_proc.stdout.close()  # the reader is gone before the first hit is written
+    _, stderr = search_proc.communicate(timeout=120)
+    assert search_proc.returncode == 2, stderr[-3000:]
+    assert stderr.splitlines() == [
+        "focused: error: cannot write the hits to stdout: its reader closed the pipe (broken pipe)"
+    ], stderr[-3000:]
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            cmd,
+            cwd=PROJECT,
+            env=_env(),
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert proc.stderr.splitlines() == [
+        "focused: error: cannot write the hits to stdout: No space left on device"
+    ], proc.stderr[-3000:]

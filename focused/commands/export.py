@@ -9,10 +9,9 @@ closes it early (``| head -1``) is one line on stderr and exit status 2, no trac
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
-from focused.cli import FolderCommand
+from focused.cli import FolderCommand, silence_stdout
 from focused.output.atomic import is_stream
 from focused.output.export import FORMATS, STDOUT, ExportError, OutputClosed, export
 
@@ -41,7 +40,7 @@ class Command(FolderCommand):
         try:
             n = export(str(folder), opts.fmt, opts.output)
         except OutputClosed as exc:
-            _silence_stdout()
+            silence_stdout()
             self.fail(str(exc))
             return
         except ExportError as exc:
@@ -53,18 +52,3 @@ class Command(FolderCommand):
         # into a pipe or /dev/stdout, the line would end up in the export
         where = sys.stderr if is_stream(opts.output) else sys.stdout
         print(f"focused: wrote {n} pages to {opts.output} ({opts.fmt})", file=where)
-
-
-def _silence_stdout() -> None:
-    """Point the standard output at the null device once its reader has gone, so that
-    Python's flush of it at exit does not fail a second time (a "BrokenPipeError"
-    message and exit status 120)."""
-    try:
-        fd = sys.stdout.fileno()
-    except (AttributeError, ValueError, OSError):
-        return
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, fd)
-    finally:
-        os.close(devnull)

@@ -2,17 +2,20 @@
 
 ``scrapy search "催化剂 catalyst" [--dir out/crawl] [--limit 20] [--json] [--all]`` prints
 the best pages (BM25, see :mod:`focused.output.search`); ``scrapy search --reindex``
-rebuilds the index from the stored HTML files.
+rebuilds the index from the stored HTML files. A standard output that cannot take the
+hits (a reader that went away, ``| head -1``; a full disk) is one line on stderr and
+exit status 2, as for ``scrapy export --output -``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from scrapy.exceptions import UsageError
 
-from focused.cli import FolderCommand
+from focused.cli import FolderCommand, silence_stdout
 from focused.defaults import get
 from focused.output.search import SearchError, format_hits, reindex, search
 
@@ -57,8 +60,16 @@ class Command(FolderCommand):
         except SearchError as exc:
             self.fail(str(exc))
             return
-        if opts.json:
-            for hit in hits:
-                print(json.dumps(hit.to_dict(), ensure_ascii=False))
-        else:
-            print(format_hits(hits))
+        try:
+            if opts.json:
+                for hit in hits:
+                    print(json.dumps(hit.to_dict(), ensure_ascii=False))
+            else:
+                print(format_hits(hits))
+            sys.stdout.flush()
+        except OSError as exc:  # | head -1 went away, a full disk
+            silence_stdout()  # Python's own flush at exit would fail again
+            reason = "its reader closed the pipe (broken pipe)"
+            if not isinstance(exc, BrokenPipeError):
+                reason = exc.strerror or str(exc)
+            self.fail(f"cannot write the hits to stdout: {reason}")

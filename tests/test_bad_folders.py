@@ -531,3 +531,62 @@ def test_search_into_a_closed_pipe_or_a_full_disk(tmp_path: Path, json_lines: bo
     assert proc.stderr.splitlines() == [
         "focused: error: cannot write the hits to stdout: No space left on device"
     ], proc.stderr[-3000:]
+
+
+# --- a page store of an earlier version ---------------------------------------------------
+def _earlier_store(folder: Path) -> None:
+    """A store as the first versions wrote it: one gzip file per page (``html/``), no
+    ``record_offset`` / ``record_length`` columns, no ``segments`` table, no full-text
+    index."""
+    with PageStore(folder, layout="files") as store:
+        for i in range(2):
+            body = f"<html><title>Acid {i}</title><body><p>acid base {i}</p></body></html>"
+            item = {"url": f"http://h/p{i}", "title": f"Acid {i}", "text": f"acid base {i}"}
+            assert store.add(item, body.encode())
+    conn = sqlite3.connect(folder / "pages.sqlite3")
+    for sql in (
+        "DROP TABLE pages_fts",
+        "DROP TABLE segments",
+        "ALTER TABLE pages DROP COLUMN record_offset",
+        "ALTER TABLE pages DROP COLUMN record_length",
+    ):
+        conn.execute(sql)
+    conn.commit()
+    conn.close()
+
+
+def test_a_store_of_an_earlier_version_is_reindexed_searched_exported_and_read(
+    tmp_path: Path,
+) -> None:
+    """The README says a store of the earlier layout stays readable, but ``scrapy search
+    --reindex`` (which its missing index calls for), ``scrapy export`` and ``python -m
+    focused.output.store get`` each stopped with ``no such column: record_offset``: only
+    a crawl, which opens the store for writing, added the column. Now the tools that
+    only read it read the missing columns as NULL (a page of the earlier layout), and
+    leave the table as it was."""
+    folder = tmp_path / "crawl"
+    _earlier_store(folder)
+    proc = scrapy("search", "--reindex", "--dir", str(folder))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == f"focused: indexed 2 pages in {folder}"
+    found = scrapy("search", "base 1", "--all", "--json", "--dir", str(folder))
+    assert found.returncode == 0, found.stderr[-3000:]
+    assert [json.loads(x)["url"] for x in found.stdout.splitlines()] == ["http://h/p1"]
+    out = tmp_path / "pages.jsonl"
+    proc = scrapy("export", "--format", "jsonl", "--output", str(out), "--dir", str(folder))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
+    assert [(r["url"], r["record_offset"], r["text"]) for r in rows] == [
+        ("http://h/p0", None, "acid base 0"),
+        ("http://h/p1", None, "acid base 1"),
+    ]
+    warc = tmp_path / "pages.warc.gz"
+    proc = scrapy("export", "--format", "warc", "--output", str(warc), "--dir", str(folder))
+    assert proc.returncode == 0 and "wrote 2 pages" in proc.stdout, proc.stderr[-3000:]
+    got = run("-m", "focused.output.store", "get", "http://h/p1", "--dir", str(folder))
+    assert got.returncode == 0, got.stderr[-3000:]
+    assert "acid base 1" in got.stdout
+    conn = sqlite3.connect(folder / "pages.sqlite3")
+    have = {row[1] for row in conn.execute("PRAGMA table_info(pages)")}
+    conn.close()
+    assert "record_offset" not in have  # read, not changed

@@ -43,7 +43,7 @@ from urllib.parse import urlsplit
 from focused.output import fulltext
 from focused.output.atomic import atomic_path, is_stream, make_parent
 from focused.output.owned import crawl_file
-from focused.output.store import COLUMNS, DB_NAME, READ_ERRORS, read_body
+from focused.output.store import COLUMNS, DB_NAME, READ_ERRORS, columns, read_body
 
 __all__ = [
     "FORMATS",
@@ -72,7 +72,10 @@ class OutputClosed(ExportError):
     pipe: ``scrapy export ... --output - | head``)."""
 
 
-_QUERY = f"SELECT id, {', '.join(COLUMNS)} FROM pages ORDER BY id"
+def _query(conn: sqlite3.Connection) -> str:
+    """Every column of every page, in storing order (a store of an earlier version's
+    missing columns as NULL)."""
+    return f"SELECT id, {columns(conn, COLUMNS)} FROM pages ORDER BY id"
 
 
 def _open(folder: str | os.PathLike[str]) -> tuple[Path, sqlite3.Connection]:
@@ -86,7 +89,7 @@ def _open(folder: str | os.PathLike[str]) -> tuple[Path, sqlite3.Connection]:
     except sqlite3.Error as exc:
         raise _unreadable(db, exc) from None
     try:
-        conn.execute(f"{_QUERY} LIMIT 0")
+        conn.execute(f"{_query(conn)} LIMIT 0")
     except sqlite3.Error as exc:
         conn.close()
         raise _unreadable(db, exc) from None
@@ -126,7 +129,7 @@ def _rows(conn: sqlite3.Connection, db: Path) -> Iterator[dict[str, Any]]:
     """The store's rows of pages, in storing order; :class:`ExportError` at a row SQLite
     cannot read (a damaged page of the database)."""
     try:
-        cur = conn.execute(_QUERY)
+        cur = conn.execute(_query(conn))
         names = [d[0] for d in cur.description]
         for values in cur:
             yield dict(zip(names, values, strict=True))

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from focused.output import fulltext
-from focused.output.store import DB_NAME, READ_ERRORS, read_body
+from focused.output.store import DB_NAME, LOCATION_COLUMNS, READ_ERRORS, columns, read_body
 
 __all__ = ["Hit", "SearchError", "reindex", "search"]
 
@@ -135,9 +135,8 @@ def _reindex(conn: sqlite3.Connection, folder: str | os.PathLike[str], max_chars
     try:
         conn.execute(f"DROP TABLE IF EXISTS {fulltext.FTS_TABLE}")
         fulltext.create(conn)
-        rows = conn.execute(
-            "SELECT id, title, file_path, encoding, record_offset, record_length FROM pages"
-        ).fetchall()
+        wanted = ("id", "title", "file_path", "encoding", *LOCATION_COLUMNS[2:])
+        rows = conn.execute(f"SELECT {columns(conn, wanted)} FROM pages").fetchall()
         for rowid, title, rel, encoding, offset, length in rows:
             text = ""
             try:

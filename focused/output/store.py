@@ -67,7 +67,7 @@ import sys
 import time
 import uuid
 import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -133,6 +133,9 @@ COLUMNS: dict[str, str] = {
 }
 #: where a page's body is: set by the store, not by the caller
 LOCATION_COLUMNS = ("content_hash", "file_path", "record_offset", "record_length")
+#: the columns a store of an earlier version lacks (one file per page, before segments);
+#: opening it for writing adds them, the read-only tools read them as NULL (:func:`columns`)
+LATER_COLUMNS = ("record_offset", "record_length")
 _BOOL_COLUMNS = ("relevant", "is_target")
 _DATA_COLUMNS = tuple(c for c in COLUMNS if c not in LOCATION_COLUMNS)
 LAYOUTS = ("segments", "files")
@@ -1058,11 +1061,9 @@ def _row_problems(
     """Problems of the rows: each one's record or file (the hashes of the files of the
     earlier layout go into ``referenced``; the sizes of segments no commit names, into
     ``sizes``)."""
-    have = {row[1] for row in db.execute("PRAGMA table_info(pages)")}
-    # a store of an earlier version may lack columns (opening it for writing adds them)
-    offset_col, length_col = (c if c in have else "NULL" for c in LOCATION_COLUMNS[2:])
     problems: list[str] = []
-    cur = db.execute(f"SELECT url, content_hash, file_path, {offset_col}, {length_col} FROM pages")
+    # a store of an earlier version may lack columns (opening it for writing adds them)
+    cur = db.execute(f"SELECT url, {columns(db, LOCATION_COLUMNS)} FROM pages")
     for url, digest, rel, offset, length in cur:
         if offset is None:
             referenced.add(digest)
@@ -1257,6 +1258,17 @@ def _add_missing_columns(conn: sqlite3.Connection) -> None:
             conn.execute(f"ALTER TABLE pages ADD COLUMN {name} {decl}")
 
 
+def columns(conn: sqlite3.Connection, names: Iterable[str]) -> str:
+    """The select list of ``names`` from ``pages``: a column of :data:`LATER_COLUMNS`
+    that a store of an earlier version lacks is ``NULL AS name`` (its page a file of the
+    earlier layout), so a tool that only reads the store (search, export, get) reads it
+    without adding the column; any other column is named as it is."""
+    have = {row[1] for row in conn.execute("PRAGMA table_info(pages)")}
+    return ", ".join(
+        f"NULL AS {name}" if name in LATER_COLUMNS and name not in have else name for name in names
+    )
+
+
 def stored_pages(output_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """``url``, ``relevant`` and ``is_target`` of every stored page, in storing order,
     read without opening the store for writing (empty when there is no store yet)."""
@@ -1287,11 +1299,13 @@ class StoreReader:
         if not db.is_file():
             raise FileNotFoundError(f"no page store in {folder} ({DB_NAME} not found)")
         self.conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
+        self._location: str | None = None
 
     def location(self, url: str) -> tuple[str, str, int | None, int | None] | None:
+        if self._location is None:
+            self._location = columns(self.conn, LOCATION_COLUMNS)
         return self.conn.execute(
-            "SELECT content_hash, file_path, record_offset, record_length FROM pages WHERE url = ?",
-            (url,),
+            f"SELECT {self._location} FROM pages WHERE url = ?", (url,)
         ).fetchone()
 
     def body(self, url: str) -> bytes | None:

@@ -389,6 +389,52 @@ def test_a_redis_url_that_cannot_work_stops_with_one_line(
     assert not out.exists()
 
 
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        # deleted the frontier of database 0 without a word
+        (
+            "redis://:sekrit@127.0.0.1:{port}/abc",
+            "--url 'redis://:***@127.0.0.1:{port}/abc': the database 'abc' is not a number",
+        ),
+        # the rest were tracebacks, exit 1
+        ("127.0.0.1:{port}", "--url '127.0.0.1:{port}' is not a Redis URL"),
+        ("redis://:sekrit@127.0.0.1:nope/0", "is not a Redis URL (Port could not be cast"),
+        ("redis://:sekrit@127.0.0.1:{port}/99", "refused this worker (DB index is out of range)"),
+        ("redis://:wrong@127.0.0.1:{port}/0", "refused this worker (invalid username-password"),
+        ("redis://127.0.0.1:{port}/0", "refused this worker (it needs a password)"),
+    ],
+)
+@pytest.mark.parametrize("action", ["status", "clear"])
+def test_the_status_and_clear_tool_refuses_a_url_that_cannot_work_in_one_line(
+    locked: RedisServer, action: str, url: str, says: str
+) -> None:
+    """``python -m focused.distributed status|clear --url ...`` with a URL that is no Redis
+    URL, a database out of range or a wrong or missing password: a traceback, exit 1;
+    with a database that is no number (``/abc``) redis-py used database 0, so ``clear``
+    deleted the frontier there. Now the URL is checked as a crawl's ``REDIS_URL`` is: one
+    line, exit 2, the password not shown, nothing deleted."""
+    good = f"redis://:sekrit@127.0.0.1:{locked.port}/0"
+    frontier = RedisFrontier(redis.Redis.from_url(good), "mycrawl")
+    frontier.push(entry(1))
+    cmd = [sys.executable, "-m", "focused.distributed", action, "--key", "mycrawl"]
+    run = subprocess.run(
+        [*cmd, "--url", url.format(port=locked.port)],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 2, run.stderr[-3000:]
+    assert "Traceback" not in run.stderr and run.stdout == "", run.stderr[-3000:]
+    lines = run.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("focused: error: "), run.stderr[-3000:]
+    assert says.format(port=locked.port) in lines[0]
+    assert "sekrit" not in run.stderr and "wrong" not in run.stderr
+    assert frontier.status()["waiting"] == 1  # nothing deleted
+    frontier.clear()
+
+
 def test_two_topics_sent_to_one_key_prefix_are_refused(
     server: RedisServer, sandbox: SandboxProcess, tmp_path: Path
 ) -> None:

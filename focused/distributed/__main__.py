@@ -3,7 +3,9 @@
 
 ``status`` prints the shared queues and counters as one JSON object; ``clear`` deletes
 every key of the frontier (no worker ever does). Exit status 2, with one line, when Redis
-cannot be reached.
+cannot be reached, refuses the client (a password, a database out of range), or ``--url``
+is no Redis URL (a database that is no number, ``/abc``, was database 0: ``clear``
+deleted the keys there).
 """
 
 from __future__ import annotations
@@ -16,7 +18,14 @@ from typing import Any
 
 import redis
 
-from focused.distributed.connection import REDIS_DOWN, safe_url, unreachable_message
+from focused.distributed.connection import (
+    REDIS_DOWN,
+    REFUSED,
+    check_url,
+    refused_message,
+    safe_url,
+    unreachable_message,
+)
 from focused.distributed.frontier import RedisFrontier
 from focused.errors import ConfigError
 
@@ -43,9 +52,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
+        check_url(args.url)  # another scheme, a port or a database that is no number
         server = _client(args)
     except ConfigError as exc:
-        print(f"focused: error: {exc}", file=sys.stderr)
+        print(f"focused: error: {str(exc).replace('REDIS_URL', '--url', 1)}", file=sys.stderr)
         return 2
     frontier = RedisFrontier(server, args.key, partitions=max(1, args.partitions))
     try:
@@ -53,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(frontier.status()))
         else:
             print(f"deleted {frontier.clear()} keys of {args.key} at {safe_url(args.url)}")
+    except REFUSED as exc:  # a password, a database out of range (before REDIS_DOWN)
+        print(f"focused: error: {refused_message(server, exc)}", file=sys.stderr)
+        return 2
     except REDIS_DOWN as exc:
         print(f"focused: error: {unreachable_message(server, exc)}", file=sys.stderr)
         return 2

@@ -468,6 +468,18 @@ def test_report_and_export_write_through_a_pipe_dev_stdout_and_a_link(
     assert piped.stdout.rstrip().endswith(b"</html>" if command == "report" else b"}")
     assert piped.stderr.decode().startswith("focused: ")
 
+    # "-" is stdout for both (report wrote a file named "-" in the current folder)
+    dashed = subprocess.run(
+        [sys.executable, "-m", "scrapy", *args, "--output", "-"],
+        cwd=PROJECT,
+        env=env,
+        capture_output=True,
+        timeout=120,
+    )
+    assert dashed.returncode == 0, dashed.stderr[-3000:]
+    assert dashed.stdout.startswith(first) and b"focused:" not in dashed.stdout
+    assert not (PROJECT / "-").exists()
+
 
 @pytest.mark.parametrize("command", ["report", "export"])
 def test_report_and_export_to_a_path_that_cannot_be_a_file(tmp_path: Path, command: str) -> None:

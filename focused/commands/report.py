@@ -14,8 +14,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from focused.cli import FolderCommand
+from focused.cli import FolderCommand, silence_stdout
 from focused.output.atomic import is_stream
+from focused.output.export import STDOUT
 from focused.output.owned import crawl_file
 from focused.output.store import DB_NAME
 
@@ -38,7 +39,9 @@ class Command(FolderCommand):
         return "Write a crawl's report.html (plots, top pages, errors, settings)"
 
     def add_folder_options(self, group: argparse._ArgumentGroup) -> None:
-        group.add_argument("--output", help="where to write it (default: DIR/report.html)")
+        group.add_argument(
+            "--output", help="where to write it, - for stdout (default: DIR/report.html)"
+        )
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         folder = self.folder(args, opts)
@@ -59,6 +62,14 @@ class Command(FolderCommand):
 
         out = folder / REPORT if opts.output is None else opts.output
         text = build_report(folder)
+        if opts.output == STDOUT:  # as `scrapy export --output -`
+            try:
+                sys.stdout.write(text)
+                sys.stdout.flush()
+            except OSError as exc:  # a closed pipe, a full disk
+                silence_stdout()
+                self.fail(f"cannot write the report to stdout: {exc.strerror or exc}")
+            return
         try:
             save_report(text, out)
         except OSError as exc:  # a folder, a file in the way, no permission, a full disk

@@ -370,6 +370,11 @@ class FocusedRedirectMiddleware(_CheckedRedirects, RedirectMiddleware):
         return (response.headers.get(b"Location") or b"").decode("latin-1")
 
 
+#: the content of a page's refresh meta tags, and the URL in it (for a log line)
+_REFRESH_CONTENT = "//meta[translate(@http-equiv, 'REFSH', 'refsh') = 'refresh']/@content"
+_REFRESH_URL = re.compile(r"url\s*=\s*(.*)", re.IGNORECASE | re.DOTALL)
+
+
 class FocusedMetaRefreshMiddleware(_CheckedRedirects, MetaRefreshMiddleware):
     """Scrapy's ``MetaRefreshMiddleware``, except that a ``<meta http-equiv="refresh">``
     to a URL not followed (as for :class:`FocusedRedirectMiddleware`) leaves the page as
@@ -389,6 +394,14 @@ class FocusedMetaRefreshMiddleware(_CheckedRedirects, MetaRefreshMiddleware):
             "focused: %s refreshes to %r (%s): ignored", response.url, _shorter(target), problem
         )
         return response
+
+    def _unparsed(self, response: Response) -> str:
+        """The refresh's ``url=`` as the page writes it (w3lib could not parse it)."""
+        if not isinstance(response, TextResponse):
+            return ""
+        content = response.xpath(_REFRESH_CONTENT).get() or ""
+        found = _REFRESH_URL.search(content)
+        return found.group(1).strip().strip("'\"") if found else content
 
 
 #: The link elements of a page, as Scrapy's extractor scans them (tags a and area, href)

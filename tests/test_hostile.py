@@ -233,8 +233,11 @@ def test_a_redirect_to_no_url_is_dropped_and_counted(location, caplog):
     # the same target in a meta refresh: the page stays a page
     body = f'<head><meta http-equiv="refresh" content="0; url={location}"></head><a href="/x">x'
     page = HtmlResponse(request.url, body=body.encode(), request=request)
-    assert refresh.process_response(request, page) is page
+    with caplog.at_level(logging.DEBUG, logger="focused.robustness"):
+        assert refresh.process_response(request, page) is page
     assert stats.get_value(f"focused/redirects/ignored/{problem}") == 2
+    said = caplog.records[-1].getMessage()
+    assert "refreshes to" in said and "refreshes to ''" not in said, said  # the target shown
 
 
 def test_a_good_redirect_is_followed():

@@ -203,6 +203,8 @@ class FocusedPriorityMiddleware(BaseSpiderMiddleware):
         if self._learns:
             self._feedback(response)
         yield from self._scored(pending, response)
+        if self.crawler is not None:
+            self.crawler.signals.send_catch_log(focused_signals.links_queued, response=response)
         item = self.get_processed_item(item, response)
         if item is not None:
             yield item

@@ -254,6 +254,17 @@ class DownloadFailureMiddleware:
         )
 
 
+def wake_engine(crawler: Any) -> None:
+    """Make the engine ask the scheduler for a request again (its next call)."""
+    try:
+        engine = getattr(crawler, "engine", None)
+    except RuntimeError:
+        return
+    nextcall = getattr(getattr(engine, "_slot", None), "nextcall", None)
+    if nextcall is not None:
+        nextcall.schedule()
+
+
 class HostGate:
     """Which download slots (hosts) can take a request now: the Scrapy side of the
     host-aware pick (:mod:`focused.frontier.hostaware`).
@@ -404,13 +415,7 @@ class HostGate:
     def _wake(self) -> None:
         self._timer = None
         self._wake_at = float("inf")
-        try:
-            engine = getattr(self.crawler, "engine", None)
-        except RuntimeError:
-            return
-        nextcall = getattr(getattr(engine, "_slot", None), "nextcall", None)
-        if nextcall is not None:
-            nextcall.schedule()
+        wake_engine(self.crawler)
 
     def close(self) -> None:
         if self._timer is not None:
@@ -627,6 +632,9 @@ class FocusedScheduler(BaseScheduler):
         #: predicate a ``frontier_waste_check`` handler returned at :meth:`open`
         self.waste_recheck = waste_recheck
         self.wait_for_links = wait_for_links
+        #: the requests (by id) of pages being scraped whose links are queued already
+        self._links_in: set[int] = set()
+        self._held_back = False  # a pick returned None while links were pending
         self._wasteful: Callable[[str], bool] | None = None
         #: entries re-queued at the bottom when they came up (:meth:`_requeue_wasteful`)
         self.waste_requeued = 0
@@ -797,8 +805,23 @@ class FocusedScheduler(BaseScheduler):
         slot = getattr(getattr(engine, "scraper", None), "slot", None)
         if downloader is None or slot is None:
             return False
-        scraping = len(slot.active)
-        return scraping > 0 and len(downloader.active) + scraping >= downloader.total_concurrency
+        active = slot.active
+        if self._links_in:
+            self._links_in &= {id(request) for request in active}
+        scraping = len(active) - len(self._links_in)
+        pending = scraping > 0 and len(downloader.active) + scraping >= downloader.total_concurrency
+        self._held_back = pending
+        return pending
+
+    def _on_links_queued(self, response: Response, **kwargs: Any) -> None:
+        """A page's links are queued (:data:`focused.signals.links_queued`): it no longer
+        holds a place while its item is stored; a pick held back for it is made now."""
+        if not self.wait_for_links:
+            return
+        self._links_in.add(id(response.request))
+        if self._held_back:
+            self._held_back = False
+            wake_engine(self.crawler)
 
     def _engine_idle(self) -> bool:
         """Whether the engine downloads and scrapes nothing: then every request that
@@ -1089,6 +1112,7 @@ class FocusedScheduler(BaseScheduler):
             (self._on_rescore, focused_signals.frontier_rescore),
             (self._on_skipped, focused_signals.page_skipped),
             (self._on_download_failed, focused_signals.download_failed),
+            (self._on_links_queued, focused_signals.links_queued),
         ]
 
     def _finish(self, fp: int, state: int, journal: bool = True) -> None:

@@ -55,6 +55,12 @@ frontier_rescore = object()
 #: for, a crawl resumed after ``kill -9`` must not fetch it again.
 page_skipped = object()
 
+#: ``links_queued``: sent by :class:`focused.middlewares.FocusedPriorityMiddleware`, with
+#: ``response``, once a fetched page's links are scored and handed to the engine, before
+#: its item goes to the item pipelines. With ``FOCUSED_WAIT_FOR_LINKS`` the scheduler
+#: counts a page against ``CONCURRENT_REQUESTS`` until then, not while its item is stored.
+links_queued = object()
+
 #: ``download_failed``: sent by :class:`focused.scheduler.DownloadFailureMiddleware` (a
 #: downloader middleware at the lowest order) with ``request`` and ``exception`` when the
 #: download of a request failed for good (not retried), whatever its callback and

@@ -298,6 +298,7 @@ class RedisScheduler(FocusedScheduler):
             (self._on_stored, focused_signals.pages_stored),
             (self._on_checkpoint, focused_signals.frontier_checkpoint),
             (self._on_download_failed, focused_signals.download_failed),
+            (self._on_links_queued, focused_signals.links_queued),
         ]
 
     # --- life cycle -----------------------------------------------------------------

@@ -247,19 +247,18 @@ class FocusedResolver(CachingHostnameResolver):
             resolutionReceiver, hostName, _Active.open_crawls() or [(self.default_policy, None)]
         )
         mapped = self.hosts.get(hostName.lower().rstrip("."))
-        if mapped is None and parse_host(hostName) is not None:
-            # an address in a spelling Twisted does not take for one ("127.0.0.2.",
-            # "0x7f.1", "2130706433"): the address, as browsers read it; getaddrinfo
-            # would send the trailing-dot form to the DNS servers as a name
-            mapped = hostName
-        if mapped is not None or not _encodable(hostName):
+        # a FOCUSED_HOSTS name's address; or the host itself when it spells one in a way
+        # Twisted does not take for an address ("127.0.0.2.", "0x7f.1", "2130706433"):
+        # that address, as browsers read it (getaddrinfo would send the trailing-dot
+        # form to the DNS servers as a name)
+        ip = parse_host(hostName if mapped is None else mapped)
+        if ip is not None or mapped is not None or not _encodable(hostName):
             # a name Python's getaddrinfo cannot IDNA-encode (an empty or over-63-character
             # label: "a..b") raised UnicodeError in Twisted's resolver thread, which never
             # completed the resolution (the download hung until DOWNLOAD_TIMEOUT, with
             # "Unhandled error in Deferred"): it resolves to nothing at once, a DNS error
             resolution = HostResolution(hostName)
             receiver.resolutionBegan(resolution)
-            ip = None if mapped is None else parse_host(mapped)
             if ip is not None:
                 kind = IPv6Address if ip.version == 6 else IPv4Address
                 receiver.addressResolved(kind("TCP", str(ip), portNumber))

@@ -265,32 +265,41 @@ def check_feeds(settings: Any) -> None:
     metrics, the ``JOBDIR``'s journal...): ``-O`` would empty it before the first page,
     ``-o`` append items to it. Feeds with ``%(...)s`` placeholders and other schemes
     (S3, FTP, stdout) are left to Scrapy."""
-    from focused.output.owned import crawl_file
-
     try:
         feeds = settings.getdict("FEEDS")
     except (TypeError, ValueError):
         return  # Scrapy's own error is the clearer one
-    folders = [str(get(settings, "FOCUSED_OUTPUT_DIR"))]
-    if settings.get("JOBDIR"):
-        folders.append(str(settings.get("JOBDIR")))
     for uri in feeds:
         path = _feed_file(str(uri))
         if path is None:
             continue
-        for folder in folders:
-            own = crawl_file(folder, path)
-            if own is not None:
-                raise ConfigError(
-                    f"the feed {str(uri)!r} would write over {own}, a file of the crawl;"
-                    " give the feed a path of its own"
-                )
+        own = _crawls_own_file(settings, path)
+        if own is not None:
+            raise ConfigError(
+                f"the feed {str(uri)!r} would write over {own}, a file of the crawl;"
+                " give the feed a path of its own"
+            )
         problem = _feed_path_problem(path)
         if problem is not None:
             raise ConfigError(
                 f"the feed {str(uri)!r} cannot be written: {problem}; give it a path in a"
                 " folder that exists or can be made"
             )
+
+
+def _crawls_own_file(settings: Any, path: str) -> str | None:
+    """The crawl's own file that ``path`` is (:func:`focused.output.owned.crawl_file`, in
+    ``FOCUSED_OUTPUT_DIR`` or ``JOBDIR``), or None."""
+    from focused.output.owned import crawl_file
+
+    folders = [str(get(settings, "FOCUSED_OUTPUT_DIR") or ".")]
+    if settings.get("JOBDIR"):
+        folders.append(str(settings.get("JOBDIR")))
+    for folder in folders:
+        own = crawl_file(folder, path)
+        if own is not None:
+            return own
+    return None
 
 
 def _feed_path_problem(path: str) -> str | None:
@@ -749,18 +758,12 @@ def check_log_file(settings: Any) -> None:
     path = settings.get("LOG_FILE")
     if not path or not settings.getbool("LOG_ENABLED", True):
         return
-    from focused.output.owned import crawl_file
-
-    folders = [str(get(settings, "FOCUSED_OUTPUT_DIR") or ".")]
-    if settings.get("JOBDIR"):
-        folders.append(str(settings.get("JOBDIR")))
-    for folder in folders:
-        own = crawl_file(folder, path)
-        if own is not None:  # the log would be appended to it (a port file, crawl.json)
-            raise ConfigError(
-                f"LOG_FILE {str(path)!r} is the crawl's own {own}, which the log would"
-                " damage; give another log file"
-            )
+    own = _crawls_own_file(settings, str(path))
+    if own is not None:  # the log would be appended to it (a port file, crawl.json)
+        raise ConfigError(
+            f"LOG_FILE {str(path)!r} is the crawl's own {own}, which the log would"
+            " damage; give another log file"
+        )
     try:
         with open(path, "a", encoding=settings.get("LOG_ENCODING") or "utf-8"):
             pass

@@ -37,6 +37,7 @@ from focused.distributed.frontier import (
     PROMOTED,
     REQUEUED,
     RedisFrontier,
+    load_outboxes,
 )
 from focused.errors import RedisUnavailable
 from focused.frontier.memory import Entry
@@ -252,8 +253,49 @@ def test_unreachable_redis_keeps_staged_changes(
     up = RedisFrontier(client, key)
     assert RedisFrontier(client, "another:key").restore_outbox(path) == 0  # not its key
     assert up.restore_outbox(path) == 5
+    assert path.exists()  # until they reach Redis
     up.sync()
     assert len(up) == 5 and up.pop().fp == 1004
+    assert not path.exists()  # sent: out of the file
+
+
+def test_an_outbox_file_keeps_every_key_s_changes_until_each_is_sent(
+    client: redis.Redis, key: str, tmp_path: Path
+) -> None:
+    """A crawl closed with Redis down under one key (``FOCUSED_REDIS_KEY``), then ran in
+    the same output folder under another and closed with Redis down again: the file holds
+    both keys' changes (the second save wrote over the first's before), a start that
+    cannot send its restored changes saves them once (not twice), and each key's changes
+    leave the file only once sent."""
+    path = tmp_path / "outbox.pickle"
+    first = RedisFrontier(client, key)
+    first.stage_push(entry(1))
+    first.stage_finish(2)
+    assert first.save_outbox(path) == 2
+    other = RedisFrontier(client, key + ":b")
+    assert other.restore_outbox(path) == 0
+    other.stage_finish(3)
+    assert other.save_outbox(path) == 1
+    saved = load_outboxes(path)
+    assert set(saved) == {key, key + ":b"}
+    assert [op[0] for op in saved[key + ":b"]] == ["d"]
+    assert [op[0] for op in load_outboxes(path)[key]] == ["p", "d"]
+
+    again = RedisFrontier(client, key)  # restored, then Redis is down again at the close
+    assert again.restore_outbox(path) == 2
+    again.stage_finish(4)
+    assert again.save_outbox(path) == 3
+    assert [op[0] for op in load_outboxes(path)[key]] == ["p", "d", "d"]  # not 5
+
+    sender = RedisFrontier(client, key + ":b")
+    assert sender.restore_outbox(path) == 1
+    sender.sync()
+    assert set(load_outboxes(path)) == {key}  # the other key's changes wait for it
+    last = RedisFrontier(client, key)
+    assert last.restore_outbox(path) == 3
+    last.sync()
+    assert len(last) == 1 and last.pop().fp == 1001
+    assert not path.exists()
 
 
 def test_check_names_the_server_in_one_line() -> None:
@@ -629,11 +671,42 @@ def test_an_outbox_never_keeps_releases_renewals_or_waste_re_queues(
     f.stage_finish(1004)
     path = tmp_path / "outbox.pickle"
     assert f.save_outbox(path) == 2 and f.pending == 0
-    assert [op[0] for op in pickle.loads(path.read_bytes())["ops"]] == ["p", "d"]
+    assert [op[0] for op in load_outboxes(path)[key]] == ["p", "d"]
     old = [("r", (1005).to_bytes(8, "big"), b"", b""), ("d", (1006).to_bytes(8, "big"), b"", b"")]
     path.write_bytes(pickle.dumps({"key": key, "ops": old}))
     assert f.restore_outbox(path) == 1
     assert [op[0] for op in f.outbox] == ["d"]
+
+
+def test_a_crawl_under_another_key_keeps_the_saved_changes_and_says_so(
+    redis_url: str, client: redis.Redis, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An output folder whose outbox file holds changes saved under another
+    ``FOCUSED_REDIS_KEY``: a crawl under a new key leaves them in the file and says so in
+    one warning; a crawl under the old key then sends them."""
+    import logging
+
+    out = tmp_path / "out"
+    out.mkdir()
+    old = RedisFrontier(client, "outbox:old")
+    old.clear()
+    old.stage_push(entry(5, priority=3))
+    path = out / "redis-outbox.pickle"
+    assert old.save_outbox(path) == 1
+    RedisFrontier(client, "outbox:new").clear()
+    new, new_spider = _scheduler(redis_url, out, "worker", FOCUSED_REDIS_KEY="outbox:new")
+    with caplog.at_level(logging.WARNING, logger="focused.distributed.scheduler"):
+        new.open(new_spider)
+    warned = [r.getMessage() for r in caplog.records if "outbox:old" in r.getMessage()]
+    assert len(warned) == 1 and "outbox:old (1)" in warned[0] and "\n" not in warned[0]
+    assert new.next_request() is None  # not sent to this crawl's frontier
+    new.close("finished")
+    assert list(load_outboxes(path)) == ["outbox:old"]
+    again, again_spider = _scheduler(redis_url, out, "worker", FOCUSED_REDIS_KEY="outbox:old")
+    again.open(again_spider)
+    assert not path.exists()
+    assert again.next_request().url == "http://h.test/p5"
+    again.close("finished")
 
 
 def test_a_worker_that_lost_redis_does_not_release_at_its_close_when_redis_is_back(

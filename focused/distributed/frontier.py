@@ -69,6 +69,7 @@ from focused.distributed.partition import Layout
 from focused.errors import FrontierLost, RedisLayoutError, RedisUnavailable
 from focused.frontier.hostaware import DEFAULT_SCAN
 from focused.frontier.memory import Entry
+from focused.output import atomic
 from focused.ranking.annealing import Annealer
 
 __all__ = [
@@ -229,6 +230,8 @@ class RedisFrontier:
         #: the keys of partition 0 (the only one unless FOCUSED_REDIS_PARTITIONS > 1)
         self.keys = self.part_keys[0]
         self.outbox: list[tuple[str, bytes, bytes, bytes]] = []
+        #: the outbox file whose part for this key is staged and not sent yet
+        self._restored_from: Path | None = None
         #: the partition of each staged operation (-1: every partition)
         self._routes: list[int] = []
         #: fingerprint -> partition of the URLs this client picked and has not finished
@@ -650,6 +653,7 @@ class RedisFrontier:
             self._absorb(step, replies, pick)
             if first:
                 self.outbox, self._routes = [], []
+                self._sent_restored()
                 if refresh:
                     self._since_refresh = 0
             first = False
@@ -961,26 +965,42 @@ class RedisFrontier:
 
     # --- outbox on disk (Redis down at the close) -----------------------------------
     def save_outbox(self, path: str | os.PathLike[str]) -> int:
-        """Append the staged operations to ``path``; the number written."""
+        """Add the staged operations to this frontier's part of the outbox file ``path``
+        (the parts of other keys are kept); the number written."""
         path = Path(path)
         # leases die with this worker, and so do releases and waste re-queues: the lease
         # hands their URLs back by itself (_LEASED_OPS)
         ops = [op for op in self.outbox if op[0] not in _LEASED_OPS]
-        saved = load_outbox_file(path, self.key) + ops
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_bytes(pickle.dumps({"key": self.key, "ops": saved}))
-        os.replace(tmp, path)
+        saved = load_outboxes(path)
+        # the part restored at the start is in the staged operations still (not sent)
+        kept = [] if self._restored_from is not None else saved.get(self.key, [])
+        saved[self.key] = kept + ops
+        write_outboxes(path, saved)
         self.outbox, self._routes = [], []
+        self._restored_from = None
         return len(ops)
 
     def restore_outbox(self, path: str | os.PathLike[str]) -> int:
-        """Stage the operations a previous run saved in ``path`` (same key); the number.
-        Releases, renewals and waste re-queues an older version saved are skipped
-        (:data:`_LEASED_OPS`)."""
-        ops = [op for op in load_outbox_file(Path(path), self.key) if op[0] not in _LEASED_OPS]
+        """Stage the operations a previous run saved in ``path`` for this frontier's key;
+        the number. They stay in the file until a round trip has sent them (then
+        :meth:`sync` takes them out of it). Releases, renewals and waste re-queues an
+        older version saved are skipped (:data:`_LEASED_OPS`)."""
+        path = Path(path)
+        ops = [op for op in load_outboxes(path).get(self.key, []) if op[0] not in _LEASED_OPS]
+        if ops:
+            self._restored_from = path
         self.outbox = ops + self.outbox
         self._routes = [self._route_of(op) for op in ops] + self._routes
         return len(ops)
+
+    def _sent_restored(self) -> None:
+        """The operations restored from the outbox file reached Redis: out of the file."""
+        path, self._restored_from = self._restored_from, None
+        if path is None:
+            return
+        saved = load_outboxes(path)
+        if saved.pop(self.key, None) is not None:
+            write_outboxes(path, saved)
 
 
 #: ``extra`` of an entry whose extra could not be serialised when it was pushed
@@ -1018,11 +1038,25 @@ def check_crawl(server: Any, key: str, crawl: dict[str, str], write: bool = True
             )
 
 
-def load_outbox_file(path: Path, key: str) -> list[tuple[str, bytes, bytes, bytes]]:
+def load_outboxes(path: Path) -> dict[str, list[tuple[str, bytes, bytes, bytes]]]:
+    """The operations an outbox file holds, by frontier key (a file of an older version
+    holds one key's)."""
     if not path.exists():
-        return []
+        return {}
     saved = pickle.loads(path.read_bytes())  # noqa: S301 - our own output folder
-    return list(saved["ops"]) if saved.get("key") == key else []
+    if "outboxes" in saved:
+        return {str(k): list(v) for k, v in saved["outboxes"].items()}
+    return {str(saved["key"]): list(saved["ops"])} if "key" in saved else {}
+
+
+def write_outboxes(path: Path, saved: dict[str, list[tuple[str, bytes, bytes, bytes]]]) -> None:
+    """Write the outbox file ``path`` whole (flushed to the disk), or remove it when no
+    key has operations left."""
+    saved = {k: v for k, v in saved.items() if v}
+    if not saved:
+        path.unlink(missing_ok=True)
+        return
+    atomic.write_bytes(path, pickle.dumps({"outboxes": saved}), fsync=True)
 
 
 def clamp_priority(priority: int) -> int:

@@ -65,6 +65,7 @@ from focused.distributed.frontier import (
     RedisFrontier,
     Step,
     clamp_priority,
+    load_outboxes,
 )
 from focused.distributed.model import SharedModel
 from focused.errors import FrontierLost, RedisLayoutError, RedisUnavailable
@@ -330,9 +331,9 @@ class RedisScheduler(FocusedScheduler):
             logger.warning("%s", warning)
         outbox = self.output_dir / self.OUTBOX_NAME
         restored = self.redis.restore_outbox(outbox)
+        self._warn_other_outboxes(outbox)
         step = self._sync()
         if restored and step is not None:
-            outbox.unlink(missing_ok=True)
             logger.info("focused: sent %d changes saved by an earlier run to Redis", restored)
         self._reconcile = not self._closed_cleanly()
         self._write_marker(closed=False)
@@ -419,6 +420,22 @@ class RedisScheduler(FocusedScheduler):
                 red.stage_release(fp)
                 self.released += 1
         return unreleased
+
+    def _warn_other_outboxes(self, path: Path) -> None:
+        """Changes an earlier run saved for another frontier key (``FOCUSED_REDIS_KEY``
+        changed since) stay in the outbox file, for a crawl of that key: said once."""
+        assert self.redis is not None
+        for key, ops in sorted(load_outboxes(path).items()):
+            if key != self.redis.key:
+                logger.warning(
+                    "focused: %s holds changes saved for the shared frontier %s (%d), not"
+                    " for this crawl's %s: kept there, and sent when a crawl of that key"
+                    " starts with this output folder",
+                    path,
+                    key,
+                    len(ops),
+                    self.redis.key,
+                )
 
     def _leave_unsent(self, red: RedisFrontier, step: Step | None, unreleased: int) -> None:
         """After the close's round trip: what did not reach Redis goes to the outbox file

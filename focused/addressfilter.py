@@ -48,7 +48,7 @@ from zope.interface import implementer, provider
 
 from focused.bounded import remember
 from focused.defaults import get
-from focused.web.addresses import AddressPolicy, parse_host, parse_networks
+from focused.web.addresses import AddressPolicy, localhost_address, parse_host, parse_networks
 
 if TYPE_CHECKING:
     from typing import Self
@@ -252,6 +252,8 @@ class FocusedResolver(CachingHostnameResolver):
         # that address, as browsers read it (getaddrinfo would send the trailing-dot
         # form to the DNS servers as a name)
         ip = parse_host(hostName if mapped is None else mapped)
+        if ip is None and mapped is None:
+            ip = localhost_address(hostName)  # answered here, never looked up (RFC 6761)
         if ip is not None or mapped is not None or not _encodable(hostName):
             # a name Python's getaddrinfo cannot IDNA-encode (an empty or over-63-character
             # label: "a..b") raised UnicodeError in Twisted's resolver thread, which never

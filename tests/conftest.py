@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
+import os
 import sys
+import tempfile
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,17 @@ ROOT = Path(__file__).resolve().parents[1]
 # `.venv/bin/pytest` (unlike `python -m pytest`) does not put the checkout on sys.path.
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+# The DNS guard (tests/dnsguard/focused_dns_guard.py): from here on, a lookup of a name
+# that is no IP literal raises, in this process and in every Python process it starts;
+# each refusal is appended to this process's log, which fails the test that made it.
+sys.path.insert(0, str(ROOT / "tests" / "dnsguard"))
+import focused_dns_guard  # noqa: E402
+
+_fd, _DNS_LOG = tempfile.mkstemp(prefix="focused-dns-guard-", suffix=".log")
+os.close(_fd)
+atexit.register(lambda: Path(_DNS_LOG).unlink(missing_ok=True))
+focused_dns_guard.install(_DNS_LOG)
 
 # A crawl always runs on the project's Twisted reactor (TWISTED_REACTOR); so do the spiders,
 # crawlers and components that tests build in this process with Scrapy's ``get_crawler``.
@@ -57,3 +71,15 @@ def tmp_topic(tmp_path: Path) -> Callable[..., Path]:
         return path
 
     return write
+
+
+@pytest.fixture(autouse=True)
+def dns_refusals() -> Iterator[focused_dns_guard.Refusals]:
+    """Fails the test when the DNS guard refused a lookup during it, in this process or
+    in a child (even one whose caller took the refusal for a name that does not
+    resolve); a test of the guard takes the refusals it expects (``take()``)."""
+    refusals = focused_dns_guard.Refusals(Path(_DNS_LOG))
+    yield refusals
+    left = refusals.take()
+    if left:
+        pytest.fail("the DNS guard refused a name lookup during this test:\n" + "\n".join(left))

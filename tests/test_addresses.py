@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import time
 
 import pytest
 from scrapy import Request
@@ -283,3 +284,33 @@ def test_an_address_in_another_spelling_is_that_address_without_a_lookup(
     refused = addressfilter._Collected()
     addressfilter.FocusedResolver(reactor, 0).resolveHostName(refused, name, 80)
     assert refused.done.called and refused.addresses == []  # loopback not allowed
+
+
+@pytest.mark.parametrize("name", ["localhost", "LocalHost.", "shop.localhost"])
+def test_localhost_is_loopback_without_a_lookup(monkeypatch, name: str) -> None:
+    """``localhost`` (and names under ``.localhost``) is 127.0.0.1 at once (RFC 6761,
+    as browsers do): the hostile sandbox links it, and its lookup asked the system
+    resolver, which answers it from /etc/hosts only where /etc/hosts has it (else a DNS
+    query). Under the tests' DNS guard a lookup would fail; the probe does the same."""
+    from twisted.internet import reactor
+
+    from focused import addressfilter
+    from focused.web.addresses import AddressPolicy, localhost_address
+    from focused.web.probe import ProbeScope, _resolve
+
+    monkeypatch.setattr(addressfilter._Active, "crawls", {})
+    monkeypatch.setattr(addressfilter._Active, "policy", None)
+    loopback = AddressPolicy(allowed_kinds={"loopback"})
+    got = addressfilter._Collected()
+    addressfilter.FocusedResolver(reactor, 0, policy=loopback).resolveHostName(got, name, 80)
+    assert got.done.called
+    assert [a.host for a in got.addresses] == ["127.0.0.1"]
+    # FOCUSED_HOSTS still maps it; a name that merely ends in "localhost" is a name
+    mapped = addressfilter._Collected()
+    hosts = {"localhost": "127.0.0.2"}
+    addressfilter.FocusedResolver(reactor, 0, hosts, loopback).resolveHostName(mapped, name, 80)
+    assert [a.host for a in mapped.addresses] == (
+        ["127.0.0.2"] if name.lower().rstrip(".") == "localhost" else ["127.0.0.1"]
+    )
+    assert localhost_address("notlocalhost") is None
+    assert [str(a) for a in _resolve(name, 80, ProbeScope(), time.monotonic() + 1)] == ["127.0.0.1"]

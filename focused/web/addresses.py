@@ -27,6 +27,7 @@ __all__ = [
     "IPAddress",
     "IPNetwork",
     "classify",
+    "localhost_address",
     "parse_host",
     "parse_networks",
 ]
@@ -88,6 +89,21 @@ def _inet_aton(text: str) -> ipaddress.IPv4Address | None:
     for i, n in enumerate(head):
         value |= n << (8 * (3 - i))
     return ipaddress.IPv4Address(value)
+
+
+#: the address of ``localhost`` and of any name under ``.localhost``
+LOCALHOST = ipaddress.IPv4Address("127.0.0.1")
+
+
+def localhost_address(host: str | None) -> IPAddress | None:
+    """:data:`LOCALHOST` for ``localhost`` and names under ``.localhost`` (any case, a
+    trailing dot), else None: such a name is answered without a lookup (RFC 6761,
+    section 6.3, as browsers do), so it never reaches DNS, whatever ``/etc/hosts``
+    says."""
+    name = (host or "").strip().lower().rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return LOCALHOST
+    return None
 
 
 def parse_host(host: str | None) -> IPAddress | None:

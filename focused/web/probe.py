@@ -33,7 +33,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from focused.web.addresses import AddressPolicy, IPAddress, IPNetwork, parse_host
+from focused.web.addresses import (
+    AddressPolicy,
+    IPAddress,
+    IPNetwork,
+    localhost_address,
+    parse_host,
+)
 
 __all__ = ["PROBE_TIMEOUT", "Admitted", "Probe", "ProbeScope", "admit", "open_connection", "probe"]
 
@@ -184,6 +190,8 @@ def _resolve(host: str, port: int, scope: ProbeScope, deadline: float) -> list[I
     if hosts:
         mapped = parse_host(hosts[name])
         addresses: list[IPAddress] | str = [] if mapped is None else [mapped]
+    elif (local := localhost_address(name)) is not None:  # never looked up (RFC 6761)
+        addresses = [local]
     else:
         addresses = _lookup(host, port, deadline)
     if isinstance(addresses, str):

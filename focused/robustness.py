@@ -41,7 +41,7 @@ from focused.bounded import remember
 from focused.defaults import get
 from focused.politeness import SlotDelays
 from focused.web import sanitize
-from focused.web.urljoins import FolderJoins
+from focused.web.urljoins import FolderJoins, backslashes_as_slashes
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -417,6 +417,26 @@ _string = etree.XPath("string()")
 FOLLOWED_EXTENSIONS = tuple(e for e in IGNORED_EXTENSIONS if e != "rss")
 
 
+def _browser_href(href: str) -> str:
+    """``href`` as a browser reads it on an http(s) page: without the HTML whitespace
+    around it, its backslashes before the query read as slashes
+    (:func:`~focused.web.urljoins.backslashes_as_slashes`)."""
+    return backslashes_as_slashes(strip_html5_whitespace(href))
+
+
+def _browser_hrefs(
+    iter_links: Callable[[Any], Iterator[tuple[Any, str, str]]],
+) -> Callable[[Any], Iterator[tuple[Any, str, str]]]:
+    """Scrapy's ``_iter_links`` with each value read by :func:`_browser_href` (the
+    extractor's path when built with arguments of its own)."""
+
+    def browser(document: Any) -> Iterator[tuple[Any, str, str]]:
+        for el, attr, value in iter_links(document):
+            yield el, attr, _browser_href(value)
+
+    return browser
+
+
 class FocusedLinkExtractor(LinkExtractor):
     """Scrapy's link extractor, restricted to http(s) links, and at most ``max_links``
     link elements read per page.
@@ -464,8 +484,9 @@ class FocusedLinkExtractor(LinkExtractor):
         self._urls: dict[tuple[str, str], tuple[str, str] | None] = {}
         #: ``urljoin`` of the hrefs a site's pages repeat, shared by the pages of a folder
         self._joins = FolderJoins(self.CACHE_SIZE)
+        parser = self.link_extractor  # a page's link elements come from its _iter_links
+        parser._iter_links = _browser_hrefs(parser._iter_links)  # type: ignore[method-assign]
         if self.max_links:
-            parser = self.link_extractor  # a page's link elements come from its _iter_links
             parser._iter_links = self._capped(parser._iter_links)  # type: ignore[method-assign]
 
     def extract_links(self, response: TextResponse) -> list[Link]:
@@ -490,7 +511,7 @@ class FocusedLinkExtractor(LinkExtractor):
             url = urls.get(href)
             if url is not None:
                 return url
-            got = self._resolve(join(strip_html5_whitespace(href)), encoding, page_url)
+            got = self._resolve(join(_browser_href(href)), encoding, page_url)
             if got is None:
                 raise ValueError(f"no URL: {href!r}")
             urls[href] = got[0]
@@ -528,7 +549,7 @@ class FocusedLinkExtractor(LinkExtractor):
             if href in urls:  # its URL is in seen: a duplicate
                 continue
             try:
-                joined = join(strip_html5_whitespace(href))
+                joined = join(_browser_href(href))
             except ValueError:
                 continue
             got = self._resolve(joined, encoding, page_url)

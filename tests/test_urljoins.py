@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from urllib.parse import urljoin
+import html
+from urllib.parse import urljoin, urlsplit
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scrapy.http import HtmlResponse
 
-from focused.web.urljoins import FolderJoins
+from focused.robustness import FocusedLinkExtractor
+from focused.web.urljoins import FolderJoins, backslashes_as_slashes
 
 BASES = [
     "http://h.example/a/b.html",
@@ -68,3 +72,44 @@ def test_a_folder_shares_its_joins_and_other_folders_do_not() -> None:
     # a query or fragment alone takes the page's own URL: never shared
     assert joins.of("http://h.example/wiki/C.html")("?p=2") == "http://h.example/wiki/C.html?p=2"
     assert joins.of("http://h.example/wiki/D.html")("#s") == "http://h.example/wiki/D.html#s"
+
+
+@pytest.mark.parametrize(
+    ("href", "url"),
+    [
+        ("\\\\127.0.0.2\\page", "http://127.0.0.2/page"),  # another host, as browsers read it
+        ("/\\127.0.0.3\\x", "http://127.0.0.3/x"),
+        ("http:\\\\127.0.0.4\\w", "http://127.0.0.4/w"),
+        ("HTTP://127.0.0.5\\v", "http://127.0.0.5/v"),
+        ("..\\x\\y", "http://127.0.0.1:8000/a/x/y"),  # dot segments resolved
+        (" sub\\p.html?q=a\\b#f\\g ", "http://127.0.0.1:8000/a/b/sub/p.html?q=a%5Cb#f%5Cg"),
+        ("plain/p.html", "http://127.0.0.1:8000/a/b/plain/p.html"),
+    ],
+)
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "scrapy"])
+def test_backslashes_in_an_href_are_slashes_as_in_a_browser(
+    href: str, url: str, fast: bool
+) -> None:
+    """The WHATWG URL standard reads ``\\`` as ``/`` in an http(s) URL (before its query):
+    ``<a href="\\\\127.0.0.2\\page">`` is a link to another host. The extractor took it
+    for a path on the page's own host (``http://127.0.0.1:8000/a/b///127.0.0.2/page``:
+    a page that does not exist, in the crawl's scope although the link leaves it). The
+    link's host is now the one a browser goes to, and the scope checks see it."""
+    page = HtmlResponse(
+        "http://127.0.0.1:8000/a/b/c.html",
+        body=f'<a href="{html.escape(href)}">x</a>'.encode(),
+        encoding="utf-8",
+    )
+    extractor = FocusedLinkExtractor() if fast else FocusedLinkExtractor(allow=())
+    links, url_of = extractor.links_and_urls(page)
+    assert [link.url for link in links] == [url]
+    assert url_of(href) == url
+    # what OffsiteMiddleware and the address filter read: the host a browser goes to
+    assert urlsplit(links[0].url).hostname == urlsplit(url).hostname
+
+
+def test_backslashes_are_left_in_other_schemes_and_in_queries() -> None:
+    assert backslashes_as_slashes("mailto:a\\b") == "mailto:a\\b"
+    assert backslashes_as_slashes("a\\b?c\\d#e\\f") == "a/b?c\\d#e\\f"
+    assert backslashes_as_slashes("a\\b#e?\\f") == "a/b#e?\\f"
+    assert backslashes_as_slashes("FILE:\\\\x") == "FILE://x"

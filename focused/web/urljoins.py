@@ -12,6 +12,7 @@ joined with each page's own URL.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from urllib.parse import urljoin, urlparse, urlsplit
 
@@ -19,6 +20,33 @@ from focused.bounded import remember
 
 #: cached for an ``href`` whose join takes more of the base than its folder
 _OWN = ""
+
+#: an ``href``'s scheme (``urlsplit``'s rule: a letter, then letters, digits, ``+-.``)
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+#: the schemes in which the URL standard reads ``\`` as ``/`` (its "special" schemes)
+SPECIAL_SCHEMES = frozenset({"http", "https", "ws", "wss", "ftp", "file"})
+
+
+def backslashes_as_slashes(href: str) -> str:
+    """``href`` with each ``\\`` before its query or fragment read as ``/``, as browsers
+    read a link of an http(s) page (the WHATWG URL standard, for its special schemes):
+    ``\\\\127.0.0.2\\page`` is ``//127.0.0.2/page`` (another host), ``..\\x`` is ``../x``.
+    ``urljoin`` took them for path characters (``http://host/dir/\\\\127.0.0.2\\page``,
+    which ``safe_url_string`` made ``http://host/dir///127.0.0.2/page``: a page of the
+    same host that does not exist, the dot segments of ``..\\x`` left unresolved). An
+    ``href`` with a scheme that is not special (``mailto:``) is left alone, and so is a
+    backslash in the query or fragment (browsers keep it there)."""
+    if "\\" not in href:
+        return href
+    scheme = _SCHEME.match(href)
+    if scheme is not None and scheme.group(1).lower() not in SPECIAL_SCHEMES:
+        return href
+    end = len(href)
+    for mark in "?#":
+        at = href.find(mark)
+        if at != -1:
+            end = min(end, at)
+    return href[:end].replace("\\", "/") + href[end:]
 
 
 class FolderJoins:

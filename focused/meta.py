@@ -41,6 +41,11 @@ Set by :class:`focused.middlewares.FocusedPriorityMiddleware` when it scores a l
 Set by the spider on the *response* it parsed, for the middleware:
 
 - ``focused_page`` (:data:`PAGE`): a :class:`PageFacts`.
+
+Set by :class:`focused.network.QuietNetworkGiveUp` on a request whose download failed:
+
+- ``focused_dataloss`` (:data:`DATALOSS`): True once its server sent a body shorter than
+  its ``Content-Length``; the retry copies it, and a second such body is not retried.
 """
 
 from __future__ import annotations
@@ -65,6 +70,7 @@ PARENT_RELEVANCE = "focused_parent_relevance"
 #: ... and the term model's score of the link when it was scored.
 TERM_SCORE = "focused_term_score"
 PAGE = "focused_page"
+DATALOSS = "focused_dataloss"
 CHROME = "focused_chrome"
 #: Priority of a chrome link (minus its depth): below any strategy's priority.
 CHROME_PRIORITY = -(10**12)

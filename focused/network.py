@@ -14,7 +14,8 @@ to the log (a hostile server can flood it). Here, once Scrapy's retries
   :class:`~focused.robots.FocusedRobotsTxtMiddleware` instead (its host is disallowed
   for a while, RFC 9309), so still once;
 - counted in the stats ``focused/errors/<kind>`` (``dns``, ``refused``, ``connect``,
-  ``timeout``, ``lost``: the connection closed or reset before a whole answer,
+  ``timeout``, ``dataloss``: a body shorter than its ``Content-Length``, then the
+  connection closed, ``lost``: the connection closed or reset before a whole answer,
   ``cancelled``: over ``DOWNLOAD_MAXSIZE``, ``header_too_long``: a status or header
   line longer than Twisted reads, :data:`MAX_HEADER_LINE`);
   ``focused/errors/first`` keeps the first one's reason (the ``crawl`` command quotes it
@@ -37,6 +38,14 @@ imported, as the middlewares are) makes that parser raise :class:`HeaderTooLong`
 instead, which Twisted hands on as the reason of the failed download (the connection
 is closed the same way), so it is told apart: kind ``header_too_long``, not retried
 (the server sends the same header again).
+
+A body shorter than its ``Content-Length`` (Scrapy's ``ResponseDataLossError``, with
+``DOWNLOAD_FAIL_ON_DATALOSS``) was told as "closed the connection before a whole
+answer", like a reset, and retried ``RETRY_TIMES`` times although a server that declares
+a length it does not send sends the same short body again. It is its own kind,
+``dataloss`` ("sent a body shorter than its Content-Length"), retried once (a transfer
+cut short by the network is worth a second try) and not again once the retry came back
+short too (request meta :data:`~focused.meta.DATALOSS`).
 
 Retries, their stats (``retry/*``, ``downloader/exception_type_count/*``) and every
 other failure stay Scrapy's. Two middlewares, on both sides of
@@ -73,6 +82,7 @@ from twisted.internet.error import TimeoutError as ConnectTimeoutError
 from twisted.web._newclient import HTTPClientParser, ResponseFailed, ResponseNeverReceived
 
 from focused.addressfilter import name_refusal
+from focused.meta import DATALOSS
 
 if TYPE_CHECKING:
     from typing import Self
@@ -97,10 +107,10 @@ KINDS: tuple[tuple[str, tuple[type[BaseException], ...]], ...] = (
     ("refused", (DownloadConnectionRefusedError, ConnectionRefusedError)),
     ("timeout", TIMEOUTS),
     ("connect", (ConnectError,)),
+    ("dataloss", (ResponseDataLossError,)),
     (
         "lost",
         (
-            ResponseDataLossError,
             DownloadFailedError,
             ResponseNeverReceived,
             ResponseFailed,
@@ -177,6 +187,7 @@ def reason(kind: str, url: str) -> str:
     what = {
         "refused": "refused the connection",
         "timeout": "did not answer in time",
+        "dataloss": "sent a body shorter than its Content-Length, then closed the connection",
         "lost": "closed the connection before a whole answer",
         "cancelled": "sent more than DOWNLOAD_MAXSIZE",
         "header_too_long": (
@@ -211,7 +222,8 @@ class QuietNetworkGiveUp:
     give-up of a failed download at DEBUG (request meta
     ``give_up_log_level``), since :class:`NetworkErrorMiddleware` logs it; a robots.txt
     download that timed out, and a response with a header line too long, are not
-    retried (``dont_retry``). A host name the address
+    retried (``dont_retry``), nor a body shorter than its ``Content-Length`` a second
+    time (:data:`~focused.meta.DATALOSS`). A host name the address
     filter refused (it resolves to an internal address) fails as a DNS error: it is
     dropped here (``IgnoreRequest``), neither retried nor reported as a DNS failure."""
 
@@ -225,6 +237,11 @@ class QuietNetworkGiveUp:
             request.meta["dont_retry"] = True  # a hanging host: one time-out, not three
         elif kind == "header_too_long":
             request.meta["dont_retry"] = True  # the server sends the same header again
+            request.meta.setdefault("give_up_log_level", "DEBUG")
+        elif kind == "dataloss":
+            if request.meta.get(DATALOSS):  # short again on its retry: the server lies
+                request.meta["dont_retry"] = True
+            request.meta[DATALOSS] = True  # copied onto the retry
             request.meta.setdefault("give_up_log_level", "DEBUG")
         elif kind is not None:
             request.meta.setdefault("give_up_log_level", "DEBUG")

@@ -442,18 +442,16 @@ def test_failures_are_retried_then_land_in_the_error_queue(hostile_crawl):
     }
     assert expected <= errors, expected - errors
     assert not expected & paths(hostile_crawl)  # none of them stored
-    for reason in (
-        "500 Internal Server Error",
-        "503 Service Unavailable",
-        "scrapy.exceptions.ResponseDataLossError",
-    ):
+    for reason in ("500 Internal Server Error", "503 Service Unavailable"):
         assert s[f"retry/reason_count/{reason}"] == 2, reason  # RETRY_TIMES = 2
+    # a body shorter than its Content-Length: retried once, short again, given up
+    assert s["retry/reason_count/scrapy.exceptions.ResponseDataLossError"] == 1
     # hang.html times out 3 times (2 retries); on a loaded machine the ~2 s the
     # 200,000-link page holds the reactor (docs/robustness.md) can time out another
     # download under the hostile DOWNLOAD_TIMEOUT once, which its retry then fetches
     timeouts = s["retry/reason_count/scrapy.exceptions.DownloadTimeoutError"]
     assert timeouts >= 2, timeouts
-    assert s["retry/max_reached"] >= 5
+    assert s["retry/max_reached"] >= 4  # 500, 503, hang, reset
     assert s["httperror/response_ignored_status_count/404"] >= 1
     # huge.html is cancelled from its Content-Length; huge-stream.html is cancelled once
     # past DOWNLOAD_MAXSIZE, or, when two cores are shared with other jobs, its 50 MB
@@ -470,7 +468,8 @@ def test_failures_are_retried_then_land_in_the_error_queue(hostile_crawl):
 def test_a_failed_download_is_one_warning_line_not_a_traceback(hostile_crawl):
     s = stats(hostile_crawl)
     assert s["focused/errors/timeout"] >= 1  # hang.html
-    assert s["focused/errors/lost"] >= 2  # reset.html, dataloss.html
+    assert s["focused/errors/lost"] >= 1  # reset.html
+    assert s["focused/errors/dataloss"] == 1  # dataloss.html
     assert s["focused/errors/cancelled"] >= 1  # huge.html
     log = hostile_crawl.log
     assert "Traceback" not in log, log[log.find("Traceback") - 2000 :][:4000]
@@ -478,7 +477,7 @@ def test_a_failed_download_is_one_warning_line_not_a_traceback(hostile_crawl):
     for name, why in (
         ("hang", "did not answer in time"),
         ("reset", "closed the connection before a whole answer"),
-        ("dataloss", "closed the connection before a whole answer"),
+        ("dataloss", "sent a body shorter than its Content-Length, then closed the connection"),
         ("huge", "sent more than DOWNLOAD_MAXSIZE"),
     ):
         lines = [ln for ln in log.splitlines() if f"/hostile/{name}.html>" in ln]

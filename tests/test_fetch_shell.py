@@ -11,11 +11,13 @@ in a subprocess against a real loopback server.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
 import sys
 import textwrap
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -148,9 +150,36 @@ def test_view_still_refuses_a_redirect_to_a_private_address(
     assert not seen.exists()
 
 
+def _listening_addresses(port: int) -> set[str]:
+    """The local addresses (hex, as in /proc/net/tcp*) of the sockets listening on ``port``."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(FileNotFoundError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                local, state = line.split()[1], line.split()[3]
+                address, _, hex_port = local.partition(":")
+                if state == "0A" and int(hex_port, 16) == port:  # LISTEN
+                    found.add(address)
+    return found
+
+
+def test_the_bench_site_listens_on_loopback_only() -> None:
+    """Scrapy's bench server listened on port 8998 of every interface (0.0.0.0): the
+    project's listens on 127.0.0.1 alone, on a free port."""
+    if not Path("/proc/net/tcp").exists():
+        pytest.skip("no /proc/net/tcp here")
+    from focused.commands.bench import bench_site
+
+    with bench_site() as url:
+        host, _, port = url.removeprefix("http://").partition(":")
+        assert host == "127.0.0.1"
+        assert _listening_addresses(int(port)) == {"0100007F"}  # 127.0.0.1, nothing else
+        assert b"follow" in urllib.request.urlopen(url, timeout=10).read()  # noqa: S310
+
+
 def test_bench_crawls_its_own_loopback_server(project_root: Path, venv_scrapy: list[str]) -> None:
-    """``scrapy bench`` follows the links of Scrapy's bench server on localhost:8998 with
-    the project's settings; before, every request was refused as loopback."""
+    """``scrapy bench`` follows the links of its bench site on 127.0.0.1 with the
+    project's settings; before, every request was refused as loopback."""
     result = scrapy(
         project_root,
         venv_scrapy,

@@ -549,6 +549,7 @@ def check_scrapy_settings(settings: Any) -> None:
     _check_status_lists(settings)
     _check_scrapy_types(settings)
     _check_components(settings)
+    _check_class_paths(settings)
     _check_feeds(settings)
 
 
@@ -600,14 +601,60 @@ COMPONENT_KEYS = (
     "SPIDER_CONTRACTS",
 )
 COMPONENT_VALUES = ("DOWNLOAD_HANDLERS", "FEED_EXPORTERS", "FEED_STORAGES")
+#: Scrapy's settings whose value is one import path (a class, or a reactor's); Scrapy
+#: imports them as the crawl starts (``-s SCHEDULER=...Schedular``: a traceback, exit 1,
+#: the output folder made). ``SPIDER_LOADER_CLASS`` is loaded before any command runs.
+CLASS_PATHS = (
+    "SCHEDULER",
+    "DOWNLOADER",
+    "DOWNLOADER_CLIENTCONTEXTFACTORY",
+    "STATS_CLASS",
+    "LOG_FORMATTER",
+    "ITEM_PROCESSOR",
+    "REQUEST_FINGERPRINTER_CLASS",
+    "ROBOTSTXT_PARSER",
+    "HTTPCACHE_STORAGE",
+    "HTTPCACHE_POLICY",
+    "TWISTED_DNS_RESOLVER",
+    "DNS_RESOLVER",
+    "TWISTED_REACTOR",
+)
+#: ... and those that only a scheduler other than the focused one imports (the focused
+#: scheduler ignores them, with a WARNING: :func:`focused.habits.ignored_by_scheduler`)
+SCHEDULER_CLASS_PATHS = (
+    "SCHEDULER_PRIORITY_QUEUE",
+    "SCHEDULER_DISK_QUEUE",
+    "SCHEDULER_MEMORY_QUEUE",
+    "SCHEDULER_START_DISK_QUEUE",
+    "SCHEDULER_START_MEMORY_QUEUE",
+    "DUPEFILTER_CLASS",
+)
+#: the value of a :data:`CLASS_PATHS` setting that names no class (Scrapy's own default)
+_NO_PATH = frozenset({"SENTINEL"})
+
+
+def _check_class_paths(settings: Any) -> None:
+    """The class of each :data:`CLASS_PATHS` setting that is set must import, and of each
+    :data:`SCHEDULER_CLASS_PATHS` one when ``SCHEDULER`` is not the focused one."""
+    from focused.habits import other_scheduler
+
+    floor = SETTINGS_PRIORITIES["default"]
+    names = CLASS_PATHS
+    if other_scheduler(settings, "") is not None:  # a SCHEDULER that imports them
+        names += SCHEDULER_CLASS_PATHS
+    for name in names:
+        if (settings.getpriority(name) or 0) <= floor:
+            continue
+        with _quietly():  # a deprecated name: Scrapy warns itself when it reads it
+            path = settings.get(name)
+        if isinstance(path, str) and path not in _NO_PATH:
+            _check_import(name, path)
 
 
 def _check_components(settings: Any) -> None:
     """Each component the user's ``ITEM_PIPELINES``, ``EXTENSIONS``, ``DOWNLOAD_HANDLERS``
     ... names must import (it was a traceback when Scrapy built it); an order must be a
     number."""
-    from scrapy.utils.misc import load_object
-
     for name in COMPONENT_KEYS + COMPONENT_VALUES:
         if name not in settings or not settings.get(name):
             continue
@@ -634,12 +681,20 @@ def _check_components(settings: Any) -> None:
                 path = value
             if not isinstance(path, str):
                 continue  # a class given as such
-            try:
-                with _quietly():
-                    load_object(path)
-            except (*_LOAD_ERRORS, SyntaxError) as exc:
-                why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                raise ConfigError(f"{name}: {path!r} cannot be imported ({why})") from None
+            _check_import(name, path)
+
+
+def _check_import(name: str, path: str) -> None:
+    """A :class:`ConfigError` when ``path``, given in the setting ``name``, does not
+    import."""
+    from scrapy.utils.misc import load_object
+
+    try:
+        with _quietly():
+            load_object(path)
+    except (*_LOAD_ERRORS, SyntaxError) as exc:
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ConfigError(f"{name}: {path!r} cannot be imported ({why})") from None
 
 
 def _check_feeds(settings: Any) -> None:

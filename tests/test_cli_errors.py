@@ -263,6 +263,15 @@ def test_a_bad_scrapy_setting(
             'DOWNLOAD_HANDLERS={"http": "no.Handler"}',
             "DOWNLOAD_HANDLERS: 'no.Handler' cannot be imported (No module named 'no')",
         ),
+        (
+            "SCHEDULER=scrapy.core.scheduler.Schedular",
+            "SCHEDULER: 'scrapy.core.scheduler.Schedular' cannot be imported (Module"
+            " 'scrapy.core.scheduler' doesn't define any object named 'Schedular')",
+        ),
+        (
+            "TWISTED_DNS_RESOLVER=nope.Resolver",
+            "TWISTED_DNS_RESOLVER: 'nope.Resolver' cannot be imported (No module named 'nope')",
+        ),
     ],
     ids=lambda v: v.split("=")[0] if "=" in v else "says",
 )

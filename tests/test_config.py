@@ -456,6 +456,25 @@ def test_every_checked_scrapy_setting_refuses_a_wrong_type(tmp_path: Path, name:
     assert not (tmp_path / "out").exists()  # refused before the output folder is made
 
 
+@pytest.mark.parametrize("name", config.CLASS_PATHS + config.SCHEDULER_CLASS_PATHS)
+def test_every_class_path_setting_must_import(tmp_path: Path, name: str) -> None:
+    """``-s SCHEDULER=scrapy.core.scheduler.Schedular`` (one import path, not a dict of
+    components) was a traceback when Scrapy loaded it, exit 1, the output folder made;
+    so was a queue class or ``DUPEFILTER_CLASS`` under Scrapy's scheduler (the focused
+    scheduler ignores them, with a WARNING: they are not checked then)."""
+    if name in config.SCHEDULER_CLASS_PATHS:
+        config.validate(make_settings(tmp_path / "focused", **{name: "nope.Missing"}))
+        settings = make_settings(
+            tmp_path, **{name: "nope.Missing", "SCHEDULER": "scrapy.core.scheduler.Scheduler"}
+        )
+    else:
+        settings = make_settings(tmp_path, **{name: "nope.Missing"})
+    message = refused(settings)
+    assert message == f"{name}: 'nope.Missing' cannot be imported (No module named 'nope')"
+    assert not (tmp_path / "out").exists()
+    assert name in Settings()  # a setting Scrapy has
+
+
 def test_every_checked_scrapy_setting_is_scrapys_and_its_value_passes(tmp_path: Path) -> None:
     defaults = Settings()  # Scrapy's default_settings (2.19 deprecates PER_IP; still read)
     assert [n for n in config.SCRAPY_CHECKS if n not in defaults] == ["CONCURRENT_REQUESTS_PER_IP"]

@@ -802,6 +802,26 @@ def check_log_level(settings: Any) -> None:
     _check_log_level("LOG_LEVEL", settings.get("LOG_LEVEL"))
 
 
+def check_log_format(settings: Any) -> None:
+    """``LOG_FORMAT`` and ``LOG_DATEFORMAT`` as Scrapy's log handler will format every
+    record with them (``logging.Formatter``): a format that cannot format a record
+    (``%(levelname) %(message)s``, a field no record has) made every log line a
+    "Logging error" traceback, the log lost, exit status 0."""
+    if not settings.getbool("LOG_ENABLED", True):
+        return
+    fmt, datefmt = settings.get("LOG_FORMAT"), settings.get("LOG_DATEFORMAT")
+    record = logging.makeLogRecord(
+        {"name": "focused", "levelname": "INFO", "levelno": logging.INFO, "msg": "check"}
+    )
+    try:
+        logging.Formatter(fmt, datefmt).format(record)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ConfigError(
+            f"LOG_FORMAT {fmt!r} cannot format a log record ({exc}); use the fields of"
+            " Python's logging, e.g. '%(asctime)s [%(name)s] %(levelname)s: %(message)s'"
+        ) from None
+
+
 def check_log_file(settings: Any) -> None:
     """``LOG_FILE`` opened for appending, as Scrapy will open it to set up its logging
     (a folder that does not exist or cannot be written is a ``FileNotFoundError`` or

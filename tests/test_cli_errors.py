@@ -451,6 +451,36 @@ def test_a_bad_log_level(project_root: Path, venv_scrapy: list[str], out: Path) 
     assert line.endswith("got 'nope'")
 
 
+@pytest.mark.parametrize(
+    ("fmt", "why"),
+    [
+        ("%(asctime)s %(levelname) %(message)s", "unsupported format character"),
+        ("%(asctime)s %(spider)s %(message)s", "Formatting field not found in record: 'spider'"),
+    ],
+    ids=["typo", "no-such-field"],
+)
+def test_a_log_format_that_cannot_format_a_record(
+    project_root: Path, venv_scrapy: list[str], out: Path, fmt: str, why: str
+) -> None:
+    """Scrapy's log handler formats every record with ``LOG_FORMAT``: a typo made every
+    log line a "Logging error" traceback on stderr, the log lost, and the crawl ran on
+    (exit status 0)."""
+    result = crawl(
+        project_root,
+        venv_scrapy,
+        out,
+        "-a",
+        "topic=chemistry",
+        *SMALL_SANDBOX,
+        "-s",
+        f"LOG_FORMAT={fmt}",
+    )
+    line = the_error(result, out)
+    assert line.startswith(f"focused: error: LOG_FORMAT {fmt!r} cannot format a log record (")
+    assert why in line
+    assert "Logging error" not in result.stderr
+
+
 @pytest.mark.parametrize("value", ["[404]", "404,abc", "4040"])
 def test_httperror_allowed_codes_that_are_not_status_codes(
     project_root: Path, venv_scrapy: list[str], out: Path, value: str

@@ -273,3 +273,43 @@ def test_scrapy_parse_with_a_subclass_reads_its_topic(
     ok(proc)
     assert "focused: error:" not in proc.stderr
     assert "# Scraped Items" in proc.stdout and "'title': 'Chemistry /a'" in proc.stdout
+
+
+def test_scrapy_runspider_of_a_subclass_is_checked_as_scrapy_crawl(tmp_path: Path) -> None:
+    """``scrapy runspider chem.py`` (the file of a subclass, in the project): a bad
+    argument, setting or output folder was the spider's ``ConfigError`` or
+    ``TopicError`` traceback, exit status 1; now one line and exit status 2, as for
+    ``scrapy crawl chem``, and a good one crawls."""
+    spider = tmp_path / "chem.py"
+    spider.write_text(SPIDERS.split("\n\n\nclass PhysSpider")[0] + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+
+    def runspider(*args: str) -> subprocess.CompletedProcess[str]:
+        return scrapy(
+            tmp_path,
+            "runspider",
+            str(spider),
+            *args,
+            "-s",
+            "FOCUSED_WEB=sandbox",
+            "-s",
+            "CLOSESPIDER_PAGECOUNT=10",
+        )
+
+    for args, says in [
+        (("-a", "strategy=bfs"), "unknown spider argument -a strategy=bfs"),
+        (("-a", "topic=nosuch"), "unknown topic 'nosuch'"),
+        (("-s", "FOCUSED_STRATEGY=dfs"), "unknown FOCUSED_STRATEGY 'dfs'"),
+    ]:
+        proc = runspider(*args, "-s", f"FOCUSED_OUTPUT_DIR={out}")
+        assert proc.returncode == 2, proc.stderr[-3000:]
+        assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+        assert says in error_line(proc)
+        assert not out.exists()
+    proc = runspider("-s", f"FOCUSED_OUTPUT_DIR={out}")
+    ok(proc)
+    assert record(out)["topic"] == "chemistry" and stored(out) > 0
+    # the folder now holds its pages: a crawl of another topic there is refused
+    proc = runspider("-a", "topic=physics", "-s", f"FOCUSED_OUTPUT_DIR={out}")
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert "holds a crawl of topic chemistry" in error_line(proc)

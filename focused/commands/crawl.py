@@ -174,6 +174,11 @@ class Command(CheckedLogging, ScrapyCrawl):
             return
         if len(args) > 1:
             raise UsageError("running 'scrapy crawl' with more than one spider is not supported")
+        self.run_focused(spidercls, opts)
+
+    def run_focused(self, spidercls: Any, opts: argparse.Namespace) -> None:
+        """Check the input of a crawl of ``spidercls`` (the focused spider or a subclass
+        of it), then crawl it (also for ``scrapy runspider`` of a file that holds one)."""
         # the settings the crawl will run with: the project's, the spider's
         # custom_settings (and what its class declares), then -s
         settings = self.crawl_settings = self.settings.copy()
@@ -220,7 +225,7 @@ class Command(CheckedLogging, ScrapyCrawl):
                 sandbox=config.sandbox_made(settings),
             )
         self._warn_without_store()
-        self._crawl_focused(args[0], opts)
+        self._crawl_focused(spidercls, opts)
 
     def _run_other(self, args: list[str], opts: argparse.Namespace) -> None:
         """Scrapy's crawl of a spider that is not the focused spider; a name Scrapy does
@@ -309,7 +314,7 @@ class Command(CheckedLogging, ScrapyCrawl):
                     consequence,
                 )
 
-    def _crawl_focused(self, name: str, opts: argparse.Namespace) -> None:
+    def _crawl_focused(self, spidercls: Any, opts: argparse.Namespace) -> None:
         process = self.crawler_process
         assert process is not None
         self._closed = False
@@ -319,7 +324,7 @@ class Command(CheckedLogging, ScrapyCrawl):
         self._signals: list[int] = []
         self._forced: int | None = None  # the signal that forced the stop
         self._wrap_signal_handlers(process)
-        crawler = self._focused_crawler = self._create_crawler(name)
+        crawler = self._focused_crawler = self._create_crawler(spidercls)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         # the crawl has closed: its "Spider closed" line, or engine_stopped right after it

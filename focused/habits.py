@@ -15,7 +15,11 @@ crawl (``scrapy crawl``, scrapyd, a ``CrawlerProcess`` script):
   its ``from_crawler``): :func:`ignored_by_strategy` (``DEPTH_PRIORITY``: the strategy
   sets every request's priority after Scrapy's ``DepthMiddleware``) and
   :func:`other_scheduler` (a ``SCHEDULER`` that is not the focused one: the strategy's
-  priorities then go to Scrapy's queues, without the focused scheduler's work).
+  priorities then go to Scrapy's queues, without the focused scheduler's work);
+- the focused spider (in its ``from_crawler``): :func:`missing_components` (a whole
+  ``ITEM_PIPELINES``, ``SPIDER_MIDDLEWARES``, ``EXTENSIONS`` or ``DOWNLOADER_MIDDLEWARES``
+  dict of one's own replaces the project's, and a script's ``CrawlerProcess({...})``
+  without the project's settings has none of them).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ __all__ = [
     "changed",
     "ignored_by_scheduler",
     "ignored_by_strategy",
+    "missing_components",
     "other_scheduler",
 ]
 
@@ -159,6 +164,64 @@ def other_scheduler(settings: Any, strategy: str) -> str | None:
         " focused/queue/* stats, and JOBDIR resumed by Scrapy's own queues instead of the"
         " frontier journal"
     )
+
+
+#: the project's components a focused crawl needs: the setting that enables each, its
+#: import path, and what the crawl does without it
+NEEDED: tuple[tuple[str, str, str], ...] = (
+    ("ITEM_PIPELINES", "focused.pipelines.PageStorePipeline", "no page is stored in {output}"),
+    (
+        "SPIDER_MIDDLEWARES",
+        "focused.middlewares.FocusedPriorityMiddleware",
+        "the strategy {strategy} scores no link (requests keep Scrapy's order)",
+    ),
+    (
+        "EXTENSIONS",
+        "focused.extensions.CrawlOutputExtension",
+        "no stats.json, settings.json or report.html is written in {output}",
+    ),
+    (
+        "DOWNLOADER_MIDDLEWARES",
+        "focused.addressfilter.AddressFilterMiddleware",
+        "links and redirects to internal addresses (the cloud metadata service, the local"
+        " network, loopback) are fetched",
+    ),
+)
+
+
+def _enables(settings: Any, setting: str, path: str) -> bool | None:
+    """Whether the component dict ``setting`` (with Scrapy's base) enables the class at
+    ``path`` or a subclass of it; None when a component does not load (Scrapy says so)."""
+    from scrapy.utils.conf import build_component_list
+
+    needed = load_object(path)
+    try:
+        classes = [
+            load_object(c) if isinstance(c, str) else c
+            for c in build_component_list(settings.getwithbase(setting))
+        ]
+    except (ImportError, NameError, ValueError, AttributeError, TypeError):
+        return None
+    return any(isinstance(c, type) and issubclass(c, needed) for c in classes)
+
+
+def missing_components(settings: Any, output: str, strategy: str) -> list[str]:
+    """One line for each of :data:`NEEDED` that the crawl's settings leave out, and a
+    last one when the crawl runs without the project's settings at all (a script's
+    ``CrawlerProcess({...})`` instead of ``CrawlerProcess(get_project_settings())``)."""
+    lines = [
+        f"{path} is not in {setting}: {consequence.format(output=output, strategy=strategy)}"
+        for setting, path, consequence in NEEDED
+        if _enables(settings, setting, path) is False
+    ]
+    if len(lines) == len(NEEDED) and other_scheduler(settings, strategy) is not None:
+        lines.append(
+            "the crawl runs without the project's settings (focused.settings: Scrapy's"
+            " scheduler, no robots.txt, no page store); make the CrawlerProcess with"
+            " scrapy.utils.project.get_project_settings() (SCRAPY_SETTINGS_MODULE="
+            "focused.settings) and set yours on it"
+        )
+    return lines
 
 
 class SettingsAddon:

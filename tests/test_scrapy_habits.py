@@ -5,6 +5,7 @@ crawls: ``scrapy crawl focused`` and a ``CrawlerProcess`` script in a subprocess
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -129,6 +130,50 @@ def test_a_crawler_process_script_gets_the_same_warnings(tmp_path: Path) -> None
     lines = _warnings(result.stderr)
     _one(lines, "DEPTH_PRIORITY=-1 is ignored")
     _one(lines, "DUPEFILTER_CLASS=scrapy.dupefilters.BaseDupeFilter is ignored")
+
+
+BARE_SCRIPT = """
+import sys
+from scrapy.crawler import CrawlerProcess
+from focused.spiders.focused import FocusedSpider
+
+process = CrawlerProcess({
+    "FOCUSED_WEB": "sandbox",
+    "FOCUSED_OUTPUT_DIR": sys.argv[1],
+    "CLOSESPIDER_ITEMCOUNT": 3,
+    "TELNETCONSOLE_ENABLED": False,
+    "REMOTE_CONTROL_ENABLED": False,
+})
+process.crawl(FocusedSpider, topic="chemistry")
+process.start()
+"""
+
+
+def test_a_script_without_the_project_settings_is_told_what_it_lacks(tmp_path: Path) -> None:
+    """Scrapy's first script example, ``CrawlerProcess({...})`` without
+    ``get_project_settings()``: the focused spider crawled with none of the project's
+    components, silently: no page stored, the strategy unused, no report, internal
+    addresses not refused. Now one WARNING for each, and one naming the cause."""
+    script = tmp_path / "run.py"
+    script.write_text(BARE_SCRIPT)
+    result = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "out")],
+        cwd=PROJECT,
+        env={**os.environ, "PYTHONPATH": str(PROJECT)},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = _warnings(result.stderr)
+    _one(lines, "focused.pipelines.PageStorePipeline is not in ITEM_PIPELINES: no page is stored")
+    _one(lines, "focused.middlewares.FocusedPriorityMiddleware is not in SPIDER_MIDDLEWARES")
+    _one(lines, "focused.extensions.CrawlOutputExtension is not in EXTENSIONS")
+    address = _one(lines, "focused.addressfilter.AddressFilterMiddleware is not in")
+    assert "internal addresses" in address
+    hint = _one(lines, "the crawl runs without the project's settings")
+    assert "get_project_settings()" in hint
+    assert len(lines) == 5, lines
 
 
 TWO_TOPICS = crawl_script({"FOCUSED_SANDBOX_PAGES": 200}, topic="sys.argv[2]")

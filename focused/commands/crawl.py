@@ -22,9 +22,11 @@ its topic from ``-a topic=``, else its class attribute ``topic``; its settings w
   (``focused: error: ...``) and exits with status 2 before anything is fetched,
   instead of a traceback;
 - ``ITEM_PIPELINES`` without the page store (:class:`focused.pipelines.PageStorePipeline`)
-  logs one WARNING at start: nothing will be stored; so do ``SPIDER_MIDDLEWARES``
-  without the priority middleware (the strategy would score no link) and
-  ``EXTENSIONS`` without the crawl's output extension (no report);
+  logs one WARNING at start (the spider does, :func:`focused.habits.missing_components`:
+  a script's crawl too): nothing will be stored; so do ``SPIDER_MIDDLEWARES``
+  without the priority middleware (the strategy would score no link),
+  ``EXTENSIONS`` without the crawl's output extension (no report) and
+  ``DOWNLOADER_MIDDLEWARES`` without the address filter;
 - a crawl of the real web that fetched no page because no host could be reached (DNS
   or connection failures, :mod:`focused.network`) prints one line and exits with
   status 1;
@@ -224,7 +226,6 @@ class Command(CheckedLogging, ScrapyCrawl):
                 output_dir=output,
                 sandbox=config.sandbox_made(settings),
             )
-        self._warn_without_store()
         self._crawl_focused(spidercls, opts)
 
     def _run_other(self, args: list[str], opts: argparse.Namespace) -> None:
@@ -269,50 +270,6 @@ class Command(CheckedLogging, ScrapyCrawl):
                 " it to finish, or choose another FOCUSED_OUTPUT_DIR"
             )
         return None
-
-    def _warn_without_store(self) -> None:
-        """One WARNING for each of the project's components that the user's settings
-        left out (a whole ``-s ITEM_PIPELINES=...``, ``SPIDER_MIDDLEWARES`` or
-        ``EXTENSIONS`` dict replaces the project's): the page store (then no page is
-        stored, and none is journaled as stored), the priority middleware (then the
-        strategy scores no link) and the crawl's output extension (no ``stats.json``,
-        ``settings.json`` or ``report.html``)."""
-        from scrapy.utils.conf import build_component_list
-        from scrapy.utils.misc import load_object
-
-        from focused.extensions import CrawlOutputExtension
-        from focused.middlewares import FocusedPriorityMiddleware
-        from focused.pipelines import PageStorePipeline
-
-        output = get(self.crawl_settings, "FOCUSED_OUTPUT_DIR")
-        strategy = get(self.crawl_settings, "FOCUSED_STRATEGY")
-        for setting, needed, consequence in (
-            ("ITEM_PIPELINES", PageStorePipeline, f"no page is stored in {output}"),
-            (
-                "SPIDER_MIDDLEWARES",
-                FocusedPriorityMiddleware,
-                f"the strategy {strategy} scores no link (requests keep Scrapy's order)",
-            ),
-            (
-                "EXTENSIONS",
-                CrawlOutputExtension,
-                f"no stats.json, settings.json or report.html is written in {output}",
-            ),
-        ):
-            try:
-                classes = [
-                    load_object(path) if isinstance(path, str) else path
-                    for path in build_component_list(self.crawl_settings.getwithbase(setting))
-                ]
-            except (ImportError, NameError, ValueError):
-                continue  # Scrapy reports a component it cannot load
-            if not any(isinstance(c, type) and issubclass(c, needed) for c in classes):
-                logging.getLogger(__name__).warning(
-                    "focused: %s is not in %s: %s",
-                    f"{needed.__module__}.{needed.__name__}",
-                    setting,
-                    consequence,
-                )
 
     def _crawl_focused(self, spidercls: Any, opts: argparse.Namespace) -> None:
         process = self.crawler_process

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 import weakref
@@ -16,7 +17,7 @@ from scrapy import signals
 from scrapy.http import Response, TextResponse
 from w3lib.url import canonicalize_url
 
-from focused import config, meta, robustness
+from focused import config, habits, meta, robustness
 from focused.cli import stores_nothing
 from focused.defaults import get
 from focused.items import PageItem, excerpt
@@ -221,6 +222,13 @@ class FocusedSpider(scrapy.Spider):
         except BaseException:
             _Crawls.leave(crawler)
             raise
+        if not stores_nothing(crawler.settings):  # scripts too, not only scrapy crawl
+            for line in habits.missing_components(
+                crawler.settings,
+                str(get(crawler.settings, "FOCUSED_OUTPUT_DIR")),
+                spider.strategy_name,
+            ):
+                logging.getLogger(__name__).warning("focused: %s", line)
         crawler.signals.connect(spider.close_web, signal=signals.spider_closed)
         crawler.signals.connect(spider._frontier_opened, signal=frontier_opened)
         crawler.signals.connect(spider._waste_check, signal=frontier_waste_check)

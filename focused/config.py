@@ -1224,6 +1224,10 @@ _SPECIAL: dict[str, Callable[[Any, str, Any], None]] = {
 SPIDER_ARGS = ("topic",)
 
 
+#: spider arguments of Scrapy habit whose setting has another name
+_ARG_SETTINGS = {"start_urls": "FOCUSED_SEEDS", "start_url": "FOCUSED_SEEDS"}
+
+
 def check_spider_args(args: Mapping[str, Any]) -> None:
     """A :class:`ConfigError` for a spider argument the focused spider does not take (it
     would be ignored: ``-a strategy=bfs`` crawled with the default strategy), naming the
@@ -1231,7 +1235,7 @@ def check_spider_args(args: Mapping[str, Any]) -> None:
     for name, value in args.items():
         if name in SPIDER_ARGS or name.startswith("_"):
             continue
-        setting = next(
+        setting = _ARG_SETTINGS.get(name) or next(
             (s for s in (name.upper(), f"FOCUSED_{name.upper()}") if s in DEFAULTS), None
         )
         if setting is None and name.upper() in _scrapy_defaults():

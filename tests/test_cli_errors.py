@@ -481,6 +481,22 @@ def test_a_log_format_that_cannot_format_a_record(
     assert "Logging error" not in result.stderr
 
 
+def test_a_crawl_stopped_by_its_memory_limit_says_so_and_fails(
+    project_root: Path, venv_scrapy: list[str], out: Path
+) -> None:
+    """Scrapy's ``MemoryUsage`` stops the crawl at ``MEMUSAGE_LIMIT_MB`` (finish reason
+    ``memusage_exceeded``): it ended with exit status 0, as if it had reached its budget."""
+    result = crawl(
+        project_root, venv_scrapy, out, "-a", "topic=chemistry", *SMALL_SANDBOX,
+        "-s", "MEMUSAGE_LIMIT_MB=1",
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert "'finish_reason': 'memusage_exceeded'" in result.stderr
+    lines = [x for x in result.stderr.splitlines() if x.startswith("focused: error:")]
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert lines[0].startswith("focused: error: the crawl stopped at MEMUSAGE_LIMIT_MB (1 MB")
+
+
 @pytest.mark.parametrize("value", ["[404]", "404,abc", "4040"])
 def test_httperror_allowed_codes_that_are_not_status_codes(
     project_root: Path, venv_scrapy: list[str], out: Path, value: str

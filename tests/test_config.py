@@ -795,6 +795,9 @@ def test_a_topics_dir_that_is_a_folder_or_empty(tmp_path: Path) -> None:
         ({"strategy": "bfs"}, "; use -s FOCUSED_STRATEGY=bfs"),
         ({"FOCUSED_SEEDS": "http://h/"}, "; use -s FOCUSED_SEEDS=http://h/"),
         ({"download_delay": "1"}, "; use -s DOWNLOAD_DELAY=1"),
+        # Scrapy's habit (-a start_urls=... sets the spider's attribute): the seeds
+        ({"start_urls": "http://127.0.0.2/"}, "; use -s FOCUSED_SEEDS=http://127.0.0.2/"),
+        ({"allowed_domains": "127.0.0.2"}, "; use -s FOCUSED_ALLOWED_DOMAINS=127.0.0.2"),
         ({"topc": "chemistry"}, "; did you mean -a topic=chemistry?"),
         ({"topic": "chemistry", "colour": "red"}, "-a colour=red (the focused spider takes"),
     ],

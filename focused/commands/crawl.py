@@ -143,6 +143,18 @@ class ItemFailures(logging.Handler):
         return None
 
 
+def _memory_limit(stats: dict[str, Any], settings: Any) -> str | None:
+    """The line for a crawl that Scrapy's ``MemoryUsage`` extension stopped (finish
+    reason ``memusage_exceeded``): it ended before its budget, as a failure does."""
+    if stats.get("finish_reason") != "memusage_exceeded":
+        return None
+    pages = int(stats.get("item_scraped_count") or 0)
+    return (
+        f"the crawl stopped at MEMUSAGE_LIMIT_MB ({settings.getint('MEMUSAGE_LIMIT_MB')} MB"
+        f" for the whole process) after {pages} pages; raise the limit, or set it to 0"
+    )
+
+
 class ClosedLine(logging.Handler):
     """Calls ``then`` when Scrapy's engine logs "Spider closed", the crawl's last line:
     every output is written by then. A handler of the engine's own logger runs before
@@ -322,7 +334,8 @@ class Command(CheckedLogging, ScrapyCrawl):
                 self.exitcode = 128 + int(self._signals[-1])  # 130 (SIGINT), 143 (SIGTERM)
             return
         self._check_nothing_fetched(crawler)
-        problem = failures.problem(crawler.stats.get_stats() if crawler.stats else {})
+        stats = crawler.stats.get_stats() if crawler.stats else {}
+        problem = failures.problem(stats) or _memory_limit(stats, self.crawl_settings)
         if problem:
             fail(problem)
             self.exitcode = 1

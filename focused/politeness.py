@@ -145,6 +145,21 @@ class SlotDelays:
         if slot is not None:
             slot.delay = max(delay, self.floors.get(key, 0.0))
             slot.jitter = 0.0 if key in self.floors else jitter
+            self._wake(slot)
+
+    def _wake(self, slot: Slot) -> None:
+        """The slot's queue is looked at again with its restored delay. Scrapy's
+        downloader plans its next look (``slot.latercall``) from the delay of the moment:
+        the download the end of a pause lets through planned it one whole pause later,
+        and the lower delay did not bring it forward (the host waited the pause twice)."""
+        downloader = self._downloader()
+        latercall = getattr(slot, "latercall", None)
+        process_queue = getattr(downloader, "_process_queue", None)
+        if latercall is None or process_queue is None:
+            return
+        latercall.cancel()
+        slot.latercall = None
+        process_queue(slot)
 
     # --- a host that keeps asking to wait -------------------------------------------
     def _ask(self, request: Request, seconds: float, status: int) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import sqlite3
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -1055,6 +1056,61 @@ def test_a_host_that_keeps_asking_to_wait_is_given_up(tmp_path):
     given_up = [line for line in crawl.log.splitlines() if "keeps answering 429" in line]
     assert len(given_up) == 1 and " WARNING: " in given_up[0], given_up
     assert "s of pauses in a row, over FOCUSED_MAX_RETRY_AFTER_TOTAL=1.5" in given_up[0]
+
+
+# --- the end of a Retry-After pause lets every waiting download go -----------------------
+class PausingHost(LoopbackServer):
+    """``/`` links ``/busy.html``, which answers 429 ``Retry-After: 2`` once, and
+    ``/hub.html``, which answers after 0.5 s (its links come during the pause) and links
+    ten pages; ``times`` has each request's ``(time.monotonic(), path)``."""
+
+    def __init__(self) -> None:
+        self.times: list[tuple[float, str]] = []
+        self.limited = True
+        super().__init__("127.0.0.1", self._answer)
+        # a backlog of 5 (socketserver's) drops the SYNs of a burst of connections: their
+        # retransmission comes 1 s later, which would blur the time measured here
+        self.httpd.socket.listen(64)
+
+    def _answer(self, path: str) -> Answer:
+        self.times.append((time.monotonic(), path))
+        if path == "/robots.txt":
+            return 404, {}, b""
+        if path == "/busy.html" and self.limited:
+            self.limited = False
+            return 429, {"Retry-After": "2"}, b"slow down"
+        if path == "/hub.html":
+            time.sleep(0.5)
+        links = {"/": ["/busy.html", "/hub.html"], "/hub.html": [f"/p{i}.html" for i in range(10)]}
+        anchors = "".join(f'<a href="{u}">chemistry {u}</a>' for u in links.get(path, []))
+        return 200, {}, f"<html><title>chemistry {path}</title>{CHEM}{anchors}</html>".encode()
+
+
+@pytest.mark.integration
+def test_the_end_of_a_retry_after_pause_lets_every_waiting_download_go(tmp_path):
+    """When a Retry-After pause ended, Scrapy's downloader had already planned its next
+    look at the host one pause later (it let one download through at the end of the
+    pause, with the pause still its delay): the host's other downloads waited the pause
+    twice (a ``Retry-After: 60`` cost 2 minutes). Now they go once the pause is over."""
+    server = PausingHost()
+    try:
+        crawl = run_crawl(
+            tmp_path,
+            "FOCUSED_WEB=real",
+            f"FOCUSED_SEEDS={server.url}/",
+            "FOCUSED_STRATEGY=bfs",
+            "RETRY_TIMES=1",
+        )
+    finally:
+        server.close()
+    assert_went_on(crawl)
+    assert {f"/p{i}.html" for i in range(10)} <= paths(crawl)
+    assert stats(crawl)["focused/politeness/retry_after"] == 1
+    limited = next(t for t, path in server.times if path == "/busy.html")
+    # /hub.html went with /busy.html; its ten links and the retry waited for the pause
+    waited = [t - limited for t, path in server.times if path != "/hub.html" and t > limited]
+    assert len(waited) == 11 and min(waited) >= 2.0 - 0.02
+    assert max(waited) < 3.5, waited  # 4 s and more before: the pause waited twice
 
 
 # --- what one page may cost: only its first FOCUSED_MAX_PARSE_BYTES are parsed ----------

@@ -53,6 +53,13 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+def is_robots(request: Request) -> bool:
+    """Whether ``request`` is the robots.txt download of Scrapy's robots.txt middleware."""
+    return bool(request.meta.get("dont_obey_robotstxt")) and (
+        urlparse_cached(request).path == "/robots.txt"
+    )
+
+
 class RobotsPostponed(IgnoreRequest):
     """A request held back while its host's robots.txt is unreachable: ``retry_at``
     (``time.monotonic()``) is when robots.txt is fetched again, ``None`` when the host was
@@ -120,17 +127,11 @@ class FocusedRobotsTxtMiddleware(RobotsTxtMiddleware):
             crawler.signals.connect(self._bytes_received, signal=signals.bytes_received)
 
     # --- only the first FOCUSED_ROBOTS_MAX_BYTES of a robots.txt ----------------------
-    @staticmethod
-    def _is_robots(request: Request) -> bool:
-        return bool(request.meta.get("dont_obey_robotstxt")) and (
-            urlparse_cached(request).path == "/robots.txt"
-        )
-
     def _headers_received(self, headers: Headers, request: Request, **_: Any) -> None:
         """A robots.txt larger than ``DOWNLOAD_MAXSIZE`` is not refused by its
         ``Content-Length``: its download stops at the cap instead (``_bytes_received``).
         A compressed one keeps ``DOWNLOAD_MAXSIZE``, which bounds its inflated size."""
-        if self._is_robots(request) and not headers.get(b"Content-Encoding"):
+        if is_robots(request) and not headers.get(b"Content-Encoding"):
             request.meta["download_maxsize"] = 0
             self._received[request] = 0
 

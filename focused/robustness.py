@@ -40,6 +40,7 @@ from w3lib.url import safe_url_string
 from focused.bounded import remember
 from focused.defaults import get
 from focused.politeness import SlotDelays
+from focused.robots import is_robots
 from focused.web import sanitize
 from focused.web.urljoins import FolderJoins, backslashes_as_slashes
 
@@ -187,12 +188,23 @@ class FocusedHttpCompressionMiddleware(HttpCompressionMiddleware):
     """Scrapy's ``HttpCompressionMiddleware``, except that a body that does not decode as
     its ``Content-Encoding`` says (``gzip`` on plain HTML) is kept as sent, without the
     header, and counted (``focused/compression/undecodable``); Scrapy's raised, and the
-    page was lost with a traceback. Its size limits (``IgnoreRequest``) are Scrapy's.
-    Replaces Scrapy's in ``DOWNLOADER_MIDDLEWARES`` (same place, 590)."""
+    page was lost with a traceback. Its size limits (``IgnoreRequest``) are Scrapy's,
+    except for robots.txt: only its first ``FOCUSED_ROBOTS_MAX_BYTES`` are inflated, as
+    the download of an uncompressed one stops there
+    (:class:`focused.robots.FocusedRobotsTxtMiddleware` parses them). One that inflated
+    over ``DOWNLOAD_MAXSIZE`` was refused, and the robots.txt middleware allowed the
+    whole host. Replaces Scrapy's in ``DOWNLOADER_MIDDLEWARES`` (same place, 590)."""
+
+    def __init__(self, stats: StatsCollector | None = None, *, crawler: Crawler) -> None:
+        super().__init__(stats, crawler=crawler)
+        self.robots_max_bytes = max(0, get(crawler.settings, "FOCUSED_ROBOTS_MAX_BYTES"))
 
     def process_response(  # type: ignore[override]
         self, request: Request, response: Response
     ) -> Request | Response:
+        robots = self._robots_prefix(request, response)
+        if robots is not None:
+            return robots
         try:
             return super().process_response(request, response)
         except IgnoreRequest:
@@ -211,6 +223,23 @@ class FocusedHttpCompressionMiddleware(HttpCompressionMiddleware):
             del headers[b"Content-Encoding"]
             cls = responsetypes.from_args(headers=headers, url=response.url, body=response.body)
             return response.replace(cls=cls, headers=headers)
+
+    def _robots_prefix(self, request: Request, response: Response) -> Response | None:
+        """A compressed robots.txt inflated up to ``FOCUSED_ROBOTS_MAX_BYTES`` and one more
+        byte (over it, the robots.txt middleware cuts it at its last whole line); None
+        for another response, or one of a coding this does not inflate (Scrapy's way)."""
+        codings = b",".join(response.headers.getlist(b"Content-Encoding")).decode("latin-1")
+        if not codings or not self.robots_max_bytes or not is_robots(request):
+            return None
+        body = sanitize.inflate_prefix(
+            response.body, reversed(codings.split(",")), self.robots_max_bytes + 1
+        )
+        if body is None:
+            return None
+        headers = response.headers.copy()
+        del headers[b"Content-Encoding"]
+        cls = responsetypes.from_args(headers=headers, url=response.url, body=body)
+        return response.replace(cls=cls, headers=headers, body=body)
 
 
 class FocusedUrlLengthMiddleware(UrlLengthMiddleware):

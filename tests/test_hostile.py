@@ -38,6 +38,7 @@ from focused.robustness import (
 from focused.web.sandbox import generate_site, hostile
 from focused.web.sanitize import (
     RETRY_AFTER_HUGE,
+    inflate_prefix,
     looks_binary,
     parse_cut,
     repair_encoding,
@@ -877,6 +878,27 @@ def test_retry_after_with_odd_digits_never_raises():
     assert DEFAULTS["FOCUSED_MAX_RETRY_AFTER"] < RETRY_AFTER_HUGE
     assert retry_after_seconds("0" * 5000 + "7") == 7.0
     assert retry_after_seconds("9" * 10) == 9_999_999_999.0
+
+
+def test_inflate_prefix_stops_at_its_limit():
+    """A gzip bomb (100 MB that 100 KB inflate to) costs the limit, not the 100 MB; a
+    prefix of the stream gives a prefix; a coding it does not know or a body that does
+    not decode: None."""
+    import gzip
+    import random
+    import zlib
+
+    bomb = zlib.compressobj(9, zlib.DEFLATED, 31)
+    sent = bomb.compress(b"Disallow: /x/\n" * 10_000)
+    sent += b"".join(bomb.compress(bytes(1_000_000)) for _ in range(100)) + bomb.flush()
+    assert len(sent) < 200_000
+    assert inflate_prefix(sent, ["gzip"], 1000) == (b"Disallow: /x/\n" * 100)[:1000]
+    text = b"User-agent: *\nDisallow: /private/\n" + random.Random(1).randbytes(10_000)
+    part = inflate_prefix(gzip.compress(text)[:4000], ["x-gzip"], 100_000)
+    assert part and len(part) < len(text) and text.startswith(part)
+    assert inflate_prefix(gzip.compress(zlib.compress(text)), ["gzip", "deflate"], 10**6) == text
+    assert inflate_prefix(text, ["gzip"], 100) is None
+    assert inflate_prefix(text, ["compress"], 100) is None
 
 
 @pytest.mark.integration

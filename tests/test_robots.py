@@ -7,13 +7,17 @@ the first time, or is missing.
 
 from __future__ import annotations
 
+import gzip
 import sqlite3
 import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import brotli
 import pytest
+from backports import zstd
 from crawling import run_crawl
 
 from tests.loopback import RUN_PROBE, Answer, LoopbackServer, run_probe
@@ -21,6 +25,12 @@ from tests.loopback import RUN_PROBE, Answer, LoopbackServer, run_probe
 pytestmark = pytest.mark.integration
 
 ROBOTS = b"User-agent: *\nDisallow: /private/\n"
+COMPRESS = {
+    "gzip": gzip.compress,
+    "deflate": zlib.compress,
+    "br": brotli.compress,
+    "zstd": zstd.compress,
+}
 PRIVATE = "/private/p.html"
 
 SCRIPT = (
@@ -63,6 +73,7 @@ process = CrawlerProcess({
     "TELNETCONSOLE_ENABLED": False,
     "LOG_LEVEL": "INFO",
     "USER_AGENT": project.USER_AGENT,
+    "DOWNLOAD_MAXSIZE": project.DOWNLOAD_MAXSIZE,  # 8 MB, as in a crawl (Scrapy's: 1 GB)
     # the probe has no seeds: its loopback server is allowed by name
     "FOCUSED_ALLOWED_NETWORKS": ["127.0.0.0/8"],
 })
@@ -84,6 +95,7 @@ class Web(LoopbackServer):
         self.robots_delay = 0.0
         self.robots_failures = 0
         self.robots_mode = "503"
+        self.robots_coding = ""  # a Content-Encoding robots.txt is sent in
         super().__init__("127.0.0.1", self._answer)
         self.base = self.url
 
@@ -105,6 +117,9 @@ class Web(LoopbackServer):
             else:
                 time.sleep(self.robots_delay)
                 body, headers["Content-Type"] = self.robots_body, "text/plain"
+                if self.robots_coding:
+                    body = COMPRESS[self.robots_coding](body)
+                    headers["Content-Encoding"] = self.robots_coding
         return status, headers, body
 
 
@@ -239,6 +254,30 @@ def test_a_huge_robots_txt_is_parsed_up_to_its_cap(web: Web) -> None:
     web.log.clear()
     crawl(web, [(0.0, ["/junk/400000/x.html"])])
     assert "/junk/400000/x.html" in web.log
+
+
+@pytest.mark.parametrize("coding", ["gzip", "br", "zstd", "deflate"])
+def test_a_huge_compressed_robots_txt_is_parsed_up_to_its_cap(web: Web, coding: str) -> None:
+    """The same robots.txt sent compressed (1.2 MB of gzip): it inflated over
+    DOWNLOAD_MAXSIZE, Scrapy's compression middleware refused it, and the robots.txt
+    middleware allowed the whole host (the disallowed page was fetched). Now only its
+    first FOCUSED_ROBOTS_MAX_BYTES are inflated, and parsed, as when it is sent plain."""
+    filler = b"".join(b"Disallow: /junk/%06d/\n" % i for i in range(450_000))
+    web.robots_body = b"User-agent: *\nDisallow: /private/\n" + filler
+    web.robots_coding = coding
+    stats = crawl(web, [(0.0, ["/a.html", PRIVATE, "/junk/000001/x.html", "/b.html"])])
+    assert sorted(web.log) == sorted(["/robots.txt", "/a.html", "/b.html"])
+    assert stats["focused/robotstxt/truncated"] == 1
+    assert stats["robotstxt/forbidden"] == 2
+
+
+def test_a_small_compressed_robots_txt_is_read_whole(web: Web) -> None:
+    web.robots_body = ROBOTS + b"Disallow: /last/\n"
+    web.robots_coding = "gzip"
+    stats = crawl(web, [(0.0, ["/a.html", PRIVATE, "/last/x.html"])])
+    assert sorted(web.log) == sorted(["/robots.txt", "/a.html"])
+    assert "focused/robotstxt/truncated" not in stats
+    assert stats["robotstxt/forbidden"] == 2
 
 
 def test_crawl_delay_spaces_the_hosts_downloads(web: Web) -> None:

@@ -33,9 +33,11 @@ from __future__ import annotations
 
 import codecs
 import functools
+import io
 import re
 import time
 import unicodedata
+import zlib
 from collections.abc import Iterable
 from datetime import UTC
 from email.utils import parsedate_to_datetime
@@ -54,6 +56,7 @@ from focused.defaults import DEFAULTS
 __all__ = [
     "ALLOWED_SCHEMES",
     "SESSION_PARAMS",
+    "inflate_prefix",
     "looks_binary",
     "repair_encoding",
     "retry_after_seconds",
@@ -490,3 +493,59 @@ def tree_cut(body: bytes, limit: int = LXML_MAX_DEPTH) -> bool:
     except (etree.LxmlError, ValueError):
         return False
     return any("Excessive depth" in entry.message for entry in parser.error_log)
+
+
+def inflate_prefix(body: bytes, codings: Iterable[str], limit: int) -> bytes | None:
+    """At most the first ``limit`` bytes that ``body`` inflates to, decoding the
+    ``Content-Encoding`` ``codings`` (``gzip``, ``x-gzip``, ``deflate``, ``br``, ``zstd``)
+    in the order given (the last one applied first); each layer stops at ``limit`` bytes,
+    so a bomb costs no more. A prefix of these streams decodes to a prefix of their
+    output. None when a layer is of another coding or does not decode."""
+    for coding in codings:
+        try:
+            body = _inflate_prefix(body, coding.strip().lower(), limit)
+        except Exception:  # noqa: BLE001 - zlib, brotli and zstd errors alike
+            return None
+        if body is None:
+            return None
+    return body
+
+
+def _inflate_prefix(body: bytes, coding: str, limit: int) -> bytes | None:
+    if coding in ("gzip", "x-gzip", "deflate"):
+        # 32 + 15: a gzip or zlib header, read as such; raw deflate (a Microsoft habit) after
+        try:
+            return zlib.decompressobj(47).decompress(body, limit)
+        except zlib.error:
+            if coding != "deflate":
+                raise
+            return zlib.decompressobj(-15).decompress(body, limit)
+    if coding == "br":
+        import brotli  # Scrapy's own dependencies for these two codings
+
+        decompressor = brotli.Decompressor()
+        out = decompressor.process(body, output_buffer_limit=limit)
+        while len(out) < limit and not decompressor.is_finished():
+            chunk = decompressor.process(b"", output_buffer_limit=limit - len(out))
+            if not chunk:
+                break
+            out += chunk
+        return out[:limit]  # its limit is a hint: it may give more
+    if coding == "zstd":
+        try:
+            from compression import zstd  # type: ignore[import-not-found]
+        except ImportError:  # Python < 3.14
+            from backports import zstd
+
+        with zstd.ZstdFile(io.BytesIO(body)) as reader:
+            out = bytearray()
+            while len(out) < limit:
+                try:
+                    chunk = reader.read(limit - len(out))
+                except EOFError:  # a cut stream: what came out of it
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            return bytes(out)
+    return None

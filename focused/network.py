@@ -17,7 +17,9 @@ to the log (a hostile server can flood it). Here, once Scrapy's retries
   ``timeout``, ``dataloss``: a body shorter than its ``Content-Length``, then the
   connection closed, ``lost``: the connection closed or reset before a whole answer,
   ``cancelled``: over ``DOWNLOAD_MAXSIZE``, ``header_too_long``: a status or header
-  line longer than Twisted reads, :data:`MAX_HEADER_LINE`);
+  line longer than Twisted reads, :data:`MAX_HEADER_LINE`; ``tls``: a failed TLS
+  handshake, with what OpenSSL said, e.g. ``wrong version number`` for an ``https:``
+  URL on a port that speaks plain HTTP: it was "closed the connection");
   ``focused/errors/first`` keeps the first one's reason (the ``crawl`` command quotes it
   when a real-web crawl fetched nothing);
 - raised again as :class:`NetworkError`, an ``IgnoreRequest``: the request's errback
@@ -57,9 +59,11 @@ give-up of such a failure at DEBUG (and not to retry a robots.txt time-out),
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from OpenSSL import SSL
 from scrapy.exceptions import (
     CannotResolveHostError,
     DownloadCancelledError,
@@ -146,10 +150,9 @@ def refuse_long_header_lines() -> None:
 refuse_long_header_lines()
 
 
-def _header_too_long(exception: BaseException) -> bool:
-    """Whether :class:`HeaderTooLong` is among the causes of ``exception`` (Scrapy
-    raises ``DownloadFailedError`` from Twisted's ``ResponseFailed``, whose
-    ``reasons`` are failures)."""
+def _causes(exception: BaseException) -> Iterator[BaseException]:
+    """``exception`` and its causes (Scrapy raises ``DownloadFailedError`` from Twisted's
+    ``ResponseFailed`` or ``ResponseNeverReceived``, whose ``reasons`` are failures)."""
     seen: set[int] = set()
     todo: list[BaseException] = [exception]
     while todo:
@@ -157,33 +160,53 @@ def _header_too_long(exception: BaseException) -> bool:
         if id(exc) in seen:
             continue
         seen.add(id(exc))
-        if isinstance(exc, HeaderTooLong):
-            return True
+        yield exc
         for reason in getattr(exc, "reasons", None) or ():
             value = getattr(reason, "value", None)
             if isinstance(value, BaseException):
                 todo.append(value)
         todo += [e for e in (exc.__cause__, exc.__context__) if e is not None]
-    return False
+
+
+def _header_too_long(exception: BaseException) -> bool:
+    """Whether :class:`HeaderTooLong` is among the causes of ``exception``."""
+    return any(isinstance(exc, HeaderTooLong) for exc in _causes(exception))
+
+
+def tls_problem(exception: BaseException) -> str | None:
+    """What OpenSSL said when ``exception`` comes from a failed TLS handshake or record
+    (``wrong version number``: the port does not speak TLS), else None."""
+    for exc in _causes(exception):
+        if isinstance(exc, SSL.Error):
+            errors = exc.args[0] if exc.args and isinstance(exc.args[0], list) else []
+            said = [str(e[-1]) for e in errors if isinstance(e, tuple) and e and e[-1]]
+            return ", ".join(said) or type(exc).__name__
+    return None
 
 
 def kind_of(exception: BaseException) -> str | None:
-    """The kind of a failed download (:data:`KINDS`, or ``header_too_long``), else None."""
+    """The kind of a failed download (:data:`KINDS`, ``header_too_long`` or ``tls``),
+    else None."""
     if _header_too_long(exception):
         return "header_too_long"
+    if tls_problem(exception) is not None:
+        return "tls"
     for kind, classes in KINDS:
         if isinstance(exception, classes):
             return kind
     return None
 
 
-def reason(kind: str, url: str) -> str:
+def reason(kind: str, url: str, exception: BaseException | None = None) -> str:
     """A few words for the user: "DNS lookup failed for example.org"."""
     parts = urlsplit(url)
     host = parts.hostname or url
     port = parts.port or (443 if parts.scheme == "https" else 80)
     if kind == "dns":
         return f"DNS lookup failed for {host}"
+    if kind == "tls":
+        said = tls_problem(exception) if exception is not None else None
+        return f"{host}:{port} failed the TLS handshake" + (f" ({said})" if said else "")
     what = {
         "refused": "refused the connection",
         "timeout": "did not answer in time",
@@ -263,7 +286,7 @@ class NetworkErrorMiddleware:
         kind = kind_of(exception)
         if kind is None:
             return None
-        why = reason(kind, request.url)
+        why = reason(kind, request.url, exception)
         if self.stats is not None:
             self.stats.inc_value(f"focused/errors/{kind}")
             if self.stats.get_value("focused/errors/first") is None:

@@ -1031,6 +1031,44 @@ def test_a_header_line_over_twisteds_limit_is_named(tmp_path):
     assert "closed the connection" not in crawl.log
 
 
+# --- an https: link to a port that speaks plain HTTP ---------------------------------------
+def https_link(base: str, path: str) -> Answer:
+    """``/`` links ``https:`` on this plain-HTTP server's port, and a plain page."""
+    if path == "/robots.txt":
+        return 404, {}, b""
+    tls = base.replace("http://", "https://")
+    links = f'<a href="{tls}/tls.html">chemistry</a><a href="/after.html">chemistry</a>'
+    return 200, {}, f"<html><title>{path} chemistry</title>{CHEM}{links}</html>".encode()
+
+
+@pytest.mark.integration
+def test_a_failed_tls_handshake_is_named(tmp_path):
+    """An ``https:`` URL on a port that speaks plain HTTP (OpenSSL: "wrong version
+    number") was reported as the server having "closed the connection before a whole
+    answer"; now its own kind, ``tls``, with what OpenSSL said."""
+    server = LoopbackServer("127.0.0.1", lambda path: https_link(server.url, path))
+    try:
+        crawl = run_crawl(
+            tmp_path,
+            "FOCUSED_WEB=real",
+            f"FOCUSED_SEEDS={server.url}/",
+            "FOCUSED_STRATEGY=bfs",
+            "RETRY_TIMES=0",
+        )
+    finally:
+        server.close()
+    assert_went_on(crawl)
+    assert paths(crawl) == {"/", "/after.html"}
+    s = stats(crawl)
+    assert s["focused/errors/tls"] == 1
+    assert "focused/errors/lost" not in s
+    warnings = [line for line in crawl.log.splitlines() if " WARNING: " in line]
+    assert len(warnings) == 1, warnings
+    assert f"<GET https://127.0.0.1:{server.port}/tls.html> failed: 127.0.0.1:" in warnings[0]
+    assert "failed the TLS handshake (wrong version number) (1 attempt)" in warnings[0]
+    assert "closed the connection" not in crawl.log
+
+
 # --- a host that keeps asking to wait -------------------------------------------------------
 BUSY = 5  # pages that always answer 429 Retry-After: 1
 

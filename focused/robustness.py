@@ -563,6 +563,7 @@ class FocusedLinkExtractor(LinkExtractor):
         ``href`` is not joined again: its URL is already among the links or dropped)."""
         out: list[Link] = []
         seen: set[str] = set()
+        bad: set[str] = set()  # hrefs that make no URL
         if urls is None:
             urls = {}
         cap, read = self.max_links, 0
@@ -577,12 +578,9 @@ class FocusedLinkExtractor(LinkExtractor):
                 break
             if href in urls:  # its URL is in seen: a duplicate
                 continue
-            try:
-                joined = join(_browser_href(href))
-            except ValueError:
-                continue
-            got = self._resolve(joined, encoding, page_url)
-            if got is None:
+            got = self._href_url(href, join, encoding, page_url)
+            if got is None:  # no URL (a port out of range, a broken IPv6 host): counted once
+                self._bad_href(href, bad)
                 continue
             url, verdict = got
             urls[href] = url
@@ -595,6 +593,24 @@ class FocusedLinkExtractor(LinkExtractor):
                 continue
             out.append(Link(url, _string(el) or "", nofollow=rel_has_nofollow(el.get("rel"))))
         return out
+
+    def _href_url(
+        self, href: str, join: Callable[[str], str], encoding: str, page_url: str
+    ) -> tuple[str, str] | None:
+        """(link URL, verdict) of ``href`` on the page (:meth:`_resolve`); None when it
+        makes no URL."""
+        try:
+            joined = join(_browser_href(href))
+        except ValueError:
+            return None
+        return self._resolve(joined, encoding, page_url)
+
+    def _bad_href(self, href: str, bad: set[str]) -> None:
+        """Count ``href``, which makes no URL, in ``focused/links/ignored/bad_url`` unless
+        ``bad`` (the page's such hrefs so far) has it."""
+        if href not in bad and self.count is not None:
+            self.count("focused/links/ignored/bad_url")
+        bad.add(href)
 
     def _resolve(self, joined: str, encoding: str, page_url: str) -> tuple[str, str] | None:
         """(link URL, verdict) of an absolute ``joined`` URL; None when it is bad."""

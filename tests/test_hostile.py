@@ -195,6 +195,28 @@ def test_only_http_links_are_followed():
     ]
 
 
+def test_links_that_make_no_url_are_counted():
+    """An ``href`` that makes no URL (a port out of range or not a number, a broken IPv6
+    host, two ports) was dropped without a word; now counted in ``bad_url``, once per
+    ``href`` of the page."""
+    hrefs = [
+        "http://127.0.0.1:65536/",
+        "http://127.0.0.1:-80/",
+        "http://127.0.0.2:8080:9090/",
+        "http://[::1",
+        "http://[::1]x/",
+        "http://127.0.0.1:65536/",  # the same href again
+        "/ok",
+    ]
+    body = "".join(f'<a href="{h}">x</a>' for h in hrefs).encode()
+    counted: list[str] = []
+    links = FocusedLinkExtractor(count=counted.append).extract_links(
+        HtmlResponse("http://127.0.0.1:9/", body=body)
+    )
+    assert [link.url for link in links] == ["http://127.0.0.1:9/ok"]
+    assert counted == ["focused/links/ignored/bad_url"] * 5
+
+
 #: ``Location`` values that make no URL to follow, and their ``focused/redirects/ignored/`` key
 BAD_LOCATIONS = {
     "http://[::1": "bad_url",

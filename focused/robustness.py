@@ -306,6 +306,7 @@ class _CheckedRedirects:
     def _build_redirect_request(
         self, source_request: Request, response: Response, *, url: str, **kwargs: Any
     ) -> Request:
+        url = sanitize.canonical_ip_url(url)
         problem = sanitize.scheme_problem(url)
         if problem is None and self.url_length_limit and len(url) > self.url_length_limit:
             problem = "too_long"
@@ -625,7 +626,7 @@ class FocusedLinkExtractor(LinkExtractor):
         except ValueError:
             got = None
         else:
-            url = urljoin(page_url, safe)
+            url = sanitize.canonical_ip_url(urljoin(page_url, safe))
             problem = sanitize.scheme_problem(url)
             if problem is None:
                 problem = "" if self._scrapy_allows(url) else "-"
@@ -759,7 +760,9 @@ def read_feed(
 
 def _feed_url(response: TextResponse, href: str) -> str | None:
     try:
-        return safe_url_string(urljoin(response.url, href), response.encoding)
+        return sanitize.canonical_ip_url(
+            safe_url_string(urljoin(response.url, href), response.encoding)
+        )
     except ValueError:
         return None
 

@@ -10,7 +10,14 @@ from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
 
 from focused.addressfilter import AddressFilterMiddleware
-from focused.web.addresses import AddressPolicy, classify, parse_host, parse_networks
+from focused.web.addresses import (
+    AddressPolicy,
+    canonical_host,
+    classify,
+    parse_host,
+    parse_networks,
+)
+from focused.web.sanitize import canonical_ip_url
 
 LOOPBACK_SPELLINGS = [
     "127.0.0.1",
@@ -314,3 +321,37 @@ def test_localhost_is_loopback_without_a_lookup(monkeypatch, name: str) -> None:
     )
     assert localhost_address("notlocalhost") is None
     assert [str(a) for a in _resolve(name, 80, ProbeScope(), time.monotonic() + 1)] == ["127.0.0.1"]
+
+
+@pytest.mark.parametrize(
+    ("host", "written"),
+    [
+        ("0x7f000001", "127.0.0.1"),
+        ("2130706433", "127.0.0.1"),
+        ("0177.0.0.1", "127.0.0.1"),
+        ("00177.0.0.1", "127.0.0.1"),
+        ("127.1", "127.0.0.1"),
+        ("0x7f.1", "127.0.0.1"),
+        ("127.0.0.2.", "127.0.0.2"),
+        ("[::FFFF:127.0.0.1]", "[::ffff:7f00:1]"),
+        ("[0:0:0:0:0:0:0:1]", "[::1]"),
+        # written so already, a name, no address: as they are
+        ("127.0.0.1", None),
+        ("[::1]", None),
+        ("[fe80::1%25eth0]", None),
+        ("3com.com", None),
+        ("123.com", None),
+        ("1.2.3.999", None),
+        ("1.2.3.4.5", None),
+    ],
+)
+def test_an_ip_host_is_written_as_browsers_write_it(host: str, written: str | None) -> None:
+    assert canonical_host(host) == written
+
+
+def test_canonical_ip_url_keeps_the_rest_of_the_url() -> None:
+    assert canonical_ip_url("http://0x7f000002:8080/a?b=1#c") == "http://127.0.0.2:8080/a?b=1#c"
+    assert canonical_ip_url("https://2130706434/") == "https://127.0.0.2/"
+    assert canonical_ip_url("http://[::FFFF:127.0.0.2]:80/x") == "http://[::ffff:7f00:2]:80/x"
+    for url in ("http://127.0.0.2:8080/a", "https://en.wikipedia.org/wiki/Acid", "mailto:x@y"):
+        assert canonical_ip_url(url) == url

@@ -26,6 +26,7 @@ __all__ = [
     "AddressPolicy",
     "IPAddress",
     "IPNetwork",
+    "canonical_host",
     "classify",
     "localhost_address",
     "parse_host",
@@ -131,6 +132,37 @@ def parse_host(host: str | None) -> IPAddress | None:
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         return address.ipv4_mapped
     return address
+
+
+def canonical_host(host: str) -> str | None:
+    """``host`` as browsers write it (the WHATWG URL host serializer) when it spells an
+    IP address in another way, else None (a name, or the address written so already).
+
+    An IPv4 address in any ``inet_aton`` spelling (``0x7f000001``, ``2130706433``,
+    ``0177.0.0.1``, ``127.1``, a trailing dot) is dotted decimal; an IPv6 literal is
+    compressed and lower case (``[::FFFF:127.0.0.1]`` is ``[::ffff:7f00:1]``); one with a
+    zone id is left as it is. Two spellings of one address are one host then: one
+    download slot, one robots.txt, one ``Crawl-delay``, one page per URL.
+    """
+    if host.startswith("["):
+        text = host[1:-1] if host.endswith("]") else ""
+        if not text or "%" in text:
+            return None
+        try:
+            written = f"[{ipaddress.IPv6Address(text).compressed}]"
+        except ValueError:
+            return None
+        return written if written != host else None
+    text = host.lower()
+    text = text[:-1] if text.endswith(".") else text
+    last = text.rsplit(".", 1)[-1]
+    if not last or not last[0].isdigit():  # a name: its last label is no number
+        return None
+    address = _inet_aton(text)
+    if address is None:
+        return None
+    written = str(address)
+    return written if written != host else None
 
 
 def _embedded(address: IPAddress) -> IPAddress:

@@ -52,10 +52,12 @@ from w3lib.encoding import (
 )
 
 from focused.defaults import DEFAULTS
+from focused.web.addresses import canonical_host
 
 __all__ = [
     "ALLOWED_SCHEMES",
     "SESSION_PARAMS",
+    "canonical_ip_url",
     "inflate_prefix",
     "looks_binary",
     "repair_encoding",
@@ -549,3 +551,34 @@ def _inflate_prefix(body: bytes, coding: str, limit: int) -> bytes | None:
                 out += chunk
             return bytes(out)
     return None
+
+
+#: the authority of an absolute URL (userinfo, host, port), as its first group
+_AUTHORITY = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://([^/?#\\]*)")
+
+
+def canonical_ip_url(url: str) -> str:
+    """``url`` with an IP address host written as browsers write it
+    (:func:`focused.web.addresses.canonical_host`: ``http://0x7f000001:8080/a`` is
+    ``http://127.0.0.1:8080/a``), else ``url`` itself. A hostile page can spell one
+    address in endless ways (``0177.0.0.1``, ``00177.0.0.1``, ``0x7f.1``, ...): each was
+    another host to the crawl, its own download slot, robots.txt, ``Crawl-delay`` and
+    ``FOCUSED_MAX_PAGES_PER_HOST``, and each page was fetched once per spelling."""
+    match = _AUTHORITY.match(url)
+    if match is None:
+        return url
+    authority = match.group(1)
+    userinfo, at, hostport = authority.rpartition("@")
+    if hostport.startswith("["):
+        host, _, rest = hostport.partition("]")
+        host += "]"
+    else:
+        host, colon, port = hostport.partition(":")
+        rest = colon + port
+    if not host or not (host[-1].isdigit() or host[-1] in ".]" or "0x" in host.lower()):
+        return url  # a name (it does not end in a number): the common case, at once
+    written = canonical_host(host)
+    if written is None:
+        return url
+    start, end = match.span(1)
+    return f"{url[:start]}{userinfo}{at}{written}{rest}{url[end:]}"

@@ -119,7 +119,7 @@ class RedisClusterProcesses:
     def _client(port: int) -> object:
         import redis
 
-        return redis.Redis(port=port, socket_connect_timeout=1, socket_timeout=2)
+        return redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=1, socket_timeout=2)
 
     def _wait_ping(self, port: int, deadline: float) -> None:
         import redis
@@ -331,7 +331,9 @@ def node_counters(ports: list[int]) -> dict[str, int]:
 
     out = {"commands": 0, "bytes": 0}
     for port in ports:
-        client = redis.Redis(port=port, socket_connect_timeout=1, socket_timeout=5)
+        client = redis.Redis(
+            host="127.0.0.1", port=port, socket_connect_timeout=1, socket_timeout=5
+        )
         try:
             stats = client.info("stats")
         except redis.exceptions.ConnectionError:
@@ -386,7 +388,7 @@ def measure_memory(server: Any, ports: list[int], key: str, n: int, partitions: 
         (they grow with the writes up to a fixed size, whatever the data)."""
         got = {}
         for port in ports:
-            c = redis.Redis(port=port)
+            c = redis.Redis(host="127.0.0.1", port=port)
             info = c.info("memory")
             c.close()
             got[port] = int(info["used_memory"]) - int(info.get("mem_replication_backlog", 0))
@@ -406,7 +408,7 @@ def measure_memory(server: Any, ports: list[int], key: str, n: int, partitions: 
     after = used()
     per_node = {}
     for port in ports:
-        c = redis.Redis(port=port)
+        c = redis.Redis(host="127.0.0.1", port=port)
         held = 0
         for p in range(partitions):
             with contextlib.suppress(redis.exceptions.ResponseError):  # not this node's slot
@@ -728,7 +730,7 @@ def pick_cost(server: Any, port: int, *, waiting: int = 200_000, picks: int = 20
         if i % 5000 == 4999:
             f.sync()
     f.sync()
-    node = redis.Redis(port=port)
+    node = redis.Redis(host="127.0.0.1", port=port)
     node.config_resetstat()
     started = time.monotonic()
     for _ in range(picks):

@@ -120,7 +120,7 @@ def test_a_parsed_page_is_freed_without_the_cyclic_collector():
 
     from focused.spiders.focused import FocusedSpider
 
-    crawler = get_crawler(FocusedSpider, {"FOCUSED_STRATEGY": "bfs"})
+    crawler = get_crawler(FocusedSpider, {"FOCUSED_STRATEGY": "bfs", "FOCUSED_WEB": "sandbox"})
     spider = FocusedSpider.from_crawler(crawler, topic="chemistry")
     body = (
         b"<html><head><title>Acid</title></head><body><main><p>An acid and a base react"

@@ -252,7 +252,10 @@ def test_the_priority_middleware_drops_scored_links_that_would_promote_nothing()
     from focused.middlewares import FocusedPriorityMiddleware
     from focused.spiders.focused import FocusedSpider
 
-    crawler = get_crawler(FocusedSpider, {"FOCUSED_STRATEGY": "bfs", "URLLENGTH_LIMIT": 60})
+    crawler = get_crawler(
+        FocusedSpider,
+        {"FOCUSED_STRATEGY": "bfs", "URLLENGTH_LIMIT": 60, "FOCUSED_WEB": "sandbox"},
+    )
     spider = FocusedSpider.from_crawler(crawler, topic="chemistry")
     crawler.spider = spider
     mw = FocusedPriorityMiddleware.from_crawler(crawler)
@@ -283,7 +286,7 @@ def test_the_priority_middleware_drops_scored_links_that_would_promote_nothing()
 def test_the_scheduler_hands_its_done_test_to_the_spider():
     from focused.spiders.focused import FocusedSpider
 
-    crawler = get_crawler(FocusedSpider, {"FOCUSED_STRATEGY": "bfs"})
+    crawler = get_crawler(FocusedSpider, {"FOCUSED_STRATEGY": "bfs", "FOCUSED_WEB": "sandbox"})
     spider = FocusedSpider.from_crawler(crawler, topic="chemistry")
     crawler.spider = spider
     assert spider.drop_done is None

@@ -80,6 +80,25 @@ def assert_consistent(out: Path) -> None:
     assert not [p for p in out.rglob("*.tmp")]
 
 
+def crawl_site(
+    tmp_path: Path, answer: Callable[[LoopbackServer, str], Answer], *settings: str
+) -> tuple[Crawl, LoopbackServer]:
+    """A ``bfs`` crawl of the real web from the root of a loopback server that answers
+    ``answer(server, path)``; the server is closed when the crawl ends."""
+    server = LoopbackServer("127.0.0.1", lambda path: answer(server, path))
+    try:
+        crawl = run_crawl(
+            tmp_path,
+            "FOCUSED_WEB=real",
+            f"FOCUSED_SEEDS={server.url}/",
+            "FOCUSED_STRATEGY=bfs",
+            *settings,
+        )
+    finally:
+        server.close()
+    return crawl, server
+
+
 def assert_went_on(crawl: Crawl) -> None:
     """The crawl finished normally, no error came from our code or a spider callback."""
     assert crawl.returncode == 0, crawl.log[-3000:]
@@ -581,17 +600,9 @@ def test_bad_input_is_handled_on_a_real_crawl(tmp_path):
     """Bad ``Location`` headers, a meta refresh to ``javascript:``, charsets that are no
     text encoding, ASCII served as UTF-16/32, links with credentials or a percent-encoded
     host: no error, no traceback, every page kept and its link followed, each counted."""
-    server = LoopbackServer("127.0.0.1", lambda path: hostile_input(server.url, path))
-    try:
-        crawl = run_crawl(
-            tmp_path,
-            "FOCUSED_WEB=real",
-            f"FOCUSED_SEEDS={server.url}/",
-            "FOCUSED_STRATEGY=bfs",
-            "RETRY_TIMES=0",
-        )
-    finally:
-        server.close()
+    crawl, server = crawl_site(
+        tmp_path, lambda s, path: hostile_input(s.url, path), "RETRY_TIMES=0"
+    )
     assert_went_on(crawl)
     assert " ERROR: " not in crawl.log
     got = paths(crawl)
@@ -1069,17 +1080,7 @@ def test_a_failed_tls_handshake_is_named(tmp_path):
     """An ``https:`` URL on a port that speaks plain HTTP (OpenSSL: "wrong version
     number") was reported as the server having "closed the connection before a whole
     answer"; now its own kind, ``tls``, with what OpenSSL said."""
-    server = LoopbackServer("127.0.0.1", lambda path: https_link(server.url, path))
-    try:
-        crawl = run_crawl(
-            tmp_path,
-            "FOCUSED_WEB=real",
-            f"FOCUSED_SEEDS={server.url}/",
-            "FOCUSED_STRATEGY=bfs",
-            "RETRY_TIMES=0",
-        )
-    finally:
-        server.close()
+    crawl, server = crawl_site(tmp_path, lambda s, path: https_link(s.url, path), "RETRY_TIMES=0")
     assert_went_on(crawl)
     assert paths(crawl) == {"/", "/after.html"}
     s = stats(crawl)
@@ -1112,13 +1113,7 @@ def test_one_address_in_many_spellings_is_one_host(tmp_path):
     host of its own (its own robots.txt, download slot, ``Crawl-delay`` and page cap),
     so the server got six robots.txt and six requests for the page at once, which was
     stored six times. Now a link's IP host is written as browsers write it."""
-    server = LoopbackServer("127.0.0.1", lambda path: spelled_links(server.port, path))
-    try:
-        crawl = run_crawl(
-            tmp_path, "FOCUSED_WEB=real", f"FOCUSED_SEEDS={server.url}/", "FOCUSED_STRATEGY=bfs"
-        )
-    finally:
-        server.close()
+    crawl, server = crawl_site(tmp_path, lambda s, path: spelled_links(s.port, path))
     assert_went_on(crawl)
     assert sorted(server.log) == ["/", "/robots.txt", "/x.html"]
     assert [r["url"] for r in crawl.rows()] == [f"{server.url}/", f"{server.url}/x.html"]

@@ -205,6 +205,49 @@ def _enables(settings: Any, setting: str, path: str) -> bool | None:
     return any(isinstance(c, type) and issubclass(c, needed) for c in classes)
 
 
+#: the downloader middlewares that keep a crawl off internal addresses, at the project's
+#: orders (focused/settings.py)
+ADDRESS_GUARDS: dict[str, int] = {
+    "focused.addressfilter.AddressFilterMiddleware": 50,
+    "focused.addressfilter.RedirectAddressFilterMiddleware": 650,
+    "focused.addressfilter.ProxyAddressFilterMiddleware": 760,
+}
+#: the resolver that checks the addresses a host name resolves to
+RESOLVER_PATH = "focused.addressfilter.FocusedResolver"
+
+
+def add_address_guards(settings: Any) -> bool:
+    """Enable :data:`ADDRESS_GUARDS` in ``DOWNLOADER_MIDDLEWARES`` when that dict names
+    none of them (a script's ``CrawlerProcess({...})`` without the project's settings),
+    so that no crawl of the focused spider fetches an internal address by mistake; a dict
+    that names one, even as ``None`` (turned off on purpose), is left as it is. True when
+    they were added."""
+    mws = settings["DOWNLOADER_MIDDLEWARES"]
+    named = {c if isinstance(c, str) else f"{c.__module__}.{c.__qualname__}" for c in mws}
+    if named & ADDRESS_GUARDS.keys() or not hasattr(mws, "set"):
+        return False
+    for path, order in ADDRESS_GUARDS.items():
+        mws.set(path, order, priority="default")  # any order the user gives wins
+    return True
+
+
+def _resolver_line(settings: Any) -> list[str]:
+    """A line when ``TWISTED_DNS_RESOLVER`` is not the project's checking resolver."""
+    value = settings.get("TWISTED_DNS_RESOLVER")
+    try:
+        resolver = load_object(value) if isinstance(value, str) else value
+        checked = isinstance(resolver, type) and issubclass(resolver, load_object(RESOLVER_PATH))
+    except (ImportError, NameError, ValueError, AttributeError):
+        return []  # the crawl command refuses it in one line
+    if checked:
+        return []
+    return [
+        f"TWISTED_DNS_RESOLVER={_name(value)} is not {RESOLVER_PATH}: a host name that"
+        " resolves to an internal address (the local network, the cloud metadata service)"
+        " is fetched; the address filter checks the addresses written in URLs only"
+    ]
+
+
 def missing_components(settings: Any, output: str, strategy: str) -> list[str]:
     """One line for each of :data:`NEEDED` that the crawl's settings leave out, and a
     last one when the crawl runs without the project's settings at all (a script's
@@ -214,7 +257,10 @@ def missing_components(settings: Any, output: str, strategy: str) -> list[str]:
         for setting, path, consequence in NEEDED
         if _enables(settings, setting, path) is False
     ]
-    if len(lines) == len(NEEDED) and other_scheduler(settings, strategy) is not None:
+    without = len(lines)
+    lines += _resolver_line(settings)
+    core = len(NEEDED) - 1  # the address filter is added when missing: add_address_guards
+    if without >= core and other_scheduler(settings, strategy) is not None:
         lines.append(
             "the crawl runs without the project's settings (focused.settings: Scrapy's"
             " scheduler, no robots.txt, no page store); make the CrawlerProcess with"

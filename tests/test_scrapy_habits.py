@@ -169,11 +169,57 @@ def test_a_script_without_the_project_settings_is_told_what_it_lacks(tmp_path: P
     _one(lines, "focused.pipelines.PageStorePipeline is not in ITEM_PIPELINES: no page is stored")
     _one(lines, "focused.middlewares.FocusedPriorityMiddleware is not in SPIDER_MIDDLEWARES")
     _one(lines, "focused.extensions.CrawlOutputExtension is not in EXTENSIONS")
-    address = _one(lines, "focused.addressfilter.AddressFilterMiddleware is not in")
-    assert "internal addresses" in address
+    # the address filter's middlewares are added (test below); Scrapy's resolver stays
+    assert not [x for x in lines if "AddressFilterMiddleware is not in" in x]
+    resolver = _one(lines, "TWISTED_DNS_RESOLVER=scrapy.resolver.CachingThreadedResolver is not")
+    assert "internal address" in resolver
     hint = _one(lines, "the crawl runs without the project's settings")
     assert "get_project_settings()" in hint
     assert len(lines) == 5, lines
+
+
+STATS_MW = "scrapy.downloadermiddlewares.stats.DownloaderStats"
+FILTER_MW = "focused.addressfilter.AddressFilterMiddleware"
+
+
+@pytest.mark.parametrize(
+    ("given", "guarded"),
+    [
+        ({}, True),  # a script's CrawlerProcess({...}): added
+        (
+            {"DOWNLOADER_MIDDLEWARES": {"scrapy.downloadermiddlewares.stats.DownloaderStats": 1}},
+            True,
+        ),
+        # named, even as None (turned off on purpose): left as it is
+        (
+            {"DOWNLOADER_MIDDLEWARES": {"focused.addressfilter.AddressFilterMiddleware": None}},
+            False,
+        ),
+    ],
+)
+def test_the_focused_spider_brings_the_address_filter_where_the_settings_lack_it(
+    given: dict[str, object], guarded: bool
+) -> None:
+    """Without the project's settings the focused spider crawled with no address filter:
+    a link or a redirect to 10.0.0.1 or 169.254.169.254 was fetched. Now its class adds
+    the filter's middlewares when the settings name none of them; a request to an
+    internal address is refused before anything is sent (no connection is made here)."""
+    from scrapy import Request
+    from scrapy.core.downloader.middleware import DownloaderMiddlewareManager
+    from scrapy.exceptions import IgnoreRequest
+    from scrapy.utils.test import get_crawler
+
+    from focused.addressfilter import AddressFilterMiddleware
+    from focused.spiders.focused import FocusedSpider
+
+    crawler = get_crawler(FocusedSpider, {"FOCUSED_WEB": "sandbox", **given})
+    manager = DownloaderMiddlewareManager.from_crawler(crawler)
+    found = [m for m in manager.middlewares if isinstance(m, AddressFilterMiddleware)]
+    assert bool(found) is guarded
+    if guarded:
+        for url in ("http://10.0.0.1/", "http://169.254.169.254/latest/meta-data/"):
+            with pytest.raises(IgnoreRequest):
+                found[0].process_request(Request(url))
 
 
 TWO_TOPICS = crawl_script({"FOCUSED_SANDBOX_PAGES": 200}, topic="sys.argv[2]")

@@ -202,7 +202,9 @@ class FocusedSpider(scrapy.Spider):
         """Scrapy's (``custom_settings``), then a subclass's class attributes
         ``start_urls`` and ``allowed_domains`` as the crawl's ``FOCUSED_SEEDS`` and
         ``FOCUSED_ALLOWED_DOMAINS`` (the spider's seeds and scope come from those), at the
-        priority of ``custom_settings``: a setting given there or with ``-s`` wins."""
+        priority of ``custom_settings``: a setting given there or with ``-s`` wins. The
+        address filter's middlewares are enabled when the settings name none of them
+        (:func:`focused.habits.add_address_guards`)."""
         super().update_settings(settings)
         custom = cls.custom_settings or {}
         for attribute, setting in (
@@ -213,6 +215,7 @@ class FocusedSpider(scrapy.Spider):
             if value and setting not in custom:
                 values = [value] if isinstance(value, str) else list(value)
                 settings.set(setting, [str(v) for v in values], priority="spider")
+        habits.add_address_guards(settings)  # a script without the project's settings
 
     @classmethod
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> FocusedSpider:

@@ -220,8 +220,14 @@ def add_address_guards(settings: Any) -> bool:
     """Enable :data:`ADDRESS_GUARDS` in ``DOWNLOADER_MIDDLEWARES`` when that dict names
     none of them (a script's ``CrawlerProcess({...})`` without the project's settings),
     so that no crawl of the focused spider fetches an internal address by mistake; a dict
-    that names one, even as ``None`` (turned off on purpose), is left as it is. True when
-    they were added."""
+    that names one, even as ``None`` (turned off on purpose), is left as it is, and so is
+    one given with ``-s`` (the crawl command refuses it in one line: Scrapy merges the
+    command line's settings into the crawler again, over what this adds). True when they
+    were added."""
+    from scrapy.settings import SETTINGS_PRIORITIES
+
+    if (settings.getpriority("DOWNLOADER_MIDDLEWARES") or 0) >= SETTINGS_PRIORITIES["cmdline"]:
+        return False
     mws = settings["DOWNLOADER_MIDDLEWARES"]
     named = {c if isinstance(c, str) else f"{c.__module__}.{c.__qualname__}" for c in mws}
     if named & ADDRESS_GUARDS.keys() or not hasattr(mws, "set"):

@@ -894,15 +894,9 @@ def check_address_filter(settings: Any) -> None:
     from scrapy.utils.conf import build_component_list
     from scrapy.utils.misc import load_object
 
-    from focused.addressfilter import AddressFilterMiddleware, FocusedResolver
+    from focused.addressfilter import AddressFilterMiddleware
 
-    name = _resolver_setting(settings)
-    try:
-        with _quietly():
-            resolver = load_object(settings.get(name))
-    except _LOAD_ERRORS:
-        return  # Scrapy says so itself when it sets up the reactor
-    if not (isinstance(resolver, type) and issubclass(resolver, FocusedResolver)):
+    if not focused_resolver(settings):  # None: Scrapy says so when it sets up the reactor
         return
     try:
         middlewares = build_component_list(
@@ -917,12 +911,32 @@ def check_address_filter(settings: Any) -> None:
             continue
         if isinstance(cls, type) and issubclass(cls, AddressFilterMiddleware):
             return
+    name = _resolver_setting(settings)
+    resolver = settings.get(name)
+    if not isinstance(resolver, str):
+        resolver = f"{resolver.__module__}.{resolver.__qualname__}"
     raise ConfigError(
         f"DOWNLOADER_MIDDLEWARES does not enable {ADDRESS_FILTER}, which {name}"
-        f" {resolver.__module__}.{resolver.__qualname__} needs (without it every fetch of the"
+        f" {resolver} needs (without it every fetch of the"
         f" sandbox or of a loopback or private seed is refused); keep {ADDRESS_FILTER!r}: 50"
         " in DOWNLOADER_MIDDLEWARES (add your middlewares to the project's, do not replace them)"
     )
+
+
+def focused_resolver(settings: Any) -> bool | None:
+    """Whether the crawl resolves host names with
+    :class:`~focused.addressfilter.FocusedResolver` (or a subclass), which checks the
+    addresses a name resolves to; None when the resolver setting does not load."""
+    from scrapy.utils.misc import load_object
+
+    from focused.addressfilter import FocusedResolver
+
+    try:
+        with _quietly():
+            resolver = load_object(settings.get(_resolver_setting(settings)))
+    except _LOAD_ERRORS:
+        return None
+    return isinstance(resolver, type) and issubclass(resolver, FocusedResolver)
 
 
 def _resolver_setting(settings: Any) -> str:

@@ -238,17 +238,14 @@ def add_address_guards(settings: Any) -> bool:
 
 
 def _resolver_line(settings: Any) -> list[str]:
-    """A line when ``TWISTED_DNS_RESOLVER`` is not the project's checking resolver."""
-    value = settings.get("TWISTED_DNS_RESOLVER")
-    try:
-        resolver = load_object(value) if isinstance(value, str) else value
-        checked = isinstance(resolver, type) and issubclass(resolver, load_object(RESOLVER_PATH))
-    except (ImportError, NameError, ValueError, AttributeError):
-        return []  # the crawl command refuses it in one line
-    if checked:
+    """A line when the crawl's resolver is not the project's checking one."""
+    from focused.config import _resolver_setting, focused_resolver
+
+    if focused_resolver(settings) is not False:  # checked, or refused in one line
         return []
+    name = _resolver_setting(settings)
     return [
-        f"TWISTED_DNS_RESOLVER={_name(value)} is not {RESOLVER_PATH}: a host name that"
+        f"{name}={_name(settings.get(name))} is not {RESOLVER_PATH}: a host name that"
         " resolves to an internal address (the local network, the cloud metadata service)"
         " is fetched; the address filter checks the addresses written in URLs only"
     ]

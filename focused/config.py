@@ -912,7 +912,8 @@ def check_address_filter(settings: Any) -> None:
         if isinstance(cls, type) and issubclass(cls, AddressFilterMiddleware):
             return
     name = _resolver_setting(settings)
-    resolver = settings.get(name)
+    with _quietly():  # DNS_RESOLVER is deprecated: Scrapy warns when it is read
+        resolver = settings.get(name)
     if not isinstance(resolver, str):
         resolver = f"{resolver.__module__}.{resolver.__qualname__}"
     raise ConfigError(

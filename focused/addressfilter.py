@@ -206,6 +206,37 @@ def _encodable(name: str) -> bool:
     return True
 
 
+def _answer_here(
+    receiver: IResolutionReceiver,
+    hostName: str,
+    portNumber: int,
+    hosts: dict[str, str],  # noqa: N803
+) -> IHostResolution | None:
+    """Resolve ``hostName`` without a lookup when it need not (or cannot) be looked up,
+    handing its address, if any, to ``receiver``; None when it must be looked up."""
+    mapped = hosts.get(hostName.lower().rstrip("."))
+    # a FOCUSED_HOSTS name's address; or the host itself when it spells one in a way
+    # Twisted does not take for an address ("127.0.0.2.", "0x7f.1", "2130706433"):
+    # that address, as browsers read it (getaddrinfo would send the trailing-dot
+    # form to the DNS servers as a name)
+    ip = parse_host(hostName if mapped is None else mapped)
+    if ip is None and mapped is None:
+        ip = localhost_address(hostName)  # answered here, never looked up (RFC 6761)
+    if ip is None and mapped is None and _encodable(hostName):
+        return None
+    # a name Python's getaddrinfo cannot IDNA-encode (an empty or over-63-character
+    # label: "a..b") raised UnicodeError in Twisted's resolver thread, which never
+    # completed the resolution (the download hung until DOWNLOAD_TIMEOUT, with
+    # "Unhandled error in Deferred"): it resolves to nothing at once, a DNS error
+    resolution = HostResolution(hostName)
+    receiver.resolutionBegan(resolution)
+    if ip is not None:
+        kind = IPv6Address if ip.version == 6 else IPv4Address
+        receiver.addressResolved(kind("TCP", str(ip), portNumber))
+    receiver.resolutionComplete()
+    return resolution
+
+
 @implementer(IHostnameResolver)
 class FocusedResolver(CachingHostnameResolver):
     """Scrapy's caching IPv4/IPv6 resolver that refuses non-public addresses after
@@ -246,29 +277,69 @@ class FocusedResolver(CachingHostnameResolver):
         receiver = _FilteringReceiver(
             resolutionReceiver, hostName, _Active.open_crawls() or [(self.default_policy, None)]
         )
-        mapped = self.hosts.get(hostName.lower().rstrip("."))
-        # a FOCUSED_HOSTS name's address; or the host itself when it spells one in a way
-        # Twisted does not take for an address ("127.0.0.2.", "0x7f.1", "2130706433"):
-        # that address, as browsers read it (getaddrinfo would send the trailing-dot
-        # form to the DNS servers as a name)
-        ip = parse_host(hostName if mapped is None else mapped)
-        if ip is None and mapped is None:
-            ip = localhost_address(hostName)  # answered here, never looked up (RFC 6761)
-        if ip is not None or mapped is not None or not _encodable(hostName):
-            # a name Python's getaddrinfo cannot IDNA-encode (an empty or over-63-character
-            # label: "a..b") raised UnicodeError in Twisted's resolver thread, which never
-            # completed the resolution (the download hung until DOWNLOAD_TIMEOUT, with
-            # "Unhandled error in Deferred"): it resolves to nothing at once, a DNS error
-            resolution = HostResolution(hostName)
-            receiver.resolutionBegan(resolution)
-            if ip is not None:
-                kind = IPv6Address if ip.version == 6 else IPv4Address
-                receiver.addressResolved(kind("TCP", str(ip), portNumber))
-            receiver.resolutionComplete()
-            return resolution
+        answered = _answer_here(receiver, hostName, portNumber, self.hosts)
+        if answered is not None:
+            return answered
         return super().resolveHostName(
             receiver, hostName, portNumber, addressTypes, transportSemantics
         )
+
+
+@implementer(IHostnameResolver)
+class CheckingResolver:
+    """Another resolver (the reactor's when the crawl starts), whose answers are checked as
+    :class:`FocusedResolver` checks its own: installed on the reactor by
+    :class:`AddressFilterMiddleware` when the crawl's ``TWISTED_DNS_RESOLVER`` is not
+    :class:`FocusedResolver` (a script's ``CrawlerProcess({...})`` without the project's
+    settings gets Scrapy's resolver; a ``CrawlerRunner`` gets Twisted's), so that a host
+    name that resolves to an internal address gets no address there either.
+    ``FOCUSED_HOSTS`` and ``localhost`` are answered here, without a lookup."""
+
+    def __init__(self, inner: IHostnameResolver, hosts: dict[str, str] | None = None) -> None:
+        self.inner = inner
+        self.hosts = dict(hosts or {})
+
+    def resolveHostName(  # noqa: N802 (Twisted's interface)
+        self,
+        resolutionReceiver: IResolutionReceiver,  # noqa: N803
+        hostName: str,  # noqa: N803
+        portNumber: int = 0,  # noqa: N803
+        addressTypes: Sequence[type[IAddress]] | None = None,  # noqa: N803
+        transportSemantics: str = "TCP",  # noqa: N803
+    ) -> IHostResolution:
+        receiver = _FilteringReceiver(
+            resolutionReceiver, hostName, _Active.open_crawls() or [(AddressPolicy(), None)]
+        )
+        answered = _answer_here(receiver, hostName, portNumber, self.hosts)
+        if answered is not None:
+            return answered
+        return self.inner.resolveHostName(
+            receiver, hostName, portNumber, addressTypes, transportSemantics
+        )
+
+
+def _reactor_resolver() -> object:
+    from twisted.internet import reactor
+
+    return reactor.nameResolver  # type: ignore[attr-defined]
+
+
+def check_resolutions(hosts: dict[str, str]) -> str | None:
+    """Make the reactor's resolver one that checks the addresses it gives: a
+    :class:`FocusedResolver` is left as it is; any other is wrapped in a
+    :class:`CheckingResolver` (``hosts``: ``FOCUSED_HOSTS``, added to one installed
+    before). The name of the resolver wrapped, else None."""
+    from twisted.internet import reactor
+
+    current = reactor.nameResolver  # type: ignore[attr-defined]
+    if isinstance(current, CheckingResolver):
+        current.hosts.update(hosts)
+        return None
+    if isinstance(current, FocusedResolver):
+        return None
+    reactor.installNameResolver(CheckingResolver(current, hosts))  # type: ignore[attr-defined]
+    inner = getattr(current, "_simpleResolver", current)  # Scrapy's IResolverSimple ones
+    return f"{type(inner).__module__}.{type(inner).__qualname__}"
 
 
 class AddressFilterMiddleware:
@@ -280,7 +351,9 @@ class AddressFilterMiddleware:
     seed allows loopback addresses; a link-local seed allows nothing). A spider without
     seeds of its own (``scrapy fetch URL``, ``scrapy shell URL``) has ``FOCUSED_SEEDS``'s.
     Host names are checked after resolution by :class:`FocusedResolver`; a name it
-    refused is dropped here from then on.
+    refused is dropped here from then on. Under another resolver (``TWISTED_DNS_RESOLVER``
+    of a script without the project's settings) it installs a :class:`CheckingResolver`
+    around the reactor's, which checks the same way.
     """
 
     def __init__(
@@ -292,6 +365,8 @@ class AddressFilterMiddleware:
         self.policy = policy
         self.stats = stats
         self.seeds = list(seeds)  # FOCUSED_SEEDS: for a spider without its own
+        self.hosts: dict[str, str] = {}  # FOCUSED_HOSTS, for a CheckingResolver
+        self.resolver: object = None  # the reactor's resolver, once checked
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -299,6 +374,7 @@ class AddressFilterMiddleware:
         seeds = [str(url) for url in get(crawler.settings, "FOCUSED_SEEDS") or ()]
         mw = cls(AddressPolicy(networks=networks), crawler.stats, seeds)
         _Active.add(crawler, mw.policy, crawler.stats)
+        mw.hosts = _settings_dict(crawler.settings, "FOCUSED_HOSTS")
         crawler.signals.connect(mw.spider_opened, signal=signals.spider_opened)
 
         def closed() -> None:  # its lookups are over: its policy no longer counts
@@ -329,7 +405,26 @@ class AddressFilterMiddleware:
                 ", ".join(sorted(self.policy.allowed_kinds)) or "(learnt on resolution)",
             )
 
+    def _check_resolver(self) -> None:
+        """Wrap the reactor's resolver when it is not a checking one: done before the
+        first download (Scrapy installs ``TWISTED_DNS_RESOLVER`` when the process starts,
+        after the crawler's components are built), and again if it is replaced."""
+        from twisted.internet import reactor
+
+        wrapped = check_resolutions(self.hosts)
+        self.resolver = reactor.nameResolver  # type: ignore[attr-defined]
+        if wrapped is not None:
+            logger.info(
+                "focused: the reactor's resolver %s is not %s.FocusedResolver: the addresses"
+                " it gives are checked on their way (a host name that resolves to an"
+                " internal address gets none)",
+                wrapped,
+                __name__,
+            )
+
     def process_request(self, request: Request) -> None:
+        if self.resolver is not _reactor_resolver():
+            self._check_resolver()
         host = urlparse_cached(request).hostname
         if not host:
             return

@@ -212,8 +212,6 @@ ADDRESS_GUARDS: dict[str, int] = {
     "focused.addressfilter.RedirectAddressFilterMiddleware": 650,
     "focused.addressfilter.ProxyAddressFilterMiddleware": 760,
 }
-#: the resolver that checks the addresses a host name resolves to
-RESOLVER_PATH = "focused.addressfilter.FocusedResolver"
 
 
 def add_address_guards(settings: Any) -> bool:
@@ -237,20 +235,6 @@ def add_address_guards(settings: Any) -> bool:
     return True
 
 
-def _resolver_line(settings: Any) -> list[str]:
-    """A line when the crawl's resolver is not the project's checking one."""
-    from focused.config import _resolver_setting, focused_resolver
-
-    if focused_resolver(settings) is not False:  # checked, or refused in one line
-        return []
-    name = _resolver_setting(settings)
-    return [
-        f"{name}={_name(settings.get(name))} is not {RESOLVER_PATH}: a host name that"
-        " resolves to an internal address (the local network, the cloud metadata service)"
-        " is fetched; the address filter checks the addresses written in URLs only"
-    ]
-
-
 def missing_components(settings: Any, output: str, strategy: str) -> list[str]:
     """One line for each of :data:`NEEDED` that the crawl's settings leave out, and a
     last one when the crawl runs without the project's settings at all (a script's
@@ -261,7 +245,6 @@ def missing_components(settings: Any, output: str, strategy: str) -> list[str]:
         if _enables(settings, setting, path) is False
     ]
     without = len(lines)
-    lines += _resolver_line(settings)
     core = len(NEEDED) - 1  # the address filter is added when missing: add_address_guards
     if without >= core and other_scheduler(settings, strategy) is not None:
         lines.append(

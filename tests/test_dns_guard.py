@@ -118,3 +118,34 @@ def test_a_crawl_subprocess_refuses_a_host_name(
     refused = dns_refusals.take()
     assert refused and all(NAME in line for line in refused)
     assert focused_dns_guard.ENV in os.environ
+
+
+def test_a_name_the_guard_answers_is_no_query(
+    dns_refusals: Refusals, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``FOCUSED_DNS_GUARD_HOSTS`` stands in for ``/etc/hosts`` in a child: its names get
+    their loopback literal from every lookup function, with no refusal; another name is
+    still refused, and a name the table leads off loopback stays refused."""
+    code = (
+        "import socket\n"
+        "print(socket.gethostbyname('sneaky.test'), socket.gethostbyname_ex('SNEAKY.test.')[2],"
+        " socket.getaddrinfo('sneaky.test', 80, socket.AF_INET)[0][4][0])\n"
+        "try:\n    socket.gethostbyname('other.test')\n"
+        "except socket.gaierror:\n    print('refused')\n"
+    )
+    monkeypatch.setenv("FOCUSED_DNS_GUARD_HOSTS", '{"sneaky.test": "127.0.0.9"}')
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ)
+    )
+    assert done.stdout.split("\n")[:2] == ["127.0.0.9 ['127.0.0.9'] 127.0.0.9", "refused"]
+    assert len(dns_refusals.take()) == 1  # other.test
+    monkeypatch.setenv("FOCUSED_DNS_GUARD_HOSTS", '{"sneaky.test": "10.0.0.1"}')
+    done = subprocess.run(
+        [sys.executable, "-c", "import socket\nsocket.gethostbyname('sneaky.test')"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+    )
+    assert done.returncode != 0 and "DNSGuardError" in done.stderr
+    refusals = dns_refusals.take()
+    assert any("sneaky.test -> 10.0.0.1" in x for x in refusals), refusals

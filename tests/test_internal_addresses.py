@@ -239,3 +239,40 @@ def test_a_name_sent_through_a_proxy_is_checked_before_the_proxy_sees_it(
     assert stats["focused/refused/private"] >= 1
     assert stats["focused/refused/link_local"] >= 1
     assert "FETCHED http://other.test/ok" in log
+
+
+@pytest.mark.parametrize(
+    "resolver",
+    [
+        "scrapy.resolver.CachingThreadedResolver",  # Scrapy's default: gethostbyname
+        "scrapy.resolver.CachingHostnameResolver",  # getaddrinfo
+    ],
+)
+def test_a_crawl_on_another_resolver_checks_what_it_resolves(
+    victim: Server, resolver: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A script whose ``TWISTED_DNS_RESOLVER`` is not the project's (Scrapy's default,
+    as in ``CrawlerProcess({...})`` without the project's settings) fetched a link whose
+    host name resolves to an address the crawl may not reach: the address filter saw
+    only the name. The address filter now wraps the reactor's resolver in a checking
+    one. Here the system resolver answers ``sneaky.test`` with 127.0.0.2, the victim
+    (the tests' DNS guard stands in for ``/etc/hosts``: no query), which the crawl may
+    not fetch (``FOCUSED_ALLOWED_NETWORKS``: 127.0.0.1 only)."""
+    monkeypatch.setenv("FOCUSED_DNS_GUARD_HOSTS", '{"sneaky.test": "127.0.0.2"}')
+    v = victim.port
+    pages: dict[str, tuple[int, dict[str, str], bytes]] = {"/robots.txt": (404, {}, b"")}
+    site = Server("127.0.0.1", pages)
+    try:
+        pages["/"] = page(f"http://sneaky.test:{v}/secret", "/ok")
+        pages["/ok"] = page()
+        stats, log = crawl(
+            [f"http://127.0.0.1:{site.port}/"],
+            {"FOCUSED_ALLOWED_NETWORKS": ["127.0.0.1/32"], "TWISTED_DNS_RESOLVER": resolver},
+            seeds=False,
+        )
+    finally:
+        site.close()
+    assert victim.log == []  # not even its robots.txt
+    assert f"FETCHED http://127.0.0.1:{site.port}/ok" in log
+    assert stats["focused/refused/loopback"] >= 1
+    assert f"the reactor's resolver {resolver} is not" in log

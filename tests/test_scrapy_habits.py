@@ -169,13 +169,16 @@ def test_a_script_without_the_project_settings_is_told_what_it_lacks(tmp_path: P
     _one(lines, "focused.pipelines.PageStorePipeline is not in ITEM_PIPELINES: no page is stored")
     _one(lines, "focused.middlewares.FocusedPriorityMiddleware is not in SPIDER_MIDDLEWARES")
     _one(lines, "focused.extensions.CrawlOutputExtension is not in EXTENSIONS")
-    # the address filter's middlewares are added (test below); Scrapy's resolver stays
+    # the address filter's middlewares are added (test below), and Scrapy's resolver is
+    # wrapped in the checking one (tests/test_internal_addresses.py)
     assert not [x for x in lines if "AddressFilterMiddleware is not in" in x]
-    resolver = _one(lines, "TWISTED_DNS_RESOLVER=scrapy.resolver.CachingThreadedResolver is not")
-    assert "internal address" in resolver
+    assert (
+        "the reactor's resolver scrapy.resolver.CachingThreadedResolver is not"
+        " focused.addressfilter.FocusedResolver: the addresses it gives are checked"
+    ) in result.stderr
     hint = _one(lines, "the crawl runs without the project's settings")
     assert "get_project_settings()" in hint
-    assert len(lines) == 5, lines
+    assert len(lines) == 4, lines
 
 
 STATS_MW = "scrapy.downloadermiddlewares.stats.DownloaderStats"

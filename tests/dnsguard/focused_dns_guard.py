@@ -23,6 +23,11 @@ refusal is also written to standard error and appended to the file named by
 ``FOCUSED_DNS_GUARD``, which ``tests/conftest.py`` reads after each test: a test during
 which any of its processes tried a lookup fails.
 
+A test may stand for a host name with ``FOCUSED_DNS_GUARD_HOSTS`` (JSON: name -> IP
+literal in 127.0.0.0/8) in a child's environment: the guard answers those names itself, as
+``/etc/hosts`` would, with no query (the system resolver's path, as a crawl takes it
+without the project's resolver).
+
 Pure standard library: it is imported by ``sitecustomize`` before anything else.
 """
 
@@ -40,11 +45,39 @@ from typing import Any
 
 #: the environment variable that turns the guard on in a child: the refusal log's path
 ENV = "FOCUSED_DNS_GUARD"
+#: JSON name -> loopback IP literal: names the guard answers itself (a child's, read at install)
+HOSTS_ENV = "FOCUSED_DNS_GUARD_HOSTS"
 #: this folder (``sitecustomize.py`` is here): put first on a child's ``PYTHONPATH``
 FOLDER = str(Path(__file__).resolve().parent)
 
 _real_getaddrinfo = _socket.getaddrinfo
 _installed = False
+#: the names answered here (``FOCUSED_DNS_GUARD_HOSTS``): loopback literals only
+_hosts: dict[str, str] = {}
+
+
+def _answered(host: object) -> str | None:
+    """The literal :data:`HOSTS_ENV` gives ``host``, else None."""
+    if isinstance(host, bytes):
+        host = host.decode("ascii", "replace")
+    if not isinstance(host, str):
+        return None
+    return _hosts.get(host.lower().rstrip("."))
+
+
+def _load_hosts() -> None:
+    import json
+
+    table = json.loads(os.environ.get(HOSTS_ENV) or "{}")
+    for name, address in table.items():
+        try:
+            loopback = ipaddress.ip_address(address).is_loopback
+        except ValueError:
+            loopback = False
+        if loopback:
+            _hosts[name.lower().rstrip(".")] = address
+        else:  # never a way off the machine: the name stays refused, and the test fails
+            refuse(f"{name} -> {address}", f"{HOSTS_ENV} (not a loopback literal)")
 
 
 class DNSGuardError(socket.gaierror):
@@ -93,6 +126,9 @@ def check(host: object, how: str) -> None:
 
 
 def _getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+    mapped = _answered(host)
+    if mapped is not None:
+        return _real_getaddrinfo(mapped, port, *args, **kwargs)
     if host is not None:  # None: the local (passive or loopback) address, no lookup
         check(host, "getaddrinfo")
     return _real_getaddrinfo(host, port, *args, **kwargs)
@@ -100,6 +136,10 @@ def _getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
 
 def _by_name(real: Callable[..., Any], how: str) -> Callable[..., Any]:
     def guarded(host: Any, *args: Any) -> Any:
+        mapped = _answered(host)
+        if mapped is not None:
+            answer = real(mapped, *args)
+            return (str(host), [], answer[2]) if isinstance(answer, tuple) else answer
         check(host, how)
         return real(host, *args)
 
@@ -186,6 +226,7 @@ def install(log: str | None = None) -> None:
     cls.sendto = _address_method(_socket.socket.sendto, "sendto", False)  # type: ignore[method-assign]
     cls.bind = _address_method(_socket.socket.bind, "bind", True)  # type: ignore[method-assign]
     subprocess.Popen.__init__ = _popen_init  # type: ignore[method-assign]
+    _load_hosts()
 
 
 class Refusals:

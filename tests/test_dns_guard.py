@@ -8,6 +8,7 @@ process has shown that the guard is on in children.
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 import subprocess
@@ -149,3 +150,23 @@ def test_a_name_the_guard_answers_is_no_query(
     assert done.returncode != 0 and "DNSGuardError" in done.stderr
     refusals = dns_refusals.take()
     assert any("sneaky.test -> 10.0.0.1" in x for x in refusals), refusals
+
+
+@pytest.mark.parametrize("host", ["10.0.0.1", "169.254.169.254", "0.0.0.0", "0xa9fea9fe"])
+def test_a_connection_off_loopback_is_refused_before_any_packet(
+    dns_refusals: Refusals, host: str
+) -> None:
+    """A test whose crawl slipped past the scope checks tries to connect off loopback:
+    the guard refuses it before anything is sent, and the test fails."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setblocking(False)
+        assert s.connect_ex((host, 80)) == errno.ECONNREFUSED
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s, pytest.raises(OSError):
+        s.sendto(b"x", (host, 53))
+    refusals = dns_refusals.take()
+    assert len(refusals) == 2 and "never another address" in refusals[0], refusals
+    # loopback, in any spelling the C library reads, is let through
+    for loopback in ("127.0.0.1", "127.1", "0x7f000001"):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.sendto(b"x", (loopback, 9))
+    assert dns_refusals.take() == []

@@ -14,7 +14,10 @@ above). A host is allowed only when the C library reads it as a numeric address
 (``getaddrinfo`` with ``AI_NUMERICHOST``, which never queries anything); anything else,
 ``localhost`` included (its answer depends on ``/etc/hosts`` and ``nsswitch.conf``: not
 provably local), raises :class:`DNSGuardError` before any query. The project answers
-``localhost`` itself (RFC 6761), without a lookup.
+``localhost`` itself (RFC 6761), without a lookup. A ``connect``, ``connect_ex`` or
+``sendto`` to an IP literal outside 127.0.0.0/8 and ``::1`` is refused as well, before
+any packet (``ConnectionRefusedError``; ``connect_ex`` returns ``ECONNREFUSED``): a crawl
+whose scope checks failed would try one, and the test fails instead.
 
 :class:`DNSGuardError` is a ``socket.gaierror`` (the error of a name that does not
 resolve), so code that handles a failed lookup behaves as for such a name; and since
@@ -34,6 +37,7 @@ Pure standard library: it is imported by ``sitecustomize`` before anything else.
 from __future__ import annotations
 
 import _socket
+import errno
 import ipaddress
 import os
 import socket
@@ -102,11 +106,11 @@ def is_literal(host: object) -> bool:
     return True
 
 
-def refuse(host: object, how: str) -> DNSGuardError:
+def refuse(host: object, how: str, why: str = "never a host name") -> DNSGuardError:
     """Record the refused lookup of ``host`` (by ``how``) and return the error to raise."""
     message = (
         f"DNS guard: {how}({host!r}) refused: tests use IP literals in 127.0.0.0/8 only,"
-        " never a host name (a DNS query must not leave the machine)"
+        f" {why} (a DNS query must not leave the machine, nor any packet)"
     )
     print(message, file=sys.stderr, flush=True)
     log = os.environ.get(ENV)
@@ -169,13 +173,37 @@ def _getfqdn(name: str = "") -> str:
 _real_getnameinfo = _socket.getnameinfo
 
 
-def _address_method(real: Callable[..., Any], how: str, allow_empty: bool) -> Callable[..., Any]:
+def is_loopback(host: str) -> bool:
+    """Whether the IP literal ``host`` is in 127.0.0.0/8 or ``::1`` (IPv4-mapped too)."""
+    try:
+        ip = ipaddress.ip_address(host.split("%")[0])
+    except ValueError:  # a spelling only the C library reads ("127.1", "0x7f000001")
+        try:
+            packed = _real_getaddrinfo(host, None, socket.AF_INET, 0, 0, socket.AI_NUMERICHOST)
+            ip = ipaddress.ip_address(packed[0][4][0])
+        except (OSError, UnicodeError, IndexError):
+            return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return (mapped or ip).is_loopback
+
+
+def _address_method(
+    real: Callable[..., Any], how: str, allow_empty: bool, outgoing: bool = False
+) -> Callable[..., Any]:
+    """``outgoing`` (connect, connect_ex, sendto): an address off loopback is refused
+    too, before any packet (``connect_ex`` answers ``ECONNREFUSED``, as a closed port)."""
+
     def guarded(self: socket.socket, *args: Any) -> Any:
         address = args[-1]
         if self.family in (socket.AF_INET, socket.AF_INET6) and isinstance(address, tuple):
             host = address[0]
             if not (allow_empty and host == "") and not is_literal(host):
                 raise refuse(host, f"socket.{how}")
+            if outgoing and not is_loopback(host):
+                error = refuse(host, f"socket.{how}", "never another address")
+                if how == "connect_ex":
+                    return errno.ECONNREFUSED
+                raise ConnectionRefusedError(errno.ECONNREFUSED, str(error))
         return real(self, *args)
 
     guarded.__name__ = guarded.__qualname__ = how
@@ -221,9 +249,9 @@ def install(log: str | None = None) -> None:
         module.getnameinfo = _getnameinfo
     socket.getfqdn = _getfqdn
     cls = socket.socket
-    cls.connect = _address_method(_socket.socket.connect, "connect", False)  # type: ignore[method-assign]
-    cls.connect_ex = _address_method(_socket.socket.connect_ex, "connect_ex", False)  # type: ignore[method-assign]
-    cls.sendto = _address_method(_socket.socket.sendto, "sendto", False)  # type: ignore[method-assign]
+    cls.connect = _address_method(_socket.socket.connect, "connect", False, True)  # type: ignore[method-assign]
+    cls.connect_ex = _address_method(_socket.socket.connect_ex, "connect_ex", False, True)  # type: ignore[method-assign]
+    cls.sendto = _address_method(_socket.socket.sendto, "sendto", False, True)  # type: ignore[method-assign]
     cls.bind = _address_method(_socket.socket.bind, "bind", True)  # type: ignore[method-assign]
     subprocess.Popen.__init__ = _popen_init  # type: ignore[method-assign]
     _load_hosts()

@@ -844,6 +844,22 @@ def test_the_spider_says_when_it_skips_a_page():
 
 
 # --- the journal alone and a simulated kill -9 --------------------------------------
+def test_a_journal_between_its_commit_and_its_next_transaction_is_still_held(tmp_path):
+    """The journal keeps SQLite's write lock across commits by ``COMMIT`` then ``BEGIN
+    IMMEDIATE``: in between, a second crawl of the same ``JOBDIR`` took the journal (it
+    waited on the lock up to 2 s) and the first crawl's next write waited on it, or
+    failed. The journal's lock file is held for as long as it is open."""
+    first = Journal(tmp_path / "f.sqlite3")
+    first._db.execute("COMMIT")  # the instant inside first.commit()
+    try:
+        with pytest.raises(JournalBusy, match=f"pid {os.getpid()}"):
+            Journal(tmp_path / "f.sqlite3")
+    finally:
+        first._db.execute("BEGIN IMMEDIATE")
+        first.close()
+    Journal(tmp_path / "f.sqlite3").close()  # let go once closed
+
+
 def test_journal_write_reopen_same_state(tmp_path):
     j = Journal(tmp_path / "f.sqlite3")
     assert j.run == 1

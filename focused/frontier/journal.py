@@ -56,6 +56,11 @@ from typing import Any
 
 from focused.frontier.memory import Entry
 
+try:
+    import fcntl
+except ImportError:  # not on Windows: the SQLite write lock alone
+    fcntl = None  # type: ignore[assignment]
+
 __all__ = [
     "DONE",
     "ERROR",
@@ -139,6 +144,14 @@ class Journal:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = _hold(self.path)
+        try:
+            self._open()
+        except BaseException:
+            _let_go(self._lock)
+            raise
+
+    def _open(self) -> None:
         self._db = sqlite3.connect(
             self.path, timeout=2.0, isolation_level=None, check_same_thread=False
         )
@@ -296,6 +309,8 @@ class Journal:
                 failed = exc
         self._db.close()
         self.closed = True
+        _let_go(self._lock)
+        self._lock = None
         if failed is not None:
             raise JournalError(self.path, failed)
 
@@ -417,6 +432,32 @@ _claimants: dict[str, weakref.ref[Any]] = {}
 
 def _claim_key(jobdir: str | os.PathLike[str]) -> str:
     return str(Path(jobdir).resolve())
+
+
+def _hold(path: Path) -> int | None:
+    """Take the journal's lock file (``<journal>.lock``, ``flock``), held for as long as
+    the journal is open: the SQLite write lock alone is let go for an instant at each
+    commit (``COMMIT`` then ``BEGIN IMMEDIATE``), where a second crawl of the same
+    ``JOBDIR`` could take it and make the first one's next write wait on it. Raises
+    :class:`JournalBusy` when another crawl holds it; None where there is no ``flock``."""
+    if fcntl is None:
+        return None
+    lock = path.with_name(path.name + ".lock")
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise JournalError(path, exc) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        raise JournalBusy(path, _owner(path), f"{lock} is locked ({exc.strerror})") from None
+    return fd
+
+
+def _let_go(fd: int | None) -> None:
+    if fd is not None:
+        os.close(fd)  # releases the flock
 
 
 def _owner(path: Path) -> dict[str, object] | None:

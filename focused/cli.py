@@ -75,12 +75,18 @@ def say(line: str, settings: Any = None) -> None:
 def check_log_level_or_exit(settings: Any) -> None:
     """``LOG_LEVEL``, ``LOG_FORMAT`` and ``LOG_FILE`` checked before Scrapy sets up its
     logging from them (a bad level, or a log file in a folder that does not exist, would
-    be a traceback there; a bad format, one per log line): one line and exit status 2."""
+    be a traceback there; a bad format, one per log line), and ``SPIDER_LOADER_CLASS`` and
+    ``SPIDER_MODULES`` before Scrapy loads them: one line and exit status 2."""
     from focused import config
 
     try:
         config.check_log_level(settings)
         config.check_log_format(settings)
+    except config.ConfigError as exc:
+        fail(str(exc), settings)
+        sys.exit(2)
+    try:  # Scrapy loads them as it makes the crawler process, right after this
+        config.check_spider_loader(settings)
     except config.ConfigError as exc:
         fail(str(exc), settings)
         sys.exit(2)

@@ -848,6 +848,31 @@ def check_log_file(settings: Any) -> None:
         ) from None
 
 
+def check_spider_loader(settings: Any) -> None:
+    """``SPIDER_LOADER_CLASS`` and each module of ``SPIDER_MODULES`` must import: Scrapy
+    loads them as it makes the crawler process, before any command runs (``-s
+    SPIDER_LOADER_CLASS=nope.Loader``, ``-s SPIDER_MODULES=nope``: a
+    ``ModuleNotFoundError`` traceback, exit status 1, for ``scrapy crawl``, ``runspider``,
+    ``list``...). A module of ``SPIDER_MODULES`` is left to Scrapy with
+    ``SPIDER_LOADER_WARN_ONLY``, which makes its failure a warning."""
+    path = settings.get("SPIDER_LOADER_CLASS")
+    if isinstance(path, str) and path:
+        _check_import("SPIDER_LOADER_CLASS", path)
+    with _quietly():
+        warn_only = settings.getbool("SPIDER_LOADER_WARN_ONLY", False)
+    if warn_only:
+        return
+    import importlib
+
+    for module in settings.getlist("SPIDER_MODULES"):
+        try:
+            with _quietly():
+                importlib.import_module(module)
+        except (*_LOAD_ERRORS, SyntaxError) as exc:
+            why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ConfigError(f"SPIDER_MODULES: {module!r} cannot be imported ({why})") from None
+
+
 def _check_log_level(name: str, raw: Any) -> None:
     """What :meth:`logging.Handler.setLevel` takes: a number or a level's name."""
     levels = logging.getLevelNamesMapping()

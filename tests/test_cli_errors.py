@@ -849,3 +849,61 @@ def test_topic_targets_that_are_a_number(
         f"focused: error: topic file {path}: targets must be a list of URLs"
         ' (targets = ["https://...", ...]), got 5'
     )
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        (
+            "SPIDER_LOADER_CLASS=nope.Loader",
+            "SPIDER_LOADER_CLASS: 'nope.Loader' cannot be imported (No module named 'nope')",
+        ),
+        (
+            "SPIDER_MODULES=nope,focused.spiders",
+            "SPIDER_MODULES: 'nope' cannot be imported (No module named 'nope')",
+        ),
+    ],
+    ids=["loader", "modules"],
+)
+@pytest.mark.parametrize(
+    "command",
+    [("crawl", "focused", "-a", "topic=chemistry"), ("list",), ("runspider", "spider.py")],
+    ids=lambda c: c[0],
+)
+def test_a_spider_loader_that_does_not_import(
+    project_root: Path,
+    venv_scrapy: list[str],
+    tmp_path: Path,
+    command: tuple[str, ...],
+    case: tuple[str, str],
+) -> None:
+    """Scrapy loads ``SPIDER_LOADER_CLASS`` and ``SPIDER_MODULES`` as it makes the
+    crawler process, before any command runs: a ``ModuleNotFoundError`` traceback, exit
+    status 1, for ``scrapy crawl``, ``list`` and ``runspider`` alike."""
+    setting, says = case
+    out = tmp_path / "out"
+    result = run_scrapy(
+        [*venv_scrapy, *command, "-s", setting, "-s", f"FOCUSED_OUTPUT_DIR={out}"],
+        project_root,
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert result.stderr.strip().splitlines()[-1] == f"focused: error: {says}"
+    assert not out.exists()
+
+
+def test_runspider_of_a_file_that_is_not_python(
+    project_root: Path, venv_scrapy: list[str], tmp_path: Path
+) -> None:
+    """A spider file with a syntax error: Scrapy's ``runspider`` refuses a file that does
+    not import in one line, but a ``SyntaxError`` was a traceback, exit status 1."""
+    spider = tmp_path / "spider.py"
+    spider.write_text("import scrapy\n\nclass S(scrapy.Spider)\n    name = 's'\n")
+    result = run_scrapy([*venv_scrapy, "runspider", str(spider)], project_root)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert (
+        result.stderr.strip()
+        .splitlines()[-1]
+        .endswith(f"error: Unable to load {str(spider)!r}: expected ':' (spider.py, line 3)")
+    )

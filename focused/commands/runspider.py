@@ -12,6 +12,10 @@ command's :meth:`~focused.commands.crawl.Command.run_focused`: a bad topic, argu
 setting or output folder is one line and exit status 2 (it was the spider's
 ``ConfigError`` or ``TopicError`` traceback, exit status 1), and the crawl's end is
 explained as for ``scrapy crawl``.
+
+A file that is not Python (a ``SyntaxError``) is refused as Scrapy refuses one that does
+not import: ``Unable to load 'FILE': invalid syntax (FILE, line 6)``, exit status 2 (it
+was a traceback, exit status 1).
 """
 
 from __future__ import annotations
@@ -70,6 +74,8 @@ def _focused_spider_in(filename: str) -> Any:
         module = _import_file(path)
     except (ImportError, ValueError):
         return None
+    except SyntaxError as exc:  # Scrapy's import lets it through: a traceback, exit 1
+        raise UsageError(f"Unable to load {filename!r}: {exc}") from None
     classes = list(iter_spider_classes(module))
     if classes and issubclass(classes[-1], FocusedSpider):
         return classes[-1]

@@ -116,13 +116,53 @@ def stores_nothing(settings: Any) -> bool:
 
 class CheckedLogging:
     """Mixin for a Scrapy command of the project: ``LOG_LEVEL`` and ``LOG_FILE`` checked
-    before Scrapy sets its logging up from them (:func:`check_log_level_or_exit`)."""
+    before Scrapy sets its logging up from them (:func:`check_log_level_or_exit`). It
+    marks the process as run by a command of the project (:func:`in_script`)."""
 
     settings: Any
 
     def process_options(self, args: list[str], opts: Any) -> None:
+        _COMMAND[0] = True
         super().process_options(args, opts)  # type: ignore[misc]
         check_log_level_or_exit(self.settings)
+
+
+#: whether a command of the project runs in this process (it checks a crawl's input)
+_COMMAND = [False]
+
+
+def in_script() -> bool:
+    """Whether the crawler being made is a ``CrawlerProcess``'s (or an
+    ``AsyncCrawlerProcess``'s) that no command of the project runs: a script of one's own
+    (``process.crawl(...)``, ``process.start()``), or Scrapy's own command outside the
+    project (``scrapy runspider`` of a file of a focused spider). Such a process is the
+    crawl's, as ``scrapy crawl``'s is: a crawl it cannot start ends it
+    (:func:`refuse_in_script`). A ``CrawlerRunner`` (a program that runs crawls among its
+    own work) is left its exceptions."""
+    if _COMMAND[0]:
+        return False
+    from scrapy.crawler import CrawlerProcessBase
+
+    frame = sys._getframe(1)
+    for _ in range(12):  # update_settings <- Crawler.__init__ <- create_crawler <- crawl
+        if frame is None:
+            return False
+        if isinstance(frame.f_locals.get("self"), CrawlerProcessBase):
+            return True
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
+
+
+def refuse_in_script(check: Callable[[], None], errors: tuple[type[Exception], ...]) -> None:
+    """Run ``check``; one of the ``errors`` it raises (bad input) is the command's one
+    line, ``focused: error: ...``, and exit status 2 (:class:`SystemExit`, raised here
+    while the script makes its crawler, outside Twisted's Deferreds, which would log it
+    as a traceback and let the script end with status 0)."""
+    try:
+        check()
+    except errors as exc:
+        fail(str(exc))
+        raise SystemExit(2) from None
 
 
 class StoresNothing(CheckedLogging):

@@ -199,6 +199,7 @@ def validate(
     *,
     reach_redis: bool = True,
     spider: str = "focused",
+    folders: bool = True,
 ) -> None:
     """Check every ``FOCUSED_*`` setting; raise :class:`ConfigError` on the first bad one.
 
@@ -217,7 +218,9 @@ def validate(
     folder are created and their databases checked (:func:`check_folder`; not the output
     folder of a command that stores nothing, :func:`focused.cli.stores_nothing`).
     :func:`claim_jobdir` (not here: it takes the journal for the crawl) refuses a
-    ``JOBDIR`` another crawl has.
+    ``JOBDIR`` another crawl has. With ``folders`` false, nothing is created or opened:
+    the folders are left to a later call (a script's crawl checked as its crawler is made,
+    :func:`focused.cli.refuse_in_script`).
     """
     check_setting_names(settings)
     check_jobdir(settings)
@@ -251,6 +254,8 @@ def validate(
             check(settings, crawl)
         else:
             check_url(settings.get("REDIS_URL"))
+    if not folders:
+        return
     if settings.get("JOBDIR"):  # the journal, the sandbox's port, the learnt model
         jobdir = check_folder(str(settings.get("JOBDIR")), "JOBDIR")
         check_database(jobdir / "frontier.sqlite3", "JOBDIR")

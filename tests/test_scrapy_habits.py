@@ -392,3 +392,81 @@ def test_httperror_allowed_codes_from_the_command_line_lets_those_pages_through(
     assert "Ignoring response <404" not in crawl.log
     stored = {r["url"].removeprefix(server.url): r["status"] for r in crawl.rows()}
     assert stored == {"/": 200, "/gone.html": 404, "/after.html": 200}
+
+
+BAD_SETTING = crawl_script({"FOCUSED_STORE_COMMIT_EVERY": "abc"})
+BARE_BAD_SETTING = BARE_SCRIPT.replace(
+    '"CLOSESPIDER_ITEMCOUNT": 3,', '"CLOSESPIDER_ITEMCOUNT": 3, "FOCUSED_STRATEGY": "dfs",'
+)
+
+
+@pytest.mark.parametrize(
+    ("script", "says"),
+    [
+        (BAD_SETTING, "FOCUSED_STORE_COMMIT_EVERY must be an integer, got 'abc'"),
+        (BARE_BAD_SETTING, "unknown FOCUSED_STRATEGY 'dfs'"),
+    ],
+    ids=["project-settings", "bare"],
+)
+def test_a_script_with_a_bad_setting_stops_with_one_line_and_status_2(
+    tmp_path: Path, script: str, says: str
+) -> None:
+    """A ``CrawlerProcess`` script whose settings hold a bad ``FOCUSED_*`` setting: the
+    spider's ``ConfigError`` was Twisted's "Unhandled error in Deferred" traceback, and
+    the script ended with status 0. Now the crawl command's line and status 2, nothing
+    written."""
+    path, out = tmp_path / "run.py", tmp_path / "out"
+    path.write_text(script)
+    result = subprocess.run(
+        [sys.executable, str(path), str(out)],
+        cwd=PROJECT,
+        env={**os.environ, "PYTHONPATH": str(PROJECT)},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    errors = [x for x in result.stderr.splitlines() if x.startswith("focused: error:")]
+    assert len(errors) == 1 and says in errors[0], result.stderr[-3000:]
+    assert not out.exists()
+
+
+CHEM_SPIDER = """
+from focused.spiders.focused import FocusedSpider
+
+
+class ChemSpider(FocusedSpider):
+    name = "chem"
+    topic = "chemistry"
+"""
+
+
+def test_scrapy_runspider_outside_the_project_refuses_a_bad_setting_in_one_line(
+    tmp_path: Path,
+) -> None:
+    """``scrapy runspider chem.py`` outside the project (Scrapy's own command, the
+    project importable): a bad setting was the spider's ``ConfigError`` traceback
+    ("Task exception was never retrieved"), exit status 1."""
+    spider, out = tmp_path / "chem.py", tmp_path / "out"
+    spider.write_text(CHEM_SPIDER)
+    result = subprocess.run(
+        [sys.executable, "-m", "scrapy", "runspider", str(spider)]
+        + ["-s", "FOCUSED_STRATEGY=dfs", "-s", f"FOCUSED_OUTPUT_DIR={out}"],
+        cwd=tmp_path,
+        env={
+            **{k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")},
+            "PYTHONPATH": str(PROJECT),
+        },
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert (
+        result.stderr.strip()
+        .splitlines()[-1]
+        .startswith("focused: error: unknown FOCUSED_STRATEGY 'dfs'")
+    ), result.stderr[-3000:]
+    assert not out.exists()

@@ -18,7 +18,7 @@ from scrapy.http import Response, TextResponse
 from w3lib.url import canonicalize_url
 
 from focused import config, habits, meta, robustness
-from focused.cli import stores_nothing
+from focused.cli import in_script, refuse_in_script, stores_nothing
 from focused.defaults import get
 from focused.items import PageItem, excerpt
 from focused.meta import PageFacts
@@ -216,6 +216,11 @@ class FocusedSpider(scrapy.Spider):
                 values = [value] if isinstance(value, str) else list(value)
                 settings.set(setting, [str(v) for v in values], priority="spider")
         habits.add_address_guards(settings)  # a script without the project's settings
+        if in_script():  # no command checked the settings: a bad one ends the script
+            refuse_in_script(
+                lambda: config.validate(settings, reach_redis=False, folders=False),
+                (config.ConfigError, TopicError),
+            )
 
     @classmethod
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> FocusedSpider:

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from scrapy.settings import Settings
@@ -470,3 +473,46 @@ def test_scrapy_runspider_outside_the_project_refuses_a_bad_setting_in_one_line(
         .startswith("focused: error: unknown FOCUSED_STRATEGY 'dfs'")
     ), result.stderr[-3000:]
     assert not out.exists()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _cache_hits(log: str) -> int:
+    found = re.search(r"'httpcache/hit': (\d+)", log)
+    return int(found.group(1)) if found else 0
+
+
+def test_the_http_cache_of_one_sandbox_is_not_replayed_for_another_on_the_same_port(
+    tmp_path: Path,
+) -> None:
+    """``HTTPCACHE_ENABLED`` with a fixed ``FOCUSED_SANDBOX_PORT``: the sandbox's URLs are
+    the same for every sandbox, so a crawl of another sandbox (other pages and seed) got
+    the cached pages of the first one (36 of 50 responses from the cache, the first
+    sandbox's pages stored). Now each sandbox has its own cache: the other sandbox's
+    crawl fetches its own pages, and the first sandbox crawled again replays its cache."""
+    cache, port = tmp_path / "cache", _free_port()
+    common = (
+        f"FOCUSED_SANDBOX_PORT={port}",
+        "HTTPCACHE_ENABLED=True",
+        f"HTTPCACHE_DIR={cache}",
+        "CLOSESPIDER_ITEMCOUNT=15",
+        "FOCUSED_STRATEGY=bfs",
+    )
+    first = run_crawl(tmp_path / "a", *common, "FOCUSED_SANDBOX_PAGES=100")
+    other = run_crawl(
+        tmp_path / "b", *common, "FOCUSED_SANDBOX_PAGES=300", "FOCUSED_SANDBOX_SEED=8"
+    )
+    assert _cache_hits(other.log) == 0, other.log[-3000:]
+    from focused.web.sandbox.generator import generate_site
+
+    site = generate_site(seed=8, pages=300, mode="normal")
+    for row in other.rows():
+        path = urlsplit(row["url"]).path
+        assert site.titles[path] == row["title"], path
+    again = run_crawl(tmp_path / "c", *common, "FOCUSED_SANDBOX_PAGES=100")
+    assert _cache_hits(again.log) > 0, again.log[-3000:]
+    assert [r["title"] for r in again.rows()][:5] == [r["title"] for r in first.rows()][:5]

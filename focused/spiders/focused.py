@@ -20,6 +20,7 @@ from w3lib.url import canonicalize_url
 from focused import config, habits, meta, robustness
 from focused.cli import in_script, refuse_in_script, stores_nothing
 from focused.defaults import get
+from focused.httpcache import separate_sandbox_cache
 from focused.items import PageItem, excerpt
 from focused.meta import PageFacts
 from focused.ranking.learning import MAX_ANCHOR_CHARS, link_contexts
@@ -238,9 +239,17 @@ class FocusedSpider(scrapy.Spider):
             ):
                 logging.getLogger(__name__).warning("focused: %s", line)
         crawler.signals.connect(spider.close_web, signal=signals.spider_closed)
+        if spider.web.kind == "sandbox" and crawler.settings.getbool("HTTPCACHE_ENABLED"):
+            # connected before the cache middleware's own handler, which opens its storage
+            crawler.signals.connect(spider._separate_cache, signal=signals.spider_opened)
         crawler.signals.connect(spider._frontier_opened, signal=frontier_opened)
         crawler.signals.connect(spider._waste_check, signal=frontier_waste_check)
         return spider
+
+    def _separate_cache(self, spider: Any) -> None:
+        """The HTTP cache of a sandbox crawl is kept apart for each sandbox
+        (:mod:`focused.httpcache`): its URLs are the same on a fixed port."""
+        separate_sandbox_cache(self.crawler, config.sandbox_made(self.crawler.settings))
 
     def _frontier_opened(self, drop_done: Callable[..., bool], **kwargs: Any) -> None:
         """The scheduler's test for links to URLs it has done (no request is built for

@@ -218,6 +218,7 @@ class PageStorePipeline:
         self.stats = stats
         self.signals = signals
         self.crawler = crawler
+        self._recorded = False  # crawl.json names this crawl
         self.store: PageStore | None = None
         #: the first failed write (the store stopped: nothing more is stored)
         self.failed: BaseException | None = None
@@ -328,6 +329,29 @@ class PageStorePipeline:
                 self.output_dir,
                 held,
             )
+        else:  # the folder's pages are this crawl's: crawl.json says which crawl it is
+            self._write_record()
+
+    def _write_record(self) -> None:
+        """``crawl.json``: the topic, strategy and web of the crawl whose pages the folder
+        holds, written when the crawl opens on a folder without pages and, on one that
+        holds pages (``FOCUSED_CONTINUE``, a resume), with its first stored page: the
+        record goes with the pages, whatever other pipelines there are (the
+        ``MetricsPipeline`` writes it too). The crawl command and the spider refuse a
+        crawl of another topic or strategy by it (:func:`focused.config.output_problem`)."""
+        self._recorded = True
+        spider = getattr(self.crawler, "spider", None)
+        if spider is None:
+            return
+        try:
+            write_record(
+                self.output_dir,
+                topic=str(getattr(getattr(spider, "topic", None), "name", "") or ""),
+                strategy=str(get(self.crawler.settings, "FOCUSED_STRATEGY")),
+                web=str(getattr(getattr(spider, "web", None), "kind", "")),
+            )
+        except OSError as exc:  # the store's own writes fail next, with their one line
+            logger.warning("focused: cannot write %s/crawl.json: %s", self.output_dir, exc)
 
     def _checkpoint(self) -> None:
         if self.signals is None:
@@ -340,6 +364,8 @@ class PageStorePipeline:
     def _committed(self, urls: list[str]) -> None:
         """The store committed the rows of ``urls``: they are durable now, and their
         items go on."""
+        if urls and not self._recorded:  # the first page this crawl stored
+            self._write_record()
         if self._found:
             urls, self._found = [*urls, *self._found], []
         self._tell_stored(urls)

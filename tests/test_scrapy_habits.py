@@ -516,3 +516,40 @@ def test_the_http_cache_of_one_sandbox_is_not_replayed_for_another_on_the_same_p
     again = run_crawl(tmp_path / "c", *common, "FOCUSED_SANDBOX_PAGES=100")
     assert _cache_hits(again.log) > 0, again.log[-3000:]
     assert [r["title"] for r in again.rows()][:5] == [r["title"] for r in first.rows()][:5]
+
+
+STORE_ONLY = 'ITEM_PIPELINES={"focused.pipelines.PageStorePipeline": 300}'
+
+
+def test_a_crawl_without_the_metrics_pipeline_still_records_which_crawl_its_pages_are(
+    tmp_path: Path,
+) -> None:
+    """``crawl.json`` was written by the ``MetricsPipeline`` alone: a crawl whose
+    ``ITEM_PIPELINES`` left it out stored pages under no record, and a continuation
+    (``FOCUSED_CONTINUE``) of another topic and strategy left the record of the first
+    crawl over its own pages, so its resume with its own ``JOBDIR`` was refused as "a
+    crawl of topic chemistry". The page store writes the record now."""
+    from focused.output.record import read_record
+
+    out, job = tmp_path / "out", tmp_path / "job"
+    run_crawl(out, *SHORT, STORE_ONLY)
+    record = read_record(out)
+    assert record is not None and record["topic"] == "chemistry", record
+    assert record["strategy"] == "annealing" and record["web"] == "sandbox"
+    added = run_crawl(
+        out,
+        *SHORT,
+        STORE_ONLY,
+        "FOCUSED_CONTINUE=True",
+        "FOCUSED_STRATEGY=bfs",
+        f"JOBDIR={job}",
+        topic="physics",
+    )
+    assert "already holds" in added.log
+    record = read_record(out)
+    assert record is not None and (record["topic"], record["strategy"]) == ("physics", "bfs")
+    # the physics crawl resumes with its JOBDIR; another chemistry crawl is refused
+    run_crawl(out, *SHORT, "FOCUSED_STRATEGY=bfs", f"JOBDIR={job}", topic="physics")
+    refused = run_crawl(out, *SHORT, topic="chemistry", check=False)
+    assert refused.returncode == 2
+    assert f"{out} holds a crawl of topic physics with strategy bfs" in refused.log

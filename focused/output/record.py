@@ -1,6 +1,8 @@
 """Which crawl an output folder holds: ``crawl.json`` (topic, strategy, web).
 
-:class:`~focused.pipelines.MetricsPipeline` writes the record when a crawl opens; the
+:class:`~focused.pipelines.PageStorePipeline` (and the
+:class:`~focused.pipelines.MetricsPipeline`) writes the record when a crawl opens on a
+folder without pages, or with its first stored page; the
 ``crawl`` command reads it before anything is fetched and refuses to add a crawl of
 another topic or strategy to a folder whose page store holds pages (they would be
 mixed in one ``pages.sqlite3`` while ``summary.json`` and ``curve.png`` describe only

@@ -123,7 +123,17 @@ class CheckedLogging:
 
     def process_options(self, args: list[str], opts: Any) -> None:
         _COMMAND[0] = True
-        super().process_options(args, opts)  # type: ignore[misc]
+        try:
+            super().process_options(args, opts)  # type: ignore[misc]
+        except UsageError:  # "Invalid -s value": which one, and why
+            from focused import config
+
+            try:
+                config.check_set_options(self.settings, list(getattr(opts, "set", []) or []))
+            except config.ConfigError as exc:
+                fail(str(exc))
+                sys.exit(2)
+            raise
         check_log_level_or_exit(self.settings)
 
 

@@ -853,6 +853,29 @@ def check_log_file(settings: Any) -> None:
         ) from None
 
 
+def check_set_options(settings: Any, pairs: list[str]) -> None:
+    """The ``-s NAME=VALUE`` options that Scrapy could not set, named: Scrapy says only
+    "Invalid -s value, use -s NAME=VALUE" for any of them, also for one written that way
+    whose value a dict setting cannot take (``-s 'ITEM_PIPELINES=["a.B"]'``, a list: the
+    user wrote NAME=VALUE). A :class:`ConfigError` for the first such option; nothing
+    when each one sets (Scrapy's line stands)."""
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep:
+            raise ConfigError(f"-s {pair!r} is not NAME=VALUE; write -s {pair}=VALUE")
+        try:
+            settings.copy().set(name, value, priority="cmdline")
+        except (ValueError, TypeError):
+            if name in COMPONENT_KEYS:
+                raise ConfigError(
+                    f"{name} must be a dict of import path -> order (JSON with -s, e.g."
+                    f" -s '{name}={{\"myproject.pipelines.MyPipeline\": 300}}'), got {value!r}"
+                ) from None
+            raise ConfigError(
+                f"{name} must be a JSON object with -s (-s '{name}={{...}}'), got {value!r}"
+            ) from None
+
+
 def check_spider_loader(settings: Any) -> None:
     """``SPIDER_LOADER_CLASS`` and each module of ``SPIDER_MODULES`` must import: Scrapy
     loads them as it makes the crawler process, before any command runs (``-s

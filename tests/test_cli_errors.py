@@ -907,3 +907,39 @@ def test_runspider_of_a_file_that_is_not_python(
         .splitlines()[-1]
         .endswith(f"error: Unable to load {str(spider)!r}: expected ':' (spider.py, line 3)")
     )
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        (
+            ("crawl", "focused", "-a", "topic=chemistry"),
+            'ITEM_PIPELINES=["focused.pipelines.PageStorePipeline"]',
+            "focused: error: ITEM_PIPELINES must be a dict of import path -> order (JSON with"
+            " -s, e.g. -s 'ITEM_PIPELINES={\"myproject.pipelines.MyPipeline\": 300}'), got"
+            " '[\"focused.pipelines.PageStorePipeline\"]'",
+        ),
+        (
+            ("list",),
+            'FEEDS=["items.json"]',
+            "focused: error: FEEDS must be a JSON object with -s (-s 'FEEDS={...}'), got"
+            " '[\"items.json\"]'",
+        ),
+    ],
+    ids=["crawl", "list"],
+)
+def test_a_dict_setting_given_as_a_list_is_named(
+    project_root: Path, venv_scrapy: list[str], tmp_path: Path, case: tuple
+) -> None:
+    """``-s 'ITEM_PIPELINES=["a.B"]'`` (a list, as older Scrapy took it): Scrapy said
+    "Invalid -s value, use -s NAME=VALUE", with its usage, to a user who wrote just that.
+    Now the setting and what it takes, one line, exit status 2, nothing written."""
+    command, setting, line = case
+    out = tmp_path / "out"
+    result = run_scrapy(
+        [*venv_scrapy, *command, "-s", setting, "-s", f"FOCUSED_OUTPUT_DIR={out}"],
+        project_root,
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stderr.strip().splitlines() == [line]
+    assert not out.exists()

@@ -876,6 +876,26 @@ def check_set_options(settings: Any, pairs: list[str]) -> None:
             ) from None
 
 
+def check_custom_settings(settings: Any, owner: str, custom: Any) -> None:
+    """A spider's ``custom_settings`` (``owner``: its class's name) that Scrapy could not
+    set: a :class:`ConfigError` naming the setting (it was Scrapy's ``ValueError`` or
+    ``TypeError`` traceback, exit status 1: ``"ITEM_PIPELINES": ["a.B"]``, a list)."""
+    if not isinstance(custom, dict):
+        raise ConfigError(f"{owner}.custom_settings must be a dict of settings, got {custom!r}")
+    for name, value in custom.items():
+        try:
+            settings.copy().set(name, value, priority="spider")
+        except (ValueError, TypeError):
+            what = (
+                'a dict of import path -> order, e.g. {"myproject.pipelines.MyPipeline": 300}'
+                if name in COMPONENT_KEYS
+                else "a dict"
+            )
+            raise ConfigError(
+                f"{owner}.custom_settings: {name} must be {what}, got {value!r}"
+            ) from None
+
+
 def check_spider_loader(settings: Any) -> None:
     """``SPIDER_LOADER_CLASS`` and each module of ``SPIDER_MODULES`` must import: Scrapy
     loads them as it makes the crawler process, before any command runs (``-s

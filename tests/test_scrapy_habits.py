@@ -553,3 +553,41 @@ def test_a_crawl_without_the_metrics_pipeline_still_records_which_crawl_its_page
     refused = run_crawl(out, *SHORT, topic="chemistry", check=False)
     assert refused.returncode == 2
     assert f"{out} holds a crawl of topic physics with strategy bfs" in refused.log
+
+
+LISTED_PIPELINES = (
+    CHEM_SPIDER
+    + '    custom_settings = {"ITEM_PIPELINES": ["focused.pipelines.PageStorePipeline"]}\n'
+)
+
+
+@pytest.mark.parametrize("where", ["project", "outside"])
+def test_custom_settings_with_a_list_for_a_dict_setting_is_one_line(
+    tmp_path: Path, where: str
+) -> None:
+    """A subclass whose ``custom_settings`` give ``ITEM_PIPELINES`` as a list (as older
+    Scrapy took it): Scrapy's ``ValueError: too many values to unpack`` traceback, exit
+    status 1, from ``scrapy runspider`` in the project and outside it. Now one line
+    naming the class and the setting, exit status 2, nothing written."""
+    spider, out = tmp_path / "chem.py", tmp_path / "out"
+    spider.write_text(LISTED_PIPELINES)
+    result = subprocess.run(
+        [sys.executable, "-m", "scrapy", "runspider", str(spider)]
+        + ["-s", "FOCUSED_WEB=sandbox", "-s", f"FOCUSED_OUTPUT_DIR={out}"],
+        cwd=PROJECT if where == "project" else tmp_path,
+        env={
+            **{k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")},
+            "PYTHONPATH": str(PROJECT),
+        },
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert result.stderr.strip().splitlines()[-1] == (
+        "focused: error: ChemSpider.custom_settings: ITEM_PIPELINES must be a dict of import"
+        ' path -> order, e.g. {"myproject.pipelines.MyPipeline": 300}, got'
+        " ['focused.pipelines.PageStorePipeline']"
+    )
+    assert not out.exists()

@@ -196,7 +196,12 @@ class Command(CheckedLogging, ScrapyCrawl):
         # the settings the crawl will run with: the project's, the spider's
         # custom_settings (and what its class declares), then -s
         settings = self.crawl_settings = self.settings.copy()
-        spidercls.update_settings(settings)
+        try:
+            spidercls.update_settings(settings)
+        except config.ConfigError as exc:  # custom_settings Scrapy cannot set
+            fail(str(exc))
+            self.exitcode = 2
+            return
         output = str(get(settings, "FOCUSED_OUTPUT_DIR"))
         if not output.strip():  # Path("") is the current folder: the checkout
             fail(EMPTY_OUTPUT_DIR)

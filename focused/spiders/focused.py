@@ -205,8 +205,27 @@ class FocusedSpider(scrapy.Spider):
         ``FOCUSED_ALLOWED_DOMAINS`` (the spider's seeds and scope come from those), at the
         priority of ``custom_settings``: a setting given there or with ``-s`` wins. The
         address filter's middlewares are enabled when the settings name none of them
-        (:func:`focused.habits.add_address_guards`)."""
-        super().update_settings(settings)
+        (:func:`focused.habits.add_address_guards`). ``custom_settings`` that Scrapy
+        cannot set (a dict setting given a list) are a :class:`~focused.errors.ConfigError`
+        naming the setting (:func:`focused.config.check_custom_settings`)."""
+        if in_script():  # no command checks a script's crawl: a bad setting ends it
+            refuse_in_script(
+                lambda: cls._update_settings(settings), (config.ConfigError, TopicError)
+            )
+            refuse_in_script(
+                lambda: config.validate(settings, reach_redis=False, folders=False),
+                (config.ConfigError, TopicError),
+            )
+            return
+        cls._update_settings(settings)
+
+    @classmethod
+    def _update_settings(cls, settings: Any) -> None:
+        try:
+            super().update_settings(settings)
+        except (ValueError, TypeError):
+            config.check_custom_settings(settings, cls.__name__, cls.custom_settings)
+            raise
         custom = cls.custom_settings or {}
         for attribute, setting in (
             ("start_urls", "FOCUSED_SEEDS"),
@@ -217,11 +236,6 @@ class FocusedSpider(scrapy.Spider):
                 values = [value] if isinstance(value, str) else list(value)
                 settings.set(setting, [str(v) for v in values], priority="spider")
         habits.add_address_guards(settings)  # a script without the project's settings
-        if in_script():  # no command checked the settings: a bad one ends the script
-            refuse_in_script(
-                lambda: config.validate(settings, reach_redis=False, folders=False),
-                (config.ConfigError, TopicError),
-            )
 
     @classmethod
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> FocusedSpider:

@@ -117,7 +117,7 @@ def stores_nothing(settings: Any) -> bool:
 class CheckedLogging:
     """Mixin for a Scrapy command of the project: ``LOG_LEVEL`` and ``LOG_FILE`` checked
     before Scrapy sets its logging up from them (:func:`check_log_level_or_exit`). It
-    marks the process as run by a command of the project (:func:`in_script`)."""
+    marks the process as run by a command of the project (:func:`script_crawl`)."""
 
     settings: Any
 
@@ -141,26 +141,42 @@ class CheckedLogging:
 _COMMAND = [False]
 
 
-def in_script() -> bool:
-    """Whether the crawler being made is a ``CrawlerProcess``'s (or an
-    ``AsyncCrawlerProcess``'s) that no command of the project runs: a script of one's own
-    (``process.crawl(...)``, ``process.start()``), or Scrapy's own command outside the
-    project (``scrapy runspider`` of a file of a focused spider). Such a process is the
-    crawl's, as ``scrapy crawl``'s is: a crawl it cannot start ends it
-    (:func:`refuse_in_script`). A ``CrawlerRunner`` (a program that runs crawls among its
-    own work) is left its exceptions."""
+#: what :func:`script_crawl` says of a crawler a script's ``CrawlerProcess`` makes
+#: before its ``crawl(...)`` (``process.create_crawler(...)``): its arguments are not known
+UNKNOWN_ARGS: dict[str, Any] = {}
+
+
+def script_crawl() -> dict[str, Any] | None:
+    """The keyword arguments of the crawl when the crawler being made is a
+    ``CrawlerProcess``'s (or an ``AsyncCrawlerProcess``'s) that no command of the project
+    runs (:data:`UNKNOWN_ARGS` when they are not known yet); None otherwise. Such a
+    process is a script of one's own (``process.crawl("focused", topic=...)``,
+    ``process.start()``), or Scrapy's own command outside the project (``scrapy
+    runspider`` of a file of a focused spider): the process is the crawl's, as ``scrapy
+    crawl``'s is, and a crawl it cannot start ends it (:func:`refuse_in_script`). A
+    ``CrawlerRunner`` (a program that runs crawls among its own work) is left its
+    exceptions."""
     if _COMMAND[0]:
-        return False
+        return None
     from scrapy.crawler import CrawlerProcessBase
 
     frame = sys._getframe(1)
+    found = None
     for _ in range(12):  # update_settings <- Crawler.__init__ <- create_crawler <- crawl
         if frame is None:
-            return False
-        if isinstance(frame.f_locals.get("self"), CrawlerProcessBase):
-            return True
+            break
+        owner, names = frame.f_locals.get("self"), frame.f_locals
+        if isinstance(owner, CrawlerProcessBase):
+            if frame.f_code.co_name == "crawl" and isinstance(names.get("kwargs"), dict):
+                return dict(names["kwargs"])
+            found = UNKNOWN_ARGS
+        elif found is not None and isinstance(owner, ScrapyCommand):
+            # Scrapy's own command (runspider) makes the crawler, then crawls it with -a
+            spargs = getattr(names.get("opts"), "spargs", None)
+            if isinstance(spargs, dict):
+                return dict(spargs)
         frame = frame.f_back  # type: ignore[assignment]
-    return False
+    return found
 
 
 def refuse_in_script(check: Callable[[], None], errors: tuple[type[Exception], ...]) -> None:

@@ -254,6 +254,8 @@ def test_a_script_cannot_mix_two_topics_in_one_output_folder(tmp_path: Path) -> 
     pages = stored_count(out)
     assert pages >= 3
     second = crawl("physics")
+    assert second.returncode == 2, second.stderr[-3000:]
+    assert "Traceback" not in second.stderr, second.stderr[-3000:]
     assert f"{out} holds a crawl of topic chemistry with strategy" in second.stderr
     assert stored_count(out) == pages
     record = read_record(out)
@@ -408,16 +410,22 @@ BARE_BAD_SETTING = BARE_SCRIPT.replace(
     [
         (BAD_SETTING, "FOCUSED_STORE_COMMIT_EVERY must be an integer, got 'abc'"),
         (BARE_BAD_SETTING, "unknown FOCUSED_STRATEGY 'dfs'"),
+        (crawl_script({}, topic='"chemstry"'), "unknown topic 'chemstry'; did you mean"),
+        (
+            crawl_script({}).replace('topic="chemistry"', 'topc="chemistry"'),
+            "unknown spider argument -a topc=chemistry",
+        ),
     ],
-    ids=["project-settings", "bare"],
+    ids=["project-settings", "bare", "topic", "argument"],
 )
 def test_a_script_with_a_bad_setting_stops_with_one_line_and_status_2(
     tmp_path: Path, script: str, says: str
 ) -> None:
-    """A ``CrawlerProcess`` script whose settings hold a bad ``FOCUSED_*`` setting: the
-    spider's ``ConfigError`` was Twisted's "Unhandled error in Deferred" traceback, and
-    the script ended with status 0. Now the crawl command's line and status 2, nothing
-    written."""
+    """A ``CrawlerProcess`` script whose settings hold a bad ``FOCUSED_*`` setting, or
+    whose ``process.crawl`` names an unknown topic or argument: the spider's
+    ``ConfigError`` (``TopicError``) was Twisted's "Unhandled error in Deferred"
+    traceback, and the script ended with status 0. Now the crawl command's line and
+    status 2, nothing written."""
     path, out = tmp_path / "run.py", tmp_path / "out"
     path.write_text(script)
     result = subprocess.run(
@@ -445,17 +453,25 @@ class ChemSpider(FocusedSpider):
 """
 
 
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [
+        (("-s", "FOCUSED_STRATEGY=dfs"), "unknown FOCUSED_STRATEGY 'dfs'"),
+        (("-a", "topic=nosuch"), "unknown topic 'nosuch'"),
+    ],
+    ids=["setting", "topic"],
+)
 def test_scrapy_runspider_outside_the_project_refuses_a_bad_setting_in_one_line(
-    tmp_path: Path,
+    tmp_path: Path, given: tuple[str, ...], says: str
 ) -> None:
     """``scrapy runspider chem.py`` outside the project (Scrapy's own command, the
-    project importable): a bad setting was the spider's ``ConfigError`` traceback
-    ("Task exception was never retrieved"), exit status 1."""
+    project importable): a bad setting or topic was the spider's ``ConfigError`` or
+    ``TopicError`` traceback ("Task exception was never retrieved"), exit status 1."""
     spider, out = tmp_path / "chem.py", tmp_path / "out"
     spider.write_text(CHEM_SPIDER)
     result = subprocess.run(
-        [sys.executable, "-m", "scrapy", "runspider", str(spider)]
-        + ["-s", "FOCUSED_STRATEGY=dfs", "-s", f"FOCUSED_OUTPUT_DIR={out}"],
+        [sys.executable, "-m", "scrapy", "runspider", str(spider), *given]
+        + ["-s", f"FOCUSED_OUTPUT_DIR={out}"],
         cwd=tmp_path,
         env={
             **{k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")},
@@ -467,11 +483,9 @@ def test_scrapy_runspider_outside_the_project_refuses_a_bad_setting_in_one_line(
     )
     assert result.returncode == 2, result.stderr[-3000:]
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
-    assert (
-        result.stderr.strip()
-        .splitlines()[-1]
-        .startswith("focused: error: unknown FOCUSED_STRATEGY 'dfs'")
-    ), result.stderr[-3000:]
+    assert result.stderr.strip().splitlines()[-1].startswith(f"focused: error: {says}"), (
+        result.stderr[-3000:]
+    )
     assert not out.exists()
 
 

@@ -18,7 +18,7 @@ from scrapy.http import Response, TextResponse
 from w3lib.url import canonicalize_url
 
 from focused import config, habits, meta, robustness
-from focused.cli import in_script, refuse_in_script, stores_nothing
+from focused.cli import UNKNOWN_ARGS, refuse_in_script, script_crawl, stores_nothing
 from focused.defaults import get
 from focused.httpcache import separate_sandbox_cache
 from focused.items import PageItem, excerpt
@@ -208,16 +208,29 @@ class FocusedSpider(scrapy.Spider):
         (:func:`focused.habits.add_address_guards`). ``custom_settings`` that Scrapy
         cannot set (a dict setting given a list) are a :class:`~focused.errors.ConfigError`
         naming the setting (:func:`focused.config.check_custom_settings`)."""
-        if in_script():  # no command checks a script's crawl: a bad setting ends it
-            refuse_in_script(
-                lambda: cls._update_settings(settings), (config.ConfigError, TopicError)
-            )
-            refuse_in_script(
-                lambda: config.validate(settings, reach_redis=False, folders=False),
-                (config.ConfigError, TopicError),
-            )
+        crawl = script_crawl()
+        if crawl is None:
+            cls._update_settings(settings)
             return
-        cls._update_settings(settings)
+        # no command checks a script's crawl: bad input ends it, as scrapy crawl's does
+        errors = (config.ConfigError, TopicError)
+        refuse_in_script(lambda: cls._update_settings(settings), errors)
+        refuse_in_script(lambda: cls._check_script_crawl(settings, crawl), errors)
+
+    @classmethod
+    def _check_script_crawl(cls, settings: Any, kwargs: dict[str, Any]) -> None:
+        """The crawl command's checks of a crawl a script starts, without creating any
+        folder: its arguments and topic (when ``process.crawl`` gave them), its settings,
+        and its output folder and ``JOBDIR`` (:func:`focused.config.output_problem`)."""
+        if kwargs is UNKNOWN_ARGS:  # process.create_crawler(...): the topic comes later
+            config.validate(settings, reach_redis=False, folders=False)
+            return
+        config.check_spider_args(kwargs)
+        topic = load_topic(cls.topic_argument(kwargs.get("topic")), config.topics_dir(settings))
+        config.validate(settings, topic, reach_redis=False, folders=False)
+        problem = config.output_problem(settings, topic.name)
+        if problem:
+            raise config.ConfigError(problem)
 
     @classmethod
     def _update_settings(cls, settings: Any) -> None:

@@ -146,6 +146,12 @@ _COMMAND = [False]
 UNKNOWN_ARGS: dict[str, Any] = {}
 
 
+def in_command() -> bool:
+    """Whether a command of the project runs in this process (``scrapy crawl``, ``parse``,
+    ``fetch``...: :class:`CheckedLogging`)."""
+    return _COMMAND[0]
+
+
 def script_crawl() -> dict[str, Any] | None:
     """The keyword arguments of the crawl when the crawler being made is a
     ``CrawlerProcess``'s (or an ``AsyncCrawlerProcess``'s) that no command of the project

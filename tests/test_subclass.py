@@ -313,3 +313,42 @@ def test_scrapy_runspider_of_a_subclass_is_checked_as_scrapy_crawl(tmp_path: Pat
     proc = runspider("-a", "topic=physics", "-s", f"FOCUSED_OUTPUT_DIR={out}")
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert "holds a crawl of topic chemistry" in error_line(proc)
+
+
+LISTED_PIPELINES = """\
+from focused.spiders.focused import FocusedSpider
+
+
+class ChemSpider(FocusedSpider):
+    name = "chem"
+    topic = "chemistry"
+    custom_settings = {"ITEM_PIPELINES": ["focused.pipelines.PageStorePipeline"]}
+"""
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("crawl", "chem"),
+        ("parse", "--spider", "chem", "http://127.0.0.1:1/"),
+        ("fetch", "--spider", "chem", "http://127.0.0.1:1/"),
+    ],
+    ids=lambda c: c[0],
+)
+def test_custom_settings_scrapy_cannot_set_are_one_line_for_every_command(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    """A subclass whose ``custom_settings`` give ``ITEM_PIPELINES`` as a list: Scrapy's
+    ``ValueError`` traceback, exit status 1, as ``scrapy crawl chem``, ``parse`` or
+    ``fetch`` made its crawler. Now one line naming the class and the setting, exit
+    status 2, nothing fetched (port 1 would refuse the connection anyway)."""
+    out = tmp_path / "out"
+    proc = scrapy(tmp_path, *command, "-s", f"FOCUSED_OUTPUT_DIR={out}", spiders=LISTED_PIPELINES)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "focused: error: ChemSpider.custom_settings: ITEM_PIPELINES must be a dict of import"
+        ' path -> order, e.g. {"myproject.pipelines.MyPipeline": 300}, got'
+        " ['focused.pipelines.PageStorePipeline']"
+    )
+    assert not out.exists()

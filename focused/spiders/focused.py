@@ -18,7 +18,13 @@ from scrapy.http import Response, TextResponse
 from w3lib.url import canonicalize_url
 
 from focused import config, habits, meta, robustness
-from focused.cli import UNKNOWN_ARGS, refuse_in_script, script_crawl, stores_nothing
+from focused.cli import (
+    UNKNOWN_ARGS,
+    in_command,
+    refuse_in_script,
+    script_crawl,
+    stores_nothing,
+)
 from focused.defaults import get
 from focused.httpcache import separate_sandbox_cache
 from focused.items import PageItem, excerpt
@@ -209,11 +215,14 @@ class FocusedSpider(scrapy.Spider):
         cannot set (a dict setting given a list) are a :class:`~focused.errors.ConfigError`
         naming the setting (:func:`focused.config.check_custom_settings`)."""
         crawl = script_crawl()
+        errors = (config.ConfigError, TopicError)
         if crawl is None:
-            cls._update_settings(settings)
+            if in_command():  # scrapy parse, fetch, shell make the crawler in their run
+                refuse_in_script(lambda: cls._update_settings(settings), errors)
+            else:  # a CrawlerRunner's crawl: its exception
+                cls._update_settings(settings)
             return
         # no command checks a script's crawl: bad input ends it, as scrapy crawl's does
-        errors = (config.ConfigError, TopicError)
         refuse_in_script(lambda: cls._update_settings(settings), errors)
         refuse_in_script(lambda: cls._check_script_crawl(settings, crawl), errors)
 

@@ -102,8 +102,10 @@ class PageStorePipeline:
     takes the body from the item (a :class:`~focused.items.PageItem`'s ``body`` is
     ``b""`` afterwards; another item's ``body`` field is removed), so that the feed
     exporters, which see the item after every pipeline, get no bytes. A URL stored
-    before (a resumed crawl) is not stored again and counted in ``focused/duplicates``;
-    stored pages count in ``focused/stored``.
+    before (fetched again by a ``FOCUSED_CONTINUE`` crawl, which has no journal of what
+    was done) is not stored again, counted in ``focused/duplicates`` and dropped (logged
+    at DEBUG): it is no new item for the feeds or ``CLOSESPIDER_ITEMCOUNT``, while its
+    links are followed as usual; stored pages count in ``focused/stored``.
 
     It tells the scheduler what is durable (:mod:`focused.signals`; a user's own store
     pipeline can send the same signals): :data:`~focused.signals.page_store_opened` when
@@ -664,6 +666,8 @@ class PageStorePipeline:
             _set(adapter, key, record[key])
         if self.stats is not None:
             self.stats.inc_value("focused/stored" if added else "focused/duplicates")
+        if not added:  # its page went out once already (this crawl, or the one added to)
+            raise DropItem(f"{record['url']} is stored already: not a new page", log_level="DEBUG")
         if wait:
             return self._until_committed(item, size)
         self._items_out += 1

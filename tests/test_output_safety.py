@@ -200,6 +200,26 @@ def test_a_second_crawl_into_a_folder_of_pages_is_refused(
     assert len({urlsplit(url).path for url in urls}) == len(urls) == stored_count(out)
 
 
+def test_a_continued_crawl_counts_and_exports_only_its_new_pages(
+    tmp_path: Path, finished: tuple[Path, str]
+) -> None:
+    """``FOCUSED_CONTINUE`` has no journal of what was done, so it fetches the stored
+    pages again (for their links). They were items again: ``CLOSESPIDER_ITEMCOUNT=10``
+    on a folder of pages stopped the crawl on those, with no page added, and the feed
+    got them a second time. Now a stored page is no new item: the crawl adds its ten."""
+    out = copy_of(finished, tmp_path)
+    pages = stored_count(out)
+    with sqlite3.connect(out / "pages.sqlite3") as db:
+        before = {url for (url,) in db.execute("SELECT url FROM pages")}
+    feed = tmp_path / "new.jsonl"
+    more = run(out, "CLOSESPIDER_ITEMCOUNT=10", "FOCUSED_CONTINUE=True", args=("-o", str(feed)))
+    assert more.returncode == 0, more.stderr[-3000:]
+    assert stored_count(out) >= pages + 10
+    exported = [json.loads(line)["url"] for line in feed.read_text().splitlines()]
+    assert len(exported) >= 10 and not set(exported) & before
+    assert "'focused/duplicates': 0" not in more.stderr  # the stored pages were met again
+
+
 def test_two_crawls_into_one_folder_at_once(tmp_path: Path) -> None:
     out = tmp_path / "crawl"
     first = subprocess.Popen(

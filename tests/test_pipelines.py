@@ -77,8 +77,9 @@ def test_store_pipeline_writes_rows_and_files(tmp_path: Path) -> None:
         assert item.file_path == row[5] and item.file_path.startswith("segments/")
         where = (item.record_offset, item.record_length)
         assert read_body(tmp_path, item.file_path, *where) == body
-    again = page("A", False)  # the same URL once more (a resumed crawl)
-    pipe.process_item(again)
+    again = page("A", False)  # the same URL once more (a FOCUSED_CONTINUE crawl)
+    with pytest.raises(DropItem, match="stored already"):  # no new item
+        pipe.process_item(again)
     assert again.body == b"" and again.file_path == items[0].file_path
     # a dict item works too
     as_dict = {"url": "http://h/wiki/D.html", "relevant": True, "body": b"<p>d</p>"}
@@ -200,8 +201,11 @@ def test_from_crawler_checkpoint_before_commit_stats_and_resume(tmp_path: Path) 
     store_pipe.open_spider()
     assert opened == [True]
     metrics_pipe.open_spider()
-    for item in (page("A", True), page("B", False), page("A", True)):
+    for item in (page("A", True), page("B", False)):
         metrics_pipe.process_item(store_pipe.process_item(item))
+    # a URL stored already (a FOCUSED_CONTINUE crawl fetched it again): no new item
+    with pytest.raises(DropItem, match="A.html is stored already: not a new page"):
+        store_pipe.process_item(page("A", True))
     assert committed_at_checkpoint == [0, 1]  # sent before each page's commit
     a, b = "http://h/wiki/A.html", "http://h/wiki/B.html"
     # after each commit; the second A was stored already: told at once
@@ -288,7 +292,8 @@ def test_threaded_store_row_after_file_in_item_order(tmp_path: Path) -> None:
     # the files may be written by now, but no row is in and no item has left
     assert db_rows(tmp_path) == [] and out == [] and a.file_path == ""
     handoff.run(4)  # every page comes back, in order (the second A writes no file)
-    assert failed == [] and out == [a, b, a_again, c]
+    assert out == [a, b, c]  # the second A is no new item: dropped
+    assert [f.type for f in failed] == [DropItem]
     rows = db_rows(tmp_path)
     assert [(r[0], r[1]) for r in rows] == [(f"http://h/wiki/{n}.html", n) for n in "ABC"]
     assert committed_at_checkpoint == [0, 1, 2]  # the journal is committed before each row
@@ -319,7 +324,7 @@ def test_threaded_store_row_after_file_in_item_order(tmp_path: Path) -> None:
     for item in (bad, good):
         pipe.process_item(item).deferred.addCallbacks(out.append, failed.append)
     handoff.run(2)
-    assert len(failed) == 2 and all(f.check(DropItem) for f in failed)
+    assert len(failed) == 3 and all(f.check(DropItem) for f in failed)  # A again too
     assert isinstance(pipe.failed, OSError) and out[-1] is c
     assert crawler.stats.get_value("focused/store_failed").startswith(
         f"focused: error: cannot store pages in {tmp_path}: disk full; the crawl stopped"
@@ -349,7 +354,8 @@ def test_a_page_stored_before_is_told_with_the_commit_that_makes_it_durable(
     crawler.signals.connect(on_stored, signal=pages_stored)
     pipe.open_spider()
     pipe.process_item(page("A", True))
-    pipe.process_item(page("A", True))  # in the open transaction: not durable yet
+    with pytest.raises(DropItem):  # in the open transaction: not durable yet; no new item
+        pipe.process_item(page("A", True))
     assert told == []
     pipe.process_item(page("B", True))  # commits the batch
     assert told == [["A.html", "B.html", "A.html"]]
@@ -477,15 +483,13 @@ def test_a_page_stored_in_an_earlier_batch_goes_on_at_once(tmp_path: Path) -> No
     batch.follow(page("A", True))
     batch.clock.advance(0.5)  # A's batch committed
     batch.follow(page("B", True))  # a new batch is open
-    again = page("A", False)
-    assert batch.pipe.process_item(again) is again  # durable already: not held by B's batch
+    with pytest.raises(DropItem):  # durable already: told at once, no new item
+        batch.pipe.process_item(page("A", False))
     assert batch.told == ["A.html", "A.html"]
-    batch.follow(page("B", False))  # B's row is not committed
+    with pytest.raises(DropItem):  # B's row is not committed: told with its batch
+        batch.pipe.process_item(page("B", False))
     assert batch.told == ["A.html", "A.html"]
     batch.clock.advance(0.5)
-    assert batch.told[2:] == ["B.html", "B.html"] and [i.title for i in batch.out] == [
-        "A",
-        "B",
-        "B",
-    ]
+    assert batch.told[2:] == ["B.html", "B.html"] and [i.title for i in batch.out] == ["A", "B"]
+    assert batch.failed == []
     batch.pipe.close_spider()

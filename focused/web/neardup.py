@@ -16,6 +16,10 @@ apart) are two pages.
 fingerprints within 3 bits agree on at least one band), bounded: the oldest fingerprints
 are forgotten first. A page with less than :data:`MIN_CHARS` characters of content is
 never called a duplicate (short pages look alike).
+
+Each fingerprint keeps its *owner* (the crawler gives the URL of the page it stored,
+and the URL that page names as its canonical one): a near-duplicate found later is
+recorded as another URL of that page, not dropped (:meth:`NearDuplicates.owner_of`).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable, Mapping
 from operator import itemgetter
+from typing import Any, NamedTuple
 
 import mmh3
 import numpy as np
@@ -68,6 +73,24 @@ def distance(a: int, b: int) -> int:
     return (a ^ b).bit_count()
 
 
+class Key(NamedTuple):
+    """What a page is looked up and added by: its SimHash and its title's hash."""
+
+    fingerprint: int
+    title: int
+
+
+def key_of(
+    texts: Iterable[str], title: str = "", *, folded: bool = False, min_chars: int = MIN_CHARS
+) -> Key | None:
+    """The :class:`Key` of a page titled ``title`` whose content text nodes are ``texts``;
+    None for a page with less than ``min_chars`` characters of content (never checked)."""
+    features = pieces(texts, folded=folded)
+    if sum(features.values()) < min_chars:
+        return None
+    return Key(simhash(features), mmh3.hash64(" ".join(title.split()), signed=False)[0])
+
+
 class NearDuplicates:
     """Fingerprints seen so far, searched for one within ``max_distance`` bits.
 
@@ -98,6 +121,7 @@ class NearDuplicates:
         # per band: the number of the next older entry of the same bucket, -1: none
         self._older = [array("q") for _ in range(_BANDS)]
         self._heads = [array("q", [-1]) * (1 << _BAND_BITS) for _ in range(_BANDS)]
+        self._owners: list[Any] = []  # by slot
 
     def __len__(self) -> int:
         return min(self._added, self.capacity)
@@ -105,6 +129,28 @@ class NearDuplicates:
     def find(self, fingerprint: int, title: int = 0) -> int | None:
         """A fingerprint seen with ``title`` (a hash) within ``max_distance`` bits of
         ``fingerprint``, or None: of the first band that holds one, the oldest."""
+        n = self._entry(fingerprint, title)
+        return None if n < 0 else self._fingerprints[n % self.capacity]
+
+    def owner_of(self, key: Key) -> tuple[bool, Any]:
+        """``(True, owner)`` when a page of ``key`` was seen (``owner`` as it was added,
+        of the entry :meth:`find` answers with), else ``(False, None)``."""
+        n = self._entry(key.fingerprint, key.title)
+        if n < 0:
+            return False, None
+        return True, self._owners[n % self.capacity]
+
+    def set_owner(self, key: Key, owner: Any) -> bool:
+        """Give the entry :meth:`owner_of` finds for ``key`` a new owner (the page's main
+        URL changed); False when there is none."""
+        n = self._entry(key.fingerprint, key.title)
+        if n < 0:
+            return False
+        self._owners[n % self.capacity] = owner
+        return True
+
+    def _entry(self, fingerprint: int, title: int) -> int:
+        """The number of the entry :meth:`find` answers with, -1 for none."""
         capacity = self.capacity
         oldest = self._added - min(self._added, capacity)
         fingerprints, titles, limit = self._fingerprints, self._titles, self.max_distance
@@ -116,13 +162,13 @@ class NearDuplicates:
                 slot = n % capacity
                 seen = fingerprints[slot]
                 if titles[slot] == title and (seen ^ fingerprint).bit_count() <= limit:
-                    found = seen  # an older one may follow
+                    found = n  # an older one may follow
                 n = older[slot]
             if found is not None:
                 return found
-        return None
+        return -1
 
-    def add(self, fingerprint: int, title: int = 0) -> None:
+    def add(self, fingerprint: int, title: int = 0, owner: Any = None) -> None:
         """Remember ``fingerprint`` seen with ``title`` (both unsigned 64-bit); the oldest
         entry is forgotten once ``capacity`` are held."""
         if not self.capacity:
@@ -133,9 +179,11 @@ class NearDuplicates:
         if new:
             self._fingerprints.append(fingerprint)
             self._titles.append(title)
+            self._owners.append(owner)
         else:
             self._fingerprints[slot] = fingerprint
             self._titles[slot] = title
+            self._owners[slot] = owner
         for i in range(_BANDS):
             heads, key = self._heads[i], (fingerprint >> (i * _BAND_BITS)) & _MASK
             if new:
@@ -149,12 +197,22 @@ class NearDuplicates:
         """Whether a page titled ``title`` whose content text nodes are ``texts`` (white
         space folded already with ``folded``) is a near-duplicate of one seen (then it is
         not added); a short page is never one (nor added)."""
-        features = pieces(texts, folded=folded)
-        if sum(features.values()) < self.min_chars:
+        key = key_of(texts, title, folded=folded, min_chars=self.min_chars)
+        if key is None:
             return False
-        fingerprint = simhash(features)
-        title_key = mmh3.hash64(" ".join(title.split()), signed=False)[0]
-        if self.find(fingerprint, title_key) is not None:
+        if self.find(*key) is not None:
             return True
-        self.add(fingerprint, title_key)
+        self.add(*key)
         return False
+
+
+def later_is_main(first: str, first_canonical: str, later: str, later_canonical: str) -> bool:
+    """Whether a near-duplicate fetched later (its URL ``later``) is the canonical URL of
+    the page stored for the first copy (``first``): each copy's ``rel=canonical`` (as
+    canonical URLs, ``""`` for none) is believed about that copy. The later URL becomes
+    the page's main URL when the first copy does not name itself canonical and either
+    names the later URL or has the later copy name itself; else the first stays main (a
+    copy that claims itself keeps its claim, and so does the first of two that both do)."""
+    if first_canonical == first:
+        return False
+    return later in (first_canonical, later_canonical)

@@ -361,9 +361,10 @@ class Journal:
 
 
 def stored_urls(db_path: str | os.PathLike[str] | None, urls: list[str]) -> set[str]:
-    """Which of ``urls`` the page store at ``db_path`` (table ``pages``) already holds.
+    """Which of ``urls`` the page store at ``db_path`` already holds (table ``pages``, or
+    ``aliases``: a near-duplicate recorded as another URL of a stored page).
 
-    Read-only; no path, an absent file or an absent table holds nothing.
+        Read-only; no path, an absent file or an absent table holds nothing.
     """
     if db_path is None or not urls or not Path(db_path).exists():
         return set()
@@ -371,8 +372,11 @@ def stored_urls(db_path: str | os.PathLike[str] | None, urls: list[str]) -> set[
     db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     try:
         found: set[str] = set()
+        aliases = _has_aliases(db)
         for url in urls:
-            if db.execute("SELECT 1 FROM pages WHERE url=?", (url,)).fetchone():
+            if db.execute("SELECT 1 FROM pages WHERE url=?", (url,)).fetchone() or (
+                aliases and db.execute("SELECT 1 FROM aliases WHERE url=?", (url,)).fetchone()
+            ):
                 found.add(url)
         return found
     except sqlite3.OperationalError:
@@ -388,9 +392,10 @@ def store_holds(
     chunk: int = 500,
 ) -> list[int] | None:
     """The fingerprints of the ``(fp, url)`` ``pairs`` whose URL the page store at
-    ``db_path`` (table ``pages``) holds (``held``), or does not hold (``held=False``).
-    An absent file, or one without the table, holds none; ``None`` when the store cannot
-    be read (then nothing can be said). Read-only, ``chunk`` URLs per query."""
+    ``db_path`` holds (``held``; in the table ``pages`` or ``aliases``), or does not hold
+    (``held=False``). An absent file, or one without the table, holds none; ``None``
+    when the store cannot be read (then nothing can be said). Read-only, ``chunk`` URLs
+    per query."""
     path = Path(db_path)
     if not path.exists():
         return [] if held else [fp for fp, _ in pairs]
@@ -403,13 +408,14 @@ def store_holds(
             return [] if held else [fp for fp, _ in pairs]
         chosen: list[int] = []
         batch: list[tuple[int, str]] = []
+        aliases = _has_aliases(db)
         for pair in pairs:
             batch.append(pair)
             if len(batch) >= chunk:
-                chosen += _held(db, batch, held)
+                chosen += _held(db, batch, held, aliases)
                 batch = []
         if batch:
-            chosen += _held(db, batch, held)
+            chosen += _held(db, batch, held, aliases)
         return chosen
     except sqlite3.Error:
         return None
@@ -417,10 +423,21 @@ def store_holds(
         db.close()
 
 
-def _held(db: sqlite3.Connection, batch: list[tuple[int, str]], held: bool) -> list[int]:
+def _has_aliases(db: sqlite3.Connection) -> bool:
+    """Whether the store has the table ``aliases`` (one from before it has none)."""
+    return bool(db.execute("SELECT 1 FROM sqlite_master WHERE name='aliases'").fetchone())
+
+
+def _held(
+    db: sqlite3.Connection, batch: list[tuple[int, str]], held: bool, aliases: bool = False
+) -> list[int]:
     marks = ",".join("?" * len(batch))
     urls = [url for _, url in batch]
     found = {u for (u,) in db.execute(f"SELECT url FROM pages WHERE url IN ({marks})", urls)}
+    if aliases:
+        found.update(
+            u for (u,) in db.execute(f"SELECT url FROM aliases WHERE url IN ({marks})", urls)
+        )
     return [fp for fp, url in batch if (url in found) == held]
 
 

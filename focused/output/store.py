@@ -40,6 +40,16 @@ index row does, and :meth:`PageStore.open` indexes every row that has no index r
 (a store written with the index off, index rows still waiting when the crawl was
 killed, or a lost row), from the stored HTML.
 
+Aliases (table ``aliases``): a near-duplicate of a stored page (the same main content
+at another URL: a mirror, a print or mobile copy) is no second body but a row ``url ->
+page_id`` with the facts of its own fetch (:meth:`PageStore.add_alias`). It is written
+in the open transaction like a page row, after the row of its page (so it never points
+at a row a crash could take back), and commits with it; :meth:`PageStore.lookup`,
+:meth:`PageStore.has`, :meth:`PageStore.body` and :class:`StoreReader` answer for it
+with its page. When the alias is the page's canonical URL it becomes the page's main URL
+(``pages.url``) and the earlier main URL the alias. Repair removes the aliases of a row
+it removes (their URLs go to :attr:`PageStore.lost` too).
+
 Several processes may share a store (a distributed crawl): each writes segments of its
 own and holds a shared lock while open; :meth:`PageStore.repair` runs only when the
 exclusive lock can be taken, i.e. when no other process has the store open and could own
@@ -94,6 +104,7 @@ __all__ = [
     "migrate",
     "read_body",
     "repair_store",
+    "stored_aliases",
     "stored_pages",
 ]
 
@@ -131,6 +142,21 @@ COLUMNS: dict[str, str] = {
     "record_offset": "INTEGER",  # NULL: a one-file-per-page body (the earlier layout)
     "record_length": "INTEGER",
 }
+#: column name -> SQLite type of the table ``aliases`` (after ``url`` and ``page_id``)
+ALIAS_COLUMNS: dict[str, str] = {
+    "found_at": "REAL NOT NULL DEFAULT 0",
+    "parent_url": "TEXT NOT NULL DEFAULT ''",
+    "depth": "INTEGER NOT NULL DEFAULT 0",
+    "status": "INTEGER NOT NULL DEFAULT 0",
+    "is_target": "INTEGER",
+    # the largest page id when the alias was added: where it falls in the storing order
+    "stored_after": "INTEGER NOT NULL DEFAULT 0",
+}
+_ALIASES_DDL = (
+    "CREATE TABLE IF NOT EXISTS aliases (url TEXT PRIMARY KEY, page_id INTEGER NOT NULL, "
+    + ", ".join(f"{name} {decl}" for name, decl in ALIAS_COLUMNS.items())
+    + ")"
+)
 #: where a page's body is: set by the store, not by the caller
 LOCATION_COLUMNS = ("content_hash", "file_path", "record_offset", "record_length")
 #: the columns a store of an earlier version lacks (one file per page, before segments);
@@ -285,6 +311,9 @@ class PageStore:
         self.conn: sqlite3.Connection | None = None
         self.duplicates = 0
         self.stored = 0
+        #: aliases added (near-duplicates of stored pages: a row, no body)
+        self.aliased = 0
+        self._new_aliases: set[str] = set()  # aliases of the open transaction
         self.repaired: list[str] = []
         #: what :meth:`repair` changed, one line each (``check --repair`` prints them)
         self.changes: list[str] = []
@@ -353,6 +382,8 @@ class PageStore:
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS segments (name TEXT PRIMARY KEY, end INTEGER NOT NULL)"
             )
+            conn.execute(_ALIASES_DDL)
+            conn.execute("CREATE INDEX IF NOT EXISTS aliases_page ON aliases(page_id)")
             if self.layout == "files":  # identical bodies share a file: found by hash
                 conn.execute("CREATE INDEX IF NOT EXISTS pages_hash ON pages(content_hash)")
             # from now on a writer that holds the lock makes a write fail fast (StoreBusy)
@@ -460,6 +491,7 @@ class PageStore:
         self._committed_ends.update(self._ends)
         self._ends = {}
         self._index_new = 0  # the open transaction's rows are committed
+        self._new_aliases = set()
         if indexed:
             del self._to_index[:indexed]
         committed, self._inserted = self._inserted, []
@@ -525,7 +557,9 @@ class PageStore:
         """Roll back the open transaction (after a failed write or commit): its rows are
         not stored. The URLs whose rows were rolled back."""
         lost, self._inserted = self._inserted, []
-        self.stored -= len(lost)
+        aliases, self._new_aliases = self._new_aliases, set()
+        self.aliased -= len(aliases)
+        self.stored -= len(lost) - len(aliases)
         self._pending = 0
         if self._index_new:  # their rows are rolled back: no index rows for them
             del self._to_index[-self._index_new :]
@@ -603,12 +637,111 @@ class PageStore:
         return self.add_written(record, self.write_body(body, record=record))
 
     def lookup(self, url: str) -> tuple[str, str, int | None, int | None] | None:
-        """``(content_hash, file_path, record_offset, record_length)`` of ``url``'s row,
-        or None when not stored."""
-        return self._db.execute(
+        """``(content_hash, file_path, record_offset, record_length)`` of ``url``'s row
+        (of its page's row, for an alias), or None when not stored."""
+        db = self._db
+        found = db.execute(
             "SELECT content_hash, file_path, record_offset, record_length FROM pages WHERE url = ?",
             (url,),
         ).fetchone()
+        if found is None:
+            found = db.execute(
+                "SELECT p.content_hash, p.file_path, p.record_offset, p.record_length "
+                "FROM aliases a JOIN pages p ON p.id = a.page_id WHERE a.url = ?",
+                (url,),
+            ).fetchone()
+        return found
+
+    def page_id(self, url: str) -> int | None:
+        """The id of the page row stored for ``url`` (its main URL or an alias), or None."""
+        db = self._db
+        found = db.execute("SELECT id FROM pages WHERE url = ?", (url,)).fetchone()
+        if found is None:
+            found = db.execute("SELECT page_id FROM aliases WHERE url = ?", (url,)).fetchone()
+        return None if found is None else int(found[0])
+
+    def add_alias(self, record: Mapping[str, Any], of: str, *, main: bool = False) -> bool | None:
+        """Record ``record["url"]`` as another URL of the page stored for ``of`` (its main
+        URL or an alias): a row of the table ``aliases``, no body, in the open transaction
+        (committed with it; ``after_commit`` names the URL). ``record`` gives the alias's
+        ``fetched_at``, ``parent_url``, ``depth``, ``status`` and ``is_target``. With
+        ``main``, the alias becomes the page's main URL (``pages.url``, and its
+        ``is_target``) and the page's earlier main URL the alias, with the page row's
+        facts. True when added; False when the URL is stored already (nothing written);
+        None when ``of`` is not stored (nothing written: the caller may try again once it
+        is). :class:`StoreBusy` as :meth:`add`."""
+        url = str(record["url"])
+        if self.page_id(url) is not None:
+            self.duplicates += 1
+            return False
+        page = self.page_id(of)
+        if page is None:
+            return None
+        db = self._db
+        self._begin()
+        row = {
+            "url": url,
+            "found_at": record.get("fetched_at") or time.time(),
+            "parent_url": record.get("parent_url") or "",
+            "depth": record.get("depth") or 0,
+            "status": record.get("status") or 0,
+            "is_target": record.get("is_target"),
+        }
+        if main:
+            old = db.execute(
+                "SELECT url, fetched_at, parent_url, depth, status, is_target FROM pages "
+                "WHERE id = ?",
+                (page,),
+            ).fetchone()
+            db.execute(
+                "UPDATE pages SET url = ?, is_target = ? WHERE id = ?",
+                (url, _flag(row["is_target"]), page),
+            )
+            names = ("url", "found_at", "parent_url", "depth", "status")
+            row = dict(zip(names, old[:5], strict=True))
+            row["is_target"] = old[5]
+        db.execute(
+            "INSERT INTO aliases (url, page_id, found_at, parent_url, depth, status, is_target, "
+            "stored_after) VALUES (?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(id), 0) FROM pages))",
+            (
+                row["url"],
+                page,
+                row["found_at"],
+                row["parent_url"],
+                int(row["depth"]),
+                int(row["status"]),
+                _flag(row["is_target"]),
+            ),
+        )
+        self._pending += 1
+        self._inserted.append(url)
+        self._new_aliases.add(url)
+        self.aliased += 1
+        if self._pending >= self.commit_every:
+            self.flush()
+        return True
+
+    def _begin(self) -> None:
+        """Open the batch transaction if none is open (:class:`StoreBusy` when another
+        program holds the write lock: nothing done)."""
+        if self._pending:
+            return
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if is_busy(exc):
+                raise StoreBusy(str(exc)) from exc
+            raise
+
+    def aliases(self, page_id: int | None = None) -> list[dict[str, Any]]:
+        """The alias rows (of ``page_id``'s page only, when given), in the order added."""
+        where, args = ("WHERE page_id = ?", (page_id,)) if page_id is not None else ("", ())
+        cur = self._db.execute(
+            f"SELECT url, page_id, {', '.join(ALIAS_COLUMNS)} FROM aliases {where} ORDER BY rowid",
+            args,
+        )
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, values, strict=True)) for values in cur]
 
     def write_body(
         self,
@@ -732,13 +865,7 @@ class PageStore:
     def _insert(self, row: dict[str, Any]) -> bool:
         """Insert one row in the open batch transaction; False when the URL exists."""
         db = self._db
-        if not self._pending:
-            try:
-                db.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                if is_busy(exc):  # another program writes: nothing done, try again later
-                    raise StoreBusy(str(exc)) from exc
-                raise
+        self._begin()  # another program writes: StoreBusy, nothing done, try again later
         values = []
         for name in COLUMNS:
             value = row.get(name)
@@ -762,7 +889,8 @@ class PageStore:
 
     # --- reading -----------------------------------------------------------------
     def has(self, url: str) -> bool:
-        return self._db.execute("SELECT 1 FROM pages WHERE url = ?", (url,)).fetchone() is not None
+        """Whether ``url`` is stored, as a page's main URL or as an alias."""
+        return self.page_id(url) is not None
 
     def urls(self) -> list[str]:
         """Stored URLs in the order they were stored."""
@@ -918,7 +1046,18 @@ class PageStore:
                 (name, max(size, 0)),
             ).fetchall()
             db.execute("CREATE TABLE IF NOT EXISTS lost_pages (url TEXT PRIMARY KEY, lost_at REAL)")
+            for rowid, _url in list(gone):  # a removed page's aliases go with it
+                gone += db.execute(
+                    "SELECT NULL, url FROM aliases WHERE page_id = ?", (rowid,)
+                ).fetchall()
+                db.execute("DELETE FROM aliases WHERE page_id = ?", (rowid,))
             for rowid, url in gone:
+                if rowid is None:
+                    db.execute(
+                        "INSERT OR REPLACE INTO lost_pages (url, lost_at) VALUES (?, ?)",
+                        (url, time.time()),
+                    )
+                    continue
                 db.execute("DELETE FROM pages WHERE id = ?", (rowid,))
                 db.execute(
                     "INSERT OR REPLACE INTO lost_pages (url, lost_at) VALUES (?, ?)",
@@ -1039,6 +1178,17 @@ def _problems(
         problems += _row_problems(
             db, root, ends=ends, sizes=sizes, referenced=referenced, verify=verify
         )
+    if "aliases" in tables and "pages" in tables:
+        problems += [
+            f"alias without page: {url} -> {page}"
+            for url, page in db.execute(
+                "SELECT url, page_id FROM aliases WHERE page_id NOT IN (SELECT id FROM pages)"
+            )
+        ]
+        problems += [
+            f"alias of a stored page's url: {url}"
+            for (url,) in db.execute("SELECT url FROM aliases WHERE url IN (SELECT url FROM pages)")
+        ]
     if not live:
         problems += [
             f"bytes past the committed end: {name} ({sizes[name] - end})"
@@ -1269,18 +1419,45 @@ def columns(conn: sqlite3.Connection, names: Iterable[str]) -> str:
     )
 
 
-def stored_pages(output_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """``url``, ``relevant`` and ``is_target`` of every stored page, in storing order,
-    read without opening the store for writing (empty when there is no store yet)."""
+def _flag(value: Any) -> int | None:
+    """A boolean column's value: None stays None, anything else 0 or 1."""
+    return None if value is None else int(bool(value))
+
+
+def stored_aliases(output_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """``url``, ``is_target`` and ``stored_after`` (the largest page id when it was added)
+    of every alias, in the order added, read without opening the store for writing
+    (empty when there is no store, or one from before aliases)."""
+    db_path = Path(output_dir) / DB_NAME
+    if not db_path.is_file():
+        return []
+    conn = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
+    try:
+        cur = conn.execute("SELECT url, is_target, stored_after FROM aliases ORDER BY rowid")
+        return [
+            {"url": u, "is_target": None if t is None else bool(t), "stored_after": int(a)}
+            for u, t, a in cur
+        ]
+    except sqlite3.OperationalError:  # no table
+        return []
+    finally:
+        conn.close()
+
+
+def stored_pages(output_dir: str | os.PathLike[str], *, ids: bool = False) -> list[dict[str, Any]]:
+    """``url``, ``relevant`` and ``is_target`` (and its ``id``, with ``ids``) of every
+    stored page, in storing order, read without opening the store for writing (empty
+    when there is no store yet)."""
     db_path = Path(output_dir) / DB_NAME
     if not db_path.is_file():
         return []
     conn = sqlite3.connect(db_path, timeout=30.0)
     try:
-        cur = conn.execute("SELECT url, relevant, is_target FROM pages ORDER BY id")
+        cur = conn.execute("SELECT id, url, relevant, is_target FROM pages ORDER BY id")
         return [
             {"url": u, "relevant": bool(r), "is_target": None if t is None else bool(t)}
-            for u, r, t in cur
+            | ({"id": i} if ids else {})
+            for i, u, r, t in cur
         ]
     except sqlite3.OperationalError:  # no table yet
         return []
@@ -1302,11 +1479,20 @@ class StoreReader:
         self._location: str | None = None
 
     def location(self, url: str) -> tuple[str, str, int | None, int | None] | None:
+        """Where the body of ``url`` (a page's main URL or an alias) is, or None."""
         if self._location is None:
             self._location = columns(self.conn, LOCATION_COLUMNS)
-        return self.conn.execute(
+        found = self.conn.execute(
             f"SELECT {self._location} FROM pages WHERE url = ?", (url,)
         ).fetchone()
+        if found is None:
+            with contextlib.suppress(sqlite3.OperationalError):  # a store from before aliases
+                found = self.conn.execute(
+                    f"SELECT {self._location} FROM pages WHERE id = "
+                    "(SELECT page_id FROM aliases WHERE url = ?)",
+                    (url,),
+                ).fetchone()
+        return found
 
     def body(self, url: str) -> bytes | None:
         """The raw bytes stored for ``url``, or None when it is not stored."""

@@ -37,6 +37,7 @@ from focused.output.store import (
     StoreBusy,
     StoreInUse,
     content_hash,
+    stored_aliases,
     stored_pages,
 )
 from focused.scope import require_focused_spider
@@ -242,6 +243,10 @@ class PageStorePipeline:
         self.call_from_thread: Callable[..., Any] | None = None
         #: how a retry is scheduled (default: the reactor's callLater)
         self.call_later: Callable[..., Any] | None = None
+        #: aliases in the open transaction, told (``aliases_stored``) once it commits
+        self._aliases: list[dict[str, Any]] = []
+        #: aliases whose page is not stored yet (its item still on its way), by its URL
+        self._orphans: dict[str, list[tuple[dict[str, Any], bool]]] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PageStorePipeline:
@@ -272,6 +277,7 @@ class PageStorePipeline:
             no_item_seconds=s.getfloat("CLOSESPIDER_TIMEOUT_NO_ITEM"),
             no_item_pages=s.getint("CLOSESPIDER_PAGECOUNT_NO_ITEM"),
         )
+        crawler.signals.connect(pipeline._on_aliased, focused_signals.page_aliased)
         if pipeline.no_item_pages and pipeline.commit_every > 1:
             crawler.signals.connect(pipeline._response_received, scrapy_signals.response_received)
             crawler.signals.connect(pipeline._item_scraped, scrapy_signals.item_scraped)
@@ -371,12 +377,15 @@ class PageStorePipeline:
         if self._found:
             urls, self._found = [*urls, *self._found], []
         self._tell_stored(urls)
+        aliases, self._aliases = self._aliases, []
         self._cancel_commit_due()
         waiting, self._uncommitted = self._uncommitted, []
         self._held_bytes = 0
         self._items_out += len(waiting)
         for d, item in waiting:
             d.callback(item)
+        if aliases and self.signals is not None:  # after their pages' items
+            self.signals.send_catch_log(signal=focused_signals.aliases_stored, aliases=aliases)
 
     # --- batched commits ------------------------------------------------------------
     def _until_committed(self, item: Any, size: int) -> Deferred[Any]:
@@ -514,6 +523,48 @@ class PageStorePipeline:
         _cancel(self._check_due)
         self._check_due = None
 
+    # --- aliases: near-duplicates of stored pages ---------------------------------------
+    def _on_aliased(
+        self, alias: dict[str, Any], of: str, main: bool = False, **kwargs: Any
+    ) -> bool:
+        """The spider found ``alias["url"]`` a near-duplicate of the page fetched at
+        ``of``: record it as another URL of that page (:meth:`PageStore.add_alias`), in
+        the open transaction, with the same waits and failures as a page's row. An alias
+        whose page is not stored yet waits for it (:meth:`_stored`); one whose page never
+        is (the store stopped) stays unconfirmed, so a resume fetches it again."""
+        if self.store is None or self.failed is not None:
+            return False
+        with contextlib.suppress(DropItem):  # the store stopped: the page stays in flight
+            self._attempt(lambda: self._add_alias(alias, of, main))
+        return True
+
+    def _add_alias(self, alias: dict[str, Any], of: str, main: bool) -> bool:
+        store = self.store
+        assert store is not None
+        url = alias["url"]
+        self._aliases.append(alias)  # a commit inside add_alias tells it
+        try:
+            added = store.add_alias(alias, of, main=main)
+        except BaseException:
+            self._drop_alias(alias)
+            raise
+        if added:
+            if self.stats is not None:
+                self.stats.inc_value("focused/aliases")
+            return True
+        self._drop_alias(alias)
+        if added is None:  # its page's row is not in yet
+            self._orphans.setdefault(of, []).append((alias, main))
+        elif store.uncommitted(url):  # stored already: told with the open transaction
+            self._found.append(url)
+        else:
+            self._tell_stored([url])
+        return False
+
+    def _drop_alias(self, alias: dict[str, Any]) -> None:
+        with contextlib.suppress(ValueError):
+            self._aliases.remove(alias)
+
     def _tell_stored(self, urls: list[str]) -> None:
         if urls and self.signals is not None:
             self.signals.send_catch_log(signal=focused_signals.pages_stored, urls=urls)
@@ -622,6 +673,7 @@ class PageStorePipeline:
         if self.store is not None:
             self.store.abort()  # the rows of the open transaction are not stored
             self._found.clear()
+            self._aliases.clear()
         self._cancel_commit_due()
         uncommitted, self._uncommitted = self._uncommitted, []
         self._held_bytes = 0
@@ -653,6 +705,10 @@ class PageStorePipeline:
         the bytes of the item's response."""
         store = self.store
         wait = False
+        orphans = self._orphans.pop(record["url"], None) if self._orphans else None
+        for alias, main in orphans or ():  # its near-duplicates found before its row went in
+            with contextlib.suppress(DropItem):
+                self._attempt(lambda a=alias, m=main: self._add_alias(a, record["url"], m))
         if store is not None:
             if added:
                 wait = store.pending > 0  # its own row is in the open transaction
@@ -731,11 +787,18 @@ class PageStorePipeline:
             self._fail(exc)
             self.store.close()
         logger.info(
-            "focused: stored %d pages (%d already stored) in %s",
+            "focused: stored %d pages (%d already stored, %d near-duplicates recorded as"
+            " other URLs of them) in %s",
             self.store.stored,
             self.store.duplicates,
+            self.store.aliased,
             self.output_dir,
         )
+        if self._orphans:  # their pages were never stored: a resume fetches them again
+            logger.info(
+                "focused: %d near-duplicates were not recorded (their page was not stored)",
+                sum(len(v) for v in self._orphans.values()),
+            )
 
 
 def _cancel(call: Any) -> None:
@@ -860,6 +923,7 @@ class MetricsPipeline:
             draw=bool(get(s, "FOCUSED_REPORT")),
         )
         pipe.crawler = crawler  # the spider (and its targets) exists only at open
+        crawler.signals.connect(pipe._on_aliases, focused_signals.aliases_stored)
         return pipe
 
     def open_spider(self) -> None:
@@ -883,11 +947,29 @@ class MetricsPipeline:
         self.curve = HarvestCurve(self.targets)
         self.started = time.time()
         if self.resume:
-            for page in stored_pages(self.output_dir):
+            aliases = stored_aliases(self.output_dir)
+            at = 0  # aliases come right after the last page stored before them
+            for page in stored_pages(self.output_dir, ids=True):
+                while at < len(aliases) and aliases[at]["stored_after"] < page["id"]:
+                    self.curve.add_alias(aliases[at]["url"], aliases[at]["is_target"])
+                    at += 1
                 self.curve.add(page["url"], page["relevant"], page["is_target"])
+            for alias in aliases[at:]:
+                self.curve.add_alias(alias["url"], alias["is_target"])
             if self.curve.pages:
                 logger.info("focused: resuming metrics from %d stored pages", self.curve.pages)
         self._update_stats()
+
+    def _on_aliases(self, aliases: list[dict[str, Any]], **kwargs: Any) -> None:
+        """The page store committed ``aliases`` (near-duplicates recorded as other URLs
+        of stored pages): their URLs are found, no page more."""
+        if self.taken:
+            return
+        counted = False
+        for alias in aliases:
+            counted |= self.curve.add_alias(str(alias["url"]), alias.get("is_target"))
+        if counted:
+            self._update_stats()
 
     def _write_record(self) -> None:
         if self.crawler is not None and self.crawler.spider is not None:

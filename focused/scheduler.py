@@ -1111,6 +1111,7 @@ class FocusedScheduler(BaseScheduler):
             (self._on_stored, focused_signals.pages_stored),
             (self._on_rescore, focused_signals.frontier_rescore),
             (self._on_skipped, focused_signals.page_skipped),
+            (self._on_aliased, focused_signals.page_aliased),
             (self._on_download_failed, focused_signals.download_failed),
             (self._on_links_queued, focused_signals.links_queued),
         ]
@@ -1209,6 +1210,15 @@ class FocusedScheduler(BaseScheduler):
         """A fetched page the spider yields no item for: no store row will confirm it, so
         it is journaled as done now (durable at the next journal commit)."""
         self._confirm(response)
+
+    def _on_aliased(self, response: Response, **kwargs: Any) -> None:
+        """A fetched page the spider found a near-duplicate of a stored page: with a page
+        store it is done once the store names it in ``pages_stored`` (its alias row
+        committed), as a stored page is; without one, done now."""
+        if self.waits_for_store:
+            self._held(response, _HELD)
+        else:
+            self._confirm(response)
 
     def _confirm(self, response: Response | None) -> None:
         """Journal a fetched page as done."""

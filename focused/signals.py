@@ -89,3 +89,18 @@ frontier_opened = object()
 #: when one of them says so. The predicate must be cheap (it runs on every pick) and must
 #: not raise.
 frontier_waste_check = object()
+
+#: ``page_aliased``: sent by the spider, with ``response``, ``alias`` (a dict: ``url``,
+#: ``fetched_at``, ``parent_url``, ``depth``, ``status``, ``is_target``), ``of`` (the URL
+#: of the stored page whose near-duplicate it is) and ``main`` (whether it is that page's
+#: canonical URL, to become its main URL), for a fetched page that is a near-duplicate of
+#: a page stored before (:mod:`focused.web.neardup`). No item comes of it: a page store
+#: records the URL as another URL of that page (no second body) and names it in
+#: :data:`pages_stored` once committed, which journals it as done; without a page store
+#: the scheduler journals it as done at once.
+page_aliased = object()
+
+#: ``aliases_stored``: sent by :class:`focused.pipelines.PageStorePipeline` right after
+#: a commit that made aliases durable (after :data:`pages_stored`), with ``aliases``: the
+#: ``alias`` dicts of :data:`page_aliased`. The metrics count their URLs as found.
+aliases_stored = object()

@@ -295,6 +295,7 @@ class RedisScheduler(FocusedScheduler):
             (self._on_item, signals.item_error),
             (self._on_item, signals.spider_error),
             (self._on_skipped, focused_signals.page_skipped),
+            (self._on_scraped, focused_signals.page_aliased),  # done once its alias is stored
             (self._on_store_opened, focused_signals.page_store_opened),
             (self._on_stored, focused_signals.pages_stored),
             (self._on_checkpoint, focused_signals.frontier_checkpoint),
@@ -1044,13 +1045,18 @@ def _store_stopped(exc: DropItem) -> bool:
 
 
 def _stored_urls(db: Path, batch: int) -> Iterator[list[str]]:
-    """The URLs a page store at ``db`` holds, ``batch`` at a time (read-only; nothing
-    when there is no store)."""
+    """The URLs a page store at ``db`` holds (its pages' and its aliases'), ``batch`` at
+    a time (read-only; nothing when there is no store)."""
     if not db.is_file():
         return
     conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
     try:
-        cur = conn.execute("SELECT url FROM pages")
+        aliases = conn.execute("SELECT 1 FROM sqlite_master WHERE name='aliases'").fetchone()
+        cur = conn.execute(
+            "SELECT url FROM pages UNION ALL SELECT url FROM aliases"
+            if aliases
+            else "SELECT url FROM pages"
+        )
         while rows := cur.fetchmany(batch):
             yield [str(u) for (u,) in rows]
     except sqlite3.OperationalError:

@@ -126,7 +126,8 @@ class HarvestCurve:
     ``targets``: canonical absolute URLs of all target pages, or ``None``/empty when
     unknown. A page counts once (a URL added again is ignored). ``is_target`` given to
     :meth:`add` wins; when it is ``None`` the page is a target when its canonical URL is
-    in ``targets``.
+    in ``targets``. :meth:`add_alias` counts another URL of a page added before (a
+    near-duplicate the store recorded against it): a target found, no page more.
     """
 
     def __init__(self, targets: frozenset[str] | None = None) -> None:
@@ -142,6 +143,9 @@ class HarvestCurve:
         self._target = bytearray()  # 0: unknown (None), 1: no, 2: yes
         self._elapsed = array("d")  # NaN: unknown
         self._queues = array("q")  # len(QUEUES) a page; -1: unknown
+        self._alias_targets = array("q")  # targets found by aliases right after each page
+        self._alias_targets_before = 0  # ... before the first page
+        self.aliases = 0
 
     @property
     def targets_known(self) -> bool:
@@ -157,7 +161,7 @@ class HarvestCurve:
         if not self.pages:
             return 0.0
         hits = self.targets_found if self.targets_known else self.relevant_pages
-        return hits / self.pages
+        return min(1.0, hits / self.pages)
 
     @property
     def recall(self) -> float | None:
@@ -194,10 +198,31 @@ class HarvestCurve:
         self._relevant.append(1 if relevant else 0)
         self._target.append(0 if is_target is None else 2 if is_target else 1)
         self._elapsed.append(math.nan if elapsed_s is None else elapsed_s)
+        self._alias_targets.append(0)
         sizes = queues or {}
         for name in QUEUES:
             n = sizes.get(name)
             self._queues.append(-1 if n is None else int(n))
+        return True
+
+    def add_alias(self, url: str, is_target: bool | None = None) -> bool:
+        """Count ``url`` as another URL of a page added before (its near-duplicate, the
+        body stored once): found when it is a target (``is_target``, or, when None, its
+        canonical URL in ``targets``), but no page more. False (nothing counted) for a URL
+        seen before."""
+        canon = _canon(url)
+        if canon in self._seen:
+            return False
+        self._seen.add(canon)
+        self.aliases += 1
+        if is_target is None and self.targets_known:
+            is_target = canon in self.targets
+        if is_target:
+            self._found.add(canon)
+            if self._alias_targets:
+                self._alias_targets[-1] += 1
+            else:
+                self._alias_targets_before += 1
         return True
 
     def iter_points(self) -> Iterator[Point]:
@@ -206,17 +231,18 @@ class HarvestCurve:
         page brought (the same numbers :meth:`add` reached: a page adds one page, and one
         target when it is one, since a URL counts once)."""
         known, n_targets, width = self.targets_known, len(self.targets), len(QUEUES)
-        relevant_pages = found = 0
+        relevant_pages = 0
+        found = self._alias_targets_before
         queues = self._queues
         for i, url in enumerate(self._urls):
             pages = i + 1
             relevant, target = self._relevant[i], self._target[i]
             relevant_pages += relevant
-            found += target == 2
+            found += (target == 2) + self._alias_targets[i]
             elapsed = self._elapsed[i]
             yield Point(
                 pages,
-                (found if known else relevant_pages) / pages,
+                min(1.0, (found if known else relevant_pages) / pages),
                 min(1.0, found / n_targets) if known else None,
                 relevant_pages,
                 found,
@@ -280,6 +306,7 @@ class HarvestCurve:
             "relevant": self.relevant_pages,
             "targets": len(self.targets) if self.targets_known else None,
             "targets_found": self.targets_found,
+            "aliases": self.aliases,
             "precision": self.precision,
             "recall": self.recall,
             "harvest_rate_relevant": (self.relevant_pages / self.pages) if self.pages else 0.0,

@@ -40,9 +40,9 @@ from focused.ranking.relevance import (
     term_buckets,
     term_counts,
 )
-from focused.signals import frontier_opened, frontier_waste_check, page_skipped
+from focused.signals import frontier_opened, frontier_waste_check, page_aliased, page_skipped
 from focused.strategies import Strategy
-from focused.web.neardup import NearDuplicates
+from focused.web.neardup import NearDuplicates, key_of, later_is_main
 from focused.web.safeurls import SafeUrls
 from focused.web.sanitize import is_wide, parse_cut, strip_session_ids
 from focused.web.sites import Web, open_web
@@ -54,6 +54,11 @@ BODY_TEXT = "//body//text()[not(ancestor::script) and not(ancestor::style)]"
 TITLE_TEXT = "//title//text()"
 #: ``<meta name="robots" content="...">`` of a page (``name`` matched in any case).
 META_ROBOTS = "//head/meta[translate(@name, 'ROBTS', 'robts')='robots']/@content"
+#: ``<link rel="canonical" href="...">`` of a page (``rel`` one token of it, any case).
+CANONICAL_LINK = (
+    "//head/link[contains(concat(' ', normalize-space(translate(@rel, 'CANOIL', 'canoil')),"
+    " ' '), ' canonical ')]/@href"
+)
 
 
 def counted(n: int, noun: str) -> str:
@@ -444,7 +449,9 @@ class FocusedSpider(scrapy.Spider):
         title = " ".join(texts(response, TITLE_TEXT)).strip()[:cap]
         robots = self._robots(response)
         body, page = self._content(response)
-        if page is not None and self._near_duplicate(response, page, title):
+        if page is not None and self._near_duplicate(
+            response, page, title, noindex="noindex" in robots
+        ):
             return
         if cap is not None and len(body) > cap:
             self._count("focused/pages/text_capped")
@@ -608,19 +615,69 @@ class FocusedSpider(scrapy.Spider):
         self.templates.classify(urlsplit(response.url).netloc, page)
         return page.content_text(), page
 
-    def _near_duplicate(self, response: TextResponse, page: Page, title: str) -> bool:
+    def _near_duplicate(
+        self, response: TextResponse, page: Page, title: str, *, noindex: bool = False
+    ) -> bool:
         """Whether the page's main content was seen at another URL (the same title, a
-        SimHash within 3 bits): then it is counted and skipped (no item, no links, the
-        scheduler told by ``page_skipped``). Otherwise its blocks join its host's
-        template counts."""
-        if self.near_duplicates.check(page.content_folded(), title, folded=True):
-            self._count("focused/pages/near_duplicates")
-            if self.shapes is not None:
-                self.shapes.observe(response.url, waste=True)
+        SimHash within 3 bits) of a page stored before: then it is counted
+        (``focused/pages/near_duplicates``), gets no item and no links, and is recorded
+        as another URL of that page (``page_aliased``: the page store writes an alias
+        row, ``focused/pages/aliased``); the page's own ``rel=canonical`` decides which of
+        the two URLs is the main one (:func:`focused.web.neardup.later_is_main`). A
+        ``noindex`` near-duplicate is skipped (``page_skipped``), not recorded. Otherwise
+        its blocks join its host's template counts, and, unless it is ``noindex`` (it is
+        not stored, so it is the copy of nothing), it becomes the page its later
+        near-duplicates are recorded against."""
+        index = self.near_duplicates
+        key = key_of(page.content_folded(), title, folded=True, min_chars=index.min_chars)
+        seen, owner = (False, None) if key is None else index.owner_of(key)
+        if not seen:
+            if key is not None and not noindex:
+                index.add(*key, owner=(response.url, self._canonical(response)))
+            self.templates.learn(urlsplit(response.url).netloc, page)
+            return False
+        self._count("focused/pages/near_duplicates")
+        if self.shapes is not None:
+            self.shapes.observe(response.url, waste=True)
+        if noindex or owner is None:
             self.crawler.signals.send_catch_log(page_skipped, response=response)
             return True
-        self.templates.learn(urlsplit(response.url).netloc, page)
-        return False
+        first, first_canonical = owner
+        canonical = self._canonical(response)
+        url = response.url
+        main = later_is_main(
+            canonicalize_url(first), first_canonical, canonicalize_url(url), canonical
+        )
+        if main and key is not None:  # later near-duplicates are recorded against it
+            index.set_owner(key, (url, canonical))
+        got = response.meta
+        alias = {
+            "url": url,
+            "fetched_at": time.time(),
+            "parent_url": got.get(meta.PARENT_URL, ""),
+            "depth": got.get(meta.DEPTH, 0),
+            "status": response.status,
+            "is_target": canonicalize_url(url) in self.targets if self.targets else None,
+        }
+        self._count("focused/pages/aliased")
+        self.crawler.signals.send_catch_log(
+            page_aliased, response=response, alias=alias, of=first, main=main
+        )
+        return True
+
+    def _canonical(self, response: TextResponse) -> str:
+        """The canonical URL (``w3lib``'s form) the page names with ``rel=canonical``, ""
+        for none (or one that makes no http(s) URL)."""
+        if b"canonical" not in response.body[:65536].lower():
+            return ""
+        found = texts(response, CANONICAL_LINK)
+        if not found:
+            return ""
+        try:
+            joined = response.urljoin(found[0].strip())
+        except ValueError:
+            return ""
+        return canonicalize_url(joined) if joined.startswith(("http://", "https://")) else ""
 
     # --- robots meta tags and URL shapes (focused.web.urlshape) ------------------------
     def _robots(self, response: TextResponse) -> frozenset[str]:

@@ -105,14 +105,29 @@ def check(folder: str | os.PathLike[str]) -> None:
     _open(folder)[1].close()
 
 
+def _aliases(conn: sqlite3.Connection) -> dict[int, list[str]]:
+    """The other URLs of the stored pages (near-duplicates recorded against them), by
+    page id, in the order they were found (none in a store from before aliases)."""
+    by_page: dict[int, list[str]] = {}
+    try:
+        for url, page in conn.execute("SELECT url, page_id FROM aliases ORDER BY rowid"):
+            by_page.setdefault(int(page), []).append(str(url))
+    except sqlite3.OperationalError:  # no table
+        pass
+    return by_page
+
+
 def pages(folder: str | os.PathLike[str]) -> Iterator[tuple[dict[str, Any], bytes]]:
     """``(row, body)`` of every stored page in storing order (the body read from its
-    segment, or its file in the earlier layout; ``b""`` when it cannot be read).
+    segment, or its file in the earlier layout; ``b""`` when it cannot be read); the
+    row's ``aliases`` are the page's other URLs (its near-duplicates, stored once).
     :class:`ExportError` when the store cannot be read (at once, or at the damaged row)."""
     root = Path(folder)
     db, conn = _open(root)
     try:
+        aliases = _aliases(conn)
         for row in _rows(conn, db):
+            row["aliases"] = aliases.get(row["id"], [])
             row["relevant"] = bool(row["relevant"])
             if row["is_target"] is not None:
                 row["is_target"] = bool(row["is_target"])
@@ -143,7 +158,9 @@ def _warc_date(ts: float) -> str:
 
 
 def export_warc(folder: str | os.PathLike[str], output: str | os.PathLike[str]) -> int:
-    """Write the stored pages of ``folder`` as WARC 1.1 to ``output``; pages written."""
+    """Write the stored pages of ``folder`` as WARC 1.1 to ``output``; pages written.
+    Each other URL of a page (an alias) is a ``revisit`` record (profile "identical
+    payload digest") that refers to the page's response."""
     out = Path(output)
     write = _warc_writer(folder, out.name, gzip=out.name.endswith(".gz"))
     return _write_whole(folder, out, "wb", write)
@@ -196,6 +213,11 @@ def _warc_writer(
                 ),
             )
             writer.write_request_response_pair(request, response)
+            digest = response.rec_headers.get_header("WARC-Payload-Digest")
+            for alias in row["aliases"]:  # the same payload at another URL: no second body
+                writer.write_record(
+                    writer.create_revisit_record(alias, digest, url, date, http_headers=None)
+                )
             n += 1
         return n
 

@@ -49,6 +49,8 @@ class Hit:
     relevant: bool
     depth: int
     file_path: str
+    #: the page's other URLs: near-duplicates of it recorded against it, stored once
+    aliases: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -100,19 +102,45 @@ def search(
         rows = conn.execute(
             f"SELECT p.url, p.title, bm25({fulltext.FTS_TABLE}, ?, ?) AS rank, "
             f"snippet({fulltext.FTS_TABLE}, 1, '[', ']', ' … ', ?), "
-            "p.page_relevance, p.relevant, p.depth, p.file_path "
+            "p.page_relevance, p.relevant, p.depth, p.file_path, p.id "
             f"FROM {fulltext.FTS_TABLE} JOIN pages p ON p.id = {fulltext.FTS_TABLE}.rowid "
             f"WHERE {fulltext.FTS_TABLE} MATCH ? ORDER BY rank, p.id LIMIT ?",
             (TITLE_WEIGHT, TEXT_WEIGHT, SNIPPET_TOKENS, expression, max(0, int(limit))),
         ).fetchall()
+        aliases = _aliases(conn, [row[-1] for row in rows])
     except sqlite3.Error as exc:  # a damaged index or table, a query FTS5 refuses
         raise SearchError(f"search in {_db(folder)} failed: {exc}") from None
     finally:
         conn.close()
     return [
-        Hit(url, title, -float(rank), snip, float(rel), bool(relevant), int(depth), path)
-        for url, title, rank, snip, rel, relevant, depth, path in rows
+        Hit(
+            url,
+            title,
+            -float(rank),
+            snip,
+            float(rel),
+            bool(relevant),
+            int(depth),
+            path,
+            aliases.get(page, ()),
+        )
+        for url, title, rank, snip, rel, relevant, depth, path, page in rows
     ]
+
+
+def _aliases(conn: sqlite3.Connection, pages: list[int]) -> dict[int, tuple[str, ...]]:
+    """The other URLs of ``pages`` (ids), by id (none in a store from before aliases)."""
+    if not pages:
+        return {}
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'aliases'").fetchone():
+        return {}
+    marks = ",".join("?" * len(pages))
+    found: dict[int, list[str]] = {}
+    for url, page in conn.execute(
+        f"SELECT url, page_id FROM aliases WHERE page_id IN ({marks}) ORDER BY rowid", pages
+    ):
+        found.setdefault(int(page), []).append(str(url))
+    return {page: tuple(urls) for page, urls in found.items()}
 
 
 def reindex(folder: str | os.PathLike[str], max_chars: int = fulltext.DEFAULT_MAX_CHARS) -> int:
@@ -168,6 +196,7 @@ def format_hits(hits: list[Hit]) -> str:
             f"[score {hit.score:.3g}; A = {hit.page_relevance:.2f}, {mark}]"
         )
         lines.append(f"     {hit.url}")
+        lines += [f"     also at {url}" for url in hit.aliases]
         if hit.snippet:
             lines.append(f"     {hit.snippet}")
     return "\n".join(lines)

@@ -1,0 +1,277 @@
+"""Near-duplicates recorded as other URLs of a stored page (aliases): a copy of an
+article fetched before the article itself must not cost the article its URL in the
+collection (search, export, recall), and the body is stored once."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from focused.frontier.journal import store_holds, stored_urls
+from focused.output.export import export
+from focused.output.metrics import HarvestCurve
+from focused.output.search import search
+from focused.output.store import PageStore, StoreReader, check_store, stored_aliases
+from focused.web.neardup import NearDuplicates, key_of, later_is_main
+from tests.crawling import run_crawl
+
+ARTICLE = (
+    "An acid is a molecule or ion capable of donating a proton. Acids react with bases"
+    " to form a salt and water; strong acids such as hydrochloric acid dissociate fully"
+    " in water, weak acids only in part. The pH of an acidic solution is below seven. "
+)
+
+
+# --- the index: who owns a fingerprint -------------------------------------------------
+def test_the_index_answers_with_the_owner_of_the_first_copy() -> None:
+    index = NearDuplicates()
+    paragraphs = [f"{n}. {ARTICLE}" for n in range(7)]
+    key = key_of(paragraphs, "Acid")
+    assert key is not None
+    assert index.owner_of(key) == (False, None)
+    index.add(*key, owner=("http://127.0.0.3/copy", ""))
+    again = key_of([*paragraphs, "A footnote."], "Acid")
+    assert again is not None
+    assert index.owner_of(again) == (True, ("http://127.0.0.3/copy", ""))
+    assert index.set_owner(again, ("http://127.0.0.2/acid", ""))
+    assert index.owner_of(key) == (True, ("http://127.0.0.2/acid", ""))
+    assert key_of(["short"], "Acid") is None  # a short page is never checked
+
+
+def test_the_canonical_url_decides_which_copy_is_the_main_one() -> None:
+    first, later = "http://127.0.0.3/copy", "http://127.0.0.2/acid"
+    assert not later_is_main(first, "", later, "")  # no claim: the first stays
+    assert later_is_main(first, "", later, later)  # the later copy names itself
+    assert later_is_main(first, later, later, "")  # the first copy names the later one
+    assert not later_is_main(first, first, later, later)  # both claim: the first stays
+    assert not later_is_main(first, "", later, "http://127.0.0.4/other")
+
+
+# --- the store -------------------------------------------------------------------------
+def page(url: str, **more: object) -> dict[str, object]:
+    return {"url": url, "title": "Acid", "status": 200, "fetched_at": 1.0, **more}
+
+
+def test_an_alias_is_a_row_that_reads_back_its_page(tmp_path: Path) -> None:
+    body = b"<html><title>Acid</title><body>" + ARTICLE.encode() + b"</body></html>"
+    with PageStore(tmp_path) as store:
+        assert store.add(page("http://127.0.0.3/copy", is_target=False), body)
+        assert store.add_alias(page("http://127.0.0.2/acid", is_target=True), "nowhere") is None
+        assert store.add_alias(
+            page("http://127.0.0.2/acid", is_target=True), "http://127.0.0.3/copy"
+        )
+        # an alias of an alias is one of the same page; a URL held already is refused
+        assert store.add_alias(page("http://127.0.0.4/m"), "http://127.0.0.2/acid")
+        assert store.add_alias(page("http://127.0.0.4/m"), "http://127.0.0.3/copy") is False
+        assert not store.add(page("http://127.0.0.2/acid"), b"other bytes")  # held: no body
+        assert store.count() == 1
+        assert store.has("http://127.0.0.2/acid")
+        assert store.body("http://127.0.0.2/acid") == body
+        assert [a["url"] for a in store.aliases()] == [
+            "http://127.0.0.2/acid",
+            "http://127.0.0.4/m",
+        ]
+    with StoreReader(tmp_path) as reader:
+        assert reader.body("http://127.0.0.4/m") == body
+    assert check_store(tmp_path).problems == []
+    assert [(a["url"], a["is_target"]) for a in stored_aliases(tmp_path)] == [
+        ("http://127.0.0.2/acid", True),
+        ("http://127.0.0.4/m", None),
+    ]
+    db = tmp_path / "pages.sqlite3"
+    assert stored_urls(db, ["http://127.0.0.2/acid", "http://127.0.0.9/x"]) == {
+        "http://127.0.0.2/acid"
+    }
+    assert store_holds(db, [(1, "http://127.0.0.4/m"), (2, "http://127.0.0.9/x")]) == [1]
+
+
+def test_the_canonical_alias_becomes_the_main_url(tmp_path: Path) -> None:
+    with PageStore(tmp_path) as store:
+        store.add(page("http://127.0.0.3/copy", is_target=False, depth=1), b"<p>x</p>")
+        assert store.add_alias(
+            page("http://127.0.0.2/acid", is_target=True, depth=4),
+            "http://127.0.0.3/copy",
+            main=True,
+        )
+        assert store.urls() == ["http://127.0.0.2/acid"]
+        row = store.get("http://127.0.0.2/acid")
+        assert row is not None and row["is_target"] is True
+        (alias,) = store.aliases()
+        assert (alias["url"], alias["is_target"], alias["depth"]) == (
+            "http://127.0.0.3/copy",
+            0,
+            1,
+        )
+        assert store.body("http://127.0.0.3/copy") == b"<p>x</p>"
+    assert check_store(tmp_path).problems == []
+
+
+def test_an_alias_rolled_back_with_its_transaction_is_not_stored(tmp_path: Path) -> None:
+    store = PageStore(tmp_path, commit_every=10).open()
+    store.add(page("http://127.0.0.3/copy"), b"<p>x</p>")
+    store.add_alias(page("http://127.0.0.2/acid"), "http://127.0.0.3/copy")
+    assert store.abort() == ["http://127.0.0.3/copy", "http://127.0.0.2/acid"]
+    assert (store.stored, store.aliased) == (0, 0)
+    store.close()
+    with PageStore(tmp_path) as again:
+        assert not again.has("http://127.0.0.2/acid") and again.count() == 0
+
+
+def test_repair_removes_the_aliases_of_a_page_whose_record_was_lost(tmp_path: Path) -> None:
+    with PageStore(tmp_path) as store:
+        store.add(page("http://127.0.0.3/copy"), b"<p>x</p>" * 100)
+        store.add_alias(page("http://127.0.0.2/acid"), "http://127.0.0.3/copy")
+        segment = tmp_path / store.lookup("http://127.0.0.3/copy")[1]  # type: ignore[index]
+    with segment.open("r+b") as fh:  # a power cut took the record, SQLite kept its commit
+        fh.truncate(10)
+    with PageStore(tmp_path) as store:
+        assert sorted(store.lost) == ["http://127.0.0.2/acid", "http://127.0.0.3/copy"]
+        assert not store.has("http://127.0.0.2/acid")
+    assert check_store(tmp_path).problems == []
+
+
+def test_the_curve_counts_an_alias_found_but_no_page_more() -> None:
+    targets = frozenset({"http://127.0.0.2/acid"})
+    curve = HarvestCurve(targets)
+    curve.add("http://127.0.0.3/copy", True)
+    assert curve.recall == 0.0
+    assert curve.add_alias("http://127.0.0.2/acid")
+    assert not curve.add_alias("http://127.0.0.2/acid")
+    assert (curve.pages, curve.recall, curve.precision) == (1, 1.0, 1.0)
+    assert [p.targets_found for p in curve.iter_points()] == [1]
+
+
+# --- a crawl: the copy on 127.0.0.3 is fetched before the original on 127.0.0.2 -------
+def article(title: str, links: list[tuple[str, str]], canonical: str = "") -> bytes:
+    items = "".join(f'<li><a href="{h}">{a}</a></li>' for h, a in links)
+    head = f'<link rel="canonical" href="{canonical}">' if canonical else ""
+    return (
+        f"<html><head><title>{title}</title>{head}</head><body><div id='content'>"
+        f"<h1>{title}</h1><p>{ARTICLE * 3}</p><ul>{items}</ul></div></body></html>"
+    ).encode()
+
+
+class Host:
+    """One loopback host (``127.0.0.N``) serving ``pages`` by path."""
+
+    def __init__(self, address: str, pages: dict[str, bytes]) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802
+                body = pages.get(self.path)
+                self.send_response(200 if body else 404)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body or b"")))
+                self.end_headers()
+                self.wfile.write(body or b"")
+
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+                pass
+
+        self.httpd = ThreadingHTTPServer((address, 0), Handler)
+        self.httpd.daemon_threads = True
+        self.base = f"http://{address}:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def crawl_copy_first(tmp_path: Path, *, canonical: bool) -> tuple[Path, str, str]:
+    """Crawl a scraper's copy of the article on 127.0.0.3 (the seed) that links the
+    original on 127.0.0.2; the original is the target. Output folder, copy, original."""
+    original_pages: dict[str, bytes] = {}
+    copy_pages: dict[str, bytes] = {}
+    original_host = Host("127.0.0.2", original_pages)
+    copy_host = Host("127.0.0.3", copy_pages)
+    original = f"{original_host.base}/wiki/Acid"
+    copy = f"{copy_host.base}/mirror/Acid"
+    original_pages["/wiki/Acid"] = article(
+        "Acid", [("/wiki/Base", "Base")], canonical=original if canonical else ""
+    )
+    original_pages["/wiki/Base"] = (
+        b"<html><head><title>Base</title></head><body><p>"
+        + b"A base accepts protons from an acid. " * 10
+        + b"</p></body></html>"
+    )
+    copy_pages["/mirror/Acid"] = article(
+        "Acid", [(original, "Source: the acid article")], canonical=original if canonical else ""
+    )
+    labels = tmp_path / "labels.tsv"
+    labels.write_text(f"{original}\tsubject.Science.Chemistry\n", encoding="utf-8")
+    out = tmp_path / "out"
+    try:
+        run_crawl(
+            out,
+            "FOCUSED_WEB=real",
+            f"FOCUSED_SEEDS={copy}",
+            f"FOCUSED_LABELS={labels}",
+            "FOCUSED_TARGET_CATEGORY=subject.Science.Chemistry",
+            "FOCUSED_ALLOWED_DOMAINS=127.0.0.2,127.0.0.3",
+            "FOCUSED_STRATEGY=best_first",
+            "CONCURRENT_REQUESTS=1",
+            "ROBOTSTXT_OBEY=False",
+            "CLOSESPIDER_PAGECOUNT=20",
+            timeout=120,
+        )
+    finally:
+        original_host.close()
+        copy_host.close()
+    return out, copy, original
+
+
+@pytest.mark.integration
+def test_a_copy_fetched_first_does_not_take_the_originals_url(tmp_path: Path) -> None:
+    out, copy, original = crawl_copy_first(tmp_path, canonical=False)
+    con = sqlite3.connect(out / "pages.sqlite3")
+    try:
+        urls = [u for (u,) in con.execute("SELECT url FROM pages ORDER BY id")]
+        aliases = con.execute("SELECT url, page_id FROM aliases").fetchall()
+        copy_id = con.execute("SELECT id FROM pages WHERE url = ?", (copy,)).fetchone()[0]
+    finally:
+        con.close()
+    assert copy in urls and original not in urls  # the body is stored once
+    assert aliases == [(original, copy_id)]
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["focused/pages/near_duplicates"] == 1
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["targets"], summary["targets_found"], summary["recall"]) == (1, 1, 1.0)
+    # the user finds the original's URL: search, export, get
+    (hit,) = [h for h in search(out, "acid proton") if h.url == copy]
+    assert hit.aliases == (original,)
+    export(out, "jsonl", tmp_path / "pages.jsonl")
+    rows = [json.loads(line) for line in (tmp_path / "pages.jsonl").read_text().splitlines()]
+    assert [r["aliases"] for r in rows if r["url"] == copy] == [[original]]
+    export(out, "warc", tmp_path / "pages.warc")
+    from warcio.archiveiterator import ArchiveIterator
+
+    with (tmp_path / "pages.warc").open("rb") as fh:
+        records = [
+            (r.rec_type, r.rec_headers.get_header("WARC-Target-URI")) for r in ArchiveIterator(fh)
+        ]
+    assert ("revisit", original) in records
+    assert sum(1 for kind, _ in records if kind == "response") == len(urls)
+    with StoreReader(out) as reader:
+        assert reader.body(original) == reader.body(copy)
+    assert check_store(out).problems == []
+
+
+@pytest.mark.integration
+def test_the_originals_canonical_url_becomes_the_stored_pages_url(tmp_path: Path) -> None:
+    out, copy, original = crawl_copy_first(tmp_path, canonical=True)
+    con = sqlite3.connect(out / "pages.sqlite3")
+    try:
+        urls = [u for (u,) in con.execute("SELECT url FROM pages ORDER BY id")]
+        aliases = [u for (u,) in con.execute("SELECT url FROM aliases")]
+    finally:
+        con.close()
+    assert original in urls and copy not in urls
+    assert aliases == [copy]
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["targets_found"], summary["recall"]) == (1, 1.0)
+    assert check_store(out).problems == []

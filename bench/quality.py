@@ -24,6 +24,7 @@ Usage: ``python -m bench.quality --help`` or ``make bench-quality``.
 from __future__ import annotations
 
 import argparse
+import bisect
 import contextlib
 import csv
 import json
@@ -460,6 +461,30 @@ def read_pages(out_dir: Path, budget: int) -> list[tuple[str, bool, float]]:
     return out
 
 
+def read_aliases(out_dir: Path, budget: int) -> list[tuple[int, str]]:
+    """``(pages, url)`` of a crawl's aliases (near-duplicates recorded as other URLs of
+    stored pages) found within its first ``budget`` stored pages: ``pages`` is how many
+    pages were stored when it was added (it counts right after that page)."""
+    db = out_dir / "pages.sqlite3"
+    if not db.is_file():
+        return []
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        ids = [i for (i,) in conn.execute("SELECT id FROM pages ORDER BY id")]
+        try:
+            rows = conn.execute("SELECT url, stored_after FROM aliases ORDER BY rowid").fetchall()
+        except sqlite3.OperationalError:  # a store from before aliases
+            rows = []
+    finally:
+        conn.close()
+    out = []
+    for url, after in rows:
+        pages = bisect.bisect_right(ids, int(after))
+        if 1 <= pages <= budget:
+            out.append((pages, str(url)))
+    return out
+
+
 def read_curve(
     out_dir: Path, group: Group, target_urls: frozenset[str] | None = None
 ) -> HarvestCurve:
@@ -467,18 +492,28 @@ def read_curve(
 
     Rows in storage order, cut at the budget; a page is a target when its name is one of
     the group's reachable targets, or, with ``target_urls`` (canonical URLs: the
-    realistic web's article URLs), when its canonical URL is one of them.
+    realistic web's article URLs), when its canonical URL is one of them. An alias (a
+    near-duplicate recorded as another URL of a stored page) found within the budget
+    counts as found when it is a target, right after the page stored before it.
     """
     if target_urls is None:
         targets_urls = frozenset(page_url("http://site", t) for t in group.targets)
     else:
         targets_urls = target_urls
-    curve = HarvestCurve(targets_urls)
-    for url, relevant, _ in read_pages(out_dir, group.budget):
+
+    def is_target(url: str) -> bool:
         if target_urls is None:
-            curve.add(url, relevant, page_name(url) in group.targets)
-        else:
-            curve.add(url, relevant, canonicalize_url(url) in target_urls)
+            return page_name(url) in group.targets
+        return canonicalize_url(url) in target_urls
+
+    curve = HarvestCurve(targets_urls)
+    aliases = read_aliases(out_dir, group.budget)
+    at = 0
+    for url, relevant, _ in read_pages(out_dir, group.budget):
+        curve.add(url, relevant, is_target(url))
+        while at < len(aliases) and aliases[at][0] <= curve.pages:
+            curve.add_alias(aliases[at][1], is_target(aliases[at][1]))
+            at += 1
     return curve
 
 

@@ -182,9 +182,13 @@ class Host:
         self.httpd.server_close()
 
 
-def crawl_copy_first(tmp_path: Path, *, canonical: bool) -> tuple[Path, str, str]:
+def crawl_copy_first(
+    tmp_path: Path, *extra: str, canonical: bool, runs: int = 1
+) -> tuple[Path, str, str, list[str]]:
     """Crawl a scraper's copy of the article on 127.0.0.3 (the seed) that links the
-    original on 127.0.0.2; the original is the target. Output folder, copy, original."""
+    original on 127.0.0.2; the original is the target. ``runs`` times (with ``extra``
+    settings, a ``JOBDIR``: a resume), the servers up throughout. Output folder, copy,
+    original, and the logs of the runs."""
     original_pages: dict[str, bytes] = {}
     copy_pages: dict[str, bytes] = {}
     original_host = Host("127.0.0.2", original_pages)
@@ -205,29 +209,33 @@ def crawl_copy_first(tmp_path: Path, *, canonical: bool) -> tuple[Path, str, str
     labels = tmp_path / "labels.tsv"
     labels.write_text(f"{original}\tsubject.Science.Chemistry\n", encoding="utf-8")
     out = tmp_path / "out"
+    logs = []
     try:
-        run_crawl(
-            out,
-            "FOCUSED_WEB=real",
-            f"FOCUSED_SEEDS={copy}",
-            f"FOCUSED_LABELS={labels}",
-            "FOCUSED_TARGET_CATEGORY=subject.Science.Chemistry",
-            "FOCUSED_ALLOWED_DOMAINS=127.0.0.2,127.0.0.3",
-            "FOCUSED_STRATEGY=best_first",
-            "CONCURRENT_REQUESTS=1",
-            "ROBOTSTXT_OBEY=False",
-            "CLOSESPIDER_PAGECOUNT=20",
-            timeout=120,
-        )
+        for _ in range(runs):
+            crawl = run_crawl(
+                out,
+                "FOCUSED_WEB=real",
+                f"FOCUSED_SEEDS={copy}",
+                f"FOCUSED_LABELS={labels}",
+                "FOCUSED_TARGET_CATEGORY=subject.Science.Chemistry",
+                "FOCUSED_ALLOWED_DOMAINS=127.0.0.2,127.0.0.3",
+                "FOCUSED_STRATEGY=best_first",
+                "CONCURRENT_REQUESTS=1",
+                "ROBOTSTXT_OBEY=False",
+                "CLOSESPIDER_PAGECOUNT=20",
+                *extra,
+                timeout=120,
+            )
+            logs.append(crawl.log)
     finally:
         original_host.close()
         copy_host.close()
-    return out, copy, original
+    return out, copy, original, logs
 
 
 @pytest.mark.integration
 def test_a_copy_fetched_first_does_not_take_the_originals_url(tmp_path: Path) -> None:
-    out, copy, original = crawl_copy_first(tmp_path, canonical=False)
+    out, copy, original, _ = crawl_copy_first(tmp_path, canonical=False)
     con = sqlite3.connect(out / "pages.sqlite3")
     try:
         urls = [u for (u,) in con.execute("SELECT url FROM pages ORDER BY id")]
@@ -263,7 +271,7 @@ def test_a_copy_fetched_first_does_not_take_the_originals_url(tmp_path: Path) ->
 
 @pytest.mark.integration
 def test_the_originals_canonical_url_becomes_the_stored_pages_url(tmp_path: Path) -> None:
-    out, copy, original = crawl_copy_first(tmp_path, canonical=True)
+    out, copy, original, _ = crawl_copy_first(tmp_path, canonical=True)
     con = sqlite3.connect(out / "pages.sqlite3")
     try:
         urls = [u for (u,) in con.execute("SELECT url FROM pages ORDER BY id")]
@@ -275,3 +283,55 @@ def test_the_originals_canonical_url_becomes_the_stored_pages_url(tmp_path: Path
     summary = json.loads((out / "summary.json").read_text())
     assert (summary["targets_found"], summary["recall"]) == (1, 1.0)
     assert check_store(out).problems == []
+
+
+@pytest.mark.integration
+def test_a_noindex_copy_fetched_first_does_not_suppress_the_article(tmp_path: Path) -> None:
+    """A print copy marked ``noindex`` (MediaWiki's) is not stored: it is the copy of
+    nothing, so the article fetched after it is stored, not skipped as its duplicate."""
+    pages: dict[str, bytes] = {}
+    host = Host("127.0.0.2", pages)
+    article_url = f"{host.base}/wiki/Acid"
+    print_copy = article("Acid", [(article_url, "Article")]).replace(
+        b"</title>", b'</title><meta name="robots" content="noindex,follow">'
+    )
+    pages["/wiki/Acid?printable=yes"] = print_copy
+    pages["/wiki/Acid"] = article("Acid", [])
+    out = tmp_path / "out"
+    try:
+        run_crawl(
+            out,
+            "FOCUSED_WEB=real",
+            f"FOCUSED_SEEDS={article_url}?printable=yes",
+            "FOCUSED_STRATEGY=best_first",
+            "CONCURRENT_REQUESTS=1",
+            "ROBOTSTXT_OBEY=False",
+            "CLOSESPIDER_PAGECOUNT=20",
+            timeout=120,
+        )
+    finally:
+        host.close()
+    con = sqlite3.connect(out / "pages.sqlite3")
+    try:
+        urls = [u for (u,) in con.execute("SELECT url FROM pages")]
+    finally:
+        con.close()
+    assert urls == [article_url]
+
+
+@pytest.mark.integration
+def test_a_resume_does_not_fetch_and_store_an_alias_again(tmp_path: Path) -> None:
+    """The journal marks the original done as stored when its alias commits; a resume
+    of the ``JOBDIR`` finds its URL held by the store (as an alias), so it is not
+    fetched again and stored as a second body."""
+    out, copy, original, logs = crawl_copy_first(
+        tmp_path, f"JOBDIR={tmp_path / 'job'}", canonical=False, runs=2
+    )
+    assert "focused/store/missing_requeued" not in logs[1]
+    con = sqlite3.connect(out / "pages.sqlite3")
+    try:
+        urls = [u for (u,) in con.execute("SELECT url FROM pages")]
+        aliases = [u for (u,) in con.execute("SELECT url FROM aliases")]
+    finally:
+        con.close()
+    assert urls == [copy] and aliases == [original]

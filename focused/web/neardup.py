@@ -101,6 +101,8 @@ class NearDuplicates:
     bucket's newest entry number in a table of 2**16 heads, each entry's next older one in
     the bucket beside it. 48 bytes a page and 2 MB of heads; an entry older than the
     ``capacity`` newest is forgotten, and the chains end there (they run newest to oldest).
+    An entry added with an ``owner`` keeps a reference to it (the crawler's: a tuple of
+    its URL and canonical URL, about 170 bytes more a page); ``None`` costs the slot.
     """
 
     def __init__(

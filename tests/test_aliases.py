@@ -5,6 +5,8 @@ collection (search, export, recall), and the body is stored once."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sqlite3
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -335,3 +337,42 @@ def test_a_resume_does_not_fetch_and_store_an_alias_again(tmp_path: Path) -> Non
     finally:
         con.close()
     assert urls == [copy] and aliases == [original]
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(
+    shutil.which("redis-server") is None and not os.environ.get("CI"),
+    reason="redis-server is not installed (apt-get install redis-server)",
+)
+def test_a_worker_of_a_distributed_crawl_records_the_alias_and_marks_it_done(
+    tmp_path: Path,
+) -> None:
+    """The shared Redis frontier: the worker writes the alias into the shared store and
+    the original is done in Redis once it commits (nothing left in flight)."""
+    import redis
+
+    from bench.scale import RedisServer
+
+    with RedisServer() as server:
+        out, copy, original, _ = crawl_copy_first(
+            tmp_path,
+            "FOCUSED_FRONTIER=redis",
+            f"REDIS_URL={server.url}",
+            "FOCUSED_REDIS_KEY=aliases",
+            canonical=False,
+        )
+        client = redis.Redis.from_url(server.url)
+        inflight = client.keys("*inflight")
+        stats = client.keys("*:stats")
+        assert inflight or stats, client.keys("*")
+        # nothing left in flight: the original's "done" reached Redis once its alias
+        # committed (the copy and the original: 2 done)
+        assert all(client.zcard(k) == 0 for k in inflight)
+        assert sum(int(client.hget(k, "done") or 0) for k in stats) == 2
+    con = sqlite3.connect(out / "pages.sqlite3")
+    try:
+        urls = [u for (u,) in con.execute("SELECT url FROM pages")]
+        aliases = [u for (u,) in con.execute("SELECT url FROM aliases")]
+    finally:
+        con.close()
+    assert copy in urls and original not in urls and aliases == [original]

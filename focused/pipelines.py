@@ -551,6 +551,10 @@ class PageStorePipeline:
         if added:
             if self.stats is not None:
                 self.stats.inc_value("focused/aliases")
+            # near-duplicates found against this URL (made the page's main URL) meanwhile
+            for orphan, orphan_main in self._orphans.pop(url, None) or ():
+                with contextlib.suppress(DropItem):
+                    self._attempt(lambda a=orphan, m=orphan_main: self._add_alias(a, url, m))
             return True
         self._drop_alias(alias)
         if added is None:  # its page's row is not in yet

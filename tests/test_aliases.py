@@ -137,6 +137,23 @@ def test_repair_removes_the_aliases_of_a_page_whose_record_was_lost(tmp_path: Pa
     assert check_store(tmp_path).problems == []
 
 
+def test_an_alias_that_comes_before_its_pages_row_waits_for_it(tmp_path: Path) -> None:
+    """The page's item is still on its way (a writer thread, a locked database) when its
+    near-duplicate is found: the alias is written once the page's row is in."""
+    from focused.pipelines import PageStorePipeline
+
+    pipe = PageStorePipeline(tmp_path)
+    pipe.open_spider()
+    store = pipe.store
+    assert store is not None
+    assert pipe._on_aliased(page("http://127.0.0.2/acid"), of="http://127.0.0.3/copy")
+    assert store.aliases() == []
+    pipe.process_item({"url": "http://127.0.0.3/copy", "title": "Acid", "body": b"<p>x</p>"})
+    assert [a["url"] for a in store.aliases()] == ["http://127.0.0.2/acid"]
+    pipe.close_spider()
+    assert check_store(tmp_path).problems == []
+
+
 def test_the_curve_counts_an_alias_found_but_no_page_more() -> None:
     targets = frozenset({"http://127.0.0.2/acid"})
     curve = HarvestCurve(targets)

@@ -47,11 +47,11 @@ def test_the_index_answers_with_the_owner_of_the_first_copy() -> None:
 
 def test_the_canonical_url_decides_which_copy_is_the_main_one() -> None:
     first, later = "http://127.0.0.3/copy", "http://127.0.0.2/acid"
-    assert not later_is_main(first, "", later, "")  # no claim: the first stays
-    assert later_is_main(first, "", later, later)  # the later copy names itself
-    assert later_is_main(first, later, later, "")  # the first copy names the later one
-    assert not later_is_main(first, first, later, later)  # both claim: the first stays
-    assert not later_is_main(first, "", later, "http://127.0.0.4/other")
+    assert not later_is_main(first, "", later)  # no claim: the first stays
+    assert later_is_main(first, later, later)  # the first copy names the later one
+    assert not later_is_main(first, first, later)  # the first claims itself: it stays
+    # the first names a third URL (another form of its own): the later one gets nothing
+    assert not later_is_main(first, "https://127.0.0.3/copy", later)
 
 
 # --- the store -------------------------------------------------------------------------
@@ -393,3 +393,43 @@ def test_a_worker_of_a_distributed_crawl_records_the_alias_and_marks_it_done(
     finally:
         con.close()
     assert copy in urls and original not in urls and aliases == [original]
+
+
+@pytest.mark.integration
+def test_a_copier_fetched_later_naming_itself_canonical_stays_an_alias(
+    tmp_path: Path,
+) -> None:
+    """The real page is fetched first, without ``rel=canonical``; a copier's page fetched
+    after it names itself canonical. The copier's claim about itself is not believed: the
+    real URL stays the stored page's URL, the copier's an alias."""
+    real_pages: dict[str, bytes] = {}
+    copier_pages: dict[str, bytes] = {}
+    real_host = Host("127.0.0.2", real_pages)
+    copier_host = Host("127.0.0.3", copier_pages)
+    real = f"{real_host.base}/wiki/Acid"
+    copier = f"{copier_host.base}/stolen/Acid"
+    real_pages["/wiki/Acid"] = article("Acid", [(copier, "a mirror")])
+    copier_pages["/stolen/Acid"] = article("Acid", [], canonical=copier)
+    out = tmp_path / "out"
+    try:
+        run_crawl(
+            out,
+            "FOCUSED_WEB=real",
+            f"FOCUSED_SEEDS={real}",
+            "FOCUSED_ALLOWED_DOMAINS=127.0.0.2,127.0.0.3",
+            "FOCUSED_STRATEGY=best_first",
+            "CONCURRENT_REQUESTS=1",
+            "ROBOTSTXT_OBEY=False",
+            "CLOSESPIDER_PAGECOUNT=20",
+            timeout=120,
+        )
+    finally:
+        real_host.close()
+        copier_host.close()
+    con = sqlite3.connect(out / "pages.sqlite3")
+    try:
+        urls = [u for (u,) in con.execute("SELECT url FROM pages")]
+        aliases = [u for (u,) in con.execute("SELECT url FROM aliases")]
+    finally:
+        con.close()
+    assert urls == [real] and aliases == [copier]

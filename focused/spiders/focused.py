@@ -622,8 +622,8 @@ class FocusedSpider(scrapy.Spider):
         SimHash within 3 bits) of a page stored before: then it is counted
         (``focused/pages/near_duplicates``), gets no item and no links, and is recorded
         as another URL of that page (``page_aliased``: the page store writes an alias
-        row, ``focused/pages/aliased``); the page's own ``rel=canonical`` decides which of
-        the two URLs is the main one (:func:`focused.web.neardup.later_is_main`). A
+        row, ``focused/pages/aliased``); the first copy's ``rel=canonical`` decides which
+        of the two URLs is the main one (:func:`focused.web.neardup.later_is_main`). A
         ``noindex`` near-duplicate is skipped (``page_skipped``), not recorded. Otherwise
         its blocks join its host's template counts, and, unless it is ``noindex`` (it is
         not stored, so it is the copy of nothing), it becomes the page its later
@@ -643,13 +643,10 @@ class FocusedSpider(scrapy.Spider):
             self.crawler.signals.send_catch_log(page_skipped, response=response)
             return True
         first, first_canonical = owner
-        canonical = self._canonical(response)
         url = response.url
-        main = later_is_main(
-            canonicalize_url(first), first_canonical, canonicalize_url(url), canonical
-        )
+        main = later_is_main(canonicalize_url(first), first_canonical, canonicalize_url(url))
         if main and key is not None:  # later near-duplicates are recorded against it
-            index.set_owner(key, (url, canonical))
+            index.set_owner(key, (url, self._canonical(response)))
         got = response.meta
         alias = {
             "url": url,

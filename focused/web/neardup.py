@@ -208,13 +208,12 @@ class NearDuplicates:
         return False
 
 
-def later_is_main(first: str, first_canonical: str, later: str, later_canonical: str) -> bool:
+def later_is_main(first: str, first_canonical: str, later: str) -> bool:
     """Whether a near-duplicate fetched later (its URL ``later``) is the canonical URL of
-    the page stored for the first copy (``first``): each copy's ``rel=canonical`` (as
-    canonical URLs, ``""`` for none) is believed about that copy. The later URL becomes
-    the page's main URL when the first copy does not name itself canonical and either
-    names the later URL or has the later copy name itself; else the first stays main (a
-    copy that claims itself keeps its claim, and so does the first of two that both do)."""
-    if first_canonical == first:
-        return False
-    return later in (first_canonical, later_canonical)
+    the page stored for the first copy (``first``, whose ``rel=canonical`` names
+    ``first_canonical``, ``""`` for none; all canonical URLs): only when the first copy
+    itself names the later URL. The later copy's own ``rel=canonical`` is never believed
+    over the first: a copier that names itself canonical would otherwise take the real
+    page's URL from it (the real page fetched first without ``rel=canonical``, or naming
+    another form of its URL)."""
+    return bool(first_canonical) and later == first_canonical and later != first

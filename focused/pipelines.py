@@ -408,11 +408,18 @@ class PageStorePipeline:
         ):
             self._commit_now()
             return d
+        self._arm_commit()
+        return d
+
+    def _arm_commit(self) -> None:
+        """Start the open batch's timers unless they run: its time bound
+        (``commit_seconds``) and the look at whether the crawl waits for it. A batch of
+        aliases alone (no item waits) needs them too: its transaction holds the write
+        lock, and its URLs are journaled done only once it commits."""
         if self._commit_due is None:
             self._commit_due = self._later(self.commit_seconds, self._commit_now)
         if self._check_due is None and self.crawler is not None:
             self._check_due = self._later(BATCH_CHECK_EVERY, self._check_batch)
-        return d
 
     def _at_item_limit(self) -> bool:
         """Whether the items scraped so far and those waiting for the open batch reach
@@ -451,7 +458,7 @@ class PageStorePipeline:
         """Commit the open batch at once if the crawl no longer goes on without it, else
         look again in :data:`BATCH_CHECK_EVERY` seconds."""
         self._check_due = None
-        if not self._uncommitted:
+        if not self._uncommitted and not self._aliases:
             return
         if self._crawl_waits():
             self._commit_now()
@@ -551,6 +558,8 @@ class PageStorePipeline:
         if added:
             if self.stats is not None:
                 self.stats.inc_value("focused/aliases")
+            if store.pending:  # in the open batch: it commits by the batch's bounds too
+                self._arm_commit()
             # near-duplicates found against this URL (made the page's main URL) meanwhile
             for orphan, orphan_main in self._orphans.pop(url, None) or ():
                 with contextlib.suppress(DropItem):

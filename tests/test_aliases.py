@@ -433,3 +433,54 @@ def test_a_copier_fetched_later_naming_itself_canonical_stays_an_alias(
     finally:
         con.close()
     assert urls == [real] and aliases == [copier]
+
+
+def test_a_batch_of_aliases_alone_commits_by_its_time_bound(tmp_path: Path) -> None:
+    """With batched commits, an alias added after its page's batch committed opens a
+    transaction of its own (no item waits for it): it commits by the batch's time bound,
+    so its URL is told stored (journaled done) and the write lock is free again."""
+    from scrapy.utils.test import get_crawler
+    from twisted.internet.task import Clock
+
+    from focused.pipelines import PageStorePipeline
+    from focused.signals import pages_stored
+    from focused.spiders.focused import FocusedSpider
+
+    crawler = get_crawler(FocusedSpider, {"FOCUSED_OUTPUT_DIR": str(tmp_path)})
+    pipe = PageStorePipeline(tmp_path, commit_every=10, commit_seconds=1.0, signals=crawler.signals)
+    clock = Clock()
+    pipe.call_later = clock.callLater
+    told: list[str] = []
+    crawler.signals.connect(lambda urls: told.extend(urls), signal=pages_stored, weak=False)
+    pipe.open_spider()
+    pipe.process_item({"url": "http://127.0.0.3/copy", "title": "Acid", "body": b"<p>x</p>"})
+    clock.advance(1.0)
+    assert told == ["http://127.0.0.3/copy"]
+    assert pipe._on_aliased(page("http://127.0.0.2/acid"), of="http://127.0.0.3/copy")
+    clock.advance(1.0)
+    assert told == ["http://127.0.0.3/copy", "http://127.0.0.2/acid"]
+    other = sqlite3.connect(tmp_path / "pages.sqlite3", timeout=0)
+    try:
+        other.execute("BEGIN IMMEDIATE")  # the write lock is free: nothing left open
+        other.execute("ROLLBACK")
+        assert other.execute("SELECT url FROM aliases").fetchall() == [("http://127.0.0.2/acid",)]
+    finally:
+        other.close()
+    pipe.close_spider()
+
+
+@pytest.mark.integration
+def test_a_crawl_with_batched_commits_records_the_alias(tmp_path: Path) -> None:
+    out, copy, original, _ = crawl_copy_first(
+        tmp_path,
+        "FOCUSED_STORE_COMMIT_EVERY=50",
+        "FOCUSED_STORE_COMMIT_SECONDS=0.5",
+        canonical=False,
+    )
+    con = sqlite3.connect(out / "pages.sqlite3")
+    try:
+        aliases = [u for (u,) in con.execute("SELECT url FROM aliases")]
+    finally:
+        con.close()
+    assert aliases == [original]
+    assert check_store(out).problems == []

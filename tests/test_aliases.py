@@ -484,3 +484,47 @@ def test_a_crawl_with_batched_commits_records_the_alias(tmp_path: Path) -> None:
         con.close()
     assert aliases == [original]
     assert check_store(out).problems == []
+
+
+def test_a_url_held_as_an_alias_gets_no_page_row(tmp_path: Path) -> None:
+    """A page whose body was written (a writer thread, another worker) for a URL that
+    became an alias meanwhile: its row is refused, the URL stays an alias only."""
+    with PageStore(tmp_path) as store:
+        store.add(page("http://127.0.0.3/copy"), b"<p>x</p>")
+        store.add_alias(page("http://127.0.0.2/acid"), "http://127.0.0.3/copy")
+        written = store.write_body(b"<p>another body</p>")
+        record = page("http://127.0.0.2/acid")
+        assert store.add_written(record, written) is False
+        assert store.count() == 1
+        assert record["file_path"] == store.lookup("http://127.0.0.3/copy")[1]  # type: ignore[index]
+    with PageStore(tmp_path) as store:  # the refused body's bytes, past the end, go
+        assert store.urls() == ["http://127.0.0.3/copy"]
+    assert check_store(tmp_path).problems == []
+
+
+def test_two_workers_adding_the_same_alias_do_not_collide(tmp_path: Path) -> None:
+    """Worker A commits an alias between worker B's look at the URL and B's write: B
+    finds it held (the checks run inside B's write transaction), and no error stops B."""
+    copy, original = "http://127.0.0.3/copy", "http://127.0.0.2/acid"
+    with PageStore(tmp_path, sole=False) as setup:
+        setup.add(page(copy), b"<p>x</p>")
+    a = PageStore(tmp_path, commit_every=10, sole=False).open()
+    b = PageStore(tmp_path, commit_every=10, sole=False).open()
+    try:
+        assert a.add_alias(page(original), copy)  # in A's open transaction
+
+        def a_commits_first(statement: str) -> None:
+            if statement.startswith("BEGIN") and a.pending:
+                a.flush()  # A commits just before B takes the write lock
+
+        b._db.set_trace_callback(a_commits_first)
+        assert b.add_alias(page(original), copy) is False
+        b._db.set_trace_callback(None)
+        assert b.add_alias(page("http://127.0.0.4/m", is_target=True), copy, main=True)
+    finally:
+        a.close()
+        b.close()
+    with PageStore(tmp_path) as store:
+        assert store.urls() == ["http://127.0.0.4/m"]
+        assert sorted(x["url"] for x in store.aliases()) == [original, copy]
+    assert check_store(tmp_path).problems == []

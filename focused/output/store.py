@@ -671,14 +671,18 @@ class PageStore:
         None when ``of`` is not stored (nothing written: the caller may try again once it
         is). :class:`StoreBusy` as :meth:`add`."""
         url = str(record["url"])
-        if self.page_id(url) is not None:
-            self.duplicates += 1
-            return False
-        page = self.page_id(of)
-        if page is None:
-            return None
         db = self._db
-        self._begin()
+        # the checks run inside the write transaction: another worker of the store can
+        # write neither URL between them and the rows written here
+        began = self._begin()
+        page = None if self.page_id(url) is not None else self.page_id(of)
+        if page is None:
+            if began:  # nothing written: the write lock goes back at once
+                db.execute("ROLLBACK")
+            if self.page_id(url) is not None:
+                self.duplicates += 1
+                return False
+            return None
         row = {
             "url": url,
             "found_at": record.get("fetched_at") or time.time(),
@@ -687,22 +691,20 @@ class PageStore:
             "status": record.get("status") or 0,
             "is_target": record.get("is_target"),
         }
+        new_main = row
         if main:
             old = db.execute(
                 "SELECT url, fetched_at, parent_url, depth, status, is_target FROM pages "
                 "WHERE id = ?",
                 (page,),
             ).fetchone()
-            db.execute(
-                "UPDATE pages SET url = ?, is_target = ? WHERE id = ?",
-                (url, _flag(row["is_target"]), page),
-            )
             names = ("url", "found_at", "parent_url", "depth", "status")
             row = dict(zip(names, old[:5], strict=True))
             row["is_target"] = old[5]
-        db.execute(
-            "INSERT INTO aliases (url, page_id, found_at, parent_url, depth, status, is_target, "
-            "stored_after) VALUES (?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(id), 0) FROM pages))",
+        cur = db.execute(
+            "INSERT OR IGNORE INTO aliases (url, page_id, found_at, parent_url, depth, status, "
+            "is_target, stored_after) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(id), 0) FROM pages))",
             (
                 row["url"],
                 page,
@@ -713,6 +715,16 @@ class PageStore:
                 _flag(row["is_target"]),
             ),
         )
+        if cur.rowcount != 1:  # held already (nothing written)
+            if began:
+                db.execute("ROLLBACK")
+            self.duplicates += 1
+            return False
+        if main:
+            db.execute(
+                "UPDATE pages SET url = ?, is_target = ? WHERE id = ?",
+                (url, _flag(new_main["is_target"]), page),
+            )
         self._pending += 1
         self._inserted.append(url)
         self._new_aliases.add(url)
@@ -721,17 +733,18 @@ class PageStore:
             self.flush()
         return True
 
-    def _begin(self) -> None:
+    def _begin(self) -> bool:
         """Open the batch transaction if none is open (:class:`StoreBusy` when another
-        program holds the write lock: nothing done)."""
+        program holds the write lock: nothing done); whether it opened it."""
         if self._pending:
-            return
+            return False
         try:
             self._db.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
             if is_busy(exc):
                 raise StoreBusy(str(exc)) from exc
             raise
+        return True
 
     def aliases(self, page_id: int | None = None) -> list[dict[str, Any]]:
         """The alias rows (of ``page_id``'s page only, when given), in the order added."""
@@ -875,10 +888,12 @@ class PageStore:
         # NULL for a missing column would break NOT NULL: fall back to the default
         names = [n for n, v in zip(COLUMNS, values, strict=True) if v is not None]
         vals = [v for v in values if v is not None]
+        # a URL held as an alias is stored already: no row (and no second body) for it
         cur = db.execute(
             f"INSERT OR IGNORE INTO pages ({', '.join(names)}) "
-            f"VALUES ({', '.join('?' * len(vals))})",
-            vals,
+            f"SELECT {', '.join('?' * len(vals))} "
+            "WHERE NOT EXISTS (SELECT 1 FROM aliases WHERE url = ?)",
+            [*vals, row["url"]],
         )
         self._pending += 1  # the transaction is open either way; flush ends it
         if cur.rowcount != 1:

@@ -94,21 +94,42 @@ def test_an_alias_is_a_row_that_reads_back_its_page(tmp_path: Path) -> None:
 
 def test_the_canonical_alias_becomes_the_main_url(tmp_path: Path) -> None:
     with PageStore(tmp_path) as store:
-        store.add(page("http://127.0.0.3/copy", is_target=False, depth=1), b"<p>x</p>")
+        store.add(
+            page("http://127.0.0.3/copy", is_target=False, depth=1, parent_url="http://s/"),
+            b"<p>x</p>",
+        )
         assert store.add_alias(
-            page("http://127.0.0.2/acid", is_target=True, depth=4),
+            page(
+                "http://127.0.0.2/acid",
+                is_target=True,
+                depth=4,
+                parent_url="http://127.0.0.3/copy",
+                fetched_at=7.0,
+                status=203,
+            ),
             "http://127.0.0.3/copy",
             main=True,
         )
         assert store.urls() == ["http://127.0.0.2/acid"]
         row = store.get("http://127.0.0.2/acid")
-        assert row is not None and row["is_target"] is True
+        # the row's fetch facts are its URL's, the alias row's the first copy's
+        assert row is not None
+        assert (
+            row["is_target"],
+            row["depth"],
+            row["parent_url"],
+            row["fetched_at"],
+            row["status"],
+        ) == (True, 4, "http://127.0.0.3/copy", 7.0, 203)
         (alias,) = store.aliases()
-        assert (alias["url"], alias["is_target"], alias["depth"]) == (
-            "http://127.0.0.3/copy",
-            0,
-            1,
-        )
+        assert (
+            alias["url"],
+            alias["is_target"],
+            alias["depth"],
+            alias["parent_url"],
+            alias["found_at"],
+            alias["status"],
+        ) == ("http://127.0.0.3/copy", 0, 1, "http://s/", 1.0, 200)
         assert store.body("http://127.0.0.3/copy") == b"<p>x</p>"
     assert check_store(tmp_path).problems == []
 

@@ -665,11 +665,12 @@ class PageStore:
         URL or an alias): a row of the table ``aliases``, no body, in the open transaction
         (committed with it; ``after_commit`` names the URL). ``record`` gives the alias's
         ``fetched_at``, ``parent_url``, ``depth``, ``status`` and ``is_target``. With
-        ``main``, the alias becomes the page's main URL (``pages.url``, and its
-        ``is_target``) and the page's earlier main URL the alias, with the page row's
-        facts. True when added; False when the URL is stored already (nothing written);
-        None when ``of`` is not stored (nothing written: the caller may try again once it
-        is). :class:`StoreBusy` as :meth:`add`."""
+        ``main``, the alias becomes the page's main URL (``pages.url``, with its fetch's
+        ``fetched_at``, ``parent_url``, ``depth``, ``status`` and ``is_target``) and the
+        page's earlier main URL the alias, with that URL's facts from the page row. True
+        when added; False when the URL is stored already (nothing written); None when
+        ``of`` is not stored (nothing written: the caller may try again once it is).
+        :class:`StoreBusy` as :meth:`add`."""
         url = str(record["url"])
         db = self._db
         # the checks run inside the write transaction: another worker of the store can
@@ -721,9 +722,20 @@ class PageStore:
             self.duplicates += 1
             return False
         if main:
+            # the row's fetch facts are its URL's: the later fetch's, the first copy's
+            # going with its URL to the alias row
             db.execute(
-                "UPDATE pages SET url = ?, is_target = ? WHERE id = ?",
-                (url, _flag(new_main["is_target"]), page),
+                "UPDATE pages SET url = ?, is_target = ?, fetched_at = ?, parent_url = ?, "
+                "depth = ?, status = ? WHERE id = ?",
+                (
+                    url,
+                    _flag(new_main["is_target"]),
+                    new_main["found_at"],
+                    new_main["parent_url"],
+                    int(new_main["depth"]),
+                    int(new_main["status"]),
+                    page,
+                ),
             )
         self._pending += 1
         self._inserted.append(url)

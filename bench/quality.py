@@ -461,27 +461,32 @@ def read_pages(out_dir: Path, budget: int) -> list[tuple[str, bool, float]]:
     return out
 
 
-def read_aliases(out_dir: Path, budget: int) -> list[tuple[int, str]]:
-    """``(pages, url)`` of a crawl's aliases (near-duplicates recorded as other URLs of
-    stored pages) found within its first ``budget`` stored pages: ``pages`` is how many
-    pages were stored when it was added (it counts right after that page)."""
+def read_aliases(out_dir: Path, budget: int) -> list[tuple[int, str, str]]:
+    """``(pages, url, page_url)`` of a crawl's aliases (near-duplicates recorded as other
+    URLs of stored pages) found within its first ``budget`` stored pages: ``pages`` is
+    how many pages were stored when it was added (it counts right after that page),
+    ``page_url`` the URL of its page."""
     db = out_dir / "pages.sqlite3"
     if not db.is_file():
         return []
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
-        ids = [i for (i,) in conn.execute("SELECT id FROM pages ORDER BY id")]
+        pages_rows = conn.execute("SELECT id, url FROM pages ORDER BY id").fetchall()
         try:
-            rows = conn.execute("SELECT url, stored_after FROM aliases ORDER BY rowid").fetchall()
+            rows = conn.execute(
+                "SELECT url, stored_after, page_id FROM aliases ORDER BY rowid"
+            ).fetchall()
         except sqlite3.OperationalError:  # a store from before aliases
             rows = []
     finally:
         conn.close()
+    ids = [i for i, _ in pages_rows]
+    url_of = dict(pages_rows)
     out = []
-    for url, after in rows:
+    for url, after, page in rows:
         pages = bisect.bisect_right(ids, int(after))
         if 1 <= pages <= budget:
-            out.append((pages, str(url)))
+            out.append((pages, str(url), str(url_of.get(page, ""))))
     return out
 
 
@@ -512,7 +517,8 @@ def read_curve(
     for url, relevant, _ in read_pages(out_dir, group.budget):
         curve.add(url, relevant, is_target(url))
         while at < len(aliases) and aliases[at][0] <= curve.pages:
-            curve.add_alias(aliases[at][1], is_target(aliases[at][1]))
+            _, alias, of = aliases[at]
+            curve.add_alias(alias, is_target(alias), of)
             at += 1
     return curve
 

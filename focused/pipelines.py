@@ -549,6 +549,7 @@ class PageStorePipeline:
         store = self.store
         assert store is not None
         url = alias["url"]
+        alias = {**alias, "of": of}  # the page's URL it was recorded against, for the metrics
         self._aliases.append(alias)  # a commit inside add_alias tells it
         try:
             added = store.add_alias(alias, of, main=main)
@@ -962,13 +963,18 @@ class MetricsPipeline:
         if self.resume:
             aliases = stored_aliases(self.output_dir)
             at = 0  # aliases come right after the last page stored before them
+            url_of: dict[int, str] = {}  # a page's id -> its URL, for its aliases
             for page in stored_pages(self.output_dir, ids=True):
                 while at < len(aliases) and aliases[at]["stored_after"] < page["id"]:
-                    self.curve.add_alias(aliases[at]["url"], aliases[at]["is_target"])
+                    alias = aliases[at]
+                    of = url_of.get(alias["page_id"])
+                    self.curve.add_alias(alias["url"], alias["is_target"], of)
                     at += 1
                 self.curve.add(page["url"], page["relevant"], page["is_target"])
+                if aliases:
+                    url_of[page["id"]] = page["url"]
             for alias in aliases[at:]:
-                self.curve.add_alias(alias["url"], alias["is_target"])
+                self.curve.add_alias(alias["url"], alias["is_target"], url_of.get(alias["page_id"]))
             if self.curve.pages:
                 logger.info("focused: resuming metrics from %d stored pages", self.curve.pages)
         self._update_stats()
@@ -980,7 +986,9 @@ class MetricsPipeline:
             return
         counted = False
         for alias in aliases:
-            counted |= self.curve.add_alias(str(alias["url"]), alias.get("is_target"))
+            counted |= self.curve.add_alias(
+                str(alias["url"]), alias.get("is_target"), alias.get("of")
+            )
         if counted:
             self._update_stats()
 

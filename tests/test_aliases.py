@@ -180,10 +180,27 @@ def test_the_curve_counts_an_alias_found_but_no_page_more() -> None:
     curve = HarvestCurve(targets)
     curve.add("http://127.0.0.3/copy", True)
     assert curve.recall == 0.0
-    assert curve.add_alias("http://127.0.0.2/acid")
+    assert curve.add_alias("http://127.0.0.2/acid", of="http://127.0.0.3/copy")
     assert not curve.add_alias("http://127.0.0.2/acid")
     assert (curve.pages, curve.recall, curve.precision) == (1, 1.0, 1.0)
     assert [p.targets_found for p in curve.iter_points()] == [1]
+
+
+def test_precision_counts_a_stored_page_once_however_many_of_its_urls_are_targets() -> None:
+    """Two target URLs recorded as aliases of one stored page (and a page whose own URL
+    is a target with a target alias): each page is one target page, not two."""
+    a, b, c = "http://127.0.0.2/a", "http://127.0.0.2/b", "http://127.0.0.4/c"
+    curve = HarvestCurve(frozenset({a, b, c, "http://127.0.0.2/d"}))
+    curve.add("http://127.0.0.3/copy", True, False)
+    curve.add_alias(a, of="http://127.0.0.3/copy")
+    curve.add_alias(b, of=a)  # an alias of the alias: the same page
+    curve.add("http://127.0.0.3/other", False, False)
+    curve.add(c, True)
+    curve.add_alias("http://127.0.0.2/d", of=c)
+    assert (curve.pages, curve.targets_found, curve.recall) == (3, 4, 1.0)
+    assert curve.precision == 2 / 3
+    assert [p.precision for p in curve.iter_points()] == [1.0, 0.5, 2 / 3]
+    assert [p.targets_found for p in curve.iter_points()] == [2, 2, 4]
 
 
 # --- a crawl: the copy on 127.0.0.3 is fetched before the original on 127.0.0.2 -------

@@ -128,11 +128,14 @@ class HarvestCurve:
     :meth:`add` wins; when it is ``None`` the page is a target when its canonical URL is
     in ``targets``. :meth:`add_alias` counts another URL of a page added before (a
     near-duplicate the store recorded against it): a target found, no page more.
+    Precision counts target *pages*: a page is one when any of its URLs is a target, and
+    counts once however many of them are.
     """
 
     def __init__(self, targets: frozenset[str] | None = None) -> None:
         self.targets: frozenset[str] = frozenset(targets or ())
-        self._seen: set[str] = set()
+        # canonical URL -> the number of its page (-1: an alias of a page not added)
+        self._seen: dict[str, int] = {}
         self._found: set[str] = set()
         self.pages = 0
         self.relevant_pages = 0
@@ -145,6 +148,10 @@ class HarvestCurve:
         self._queues = array("q")  # len(QUEUES) a page; -1: unknown
         self._alias_targets = array("q")  # targets found by aliases right after each page
         self._alias_targets_before = 0  # ... before the first page
+        # pages made target pages by an alias (their own URL no target) right after each page
+        self._alias_hits = array("q")
+        self._hit = bytearray()  # 1: the page is a target page (by any of its URLs)
+        self.target_pages = 0
         self.aliases = 0
 
     @property
@@ -160,8 +167,8 @@ class HarvestCurve:
         """Target pages / pages when targets are known, else relevant pages / pages."""
         if not self.pages:
             return 0.0
-        hits = self.targets_found if self.targets_known else self.relevant_pages
-        return min(1.0, hits / self.pages)
+        hits = self.target_pages if self.targets_known else self.relevant_pages
+        return hits / self.pages
 
     @property
     def recall(self) -> float | None:
@@ -186,10 +193,12 @@ class HarvestCurve:
         canon = _canon(url)
         if canon in self._seen:
             return False
-        self._seen.add(canon)
+        self._seen[canon] = self.pages
         if is_target is None and self.targets_known:
             is_target = canon in self.targets
         self.pages += 1
+        self._hit.append(1 if is_target else 0)
+        self.target_pages += 1 if is_target else 0
         if relevant:
             self.relevant_pages += 1
         if is_target:
@@ -199,21 +208,25 @@ class HarvestCurve:
         self._target.append(0 if is_target is None else 2 if is_target else 1)
         self._elapsed.append(math.nan if elapsed_s is None else elapsed_s)
         self._alias_targets.append(0)
+        self._alias_hits.append(0)
         sizes = queues or {}
         for name in QUEUES:
             n = sizes.get(name)
             self._queues.append(-1 if n is None else int(n))
         return True
 
-    def add_alias(self, url: str, is_target: bool | None = None) -> bool:
+    def add_alias(self, url: str, is_target: bool | None = None, of: str | None = None) -> bool:
         """Count ``url`` as another URL of a page added before (its near-duplicate, the
-        body stored once): found when it is a target (``is_target``, or, when None, its
-        canonical URL in ``targets``), but no page more. False (nothing counted) for a URL
-        seen before."""
+        body stored once; ``of``: a URL of that page, its own or another alias's): found
+        when it is a target (``is_target``, or, when None, its canonical URL in
+        ``targets``), but no page more; that page becomes a target page for precision
+        unless it is one already (an alias of a page not known here counts for recall
+        only). False (nothing counted) for a URL seen before."""
         canon = _canon(url)
         if canon in self._seen:
             return False
-        self._seen.add(canon)
+        page = self._seen.get(_canon(of), -1) if of else -1
+        self._seen[canon] = page
         self.aliases += 1
         if is_target is None and self.targets_known:
             is_target = canon in self.targets
@@ -223,6 +236,10 @@ class HarvestCurve:
                 self._alias_targets[-1] += 1
             else:
                 self._alias_targets_before += 1
+            if page >= 0 and not self._hit[page]:  # a page counts once
+                self._hit[page] = 1
+                self.target_pages += 1
+                self._alias_hits[-1] += 1
         return True
 
     def iter_points(self) -> Iterator[Point]:
@@ -231,7 +248,7 @@ class HarvestCurve:
         page brought (the same numbers :meth:`add` reached: a page adds one page, and one
         target when it is one, since a URL counts once)."""
         known, n_targets, width = self.targets_known, len(self.targets), len(QUEUES)
-        relevant_pages = 0
+        relevant_pages = hits = 0
         found = self._alias_targets_before
         queues = self._queues
         for i, url in enumerate(self._urls):
@@ -239,10 +256,11 @@ class HarvestCurve:
             relevant, target = self._relevant[i], self._target[i]
             relevant_pages += relevant
             found += (target == 2) + self._alias_targets[i]
+            hits += (target == 2) + self._alias_hits[i]
             elapsed = self._elapsed[i]
             yield Point(
                 pages,
-                min(1.0, (found if known else relevant_pages) / pages),
+                (hits if known else relevant_pages) / pages,
                 min(1.0, found / n_targets) if known else None,
                 relevant_pages,
                 found,

@@ -1452,18 +1452,25 @@ def _flag(value: Any) -> int | None:
 
 
 def stored_aliases(output_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """``url``, ``is_target`` and ``stored_after`` (the largest page id when it was added)
-    of every alias, in the order added, read without opening the store for writing
+    """``url``, ``is_target``, ``stored_after`` (the largest page id when it was added)
+    and ``page_id`` of every alias, in the order added, read without opening the store for writing
     (empty when there is no store, or one from before aliases)."""
     db_path = Path(output_dir) / DB_NAME
     if not db_path.is_file():
         return []
     conn = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
     try:
-        cur = conn.execute("SELECT url, is_target, stored_after FROM aliases ORDER BY rowid")
+        cur = conn.execute(
+            "SELECT url, is_target, stored_after, page_id FROM aliases ORDER BY rowid"
+        )
         return [
-            {"url": u, "is_target": None if t is None else bool(t), "stored_after": int(a)}
-            for u, t, a in cur
+            {
+                "url": u,
+                "is_target": None if t is None else bool(t),
+                "stored_after": int(a),
+                "page_id": int(p),
+            }
+            for u, t, a, p in cur
         ]
     except sqlite3.OperationalError:  # no table
         return []

@@ -166,6 +166,11 @@ class PageStorePipeline:
 
     #: the store's class (a test may give one that fails on purpose)
     store_class: type[PageStore] = PageStore
+    #: near-duplicates held in memory until their page's row is in (a page whose item
+    #: never reaches the store, dropped by a pipeline before it, would keep them for
+    #: good): past this many the oldest are let go, not recorded (their URLs stay in
+    #: flight, so a resume fetches them again)
+    max_orphans: int = 10_000
 
     def __init__(
         self,
@@ -247,6 +252,8 @@ class PageStorePipeline:
         self._aliases: list[dict[str, Any]] = []
         #: aliases whose page is not stored yet (its item still on its way), by its URL
         self._orphans: dict[str, list[tuple[dict[str, Any], bool]]] = {}
+        self._orphan_count = 0  # the near-duplicates in _orphans
+        self._orphans_dropped = 0
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PageStorePipeline:
@@ -541,9 +548,49 @@ class PageStorePipeline:
         is (the store stopped) stays unconfirmed, so a resume fetches it again."""
         if self.store is None or self.failed is not None:
             return False
-        with contextlib.suppress(DropItem):  # the store stopped: the page stays in flight
-            self._attempt(lambda: self._add_alias(alias, of, main))
+        self._attempt_alias(alias, of, main)
         return True
+
+    def _attempt_alias(self, alias: dict[str, Any], of: str, main: bool) -> None:
+        """:meth:`_add_alias` now, or once the write lock is free (:meth:`_attempt`). A
+        store that stopped meanwhile (:meth:`_fail`: the crawl stops, logged once) leaves
+        the alias unrecorded and its URL in flight, fetched again by a resume."""
+        try:
+            result = self._attempt(lambda: self._add_alias(alias, of, main))
+        except DropItem:  # the store stopped: the page stays in flight
+            return
+        if isinstance(result, Deferred):
+            result.addErrback(self._alias_failed, alias)
+
+    def _alias_failed(self, failure: Failure, alias: dict[str, Any]) -> None:
+        """An alias that waited for the write lock was not recorded: the store stopped
+        (said once, by :meth:`_fail`), or its write failed on its own (logged here)."""
+        if not failure.check(DropItem):
+            logger.error(
+                "focused: the near-duplicate %s was not recorded: %s",
+                alias.get("url"),
+                failure.getErrorMessage(),
+            )
+
+    def _keep_orphan(self, of: str, alias: dict[str, Any], main: bool) -> None:
+        """Hold ``alias`` until the row of its page (``of``) is in; past
+        :attr:`max_orphans` the oldest held are let go."""
+        while self._orphan_count >= self.max_orphans and self._orphans:
+            dropped = self._orphans.pop(next(iter(self._orphans)))
+            self._orphan_count -= len(dropped)
+            self._orphans_dropped += len(dropped)
+            if self.stats is not None:
+                self.stats.inc_value("focused/aliases/dropped", len(dropped))
+        self._orphans.setdefault(of, []).append((alias, main))
+        self._orphan_count += 1
+
+    def _take_orphans(self, url: str) -> list[tuple[dict[str, Any], bool]]:
+        """The near-duplicates held for the page stored at ``url`` (none left held)."""
+        taken = self._orphans.pop(url, None) if self._orphans else None
+        if not taken:
+            return []
+        self._orphan_count -= len(taken)
+        return taken
 
     def _add_alias(self, alias: dict[str, Any], of: str, main: bool) -> bool:
         store = self.store
@@ -562,13 +609,12 @@ class PageStorePipeline:
             if store.pending:  # in the open batch: it commits by the batch's bounds too
                 self._arm_commit()
             # near-duplicates found against this URL (made the page's main URL) meanwhile
-            for orphan, orphan_main in self._orphans.pop(url, None) or ():
-                with contextlib.suppress(DropItem):
-                    self._attempt(lambda a=orphan, m=orphan_main: self._add_alias(a, url, m))
+            for orphan, orphan_main in self._take_orphans(url):
+                self._attempt_alias(orphan, url, orphan_main)
             return True
         self._drop_alias(alias)
         if added is None:  # its page's row is not in yet
-            self._orphans.setdefault(of, []).append((alias, main))
+            self._keep_orphan(of, alias, main)
         elif store.uncommitted(url):  # stored already: told with the open transaction
             self._found.append(url)
         else:
@@ -719,10 +765,9 @@ class PageStorePipeline:
         the bytes of the item's response."""
         store = self.store
         wait = False
-        orphans = self._orphans.pop(record["url"], None) if self._orphans else None
-        for alias, main in orphans or ():  # its near-duplicates found before its row went in
-            with contextlib.suppress(DropItem):
-                self._attempt(lambda a=alias, m=main: self._add_alias(a, record["url"], m))
+        # its near-duplicates found before its row went in
+        for alias, main in self._take_orphans(record["url"]):
+            self._attempt_alias(alias, record["url"], main)
         if store is not None:
             if added:
                 wait = store.pending > 0  # its own row is in the open transaction
@@ -808,10 +853,11 @@ class PageStorePipeline:
             self.store.aliased,
             self.output_dir,
         )
-        if self._orphans:  # their pages were never stored: a resume fetches them again
+        if self._orphan_count or self._orphans_dropped:
+            # their pages were never stored (or too many waited): a resume fetches them again
             logger.info(
                 "focused: %d near-duplicates were not recorded (their page was not stored)",
-                sum(len(v) for v in self._orphans.values()),
+                self._orphan_count + self._orphans_dropped,
             )
 
 

@@ -566,3 +566,103 @@ def test_two_workers_adding_the_same_alias_do_not_collide(tmp_path: Path) -> Non
         assert store.urls() == ["http://127.0.0.4/m"]
         assert sorted(x["url"] for x in store.aliases()) == [original, copy]
     assert check_store(tmp_path).problems == []
+
+
+# --- the hot path and the failure path ------------------------------------------------
+def test_a_url_not_stored_costs_one_statement(tmp_path: Path) -> None:
+    """``lookup``, ``has`` and ``page_id`` run one statement a URL, found or not (the
+    alias part runs inside it, only when no page row has the URL)."""
+    with PageStore(tmp_path) as store:
+        store.add(page("http://127.0.0.3/copy"), b"<p>x</p>")
+        store.add_alias(page("http://127.0.0.2/acid"), "http://127.0.0.3/copy")
+        statements: list[str] = []
+        store._db.set_trace_callback(statements.append)
+        try:
+            assert store.lookup("http://127.0.0.9/none") is None
+            assert not store.has("http://127.0.0.9/none")
+            assert store.page_id("http://127.0.0.9/none") is None
+            assert len(statements) == 3
+            assert store.has("http://127.0.0.2/acid")
+            assert store.lookup("http://127.0.0.2/acid") == store.lookup("http://127.0.0.3/copy")
+        finally:
+            store._db.set_trace_callback(None)
+
+
+def test_an_alias_waiting_for_the_lock_when_the_store_stops_leaves_no_unhandled_error(
+    tmp_path: Path,
+) -> None:
+    """Another program holds the write lock past the lock timeout while an alias waits:
+    the store stops (said once), and the alias's wait ends with no "Unhandled error in
+    Deferred" (its URL stays in flight)."""
+    import gc
+
+    from twisted.internet.task import Clock
+    from twisted.logger import globalLogPublisher
+
+    from focused.pipelines import PageStorePipeline
+
+    pipe = PageStorePipeline(tmp_path, lock_timeout=0.0)
+    clock = Clock()
+    pipe.call_later = clock.callLater
+    pipe.open_spider()
+    pipe.process_item({"url": "http://127.0.0.3/copy", "title": "Acid", "body": b"<p>x</p>"})
+    other = sqlite3.connect(tmp_path / "pages.sqlite3", isolation_level=None)
+    errors: list[str] = []
+
+    def observe(event: dict[str, object]) -> None:
+        if event.get("isError") or "failure" in event:
+            errors.append(str(event.get("log_format") or event.get("failure")))
+
+    globalLogPublisher.addObserver(observe)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        assert pipe._on_aliased(page("http://127.0.0.2/acid"), of="http://127.0.0.3/copy")
+        clock.advance(1.0)  # the retry meets the lock past its timeout: the store stops
+        assert pipe.failed is not None
+        other.execute("ROLLBACK")
+        gc.collect()
+    finally:
+        globalLogPublisher.removeObserver(observe)
+        other.close()
+    assert not [e for e in errors if "Unhandled" in e], errors
+    with PageStore(tmp_path) as store:
+        assert not store.has("http://127.0.0.2/acid")
+
+
+def test_near_duplicates_waiting_for_their_page_are_bounded(tmp_path: Path) -> None:
+    """Near-duplicates of pages whose rows never come (their items dropped before the
+    store) are held up to ``max_orphans``: the oldest are let go, not recorded."""
+    from focused.pipelines import PageStorePipeline
+
+    pipe = PageStorePipeline(tmp_path)
+    pipe.max_orphans = 2
+    pipe.open_spider()
+    for n in range(3):
+        assert pipe._on_aliased(page(f"http://127.0.0.2/{n}"), of=f"http://127.0.0.3/{n}")
+    assert sum(len(v) for v in pipe._orphans.values()) == 2
+    for n in range(3):
+        pipe.process_item({"url": f"http://127.0.0.3/{n}", "title": "Acid", "body": b"<p/>"})
+    store = pipe.store
+    assert store is not None
+    assert [a["url"] for a in store.aliases()] == ["http://127.0.0.2/1", "http://127.0.0.2/2"]
+    pipe.close_spider()
+
+
+@pytest.mark.parametrize(
+    ("head", "body", "expected"),
+    [
+        ('<link rel="canonical" href="/wiki/Acid">', "", "http://127.0.0.2/wiki/Acid"),
+        ('<LINK REL="Canonical" HREF="/wiki/Acid">', "", "http://127.0.0.2/wiki/Acid"),
+        ('<link rel="alternate CANONICAL" href="/a">', "", "http://127.0.0.2/a"),
+        ("<title>Acid</title>", "the canonical form of an acid", ""),  # in the text only
+        ("<title>Acid</title>", "", ""),
+    ],
+)
+def test_the_canonical_link_is_read_from_the_head(head: str, body: str, expected: str) -> None:
+    from scrapy.http import HtmlResponse
+
+    from focused.spiders.focused import FocusedSpider
+
+    html = f"<html><head>{head}</head><body><p>{body}</p></body></html>".encode()
+    response = HtmlResponse("http://127.0.0.2/mirror/Acid", body=html, encoding="utf-8")
+    assert FocusedSpider._canonical(None, response) == expected  # type: ignore[arg-type]

@@ -364,7 +364,7 @@ def stored_urls(db_path: str | os.PathLike[str] | None, urls: list[str]) -> set[
     """Which of ``urls`` the page store at ``db_path`` already holds (table ``pages``, or
     ``aliases``: a near-duplicate recorded as another URL of a stored page).
 
-        Read-only; no path, an absent file or an absent table holds nothing.
+    Read-only; no path, an absent file or an absent table holds nothing.
     """
     if db_path is None or not urls or not Path(db_path).exists():
         return set()
@@ -372,11 +372,13 @@ def stored_urls(db_path: str | os.PathLike[str] | None, urls: list[str]) -> set[
     db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     try:
         found: set[str] = set()
-        aliases = _has_aliases(db)
+        # one statement a URL: the alias part runs only when no page row has it
+        twice = _has_aliases(db)
+        query = "SELECT 1 FROM pages WHERE url=?" + (
+            " UNION ALL SELECT 1 FROM aliases WHERE url=? LIMIT 1" if twice else ""
+        )
         for url in urls:
-            if db.execute("SELECT 1 FROM pages WHERE url=?", (url,)).fetchone() or (
-                aliases and db.execute("SELECT 1 FROM aliases WHERE url=?", (url,)).fetchone()
-            ):
+            if db.execute(query, (url, url) if twice else (url,)).fetchone():
                 found.add(url)
         return found
     except sqlite3.OperationalError:

@@ -639,25 +639,22 @@ class PageStore:
     def lookup(self, url: str) -> tuple[str, str, int | None, int | None] | None:
         """``(content_hash, file_path, record_offset, record_length)`` of ``url``'s row
         (of its page's row, for an alias), or None when not stored."""
-        db = self._db
-        found = db.execute(
-            "SELECT content_hash, file_path, record_offset, record_length FROM pages WHERE url = ?",
-            (url,),
+        # one statement: the alias part runs only when no page row has the URL
+        return self._db.execute(
+            "SELECT content_hash, file_path, record_offset, record_length FROM pages "
+            "WHERE url = ? UNION ALL "
+            "SELECT p.content_hash, p.file_path, p.record_offset, p.record_length "
+            "FROM aliases a JOIN pages p ON p.id = a.page_id WHERE a.url = ? LIMIT 1",
+            (url, url),
         ).fetchone()
-        if found is None:
-            found = db.execute(
-                "SELECT p.content_hash, p.file_path, p.record_offset, p.record_length "
-                "FROM aliases a JOIN pages p ON p.id = a.page_id WHERE a.url = ?",
-                (url,),
-            ).fetchone()
-        return found
 
     def page_id(self, url: str) -> int | None:
         """The id of the page row stored for ``url`` (its main URL or an alias), or None."""
-        db = self._db
-        found = db.execute("SELECT id FROM pages WHERE url = ?", (url,)).fetchone()
-        if found is None:
-            found = db.execute("SELECT page_id FROM aliases WHERE url = ?", (url,)).fetchone()
+        found = self._db.execute(
+            "SELECT id FROM pages WHERE url = ? UNION ALL "
+            "SELECT page_id FROM aliases WHERE url = ? LIMIT 1",
+            (url, url),
+        ).fetchone()
         return None if found is None else int(found[0])
 
     def add_alias(self, record: Mapping[str, Any], of: str, *, main: bool = False) -> bool | None:

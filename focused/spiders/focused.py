@@ -56,9 +56,12 @@ TITLE_TEXT = "//title//text()"
 META_ROBOTS = "//head/meta[translate(@name, 'ROBTS', 'robts')='robots']/@content"
 #: ``<link rel="canonical" href="...">`` of a page (``rel`` one token of it, any case).
 CANONICAL_LINK = (
-    "//head/link[contains(concat(' ', normalize-space(translate(@rel, 'CANOIL', 'canoil')),"
+    "/html/head/link[contains(concat(' ', normalize-space(translate(@rel, 'CANOIL', 'canoil')),"
     " ' '), ' canonical ')]/@href"
 )
+#: how far into a page its ``<head>`` is looked for a ``rel=canonical`` link
+_HEAD_BYTES = 65536
+_CANONICAL_WORDS = (b"canonical", b"Canonical", b"CANONICAL")
 
 
 def counted(n: int, noun: str) -> str:
@@ -665,7 +668,12 @@ class FocusedSpider(scrapy.Spider):
     def _canonical(self, response: TextResponse) -> str:
         """The canonical URL (``w3lib``'s form) the page names with ``rel=canonical``, ""
         for none (or one that makes no http(s) URL)."""
-        if b"canonical" not in response.body[:65536].lower():
+        body = response.body
+        # runs on every page stored: a look at the head's bytes (no copy), the XPath only
+        # when it may name one ("rel" is matched in any case, the word in its usual ones)
+        end = body.find(b"</head", 0, _HEAD_BYTES)
+        end = min(len(body), _HEAD_BYTES) if end < 0 else end
+        if not any(body.find(word, 0, end) >= 0 for word in _CANONICAL_WORDS):
             return ""
         found = texts(response, CANONICAL_LINK)
         if not found:

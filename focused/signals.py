@@ -102,5 +102,7 @@ page_aliased = object()
 
 #: ``aliases_stored``: sent by :class:`focused.pipelines.PageStorePipeline` right after
 #: a commit that made aliases durable (after :data:`pages_stored`), with ``aliases``: the
-#: ``alias`` dicts of :data:`page_aliased`. The metrics count their URLs as found.
+#: ``alias`` dicts of :data:`page_aliased`, each with ``of`` added (a URL of the stored
+#: page it was recorded against). The metrics count their URLs as found, and the page as
+#: a target page once.
 aliases_stored = object()

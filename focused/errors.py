@@ -8,7 +8,7 @@ frontier) both use them without importing each other.
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "FrontierLost", "RedisLayoutError", "RedisUnavailable"]
+__all__ = ["ConfigError", "FrontierLost", "RedisFull", "RedisLayoutError", "RedisUnavailable"]
 
 
 class ConfigError(ValueError):
@@ -33,3 +33,10 @@ class FrontierLost(RuntimeError):
     without its data or with an older copy of it, or they were deleted or evicted, all or
     some); the message is one line meant
     for the user. Not a :class:`ConfigError`: it happens mid-crawl, and the crawl stops."""
+
+
+class RedisFull(RuntimeError):
+    """Redis refuses the shared frontier's writes: it reached its ``maxmemory`` (policy
+    ``noeviction``, or nothing left to evict). The message is one line meant for the user.
+    Nothing of the refused round trip was written (Redis refuses a script at its first
+    write), so the worker keeps its staged changes and stops."""

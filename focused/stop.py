@@ -24,8 +24,12 @@ STORE_FAILED = "store_failed"
 #: Redis unreachable for longer than FOCUSED_REDIS_LEASE, the frontier vanished from Redis
 REDIS_UNREACHABLE = "redis_unreachable"
 REDIS_FRONTIER_LOST = "redis_frontier_lost"
+#: ... Redis refused the frontier's writes: it reached its maxmemory
+REDIS_OUT_OF_MEMORY = "redis_out_of_memory"
 #: finish reasons after which the ``crawl`` command exits with status 1
-FAILED_REASONS = frozenset((STORE_FAILED, REDIS_UNREACHABLE, REDIS_FRONTIER_LOST))
+FAILED_REASONS = frozenset(
+    (STORE_FAILED, REDIS_UNREACHABLE, REDIS_FRONTIER_LOST, REDIS_OUT_OF_MEMORY)
+)
 #: stat holding the line :func:`stop_crawl` logged
 STORE_FAILED_STAT = "focused/store_failed"
 

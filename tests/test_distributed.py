@@ -238,6 +238,57 @@ def test_redis_going_down_mid_crawl_loses_nothing(
         assert set(stored_urls(worker.out)) == reference  # nothing lost
 
 
+def test_redis_reaching_maxmemory_mid_crawl_stops_cleanly_and_loses_nothing(
+    site: SandboxProcess, reference: set[str], tmp_path: Path
+) -> None:
+    """Redis (``noeviction``) reaches its ``maxmemory`` under a running worker: every
+    write is refused with an OOM error. The worker stops with one error line, reason
+    ``redis_out_of_memory`` and exit status 1, stores no page whose links Redis refused
+    and saves its unsent changes; once maxmemory is raised, the same command with the
+    same output folder ends the crawl with every page stored. Before, the OOM error was
+    a traceback from the store's checkpoint, the engine and the scheduler's close (which
+    failed, so nothing was saved), and the crawl ended as ``store_failed``."""
+    out = tmp_path / "out"
+    settings = ("DOWNLOAD_DELAY=0.02",)
+    with RedisServer() as server:
+        key = "dist:oom"
+        admin = redis.Redis.from_url(server.url)
+        run = start_workers(
+            1, out, site, redis_url=server.url, key=key, strategy=STRATEGY, settings=settings
+        )
+        worker = run.workers[0]
+        deadline = time.monotonic() + 60
+        while len(stored_urls(worker.out)) < 20:
+            assert worker.process.poll() is None, worker.log[-3000:]
+            assert time.monotonic() < deadline, worker.log[-3000:]
+            time.sleep(0.05)
+        used = int(admin.info("memory")["used_memory"])
+        admin.config_set("maxmemory", max(1, used - 50_000))  # (policy noeviction)
+        worker.process.wait(timeout=60)
+        log = worker.log
+        assert worker.process.returncode == 1, log[-3000:]
+        assert "Traceback" not in log, log[-4000:]
+        errors = [line for line in log.splitlines() if "focused: error:" in line]
+        assert len(errors) == 1 and "reached its maxmemory" in errors[0], log[-3000:]
+        assert "'finish_reason': 'redis_out_of_memory'" in log
+        first = set(stored_urls(worker.out))
+        assert 20 <= len(first) < len(reference)
+
+        admin.config_set("maxmemory", 0)
+        again = run_workers(
+            1, out, site, redis_url=server.url, key=key, strategy=STRATEGY, settings=settings
+        )
+        log = again.workers[0].log
+        assert again.workers[0].returncode == 0, log[-3000:]
+        assert "Traceback" not in log, log[-4000:]
+        assert not (worker.out / "redis-outbox.pickle").exists()
+        status = RedisFrontier(redis.Redis.from_url(server.url), key).status()
+        assert status["waiting"] == 0 and status["in_flight"] == 0
+        assert set(stored_urls(worker.out)) == reference  # nothing lost
+        assert "'focused/duplicates'" not in log or "'focused/duplicates': 0" in log
+        admin.close()
+
+
 def test_robots_txt_holds_for_a_joining_worker_s_burst(
     site: SandboxProcess, redis_url: str, tmp_path: Path
 ) -> None:

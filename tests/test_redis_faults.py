@@ -24,7 +24,7 @@ import redis
 from bench.scale import RedisServer, SandboxProcess, crawl_command, free_port, stored_urls
 from focused.distributed.frontier import RedisFrontier
 from focused.distributed.partition import FRONTIER_NAMES
-from focused.errors import FrontierLost
+from focused.errors import FrontierLost, RedisFull
 from focused.frontier.memory import Entry
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -172,6 +172,53 @@ def test_an_evicting_redis_is_named_at_open_and_a_refused_config_says_nothing(
     h.open()
     assert h.evicting is None and h.eviction_warning() is None
     admin.close()
+
+
+def test_a_full_redis_refuses_a_round_trip_whole_and_the_staged_changes_stay(
+    server: RedisServer,
+) -> None:
+    """Redis at its ``maxmemory`` (``noeviction``): a round trip raises RedisFull (one
+    line, no traceback of redis-py's OOM error), nothing of it is written, and the staged
+    changes stay for the next round trip, which goes through once memory is raised."""
+    admin = redis.Redis.from_url(server.url)
+    f = RedisFrontier(redis.Redis.from_url(server.url), "faults:full")
+    for i in range(5):
+        f.stage_push(entry(i, priority=i))
+    f.sync()
+    assert f.pop().fp == 1004
+    before = contents(admin, f.part_keys[0])
+    admin.config_set("maxmemory", 1)
+    # (a push first: Redis refuses a script at its first write that may grow memory; a
+    # script whose first write frees some, a "done", runs whole)
+    f.stage_push(entry(9, priority=9))
+    f.stage_finish(1004)
+    with pytest.raises(RedisFull) as info:
+        f.sync()
+    message = str(info.value)
+    assert "\n" not in message and "reached its maxmemory" in message
+    assert f"127.0.0.1:{server.port}" in message
+    assert contents(admin, f.part_keys[0]) == before  # nothing written
+    assert f.pending == 2
+    admin.config_set("maxmemory", 0)
+    assert f.pop().fp == 1009  # the staged push and done went through first
+    assert f.status()["done"] == 1
+    admin.close()
+
+
+def contents(client: redis.Redis, keys: list[str] | tuple[str, ...]) -> dict[str, object]:
+    """What each of ``keys`` holds (by value: ``DUMP`` bytes may differ for equal data)."""
+    out: dict[str, object] = {}
+    for k in keys:
+        kind = client.type(k)
+        if kind == b"hash":
+            out[k] = client.hgetall(k)
+        elif kind == b"zset":
+            out[k] = client.zrange(k, 0, -1, withscores=True)
+        elif kind == b"set":
+            out[k] = client.smembers(k)
+        else:
+            out[k] = client.get(k) if kind == b"string" else None
+    return out
 
 
 def server_keys(server: RedisServer) -> list[bytes]:

@@ -30,6 +30,7 @@ __all__ = [
     "connect",
     "describe",
     "frontier_key",
+    "full_message",
     "is_cluster",
     "refused_message",
     "safe_url",
@@ -225,6 +226,8 @@ def describe(server: redis.Redis | RedisCluster) -> str:
 
 def refused_message(server: redis.Redis | RedisCluster, exc: BaseException) -> str:
     """The one line a user reads when ``server`` answers but refuses this client."""
+    if isinstance(exc, redis.exceptions.OutOfMemoryError):
+        return full_message(server)
     reason = " ".join(str(exc).split()) or type(exc).__name__
     if "NOAUTH" in reason or "HELLO must be called" in reason:
         reason = "it needs a password"
@@ -232,6 +235,16 @@ def refused_message(server: redis.Redis | RedisCluster, exc: BaseException) -> s
     return (
         f"Redis at {describe(server)} refused this worker ({reason}); check the password"
         f" and the database in {setting} ({_URL_FORM}) and REDIS_PARAMS"
+    )
+
+
+def full_message(server: redis.Redis | RedisCluster) -> str:
+    """The one line a user reads when ``server`` refuses writes at its ``maxmemory``."""
+    return (
+        f"Redis at {describe(server)} refuses the shared frontier's writes: it reached its"
+        " maxmemory (command not allowed when used memory > 'maxmemory'); nothing of the"
+        " refused changes was written. Raise its maxmemory (CONFIG SET maxmemory) or give"
+        " it a server of its own, then start the crawl again with the same output folder"
     )
 
 

@@ -60,13 +60,14 @@ from focused.distributed.connection import (
     REDIS_DOWN,
     REFUSED,
     describe,
+    full_message,
     is_cluster,
     refused_message,
     unreachable_message,
 )
 from focused.distributed.model import EVIDENCE_FLAG
 from focused.distributed.partition import Layout
-from focused.errors import FrontierLost, RedisLayoutError, RedisUnavailable
+from focused.errors import FrontierLost, RedisFull, RedisLayoutError, RedisUnavailable
 from focused.frontier.hostaware import DEFAULT_SCAN
 from focused.frontier.memory import Entry
 from focused.output import atomic
@@ -787,6 +788,11 @@ class RedisFrontier:
                 if attempt:
                     raise
                 self._sha = conn.script_load(STEP_LUA)
+            except redis.exceptions.OutOfMemoryError:
+                # refused at the script's first write: nothing of it was written (an
+                # earlier call of the pipeline may have been: the operations are
+                # idempotent, the staged ones are all sent again)
+                raise RedisFull(full_message(self.server)) from None
             except redis.exceptions.ResponseError as exc:
                 raise self._lost(exc) from None
         raise AssertionError("unreachable")  # pragma: no cover

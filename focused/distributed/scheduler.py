@@ -34,6 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from redis.exceptions import OutOfMemoryError
 from scrapy import signals
 from scrapy.exceptions import DropItem
 from scrapy.http import TextResponse
@@ -48,6 +49,7 @@ from focused.distributed.connection import (
     connect,
     describe,
     frontier_key,
+    full_message,
     unreachable_message,
 )
 from focused.distributed.frontier import (
@@ -68,12 +70,17 @@ from focused.distributed.frontier import (
     load_outboxes,
 )
 from focused.distributed.model import SharedModel
-from focused.errors import FrontierLost, RedisLayoutError, RedisUnavailable
+from focused.errors import FrontierLost, RedisFull, RedisLayoutError, RedisUnavailable
 from focused.frontier.journal import DONE, ERROR
 from focused.frontier.seen import FingerprintTable, url_fingerprint
 from focused.output.store import DB_NAME as PAGES_DB
 from focused.scheduler import COPY_META, DONT_FILTER, FocusedScheduler, warn_ignored_settings
-from focused.stop import REDIS_FRONTIER_LOST, REDIS_UNREACHABLE, mark_failed
+from focused.stop import (
+    REDIS_FRONTIER_LOST,
+    REDIS_OUT_OF_MEMORY,
+    REDIS_UNREACHABLE,
+    mark_failed,
+)
 from focused.strategies import strategy_class
 
 if TYPE_CHECKING:
@@ -224,6 +231,9 @@ class RedisScheduler(FocusedScheduler):
         self._lost = False
         #: the error that found the frontier lost (the store's checkpoints return it)
         self._lost_error: FrontierLost | None = None
+        #: Redis refused the frontier's writes (its maxmemory): the worker stops, keeping
+        #: its staged changes (RedisFull)
+        self._full: RedisFull | None = None
         self._closing = False
         self._connected = False
         self._renewer: Any = None
@@ -448,10 +458,13 @@ class RedisScheduler(FocusedScheduler):
         if step is None and red.pending:
             path = self.output_dir / self.OUTBOX_NAME
             n = red.save_outbox(path)
-            logger.error(
-                "focused: error: Redis unreachable at the close; %d changes saved in %s"
-                " and sent at the next start; %d unfetched URLs not released (their"
-                " lease hands them back)",
+            log = logger.warning if self._full is not None else logger.error
+            log(
+                "%s at the close; %d changes saved in %s and sent at the next start; %d"
+                " unfetched URLs not released (their lease hands them back)",
+                "focused: Redis still refused the writes (maxmemory)"
+                if self._full is not None
+                else "focused: error: Redis unreachable",
                 n,
                 path,
                 unreleased,
@@ -464,7 +477,7 @@ class RedisScheduler(FocusedScheduler):
             )
 
     def has_pending_requests(self) -> bool:
-        if self.redis is None or self._lost:  # unreachable at the start, lost: closing
+        if self.redis is None or self._lost or self._full:  # (the spider is closing)
             return False
         if self._down_since is not None:
             return not self._closing  # unknown: do not let the spider finish
@@ -633,22 +646,8 @@ class RedisScheduler(FocusedScheduler):
                 delayed_hosts or (),
                 refresh=refresh,
             )
-        except FrontierLost as exc:
-            self._frontier_lost(red, exc)
-            return None
-        except REDIS_DOWN as exc:
-            red.drop_waste()  # sent right after their pick or never (stage_waste)
-            now = time.monotonic()
-            if self._down_since is None:
-                self._down_since = now
-                logger.error(
-                    "focused: error: %s; keeping %d changes and retrying for %.0f s",
-                    unreachable_message(self.server, exc),
-                    red.pending,
-                    self.lease,
-                )
-            elif now - self._down_since > self.lease and not self._closing and not final:
-                self._stop(REDIS_UNREACHABLE)
+        except (FrontierLost, RedisFull, *REDIS_DOWN) as exc:
+            self._round_trip_failed(red, exc, final)
             return None
         if self._down_since is not None:
             logger.info("focused: Redis is back after %.1f s", time.monotonic() - self._down_since)
@@ -673,6 +672,29 @@ class RedisScheduler(FocusedScheduler):
         self._update_stats()
         return step
 
+    def _round_trip_failed(self, red: RedisFrontier, exc: BaseException, final: bool) -> None:
+        """A round trip that did not go through: the frontier lost, Redis full (both stop
+        the worker), or Redis unreachable (the staged changes are kept and retried; after
+        ``lease`` seconds the worker stops)."""
+        if isinstance(exc, FrontierLost):
+            self._frontier_lost(red, exc)
+            return
+        if isinstance(exc, RedisFull):
+            self._redis_full(red, exc)
+            return
+        red.drop_waste()  # sent right after their pick or never (stage_waste)
+        now = time.monotonic()
+        if self._down_since is None:
+            self._down_since = now
+            logger.error(
+                "focused: error: %s; keeping %d changes and retrying for %.0f s",
+                unreachable_message(self.server, exc),
+                red.pending,
+                self.lease,
+            )
+        elif now - self._down_since > self.lease and not self._closing and not final:
+            self._stop(REDIS_UNREACHABLE)
+
     def _frontier_lost(self, red: RedisFrontier, exc: FrontierLost) -> None:
         """The shared frontier vanished (Redis restarted without its data, its keys deleted
         or evicted): one error line, the staged changes dropped (sent, they would rebuild
@@ -692,6 +714,23 @@ class RedisScheduler(FocusedScheduler):
         self.in_flight.clear()
         if not self._closing:
             self._stop(REDIS_FRONTIER_LOST)
+
+    def _redis_full(self, red: RedisFrontier, exc: RedisFull) -> None:
+        """Redis refused a round trip at its ``maxmemory`` (``noeviction``): nothing of it
+        was written. One error line (once), the staged changes kept (the close saves them
+        in the outbox file if Redis still refuses them then), and the spider closes with
+        reason ``redis_out_of_memory`` (exit status 1): retrying would not help, Redis
+        frees no memory by itself, and a page whose links cannot be sent must not be
+        stored (:meth:`_on_checkpoint`)."""
+        red.drop_waste()  # sent right after their pick or never (stage_waste)
+        if self._full is not None:
+            return
+        self._full = exc
+        line = f"focused: error: {exc}"
+        logger.error(line)
+        mark_failed(self.crawler, line)  # exit status 1, and no second line from the store
+        if not self._closing:
+            self._stop(REDIS_OUT_OF_MEMORY)
 
     def _stop(self, reason: str) -> None:
         self._closing = True
@@ -972,6 +1011,10 @@ class RedisScheduler(FocusedScheduler):
                     self._merge(learner, model, deltas)
         except REDIS_DOWN:
             return 0
+        except OutOfMemoryError:  # (the model's counts: kept by the learner, not lost)
+            if self.redis is not None:
+                self._redis_full(self.redis, RedisFull(full_message(self.server)))
+            return 0
         if self.stats is not None:
             self.stats.set_value("focused/redis/model_round_trips", model.round_trips)
             self.stats.set_value("focused/model/merged_pages", learner.merged_pages)
@@ -996,18 +1039,24 @@ class RedisScheduler(FocusedScheduler):
         with contextlib.suppress(*REDIS_DOWN):
             self.model.release()
 
-    def _on_checkpoint(self, **kwargs: Any) -> FrontierLost | None:
+    def _on_checkpoint(self, **kwargs: Any) -> FrontierLost | RedisFull | None:
         """Before the page store commits a page: its links go to Redis first. Returns the
         :class:`FrontierLost` error when the frontier is lost (found now or before) while
         links wait to be sent: they are dropped, so the store must not commit the page
         (:data:`focused.signals.frontier_checkpoint`), or a resume against a restored
-        frontier would take it for done with its links never followed."""
+        frontier would take it for done with its links never followed. Likewise the
+        :class:`RedisFull` error when Redis refuses the links (its maxmemory): the page is
+        fetched again at the next start instead of being stored with its links unsent."""
         red = self.redis
         if red is None or not any(op[0] in "pP" for op in red.outbox):
             return None
-        if not self._lost:
+        if not self._lost and self._full is None:
             self._sync()
-        return self._lost_error if self._lost else None
+        if self._lost:
+            return self._lost_error
+        if self._full is not None and any(op[0] in "pP" for op in red.outbox):
+            return self._full
+        return None
 
     # --- stats ----------------------------------------------------------------------
     def queues(self) -> dict[str, int]:

@@ -289,6 +289,63 @@ def test_redis_reaching_maxmemory_mid_crawl_stops_cleanly_and_loses_nothing(
         admin.close()
 
 
+def test_a_worker_restarted_on_an_older_copy_of_the_frontier_loses_no_page(
+    site: SandboxProcess, reference: set[str], tmp_path: Path
+) -> None:
+    """Redis comes back mid-crawl from a snapshot taken earlier (a backup, or an
+    append-only file that lost its last second): the worker stops (the frontier is an
+    older copy). Started again with the same output folder on that older copy, it must
+    not mark the pages it stored since the snapshot done: their links were sent after
+    it and are not in Redis. Before, it did (the reconciling of a killed worker), and
+    the crawl ended "finished" with 14 of 196 pages never fetched."""
+    out = tmp_path / "out"
+    settings = ("DOWNLOAD_DELAY=0.05", "FOCUSED_REDIS_LEASE=4")
+    with RedisServer() as server:
+        assert server.dir is not None
+        key = "dist:older"
+        client = redis.Redis.from_url(server.url)
+        run = start_workers(
+            1, out, site, redis_url=server.url, key=key, strategy=STRATEGY, settings=settings
+        )
+        worker = run.workers[0]
+        deadline = time.monotonic() + 60
+        while len(stored_urls(worker.out)) < 5:
+            assert worker.process.poll() is None, worker.log[-3000:]
+            assert time.monotonic() < deadline, worker.log[-3000:]
+            time.sleep(0.05)
+        os.kill(worker.process.pid, signal.SIGSTOP)
+        try:
+            client.save()
+            shutil.copy(server.dir / "dump.rdb", tmp_path / "older.rdb")
+            at_save = len(stored_urls(worker.out))
+        finally:
+            os.kill(worker.process.pid, signal.SIGCONT)
+        while len(stored_urls(worker.out)) < at_save + 60:  # pages stored since
+            assert worker.process.poll() is None, worker.log[-3000:]
+            assert time.monotonic() < deadline + 60, worker.log[-3000:]
+            time.sleep(0.05)
+        server.kill()
+        shutil.copy(tmp_path / "older.rdb", server.dir / "dump.rdb")
+        server.start()  # the same port, the older snapshot
+        worker.process.wait(timeout=60)
+        assert worker.process.returncode == 1, worker.log[-3000:]
+        assert "vanished from Redis" in worker.log, worker.log[-3000:]
+        client.close()
+
+        time.sleep(4.5)  # the stopped worker's lease (its in-flight URLs come back)
+        again = run_workers(
+            1, out, site, redis_url=server.url, key=key, strategy=STRATEGY, settings=settings
+        )
+        log = again.workers[0].log
+        assert again.workers[0].returncode == 0, log[-3000:]
+        check_clean(log)
+        status = RedisFrontier(redis.Redis.from_url(server.url), key).status()
+        assert status["waiting"] == 0 and status["in_flight"] == 0
+        missing = reference - set(stored_urls(worker.out))
+        assert not missing, f"{len(missing)} pages never fetched: {sorted(missing)[:5]}"
+        assert "stopped on a lost shared frontier" in log, log[-3000:]
+
+
 def test_robots_txt_holds_for_a_joining_worker_s_burst(
     site: SandboxProcess, redis_url: str, tmp_path: Path
 ) -> None:

@@ -308,6 +308,12 @@ class RedisFrontier:
                 self._revs[p] = max(self._revs[p], int(rev or 0))
 
     @property
+    def epochs(self) -> list[str]:
+        """Each partition's epoch as this client read it when it opened (hex; ``""``
+        before :meth:`open`): another epoch is another frontier."""
+        return [e.decode("ascii", "replace") for e in self._epochs]
+
+    @property
     def _trust_every_reply(self) -> bool:
         """Is every write Redis acknowledged kept (a single server, no ``WAIT``)? Then a
         revision lower than one seen means Redis came back with an older copy of its data."""

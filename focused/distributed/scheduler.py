@@ -346,7 +346,7 @@ class RedisScheduler(FocusedScheduler):
         step = self._sync()
         if restored and step is not None:
             logger.info("focused: sent %d changes saved by an earlier run to Redis", restored)
-        self._reconcile = not self._closed_cleanly()
+        self._reconcile = self._should_reconcile()
         self._write_marker(closed=False)
         self._open_model()
         if self.crawler is not None:
@@ -711,6 +711,9 @@ class RedisScheduler(FocusedScheduler):
         # exit status 1 even when found at the close's last round trip (the reason is
         # set by then), and no second line from the store refusing to commit
         mark_failed(self.crawler, line)
+        # the next start here must not take the frontier it finds then (restored from an
+        # older copy) for the one whose links the pages stored here sent
+        self._write_marker(closed=False, lost=True)
         self.in_flight.clear()
         if not self._closing:
             self._stop(REDIS_FRONTIER_LOST)
@@ -920,23 +923,47 @@ class RedisScheduler(FocusedScheduler):
             self.stats.set_value("focused/redis/reconciled", before)
 
     # --- the output folder's marker ----------------------------------------------------
-    def _closed_cleanly(self) -> bool:
+    def _should_reconcile(self) -> bool:
+        """Whether the last worker of this output folder died with stored pages whose
+        "done" may not have reached Redis (:meth:`_reconcile_store`): its marker is not
+        "closed". Not when that worker stopped because the frontier was lost (``lost``),
+        nor when the frontier's epochs are not the ones it recorded (a new frontier): the
+        frontier in Redis is then another or an older copy of it, which may lack the
+        links of the pages stored here (sent after that copy was taken); marked done, they
+        would never be fetched. Those pages are fetched again instead (stored once)."""
         path = self.output_dir / self.MARKER_NAME
         try:
             marker = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            return False  # none (a first run: the store is empty) or unreadable
-        return bool(marker.get("closed")) and marker.get("key") == getattr(self.redis, "key", None)
+            return True  # none (a first run: the store is empty) or unreadable
+        red = self.redis
+        if not isinstance(marker, dict) or marker.get("key") != getattr(red, "key", None):
+            return True
+        if marker.get("closed"):
+            return False
+        epochs = marker.get("epochs")
+        other = red is not None and epochs is not None and epochs != red.epochs
+        if marker.get("lost") or other:
+            logger.warning(
+                "focused: the last worker of %s stopped on %s: the pages stored here are"
+                " not marked done in Redis; those that wait there are fetched again, so"
+                " that their links are followed (each page stays stored once)",
+                self.output_dir,
+                "a lost shared frontier" if marker.get("lost") else "another shared frontier",
+            )
+            return False
+        return True
 
-    def _write_marker(self, closed: bool) -> None:
+    def _write_marker(self, closed: bool, lost: bool = False) -> None:
         red = self.redis
         if red is None:
             return
         path = self.output_dir / self.MARKER_NAME
         tmp = path.with_name(path.name + ".tmp")
+        marker = {"key": red.key, "closed": closed, "epochs": red.epochs, "lost": lost}
         try:
             self.output_dir.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps({"key": red.key, "closed": closed}), encoding="utf-8")
+            tmp.write_text(json.dumps(marker), encoding="utf-8")
             os.replace(tmp, path)
         except OSError as exc:  # the next start reconciles (a little more work)
             logger.warning("focused: could not write %s: %s", path, exc)

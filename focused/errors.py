@@ -8,7 +8,14 @@ frontier) both use them without importing each other.
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "FrontierLost", "RedisFull", "RedisLayoutError", "RedisUnavailable"]
+__all__ = [
+    "ConfigError",
+    "FrontierLost",
+    "RedisFull",
+    "RedisLayoutError",
+    "RedisRefused",
+    "RedisUnavailable",
+]
 
 
 class ConfigError(ValueError):
@@ -35,8 +42,14 @@ class FrontierLost(RuntimeError):
     for the user. Not a :class:`ConfigError`: it happens mid-crawl, and the crawl stops."""
 
 
-class RedisFull(RuntimeError):
+class RedisRefused(RuntimeError):
+    """Redis answers but refuses the shared frontier's writes mid-crawl: a disk it cannot
+    save its snapshot to (``MISCONF``, with ``stop-writes-on-bgsave-error``), a read-only
+    replica (``READONLY``), an ACL (``NOPERM``). The message is one line meant for the
+    user. Nothing of the refused round trip was written (Redis refuses a script at its
+    first write), so the worker keeps its staged changes and stops."""
+
+
+class RedisFull(RedisRefused):
     """Redis refuses the shared frontier's writes: it reached its ``maxmemory`` (policy
-    ``noeviction``, or nothing left to evict). The message is one line meant for the user.
-    Nothing of the refused round trip was written (Redis refuses a script at its first
-    write), so the worker keeps its staged changes and stops."""
+    ``noeviction``, or nothing left to evict)."""

@@ -26,9 +26,17 @@ REDIS_UNREACHABLE = "redis_unreachable"
 REDIS_FRONTIER_LOST = "redis_frontier_lost"
 #: ... Redis refused the frontier's writes: it reached its maxmemory
 REDIS_OUT_OF_MEMORY = "redis_out_of_memory"
+#: ... Redis refused them for another reason (MISCONF, READONLY, NOPERM)
+REDIS_REFUSED_WRITES = "redis_refused_writes"
 #: finish reasons after which the ``crawl`` command exits with status 1
 FAILED_REASONS = frozenset(
-    (STORE_FAILED, REDIS_UNREACHABLE, REDIS_FRONTIER_LOST, REDIS_OUT_OF_MEMORY)
+    (
+        STORE_FAILED,
+        REDIS_UNREACHABLE,
+        REDIS_FRONTIER_LOST,
+        REDIS_OUT_OF_MEMORY,
+        REDIS_REFUSED_WRITES,
+    )
 )
 #: stat holding the line :func:`stop_crawl` logged
 STORE_FAILED_STAT = "focused/store_failed"

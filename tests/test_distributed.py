@@ -238,21 +238,27 @@ def test_redis_going_down_mid_crawl_loses_nothing(
         assert set(stored_urls(worker.out)) == reference  # nothing lost
 
 
-def test_redis_reaching_maxmemory_mid_crawl_stops_cleanly_and_loses_nothing(
-    site: SandboxProcess, reference: set[str], tmp_path: Path
+@pytest.mark.parametrize("fault", ["maxmemory", "misconf"])
+def test_redis_refusing_writes_mid_crawl_stops_cleanly_and_loses_nothing(
+    site: SandboxProcess, reference: set[str], tmp_path: Path, fault: str
 ) -> None:
-    """Redis (``noeviction``) reaches its ``maxmemory`` under a running worker: every
-    write is refused with an OOM error. The worker stops with one error line, reason
-    ``redis_out_of_memory`` and exit status 1, stores no page whose links Redis refused
-    and saves its unsent changes; once maxmemory is raised, the same command with the
-    same output folder ends the crawl with every page stored. Before, the OOM error was
-    a traceback from the store's checkpoint, the engine and the scheduler's close (which
-    failed, so nothing was saved), and the crawl ended as ``store_failed``."""
+    """Redis refuses every write under a running worker: it reached its ``maxmemory``
+    (``noeviction``: OOM errors), or it cannot save its snapshot (``MISCONF``: its folder
+    gone, as a full or broken disk would, with ``stop-writes-on-bgsave-error``). The
+    worker stops with one error line, exit status 1 and reason ``redis_out_of_memory``
+    (``redis_refused_writes``), stores no page whose links Redis refused and saves its
+    unsent changes; once Redis is repaired, the same command with the same output folder
+    ends the crawl with every page stored. Before, the error reply was a traceback from
+    the store's checkpoint, the engine and the scheduler's close (which failed, so
+    nothing was saved), and the crawl ended as ``store_failed``."""
     out = tmp_path / "out"
     settings = ("DOWNLOAD_DELAY=0.02",)
     with RedisServer() as server:
-        key = "dist:oom"
+        assert server.dir is not None
+        key = f"dist:refused:{fault}"
         admin = redis.Redis.from_url(server.url)
+        if fault == "misconf":
+            admin.config_set("save", "3600 1")  # (stop-writes-on-bgsave-error: yes)
         run = start_workers(
             1, out, site, redis_url=server.url, key=key, strategy=STRATEGY, settings=settings
         )
@@ -262,19 +268,28 @@ def test_redis_reaching_maxmemory_mid_crawl_stops_cleanly_and_loses_nothing(
             assert worker.process.poll() is None, worker.log[-3000:]
             assert time.monotonic() < deadline, worker.log[-3000:]
             time.sleep(0.05)
-        used = int(admin.info("memory")["used_memory"])
-        admin.config_set("maxmemory", max(1, used - 50_000))  # (policy noeviction)
+        if fault == "maxmemory":
+            used = int(admin.info("memory")["used_memory"])
+            admin.config_set("maxmemory", max(1, used - 50_000))  # (policy noeviction)
+        else:
+            shutil.rmtree(server.dir)  # the snapshot cannot be written
+            admin.bgsave()
         worker.process.wait(timeout=60)
         log = worker.log
         assert worker.process.returncode == 1, log[-3000:]
         assert "Traceback" not in log, log[-4000:]
         errors = [line for line in log.splitlines() if "focused: error:" in line]
-        assert len(errors) == 1 and "reached its maxmemory" in errors[0], log[-3000:]
-        assert "'finish_reason': 'redis_out_of_memory'" in log
+        assert len(errors) == 1 and "refuses the shared frontier's writes" in errors[0], log
+        reason = "redis_out_of_memory" if fault == "maxmemory" else "redis_refused_writes"
+        assert f"'finish_reason': '{reason}'" in log
         first = set(stored_urls(worker.out))
         assert 20 <= len(first) < len(reference)
 
-        admin.config_set("maxmemory", 0)
+        if fault == "maxmemory":
+            admin.config_set("maxmemory", 0)
+        else:
+            server.dir.mkdir()  # (for the server's stop(); its cwd stays the one removed)
+            admin.config_set("stop-writes-on-bgsave-error", "no")
         again = run_workers(
             1, out, site, redis_url=server.url, key=key, strategy=STRATEGY, settings=settings
         )

@@ -24,6 +24,7 @@ from focused.errors import ConfigError, RedisUnavailable
 __all__ = [
     "CLUSTER_DOWN",
     "REDIS_DOWN",
+    "WRITES_REFUSED",
     "check",
     "check_url",
     "cluster_nodes",
@@ -31,6 +32,7 @@ __all__ = [
     "describe",
     "frontier_key",
     "full_message",
+    "refused_writes_message",
     "is_cluster",
     "refused_message",
     "safe_url",
@@ -245,6 +247,23 @@ def full_message(server: redis.Redis | RedisCluster) -> str:
         " maxmemory (command not allowed when used memory > 'maxmemory'); nothing of the"
         " refused changes was written. Raise its maxmemory (CONFIG SET maxmemory) or give"
         " it a server of its own, then start the crawl again with the same output folder"
+    )
+
+
+#: the error replies of a Redis that refuses writes for a while (not a lost frontier)
+WRITES_REFUSED = ("MISCONF", "READONLY", "NOPERM")
+
+
+def refused_writes_message(server: redis.Redis | RedisCluster, exc: BaseException) -> str:
+    """The one line a user reads when ``server`` refuses writes mid-crawl (MISCONF,
+    READONLY, NOPERM): Redis's own reason, without redis-py's pipeline annotation."""
+    reason = " ".join(str(exc).split())
+    _, sep, rest = reason.partition(" of pipeline caused error: ")
+    reason = (rest if sep else reason).split(". ", 1)[0]
+    return (
+        f"Redis at {describe(server)} refuses the shared frontier's writes ({reason});"
+        " nothing of the refused changes was written. Fix Redis (its log says why), then"
+        " start the crawl again with the same output folder"
     )
 
 

@@ -59,15 +59,23 @@ from focused.distributed.connection import (
     CLUSTER_DOWN,
     REDIS_DOWN,
     REFUSED,
+    WRITES_REFUSED,
     describe,
     full_message,
     is_cluster,
     refused_message,
+    refused_writes_message,
     unreachable_message,
 )
 from focused.distributed.model import EVIDENCE_FLAG
 from focused.distributed.partition import Layout
-from focused.errors import FrontierLost, RedisFull, RedisLayoutError, RedisUnavailable
+from focused.errors import (
+    FrontierLost,
+    RedisFull,
+    RedisLayoutError,
+    RedisRefused,
+    RedisUnavailable,
+)
 from focused.frontier.hostaware import DEFAULT_SCAN
 from focused.frontier.memory import Entry
 from focused.output import atomic
@@ -831,9 +839,16 @@ class RedisFrontier:
 
     def _lost(self, exc: redis.exceptions.ResponseError) -> Exception:
         """:class:`FrontierLost` for the step script's refusal of a lost partition (epoch
-        changed, keys gone, older revision); any other error reply as it is."""
+        changed, keys gone, older revision); :class:`RedisRefused` for a Redis that
+        refuses writes for now (``MISCONF``, ``READONLY``, ``NOPERM``: refused at the
+        script's first write, so nothing was written); any other error reply as it is."""
         if "LOSTFRONTIER" in str(exc):
             return FrontierLost(self.lost_message())
+        reply = str(exc).rpartition(" of pipeline caused error: ")[2]
+        if reply.startswith(WRITES_REFUSED) or isinstance(
+            exc, redis.exceptions.ReadOnlyError | redis.exceptions.NoPermissionError
+        ):
+            return RedisRefused(refused_writes_message(self.server, exc))
         return exc
 
     def _cluster_down(self, exc: BaseException) -> redis.exceptions.ConnectionError:

@@ -70,7 +70,13 @@ from focused.distributed.frontier import (
     load_outboxes,
 )
 from focused.distributed.model import SharedModel
-from focused.errors import FrontierLost, RedisFull, RedisLayoutError, RedisUnavailable
+from focused.errors import (
+    FrontierLost,
+    RedisFull,
+    RedisLayoutError,
+    RedisRefused,
+    RedisUnavailable,
+)
 from focused.frontier.journal import DONE, ERROR
 from focused.frontier.seen import FingerprintTable, url_fingerprint
 from focused.output.store import DB_NAME as PAGES_DB
@@ -78,6 +84,7 @@ from focused.scheduler import COPY_META, DONT_FILTER, FocusedScheduler, warn_ign
 from focused.stop import (
     REDIS_FRONTIER_LOST,
     REDIS_OUT_OF_MEMORY,
+    REDIS_REFUSED_WRITES,
     REDIS_UNREACHABLE,
     mark_failed,
 )
@@ -231,9 +238,9 @@ class RedisScheduler(FocusedScheduler):
         self._lost = False
         #: the error that found the frontier lost (the store's checkpoints return it)
         self._lost_error: FrontierLost | None = None
-        #: Redis refused the frontier's writes (its maxmemory): the worker stops, keeping
-        #: its staged changes (RedisFull)
-        self._full: RedisFull | None = None
+        #: Redis refused the frontier's writes (its maxmemory, MISCONF, READONLY...): the
+        #: worker stops, keeping its staged changes (RedisRefused)
+        self._full: RedisRefused | None = None
         self._closing = False
         self._connected = False
         self._renewer: Any = None
@@ -462,7 +469,7 @@ class RedisScheduler(FocusedScheduler):
             log(
                 "%s at the close; %d changes saved in %s and sent at the next start; %d"
                 " unfetched URLs not released (their lease hands them back)",
-                "focused: Redis still refused the writes (maxmemory)"
+                "focused: Redis still refused the writes"
                 if self._full is not None
                 else "focused: error: Redis unreachable",
                 n,
@@ -646,7 +653,7 @@ class RedisScheduler(FocusedScheduler):
                 delayed_hosts or (),
                 refresh=refresh,
             )
-        except (FrontierLost, RedisFull, *REDIS_DOWN) as exc:
+        except (FrontierLost, RedisRefused, *REDIS_DOWN) as exc:
             self._round_trip_failed(red, exc, final)
             return None
         if self._down_since is not None:
@@ -679,7 +686,7 @@ class RedisScheduler(FocusedScheduler):
         if isinstance(exc, FrontierLost):
             self._frontier_lost(red, exc)
             return
-        if isinstance(exc, RedisFull):
+        if isinstance(exc, RedisRefused):
             self._redis_full(red, exc)
             return
         red.drop_waste()  # sent right after their pick or never (stage_waste)
@@ -718,7 +725,7 @@ class RedisScheduler(FocusedScheduler):
         if not self._closing:
             self._stop(REDIS_FRONTIER_LOST)
 
-    def _redis_full(self, red: RedisFrontier, exc: RedisFull) -> None:
+    def _redis_full(self, red: RedisFrontier, exc: RedisRefused) -> None:
         """Redis refused a round trip at its ``maxmemory`` (``noeviction``): nothing of it
         was written. One error line (once), the staged changes kept (the close saves them
         in the outbox file if Redis still refuses them then), and the spider closes with
@@ -733,7 +740,8 @@ class RedisScheduler(FocusedScheduler):
         logger.error(line)
         mark_failed(self.crawler, line)  # exit status 1, and no second line from the store
         if not self._closing:
-            self._stop(REDIS_OUT_OF_MEMORY)
+            full = isinstance(exc, RedisFull)
+            self._stop(REDIS_OUT_OF_MEMORY if full else REDIS_REFUSED_WRITES)
 
     def _stop(self, reason: str) -> None:
         self._closing = True
@@ -1066,13 +1074,13 @@ class RedisScheduler(FocusedScheduler):
         with contextlib.suppress(*REDIS_DOWN):
             self.model.release()
 
-    def _on_checkpoint(self, **kwargs: Any) -> FrontierLost | RedisFull | None:
+    def _on_checkpoint(self, **kwargs: Any) -> FrontierLost | RedisRefused | None:
         """Before the page store commits a page: its links go to Redis first. Returns the
         :class:`FrontierLost` error when the frontier is lost (found now or before) while
         links wait to be sent: they are dropped, so the store must not commit the page
         (:data:`focused.signals.frontier_checkpoint`), or a resume against a restored
         frontier would take it for done with its links never followed. Likewise the
-        :class:`RedisFull` error when Redis refuses the links (its maxmemory): the page is
+        :class:`RedisRefused` error when Redis refuses the links (its maxmemory...): the page is
         fetched again at the next start instead of being stored with its links unsent."""
         red = self.redis
         if red is None or not any(op[0] in "pP" for op in red.outbox):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import struct
 import subprocess
 import threading
 import time
@@ -296,6 +297,54 @@ def test_an_outbox_file_keeps_every_key_s_changes_until_each_is_sent(
     last.sync()
     assert len(last) == 1 and last.pop().fp == 1001
     assert not path.exists()
+
+
+def _save_pushes(path: str, key: str, worker: int, rounds: int, start: object) -> None:
+    """A worker process that saves one more push to the outbox file per round (its
+    output folder's, shared with another worker), as a close with Redis away does."""
+    frontier = RedisFrontier(redis.Redis(host="127.0.0.1", port=1), key)  # (never asked)
+    start.wait()  # type: ignore[attr-defined]
+    for i in range(rounds):
+        frontier.stage_push(entry(worker * 10_000 + i))
+        frontier.save_outbox(path)
+
+
+def test_two_workers_sharing_an_output_folder_keep_each_other_s_saved_changes(
+    client: redis.Redis, key: str, tmp_path: Path
+) -> None:
+    """Two workers with one output folder (two scrapyd jobs given the same
+    FOCUSED_OUTPUT_DIR) save their unsent changes to the one outbox file: two real
+    processes saving 150 times each at once leave all 300 pushes in it (before: each
+    read the file, added its own and wrote it over the other's; 161 of 300 were left in
+    a probe). And a worker that sends the changes it restored takes only those out of the
+    file, not those another worker saved since (before: the whole key's)."""
+    import multiprocessing
+
+    path = tmp_path / "outbox.pickle"
+    ctx = multiprocessing.get_context("fork")
+    start = ctx.Event()
+    workers = [
+        ctx.Process(target=_save_pushes, args=(str(path), key, w, 150, start)) for w in (1, 2)
+    ]
+    for w in workers:
+        w.start()
+    start.set()
+    for w in workers:
+        w.join(timeout=60)
+        assert w.exitcode == 0
+    assert len(load_outboxes(path)[key]) == 300
+    path.unlink()
+
+    a = RedisFrontier(client, key)
+    a.stage_push(entry(1))
+    assert a.save_outbox(path) == 1
+    restarted = RedisFrontier(client, key)
+    assert restarted.restore_outbox(path) == 1
+    b = RedisFrontier(client, key)  # closes with Redis away meanwhile
+    b.stage_push(entry(2))
+    assert b.save_outbox(path) == 1
+    restarted.sync()  # sends entry 1 only
+    assert [op[1] for op in load_outboxes(path)[key]] == [struct.pack(">q", 1002)]
 
 
 def test_check_names_the_server_in_one_line() -> None:

@@ -55,6 +55,11 @@ from typing import Any
 
 import redis
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not on POSIX
+    fcntl = None  # type: ignore[assignment]
+
 from focused.distributed.connection import (
     CLUSTER_DOWN,
     REDIS_DOWN,
@@ -241,6 +246,8 @@ class RedisFrontier:
         self.outbox: list[tuple[str, bytes, bytes, bytes]] = []
         #: the outbox file whose part for this key is staged and not sent yet
         self._restored_from: Path | None = None
+        #: the operations restored from that file (taken out of it once sent)
+        self._restored_ops: list[tuple[str, bytes, bytes, bytes]] = []
         #: the partition of each staged operation (-1: every partition)
         self._routes: list[int] = []
         #: fingerprint -> partition of the URLs this client picked and has not finished
@@ -998,13 +1005,16 @@ class RedisFrontier:
         # leases die with this worker, and so do releases and waste re-queues: the lease
         # hands their URLs back by itself (_LEASED_OPS)
         ops = [op for op in self.outbox if op[0] not in _LEASED_OPS]
-        saved = load_outboxes(path)
-        # the part restored at the start is in the staged operations still (not sent)
-        kept = [] if self._restored_from is not None else saved.get(self.key, [])
-        saved[self.key] = kept + ops
-        write_outboxes(path, saved)
+        with outbox_lock(path):  # (another worker may share the output folder)
+            saved = load_outboxes(path)
+            kept = saved.get(self.key, [])
+            # the part restored at the start is in the staged operations still (not sent):
+            # what the file holds already is not written twice
+            have = set(kept)
+            saved[self.key] = kept + [op for op in ops if op not in have]
+            write_outboxes(path, saved)
         self.outbox, self._routes = [], []
-        self._restored_from = None
+        self._restored_from, self._restored_ops = None, []
         return len(ops)
 
     def restore_outbox(self, path: str | os.PathLike[str]) -> int:
@@ -1013,9 +1023,13 @@ class RedisFrontier:
         :meth:`sync` takes them out of it). Releases, renewals and waste re-queues an
         older version saved are skipped (:data:`_LEASED_OPS`)."""
         path = Path(path)
-        ops = [op for op in load_outboxes(path).get(self.key, []) if op[0] not in _LEASED_OPS]
+        if not path.exists():
+            return 0
+        with outbox_lock(path):
+            saved = load_outboxes(path).get(self.key, [])
+        ops = [op for op in saved if op[0] not in _LEASED_OPS]
         if ops:
-            self._restored_from = path
+            self._restored_from, self._restored_ops = path, list(saved)
         self.outbox = ops + self.outbox
         self._routes = [self._route_of(op) for op in ops] + self._routes
         return len(ops)
@@ -1023,11 +1037,14 @@ class RedisFrontier:
     def _sent_restored(self) -> None:
         """The operations restored from the outbox file reached Redis: out of the file."""
         path, self._restored_from = self._restored_from, None
+        sent, self._restored_ops = set(self._restored_ops), []
         if path is None:
             return
-        saved = load_outboxes(path)
-        if saved.pop(self.key, None) is not None:
-            write_outboxes(path, saved)
+        with outbox_lock(path):  # (only those: another worker may have saved more since)
+            saved = load_outboxes(path)
+            if self.key in saved:
+                saved[self.key] = [op for op in saved[self.key] if op not in sent]
+                write_outboxes(path, saved)
 
 
 #: ``extra`` of an entry whose extra could not be serialised when it was pushed
@@ -1063,6 +1080,24 @@ def check_crawl(server: Any, key: str, crawl: dict[str, str], write: bool = True
                 " the default %(spider)s:%(topic)s is one per topic), or clear that one"
                 f" first: python -m focused.distributed clear --key {key}"
             )
+
+
+@contextlib.contextmanager
+def outbox_lock(path: Path) -> Iterator[None]:
+    """Hold ``<outbox>.lock`` exclusively while reading, changing and writing the outbox
+    file ``path``: two workers that share an output folder and close together while
+    Redis is away would otherwise each write the file over the other's changes (lost
+    pushes and done marks)."""
+    if fcntl is None:  # pragma: no cover - not on POSIX
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a+b") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
 def load_outboxes(path: Path) -> dict[str, list[tuple[str, bytes, bytes, bytes]]]:

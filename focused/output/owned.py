@@ -37,6 +37,7 @@ CRAWL_NAMES = frozenset(
         "report.html",
         "sandbox.port",
         "redis-outbox.pickle",
+        "redis-outbox.pickle.lock",
         "redis-worker.json",
         "learning-model.npz",
         "spider.state",

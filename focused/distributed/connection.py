@@ -19,7 +19,7 @@ from redis.backoff import NoBackoff
 from redis.cluster import ClusterNode, RedisCluster
 from redis.retry import Retry
 
-from focused.errors import ConfigError, RedisUnavailable
+from focused.errors import ConfigError, RedisFull, RedisRefused, RedisUnavailable
 
 __all__ = [
     "CLUSTER_DOWN",
@@ -37,6 +37,7 @@ __all__ = [
     "refused_message",
     "safe_url",
     "unreachable_message",
+    "writes_refused",
 ]
 
 #: errors of a Redis Cluster while a node fails or its slots move (a replica taking
@@ -265,6 +266,20 @@ def refused_writes_message(server: redis.Redis | RedisCluster, exc: BaseExceptio
         " nothing of the refused changes was written. Fix Redis (its log says why), then"
         " start the crawl again with the same output folder"
     )
+
+
+def writes_refused(server: redis.Redis | RedisCluster, exc: BaseException) -> RedisRefused | None:
+    """The one-line error for an error reply of a Redis that refuses writes for now (its
+    maxmemory: :class:`RedisFull`; ``MISCONF``, ``READONLY``, ``NOPERM``); None for any
+    other error."""
+    if isinstance(exc, redis.exceptions.OutOfMemoryError):
+        return RedisFull(full_message(server))
+    reply = str(exc).rpartition(" of pipeline caused error: ")[2]
+    if reply.startswith(WRITES_REFUSED) or isinstance(
+        exc, redis.exceptions.ReadOnlyError | redis.exceptions.NoPermissionError
+    ):
+        return RedisRefused(refused_writes_message(server, exc))
+    return None
 
 
 def unreachable_message(server: redis.Redis | RedisCluster, exc: BaseException) -> str:

@@ -64,21 +64,17 @@ from focused.distributed.connection import (
     CLUSTER_DOWN,
     REDIS_DOWN,
     REFUSED,
-    WRITES_REFUSED,
     describe,
-    full_message,
     is_cluster,
     refused_message,
-    refused_writes_message,
     unreachable_message,
+    writes_refused,
 )
 from focused.distributed.model import EVIDENCE_FLAG
 from focused.distributed.partition import Layout
 from focused.errors import (
     FrontierLost,
-    RedisFull,
     RedisLayoutError,
-    RedisRefused,
     RedisUnavailable,
 )
 from focused.frontier.hostaware import DEFAULT_SCAN
@@ -809,12 +805,10 @@ class RedisFrontier:
                 if attempt:
                     raise
                 self._sha = conn.script_load(STEP_LUA)
-            except redis.exceptions.OutOfMemoryError:
-                # refused at the script's first write: nothing of it was written (an
-                # earlier call of the pipeline may have been: the operations are
-                # idempotent, the staged ones are all sent again)
-                raise RedisFull(full_message(self.server)) from None
             except redis.exceptions.ResponseError as exc:
+                # a Redis refusing writes refuses the script at its first write: nothing
+                # of it was written (an earlier call of the pipeline may have been: the
+                # operations are idempotent, the staged ones are all sent again)
                 raise self._lost(exc) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -851,12 +845,7 @@ class RedisFrontier:
         script's first write, so nothing was written); any other error reply as it is."""
         if "LOSTFRONTIER" in str(exc):
             return FrontierLost(self.lost_message())
-        reply = str(exc).rpartition(" of pipeline caused error: ")[2]
-        if reply.startswith(WRITES_REFUSED) or isinstance(
-            exc, redis.exceptions.ReadOnlyError | redis.exceptions.NoPermissionError
-        ):
-            return RedisRefused(refused_writes_message(self.server, exc))
-        return exc
+        return writes_refused(self.server, exc) or exc
 
     def _cluster_down(self, exc: BaseException) -> redis.exceptions.ConnectionError:
         """A node failed or the slots moved: read the cluster's map again (for the next

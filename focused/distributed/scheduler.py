@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from redis.exceptions import OutOfMemoryError
+from redis.exceptions import ResponseError
 from scrapy import signals
 from scrapy.exceptions import DropItem
 from scrapy.http import TextResponse
@@ -49,8 +49,8 @@ from focused.distributed.connection import (
     connect,
     describe,
     frontier_key,
-    full_message,
     unreachable_message,
+    writes_refused,
 )
 from focused.distributed.frontier import (
     ADDED,
@@ -726,12 +726,13 @@ class RedisScheduler(FocusedScheduler):
             self._stop(REDIS_FRONTIER_LOST)
 
     def _redis_full(self, red: RedisFrontier, exc: RedisRefused) -> None:
-        """Redis refused a round trip at its ``maxmemory`` (``noeviction``): nothing of it
-        was written. One error line (once), the staged changes kept (the close saves them
-        in the outbox file if Redis still refuses them then), and the spider closes with
-        reason ``redis_out_of_memory`` (exit status 1): retrying would not help, Redis
-        frees no memory by itself, and a page whose links cannot be sent must not be
-        stored (:meth:`_on_checkpoint`)."""
+        """Redis refused a round trip at its ``maxmemory`` (``noeviction``), or for another
+        reason (``MISCONF``, ``READONLY``, ``NOPERM``): nothing of it was written. One
+        error line (once), the staged changes kept (the close saves them in the outbox
+        file if Redis still refuses them then), and the spider closes with reason
+        ``redis_out_of_memory`` (``redis_refused_writes``; exit status 1): retrying would
+        not help, Redis frees no memory by itself, and a page whose links cannot be sent
+        must not be stored (:meth:`_on_checkpoint`)."""
         red.drop_waste()  # sent right after their pick or never (stage_waste)
         if self._full is not None:
             return
@@ -1046,9 +1047,12 @@ class RedisScheduler(FocusedScheduler):
                     self._merge(learner, model, deltas)
         except REDIS_DOWN:
             return 0
-        except OutOfMemoryError:  # (the model's counts: kept by the learner, not lost)
+        except ResponseError as exc:  # (the model's counts: kept by the learner, not lost)
+            refused = writes_refused(self.server, exc)
+            if refused is None:
+                raise
             if self.redis is not None:
-                self._redis_full(self.redis, RedisFull(full_message(self.server)))
+                self._redis_full(self.redis, refused)
             return 0
         if self.stats is not None:
             self.stats.set_value("focused/redis/model_round_trips", model.round_trips)
@@ -1071,7 +1075,9 @@ class RedisScheduler(FocusedScheduler):
         if self.model is None:
             return
         self._model_sync(final=True)
-        with contextlib.suppress(*REDIS_DOWN):
+        # (the rescoring lease runs out by itself: a Redis that refuses the write, or
+        # cannot be reached, must not keep the close from saving the unsent changes)
+        with contextlib.suppress(*REDIS_DOWN, ResponseError):
             self.model.release()
 
     def _on_checkpoint(self, **kwargs: Any) -> FrontierLost | RedisRefused | None:

@@ -243,6 +243,9 @@ DEFAULTS: dict[str, Any] = {
     # robots.txt: only its first this many bytes are downloaded and parsed (RFC 9309
     # asks for at least 500 KiB)
     "FOCUSED_ROBOTS_MAX_BYTES": 512000,
+    # a response whose status and header lines add up to more than this many bytes
+    # fails (Twisted kept them all, without bound); 0: no cap
+    "FOCUSED_MAX_HEADER_BYTES": 262144,
     # a host whose robots.txt is unreachable (5xx, network error): its URLs wait this many
     # seconds, then robots.txt is fetched again (RFC 9309: complete disallow meanwhile)
     "FOCUSED_ROBOTS_RETRY_AFTER": 60.0,
@@ -437,6 +440,7 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_PROXY_RESOLVES": _flag(),
     "FOCUSED_HOSTS": Check("dict", special="hosts"),
     "FOCUSED_ROBOTS_MAX_BYTES": _int(0),
+    "FOCUSED_MAX_HEADER_BYTES": _int(0),
     "FOCUSED_ROBOTS_RETRY_AFTER": _float(0.0, open_low=True),
     "FOCUSED_ROBOTS_UNREACHABLE_TRIES": _int(1),
     "FOCUSED_MAX_CRAWL_DELAY": _float(0.0),

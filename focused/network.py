@@ -17,7 +17,8 @@ to the log (a hostile server can flood it). Here, once Scrapy's retries
   ``timeout``, ``dataloss``: a body shorter than its ``Content-Length``, then the
   connection closed, ``lost``: the connection closed or reset before a whole answer,
   ``cancelled``: over ``DOWNLOAD_MAXSIZE``, ``header_too_long``: a status or header
-  line longer than Twisted reads, :data:`MAX_HEADER_LINE`; ``tls``: a failed TLS
+  line longer than Twisted reads, :data:`MAX_HEADER_LINE`; ``headers_too_large``:
+  more than ``FOCUSED_MAX_HEADER_BYTES`` of status and header lines; ``tls``: a failed TLS
   handshake, with what OpenSSL said, e.g. ``wrong version number`` for an ``https:``
   URL on a port that speaks plain HTTP: it was "closed the connection");
   ``focused/errors/first`` keeps the first one's reason (the ``crawl`` command quotes it
@@ -40,6 +41,14 @@ imported, as the middlewares are) makes that parser raise :class:`HeaderTooLong`
 instead, which Twisted hands on as the reason of the failed download (the connection
 is closed the same way), so it is told apart: kind ``header_too_long``, not retried
 (the server sends the same header again).
+
+Twisted keeps every header line of a response, and every continuation line of one
+header, with no bound on their number: a server that sends headers for ever (a line of
+1000 bytes at a time) grew the crawler by 1.1 GB in a 5 s ``DOWNLOAD_TIMEOUT``, and
+``DOWNLOAD_MAXSIZE`` counts only the body. :func:`cap_header_bytes` makes the parser
+count the bytes received before the body (1xx answers included) and raise
+:class:`HeadersTooLarge` past ``FOCUSED_MAX_HEADER_BYTES`` (256 KiB, Chromium's own
+limit): kind ``headers_too_large``, not retried.
 
 A body shorter than its ``Content-Length`` (Scrapy's ``ResponseDataLossError``, with
 ``DOWNLOAD_FAIL_ON_DATALOSS``) was told as "closed the connection before a whole
@@ -83,9 +92,16 @@ from twisted.internet.error import (
     TCPTimedOutError,
 )
 from twisted.internet.error import TimeoutError as ConnectTimeoutError
-from twisted.web._newclient import HTTPClientParser, ResponseFailed, ResponseNeverReceived
+from twisted.web._newclient import (
+    HEADER,
+    STATUS,
+    HTTPClientParser,
+    ResponseFailed,
+    ResponseNeverReceived,
+)
 
 from focused.addressfilter import name_refusal
+from focused.defaults import DEFAULTS, get
 from focused.meta import DATALOSS
 
 if TYPE_CHECKING:
@@ -150,6 +166,46 @@ def refuse_long_header_lines() -> None:
 refuse_long_header_lines()
 
 
+class HeadersTooLarge(Exception):
+    """A response's status and header lines add up to more than
+    ``FOCUSED_MAX_HEADER_BYTES``."""
+
+
+#: the most bytes of status and header lines a response may have (0: no cap), set from
+#: ``FOCUSED_MAX_HEADER_BYTES`` by :class:`NetworkErrorMiddleware` (one value per process)
+header_bytes_cap: list[int] = [DEFAULTS["FOCUSED_MAX_HEADER_BYTES"]]
+
+_twisted_data_received = HTTPClientParser.dataReceived
+
+
+def _counted_data(parser: HTTPClientParser, data: bytes) -> None:
+    """``HTTPClientParser.dataReceived`` that counts the bytes received before the body
+    (the status and header lines, and the 1xx answers before them, which Twisted skips)
+    and raises :class:`HeadersTooLarge` once more than :data:`header_bytes_cap` came
+    and the headers have not ended. Twisted keeps every header line, and every
+    continuation line of one header, with no bound on their number (so does Scrapy's
+    lenient parser, a subclass that reads them its own way): a server sending headers
+    for ever filled the memory until ``DOWNLOAD_TIMEOUT``."""
+    if parser.state not in (STATUS, HEADER):
+        _twisted_data_received(parser, data)
+        return
+    seen = getattr(parser, "_focused_header_bytes", 0) + len(data)
+    parser._focused_header_bytes = seen  # type: ignore[attr-defined]
+    _twisted_data_received(parser, data)
+    cap = header_bytes_cap[0]
+    if cap and seen > cap and parser.state in (STATUS, HEADER):
+        raise HeadersTooLarge(f"more than {cap} bytes of status and header lines")
+
+
+def cap_header_bytes() -> None:
+    """Make Twisted's HTTP client fail a response whose headers go over
+    :data:`header_bytes_cap` with :class:`HeadersTooLarge` (idempotent)."""
+    HTTPClientParser.dataReceived = _counted_data  # type: ignore[method-assign]
+
+
+cap_header_bytes()
+
+
 def _causes(exception: BaseException) -> Iterator[BaseException]:
     """``exception`` and its causes (Scrapy raises ``DownloadFailedError`` from Twisted's
     ``ResponseFailed`` or ``ResponseNeverReceived``, whose ``reasons`` are failures)."""
@@ -173,6 +229,11 @@ def _header_too_long(exception: BaseException) -> bool:
     return any(isinstance(exc, HeaderTooLong) for exc in _causes(exception))
 
 
+def _headers_too_large(exception: BaseException) -> bool:
+    """Whether :class:`HeadersTooLarge` is among the causes of ``exception``."""
+    return any(isinstance(exc, HeadersTooLarge) for exc in _causes(exception))
+
+
 def tls_problem(exception: BaseException) -> str | None:
     """What OpenSSL said when ``exception`` comes from a failed TLS handshake or record
     (``wrong version number``: the port does not speak TLS), else None."""
@@ -185,10 +246,12 @@ def tls_problem(exception: BaseException) -> str | None:
 
 
 def kind_of(exception: BaseException) -> str | None:
-    """The kind of a failed download (:data:`KINDS`, ``header_too_long`` or ``tls``),
-    else None."""
+    """The kind of a failed download (:data:`KINDS`, ``header_too_long``,
+    ``headers_too_large`` or ``tls``), else None."""
     if _header_too_long(exception):
         return "header_too_long"
+    if _headers_too_large(exception):
+        return "headers_too_large"
     if tls_problem(exception) is not None:
         return "tls"
     for kind, classes in KINDS:
@@ -215,6 +278,9 @@ def reason(kind: str, url: str, exception: BaseException | None = None) -> str:
         "cancelled": "sent more than DOWNLOAD_MAXSIZE",
         "header_too_long": (
             f"sent a status or header line over {MAX_HEADER_LINE} bytes (longer than Twisted reads)"
+        ),
+        "headers_too_large": (
+            f"sent more than {header_bytes_cap[0]} bytes of headers (FOCUSED_MAX_HEADER_BYTES)"
         ),
     }
     if kind in what:
@@ -258,8 +324,8 @@ class QuietNetworkGiveUp:
                 raise refusal
         if kind == "timeout" and is_robots_txt(request):
             request.meta["dont_retry"] = True  # a hanging host: one time-out, not three
-        elif kind == "header_too_long":
-            request.meta["dont_retry"] = True  # the server sends the same header again
+        elif kind in ("header_too_long", "headers_too_large"):
+            request.meta["dont_retry"] = True  # the server sends the same headers again
             request.meta.setdefault("give_up_log_level", "DEBUG")
         elif kind == "dataloss":
             if request.meta.get(DATALOSS):  # short again on its retry: the server lies
@@ -277,6 +343,7 @@ class NetworkErrorMiddleware:
 
     def __init__(self, crawler: Crawler) -> None:
         self.stats = crawler.stats
+        header_bytes_cap[0] = max(0, get(crawler.settings, "FOCUSED_MAX_HEADER_BYTES"))
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:

@@ -18,7 +18,9 @@ to the log (a hostile server can flood it). Here, once Scrapy's retries
   connection closed, ``lost``: the connection closed or reset before a whole answer,
   ``cancelled``: over ``DOWNLOAD_MAXSIZE``, ``header_too_long``: a status or header
   line longer than Twisted reads, :data:`MAX_HEADER_LINE`; ``headers_too_large``:
-  more than ``FOCUSED_MAX_HEADER_BYTES`` of status and header lines; ``tls``: a failed TLS
+  more than ``FOCUSED_MAX_HEADER_BYTES`` of status and header lines; ``malformed``: a
+  status line that is not HTTP's, an invalid or conflicting ``Content-Length``, a
+  ``Transfer-Encoding`` other than chunked (:class:`MalformedAnswer`); ``tls``: a failed TLS
   handshake, with what OpenSSL said, e.g. ``wrong version number`` for an ``https:``
   URL on a port that speaks plain HTTP: it was "closed the connection");
   ``focused/errors/first`` keeps the first one's reason (the ``crawl`` command quotes it
@@ -49,6 +51,15 @@ header, with no bound on their number: a server that sends headers for ever (a l
 count the bytes received before the body (1xx answers included) and raise
 :class:`HeadersTooLarge` past ``FOCUSED_MAX_HEADER_BYTES`` (256 KiB, Chromium's own
 limit): kind ``headers_too_large``, not retried.
+
+A response Twisted's parser refuses before its body (a status line that is not HTTP's,
+``Content-Length: -5``, two ``Content-Length`` headers that disagree, which RFC 9110
+calls an unrecoverable error, ``Transfer-Encoding: gzip``) failed with a ``ResponseFailed``
+and was told as "closed the connection before a whole answer", and retried
+``RETRY_TIMES`` times, though the server had closed nothing and sends the same answer
+again. The same wrapper of the parser turns the parser's error into
+:class:`MalformedAnswer`, kind ``malformed``: "sent a malformed answer (an invalid or
+conflicting Content-Length)", not retried.
 
 A body shorter than its ``Content-Length`` (Scrapy's ``ResponseDataLossError``, with
 ``DOWNLOAD_FAIL_ON_DATALOSS``) was told as "closed the connection before a whole
@@ -96,6 +107,7 @@ from twisted.web._newclient import (
     HEADER,
     STATUS,
     HTTPClientParser,
+    ParseError,
     ResponseFailed,
     ResponseNeverReceived,
 )
@@ -191,10 +203,35 @@ def _counted_data(parser: HTTPClientParser, data: bytes) -> None:
         return
     seen = getattr(parser, "_focused_header_bytes", 0) + len(data)
     parser._focused_header_bytes = seen  # type: ignore[attr-defined]
-    _twisted_data_received(parser, data)
+    try:
+        _twisted_data_received(parser, data)
+    except (ParseError, ValueError, KeyError) as exc:
+        if isinstance(exc, ParseError) or parser.state in (STATUS, HEADER):
+            raise MalformedAnswer(malformed_detail(exc)) from exc
+        raise
     cap = header_bytes_cap[0]
     if cap and seen > cap and parser.state in (STATUS, HEADER):
         raise HeadersTooLarge(f"more than {cap} bytes of status and header lines")
+
+
+class MalformedAnswer(Exception):
+    """A response Twisted's parser refused before its body: a status line that is not
+    HTTP's, an invalid or conflicting ``Content-Length``, a ``Transfer-Encoding`` it does
+    not read. The argument says which, for the log line."""
+
+
+def malformed_detail(exc: BaseException) -> str:
+    """A few words on what Twisted's parser refused (``exc``, raised while it read the
+    status and header lines)."""
+    if isinstance(exc, ParseError):
+        line = exc.args[1] if len(exc.args) > 1 else b""
+        shown = repr(bytes(line[:60])) if isinstance(line, bytes) else "?"
+        return f"a status line that is not HTTP's: {shown}"
+    if isinstance(exc, KeyError):
+        coding = exc.args[0] if exc.args else b""
+        name = coding.decode("latin-1") if isinstance(coding, bytes) else str(coding)
+        return f"Transfer-Encoding: {name[:60]}, which is not chunked"
+    return "an invalid or conflicting Content-Length"
 
 
 def cap_header_bytes() -> None:
@@ -234,6 +271,15 @@ def _headers_too_large(exception: BaseException) -> bool:
     return any(isinstance(exc, HeadersTooLarge) for exc in _causes(exception))
 
 
+def malformed(exception: BaseException) -> str | None:
+    """What was malformed when a :class:`MalformedAnswer` is among the causes of
+    ``exception``, else None."""
+    for exc in _causes(exception):
+        if isinstance(exc, MalformedAnswer):
+            return str(exc)
+    return None
+
+
 def tls_problem(exception: BaseException) -> str | None:
     """What OpenSSL said when ``exception`` comes from a failed TLS handshake or record
     (``wrong version number``: the port does not speak TLS), else None."""
@@ -247,11 +293,13 @@ def tls_problem(exception: BaseException) -> str | None:
 
 def kind_of(exception: BaseException) -> str | None:
     """The kind of a failed download (:data:`KINDS`, ``header_too_long``,
-    ``headers_too_large`` or ``tls``), else None."""
+    ``headers_too_large``, ``malformed`` or ``tls``), else None."""
     if _header_too_long(exception):
         return "header_too_long"
     if _headers_too_large(exception):
         return "headers_too_large"
+    if malformed(exception) is not None:
+        return "malformed"
     if tls_problem(exception) is not None:
         return "tls"
     for kind, classes in KINDS:
@@ -267,6 +315,9 @@ def reason(kind: str, url: str, exception: BaseException | None = None) -> str:
     port = parts.port or (443 if parts.scheme == "https" else 80)
     if kind == "dns":
         return f"DNS lookup failed for {host}"
+    if kind == "malformed":
+        said = malformed(exception) if exception is not None else None
+        return f"{host}:{port} sent a malformed answer" + (f" ({said})" if said else "")
     if kind == "tls":
         said = tls_problem(exception) if exception is not None else None
         return f"{host}:{port} failed the TLS handshake" + (f" ({said})" if said else "")
@@ -324,7 +375,7 @@ class QuietNetworkGiveUp:
                 raise refusal
         if kind == "timeout" and is_robots_txt(request):
             request.meta["dont_retry"] = True  # a hanging host: one time-out, not three
-        elif kind in ("header_too_long", "headers_too_large"):
+        elif kind in ("header_too_long", "headers_too_large", "malformed"):
             request.meta["dont_retry"] = True  # the server sends the same headers again
             request.meta.setdefault("give_up_log_level", "DEBUG")
         elif kind == "dataloss":

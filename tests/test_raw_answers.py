@@ -204,3 +204,59 @@ def test_the_header_cap_is_a_setting(tmp_path):
     assert stats(crawl)["focused/errors/headers_too_large"] == 1
     crawl, _ = crawl_raw(tmp_path / "b", answers, "FOCUSED_MAX_HEADER_BYTES=0")
     assert paths(crawl) == {"/", "/many.html", "/lines.html"}
+
+
+# --- answers Twisted's parser refuses ------------------------------------------------------
+def raw(head: bytes, body: bytes = b"") -> Writer:
+    """``head`` (the status and header lines, without the blank line) and ``body``."""
+    return lambda conn: conn.sendall(head + b"\r\n\r\n" + body)
+
+
+@pytest.mark.integration
+def test_a_malformed_answer_is_named_and_not_retried(tmp_path, warnings):
+    """A status line that is not HTTP's, an invalid or conflicting ``Content-Length``, a
+    ``Transfer-Encoding`` other than chunked: Twisted's parser refuses each, and each was
+    retried twice and told as "closed the connection before a whole answer", which the
+    server had not done. Now one request each, one WARNING line that says what was
+    malformed; two equal ``Content-Length`` headers (which RFC 9110 allows) are read."""
+    body = page("chemistry twin lengths")
+    ct = b"Content-Type: text/html\r\n"
+    bad = {
+        "/bad-status.html": (raw(b"HTTP/1.1 abc OK\r\n" + ct), "a status line that is not HTTP's"),
+        "/not-http.html": (raw(b"garbage"), "a status line that is not HTTP's: b'garbage'"),
+        "/two-lengths.html": (
+            raw(b"HTTP/1.1 200 OK\r\n" + ct + b"Content-Length: 5\r\nContent-Length: 6", body),
+            "an invalid or conflicting Content-Length",
+        ),
+        "/negative-length.html": (
+            raw(b"HTTP/1.1 200 OK\r\n" + ct + b"Content-Length: -5", body),
+            "an invalid or conflicting Content-Length",
+        ),
+        "/gzip-transfer.html": (
+            raw(b"HTTP/1.1 200 OK\r\n" + ct + b"Transfer-Encoding: gzip", body),
+            "Transfer-Encoding: gzip, which is not chunked",
+        ),
+    }
+    same = b"HTTP/1.1 200 OK\r\n%sContent-Length: %d\r\nContent-Length: %d" % (
+        ct,
+        len(body),
+        len(body),
+    )
+    answers = {
+        "/": plain(page("chemistry home", *bad, "/same-lengths.html")),
+        "/same-lengths.html": raw(same, body),
+        **{path: writer for path, (writer, _) in bad.items()},
+    }
+    crawl, server = crawl_raw(tmp_path, answers)
+    assert_went_on(crawl)
+    assert paths(crawl) == {"/", "/same-lengths.html"}
+    assert stats(crawl)["focused/errors/malformed"] == len(bad)
+    assert "focused/errors/lost" not in stats(crawl)
+    lines = warnings(crawl)
+    assert len(lines) == len(bad), lines
+    for path, (_, said) in bad.items():
+        assert server.paths.count(path) == 1  # not retried
+        [line] = [x for x in lines if f"{path}> failed:" in x]
+        assert f"127.0.0.1:{server.port} sent a malformed answer ({said}" in line
+        assert line.endswith("(1 attempt)")
+    assert "closed the connection" not in crawl.log

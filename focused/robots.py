@@ -20,7 +20,10 @@
    fail with :class:`RobotsPostponed`, which the scheduler takes as "wait", not as an
    error: they are fetched once robots.txt is. When it did not answer (a time-out, a
    refused connection), they fail as their own downloads would.
-   A 4xx answer still means "allow all" (RFC 9309, section 2.3.1.3), and so does a
+   A 429 Too Many Requests is taken as a 5xx (as Google's crawler takes it): the host
+   asked for fewer requests, and "allow all" would have sent it its every URL at once,
+   unchecked by its rules. Any other 4xx still means "allow all" (RFC 9309, section
+   2.3.1.3), and so does a
    robots.txt download that a middleware ignored (``IgnoreRequest``, e.g. a redirect
    off-site), as in Scrapy.
 """
@@ -94,8 +97,8 @@ class FocusedRobotsTxtMiddleware(RobotsTxtMiddleware):
 
     - Each request that waits for a host's robots.txt gets the parsed robots.txt (Scrapy
       2.19 hands ``None``, "allow all", to all waiters but the first).
-    - A robots.txt that cannot be fetched (an exception or a 5xx answer, after Scrapy's
-      retries) disallows its host for ``FOCUSED_ROBOTS_RETRY_AFTER`` seconds (RFC 9309);
+    - A robots.txt that cannot be fetched (an exception, a 5xx or a 429 answer, after
+      Scrapy's retries) disallows its host for ``FOCUSED_ROBOTS_RETRY_AFTER`` seconds (RFC 9309);
       the host's requests meanwhile fail: after a 5xx answer with
       :class:`RobotsPostponed` (an ``IgnoreRequest``: the scheduler keeps them waiting),
       after no answer with ``IgnoreRequest`` (failed, as their downloads would); then
@@ -190,7 +193,7 @@ class FocusedRobotsTxtMiddleware(RobotsTxtMiddleware):
 
     # --- an unreachable robots.txt disallows its host for a while -------------------
     async def _parse_robots(self, response: Response, netloc: str, request: Request) -> None:
-        if response.status >= 500:
+        if response.status >= 500 or response.status == 429:
             self._stats.inc_value("robotstxt/response_count")
             self._stats.inc_value(f"robotstxt/response_status_count/{response.status}")
             self._unreachable(netloc, f"HTTP {response.status}", answered=True)

@@ -312,11 +312,15 @@ CHEM = "chemistry acid molecule reaction catalyst element " * 20
 
 
 class FlakyRobots(LoopbackServer):
-    """A small chemistry site whose robots.txt answers 503 ``failures`` times (``None``:
-    always), then ``Allow: /``."""
+    """A small chemistry site whose robots.txt answers ``status`` (503) ``failures`` times
+    (``None``: always), then ``rules`` (``Allow: /``)."""
 
-    def __init__(self, failures: int | None) -> None:
+    def __init__(
+        self, failures: int | None, status: int = 503, rules: bytes = b"Allow: /\n"
+    ) -> None:
         self.failures = failures
+        self.status = status
+        self.rules = rules
         super().__init__("127.0.0.1", self._answer)
 
     def _answer(self, path: str) -> Answer:
@@ -324,8 +328,8 @@ class FlakyRobots(LoopbackServer):
             if self.failures is None or self.failures > 0:
                 if self.failures is not None:
                     self.failures -= 1
-                return 503, {"Content-Type": "text/plain"}, b"busy"
-            return 200, {"Content-Type": "text/plain"}, b"User-agent: *\nAllow: /\n"
+                return self.status, {"Content-Type": "text/plain"}, b"busy"
+            return 200, {"Content-Type": "text/plain"}, b"User-agent: *\n" + self.rules
         links = "".join(f'<a href="/a{i}.html">chemistry {i}</a> ' for i in range(3))
         body = f"<html><title>chemistry {path}</title><body>{CHEM} {path}"
         return 200, {}, f"{body} {links if path == '/' else ''}</body></html>".encode()
@@ -364,6 +368,37 @@ def test_a_host_whose_robots_txt_fails_for_a_while_is_crawled_once_it_answers(
     stored = {urlsplit(r["url"]).path for r in crawl.rows()}
     assert stored == {"/", "/a0.html", "/a1.html", "/a2.html"}
     assert set(journal_states(job).values()) == {2}  # all done, no error (3)
+
+
+def test_a_robots_txt_that_answers_429_is_waited_for_not_taken_for_allow_all(
+    tmp_path: Path,
+) -> None:
+    """robots.txt answers 429 Too Many Requests to its first 3 requests: it was taken as
+    any 4xx, "allow all", so the host that had asked for fewer requests was crawled at
+    once, past its rules (``/a2.html``, disallowed, was fetched and stored). Now 429 is
+    taken as a 5xx (as Google's crawler does): the host waits, robots.txt is fetched again
+    after FOCUSED_ROBOTS_RETRY_AFTER, and its rules hold."""
+    server = FlakyRobots(3, status=429, rules=b"Disallow: /a2.html\n")
+    job = tmp_path / "job"
+    try:
+        crawl = run_crawl(
+            tmp_path / "out",
+            "FOCUSED_WEB=real",
+            f"FOCUSED_SEEDS={server.url}/",
+            "FOCUSED_STRATEGY=bfs",
+            "FOCUSED_ROBOTS_RETRY_AFTER=1.5",
+            f"JOBDIR={job}",
+        )
+    finally:
+        server.close()
+    assert "unreachable (HTTP 429)" in crawl.log
+    assert server.log[:4] == ["/robots.txt"] * 4  # nothing else before robots.txt answered
+    assert "/a2.html" not in server.log
+    stored = {urlsplit(r["url"]).path for r in crawl.rows()}
+    assert stored == {"/", "/a0.html", "/a1.html"}
+    states = journal_states(job)
+    assert states.pop("/a2.html") == 3  # forbidden: an error, as any disallowed URL
+    assert set(states.values()) == {2}
 
 
 def test_a_host_whose_robots_txt_stays_unreachable_waits_for_the_next_run(

@@ -42,6 +42,7 @@ from focused.defaults import get
 from focused.politeness import SlotDelays
 from focused.robots import is_robots
 from focused.web import sanitize
+from focused.web.streaks import ServerErrorStreaks
 from focused.web.urljoins import FolderJoins, backslashes_as_slashes
 
 if TYPE_CHECKING:
@@ -81,8 +82,13 @@ class RobustnessMiddleware:
     - The requests of a host given up for asking to wait too long
       (``FOCUSED_MAX_RETRY_AFTER_TOTAL``, :class:`focused.politeness.SlotDelays`) are
       dropped (``focused/skipped/retry_after``), retries included.
+    - A host (host and port) that answers 5xx ``FOCUSED_MAX_SERVER_ERRORS`` times in a
+      row (every attempt counts, robots.txt aside; any other answer ends the streak,
+      :class:`focused.web.streaks.ServerErrorStreaks`) is given up for the run: one
+      WARNING line, ``focused/hosts/given_up``; its further requests, retries included,
+      are dropped (``focused/skipped/server_errors``, the error queue).
 
-    Settings: ``FOCUSED_MAX_PAGES_PER_HOST``.
+    Settings: ``FOCUSED_MAX_PAGES_PER_HOST``, ``FOCUSED_MAX_SERVER_ERRORS``.
     """
 
     def __init__(
@@ -92,8 +98,11 @@ class RobustnessMiddleware:
         delays: SlotDelays | None = None,
         max_parse_bytes: int = 0,
         max_parse_tags: int = 0,
+        *,
+        max_server_errors: int = 0,
     ) -> None:
         self.max_per_host = max(0, int(max_per_host))
+        self.server_errors = ServerErrorStreaks(max_server_errors)
         #: the part of a page the spider parses (``FOCUSED_MAX_PARSE_BYTES`` and
         #: ``FOCUSED_MAX_PARSE_TAGS``; 0: all)
         self.max_parse_bytes = max(0, int(max_parse_bytes))
@@ -112,6 +121,7 @@ class RobustnessMiddleware:
             delays,
             get(crawler.settings, "FOCUSED_MAX_PARSE_BYTES"),
             get(crawler.settings, "FOCUSED_MAX_PARSE_TAGS"),
+            max_server_errors=get(crawler.settings, "FOCUSED_MAX_SERVER_ERRORS"),
         )
 
     def _inc(self, key: str) -> None:
@@ -124,6 +134,11 @@ class RobustnessMiddleware:
         if delays is not None and delays.given_up(request) and not meta.get("dont_obey_robotstxt"):
             self._inc("focused/skipped/retry_after")
             raise IgnoreRequest(f"{request.url}: its host keeps asking to retry later")
+        if self.server_errors.gave_up and not is_robots(request):
+            netloc = urlparse_cached(request).netloc.lower()
+            if self.server_errors.given_up(netloc):
+                self._inc("focused/skipped/server_errors")
+                raise IgnoreRequest(f"{request.url}: its host answers only server errors")
         if not self.max_per_host:
             return
         if meta.get("retry_times") or meta.get("dont_obey_robotstxt"):
@@ -141,6 +156,19 @@ class RobustnessMiddleware:
             raise IgnoreRequest(f"host {host} reached its cap of {self.max_per_host} pages")
         self.per_host[host] += 1
 
+    def _server_error_streak(self, request: Request, status: int) -> None:
+        netloc = urlparse_cached(request).netloc.lower()
+        if self.server_errors.answered(netloc, status):
+            self._inc("focused/hosts/given_up")
+            logger.warning(
+                "focused: %s answered %d server errors (5xx) in a row, the last %d, over"
+                " FOCUSED_MAX_SERVER_ERRORS: it is given up for this run, its other"
+                " requests are dropped",
+                netloc,
+                self.server_errors.limit,
+                status,
+            )
+
     def _parsed(self, response: TextResponse) -> bytes:
         """The part of the page the spider parses (the part that lxml can cut)."""
         body = response.body
@@ -150,6 +178,8 @@ class RobustnessMiddleware:
         ]
 
     def process_response(self, request: Request, response: Response) -> Response:
+        if self.server_errors.limit and not is_robots(request):
+            self._server_error_streak(request, response.status)
         if not isinstance(response, TextResponse) or not response.body:
             return response
         raw_type = response.headers.get(b"Content-Type")

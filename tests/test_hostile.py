@@ -48,6 +48,7 @@ from focused.web.sanitize import (
     tree_cut,
     wide_encoding,
 )
+from focused.web.streaks import ServerErrorStreaks
 from focused.web.topics import load_topic
 from tests.loopback import Answer, LoopbackServer
 
@@ -1167,6 +1168,76 @@ def test_a_host_that_keeps_asking_to_wait_is_given_up(tmp_path):
     given_up = [line for line in crawl.log.splitlines() if "keeps answering 429" in line]
     assert len(given_up) == 1 and " WARNING: " in given_up[0], given_up
     assert "s of pauses in a row, over FOCUSED_MAX_RETRY_AFTER_TOTAL=1.5" in given_up[0]
+
+
+# --- a host that answers only server errors ------------------------------------------------
+DOWN = 30
+
+
+def test_server_error_streaks_give_a_host_up_once():
+    """Only 5xx answers in a row count; any other answer ends the streak; 0 is never."""
+    streaks = ServerErrorStreaks(3)
+    assert [streaks.answered("a", s) for s in (503, 500, 200, 503, 502)] == [False] * 5
+    assert streaks.answered("b", 503) is False  # hosts apart
+    assert streaks.answered("a", 599) is True and streaks.given_up("a")
+    assert streaks.answered("a", 503) is False  # once
+    assert not streaks.given_up("b")
+    never = ServerErrorStreaks(0)
+    assert not any(never.answered("a", 503) for _ in range(100))
+
+
+@pytest.mark.integration
+def test_a_host_that_answers_only_server_errors_is_given_up(tmp_path):
+    """A host that answers 503 to everything (no ``Retry-After``) was asked each of its
+    URLs ``1 + RETRY_TIMES`` times, however many: 90 requests for 30 links. Now
+    ``FOCUSED_MAX_SERVER_ERRORS`` 5xx answers in a row give it up for the run, in one
+    WARNING line: its other URLs are dropped (error queue). A host whose 5xx answers
+    are broken by others (each page 503 once, then 200) is crawled whole."""
+    tried: set[str] = set()
+
+    def down(path: str) -> Answer:
+        return (404, {}, b"") if path == "/robots.txt" else (503, {}, b"down")
+
+    def flaky(path: str) -> Answer:
+        if path == "/robots.txt":
+            return 404, {}, b""
+        if path not in tried:
+            tried.add(path)
+            return 503, {}, b"busy"
+        return 200, {}, f"<html><title>chemistry {path}</title>{CHEM} {path}</html>".encode()
+
+    hosts = [LoopbackServer("127.0.0.2", down), LoopbackServer("127.0.0.3", flaky)]
+    links = [f"{hosts[0].url}/{i}.html" for i in range(DOWN)]
+    links += [f"{hosts[1].url}/{i}.html" for i in range(5)]
+    home = "".join(f'<a href="{link}">chemistry {i}</a>' for i, link in enumerate(links))
+
+    def answer(server: LoopbackServer, path: str) -> Answer:
+        if path == "/robots.txt":
+            return 404, {}, b""
+        return 200, {}, f"<html><title>chemistry</title>{CHEM}{home}</html>".encode()
+
+    try:
+        crawl, _ = crawl_site(
+            tmp_path,
+            answer,
+            "RETRY_TIMES=2",
+            "CONCURRENT_REQUESTS=1",
+            "FOCUSED_MAX_SERVER_ERRORS=6",
+            "FOCUSED_MAX_RETRY_AFTER_TOTAL=0",
+        )
+    finally:
+        for host in hosts:
+            host.close()
+    assert_went_on(crawl)
+    asked = [p for p in hosts[0].log if p != "/robots.txt"]
+    assert len(asked) == 6  # two URLs, three attempts each; was 3 * DOWN
+    assert paths(crawl, "127.0.0.3") == {f"/{i}.html" for i in range(5)}
+    s = stats(crawl)
+    assert s["focused/hosts/given_up"] == 1
+    assert s["focused/skipped/server_errors"] == DOWN  # each URL, or its retry
+    lines = [line for line in crawl.log.splitlines() if "server errors (5xx) in a row" in line]
+    assert len(lines) == 1 and " WARNING: " in lines[0], lines
+    assert f"focused: 127.0.0.2:{hosts[0].port} answered 6 server errors (5xx) in a row" in lines[0]
 
 
 # --- the end of a Retry-After pause lets every waiting download go -----------------------

@@ -82,7 +82,7 @@ class RobustnessMiddleware:
     - The requests of a host given up for asking to wait too long
       (``FOCUSED_MAX_RETRY_AFTER_TOTAL``, :class:`focused.politeness.SlotDelays`) are
       dropped (``focused/skipped/retry_after``), retries included.
-    - A host (host and port) that answers 5xx ``FOCUSED_MAX_SERVER_ERRORS`` times in a
+    - A host (host and port) that answers 5xx or 429 ``FOCUSED_MAX_SERVER_ERRORS`` times in a
       row (every attempt counts, robots.txt aside; any other answer ends the streak,
       :class:`focused.web.streaks.ServerErrorStreaks`) is given up for the run: one
       WARNING line, ``focused/hosts/given_up``; its further requests, retries included,
@@ -161,7 +161,7 @@ class RobustnessMiddleware:
         if self.server_errors.answered(netloc, status):
             self._inc("focused/hosts/given_up")
             logger.warning(
-                "focused: %s answered %d server errors (5xx) in a row, the last %d, over"
+                "focused: %s answered %d server errors (5xx or 429) in a row, the last %d, over"
                 " FOCUSED_MAX_SERVER_ERRORS: it is given up for this run, its other"
                 " requests are dropped",
                 netloc,

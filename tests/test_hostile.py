@@ -1175,13 +1175,16 @@ DOWN = 30
 
 
 def test_server_error_streaks_give_a_host_up_once():
-    """Only 5xx answers in a row count; any other answer ends the streak; 0 is never."""
+    """Only 5xx and 429 answers in a row count (429 without ``Retry-After`` is retried as
+    a 503 is); any other answer ends the streak; 0 is never."""
     streaks = ServerErrorStreaks(3)
-    assert [streaks.answered("a", s) for s in (503, 500, 200, 503, 502)] == [False] * 5
+    assert [streaks.answered("a", s) for s in (503, 429, 404, 503, 502)] == [False] * 5
     assert streaks.answered("b", 503) is False  # hosts apart
     assert streaks.answered("a", 599) is True and streaks.given_up("a")
     assert streaks.answered("a", 503) is False  # once
     assert not streaks.given_up("b")
+    limited = ServerErrorStreaks(2)
+    assert [limited.answered("c", 429), limited.answered("c", 429)] == [False, True]
     never = ServerErrorStreaks(0)
     assert not any(never.answered("a", 503) for _ in range(100))
 
@@ -1235,9 +1238,10 @@ def test_a_host_that_answers_only_server_errors_is_given_up(tmp_path):
     s = stats(crawl)
     assert s["focused/hosts/given_up"] == 1
     assert s["focused/skipped/server_errors"] == DOWN  # each URL, or its retry
-    lines = [line for line in crawl.log.splitlines() if "server errors (5xx) in a row" in line]
+    said = "server errors (5xx or 429) in a row"
+    lines = [line for line in crawl.log.splitlines() if said in line]
     assert len(lines) == 1 and " WARNING: " in lines[0], lines
-    assert f"focused: 127.0.0.2:{hosts[0].port} answered 6 server errors (5xx) in a row" in lines[0]
+    assert f"focused: 127.0.0.2:{hosts[0].port} answered 6 {said}, the last 503" in lines[0]
 
 
 # --- the end of a Retry-After pause lets every waiting download go -----------------------

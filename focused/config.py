@@ -834,7 +834,7 @@ def check_log_file(settings: Any) -> None:
     creates the file and changes nothing in one that exists. A ``LOG_FILE`` that is one
     of the crawl's own files (in ``FOCUSED_OUTPUT_DIR`` or ``JOBDIR``: ``sandbox.port``,
     ``crawl.json``, a segment...) is refused: the log appended to ``JOBDIR/sandbox.port``
-    made every later resume a ``ValueError`` traceback."""
+    made every later resume a ``ValueError`` traceback. So is one on a full disk."""
     path = settings.get("LOG_FILE")
     if not path or not settings.getbool("LOG_ENABLED", True):
         return
@@ -847,10 +847,17 @@ def check_log_file(settings: Any) -> None:
     try:
         with open(path, "a", encoding=settings.get("LOG_ENCODING") or "utf-8"):
             pass
+        room = os.statvfs(os.path.dirname(os.path.abspath(path)))
     except OSError as exc:
         raise ConfigError(
             f"LOG_FILE {str(path)!r} cannot be written: {exc.strerror or exc}"
         ) from None
+    # a full disk: the first log line failed, and Scrapy's own close of the handler
+    # raised OSError (a traceback, exit 1, nothing crawled)
+    if room.f_bavail == 0 and (os.geteuid() != 0 or room.f_bfree == 0):
+        raise ConfigError(
+            f"LOG_FILE {str(path)!r} cannot be written: its disk is full (No space left on device)"
+        )
 
 
 def check_set_options(settings: Any, pairs: list[str]) -> None:

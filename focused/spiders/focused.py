@@ -20,6 +20,7 @@ from w3lib.url import canonicalize_url
 from focused import config, habits, meta, robustness
 from focused.cli import (
     UNKNOWN_ARGS,
+    guard_log_file,
     in_command,
     refuse_in_script,
     script_crawl,
@@ -286,6 +287,7 @@ class FocusedSpider(scrapy.Spider):
         if spider.web.kind == "sandbox" and crawler.settings.getbool("HTTPCACHE_ENABLED"):
             # connected before the cache middleware's own handler, which opens its storage
             crawler.signals.connect(spider._separate_cache, signal=signals.spider_opened)
+        crawler.signals.connect(guard_log_file, signal=signals.spider_opened, weak=False)
         crawler.signals.connect(spider._frontier_opened, signal=frontier_opened)
         crawler.signals.connect(spider._waste_check, signal=frontier_waste_check)
         return spider

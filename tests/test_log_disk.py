@@ -1,0 +1,80 @@
+"""A ``LOG_FILE`` on a disk that is full, or fills up during the crawl (a real tmpfs;
+skipped where mounting is not permitted)."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from crawling import PROJECT, run_crawl, sandbox_crawl_command
+
+from bench.soak import SmallDisk
+
+
+@pytest.fixture
+def disk(tmp_path: Path) -> Iterator[SmallDisk]:
+    try:
+        small = SmallDisk(tmp_path / "disk", size="1m")
+    except PermissionError as exc:
+        pytest.skip(str(exc))
+    yield small
+    small.unmount()
+
+
+@pytest.mark.integration
+def test_a_log_file_on_a_full_disk_is_refused_in_one_line(disk, tmp_path):
+    """Opening the log file worked, its first line did not: a "--- Logging error ---"
+    traceback per line, then Scrapy's close of the handler raised (an ``OSError``
+    traceback, exit 1, nothing crawled). Now one line before anything starts, exit 2."""
+    disk.fill(leave_kb=0)
+    log = disk.path / "crawl.log"
+    crawl = run_crawl(tmp_path / "out", "FOCUSED_SANDBOX_PAGES=60", f"LOG_FILE={log}", check=False)
+    assert crawl.returncode == 2, crawl.log[-3000:]
+    assert crawl.log.strip().splitlines() == [
+        f"focused: error: LOG_FILE '{log}' cannot be written: its disk is full"
+        " (No space left on device)"
+    ]
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.integration
+def test_a_log_file_whose_disk_fills_during_the_crawl(disk, tmp_path):
+    """The disk of the log file fills once the spider has opened: Python's handler printed
+    a "--- Logging error ---" traceback on stderr for every later line (hundreds), and
+    the rest of the log was lost without a word. Now one line says so, the log goes on
+    on stderr, and the crawl stores every page as before."""
+    log = disk.path / "crawl.log"
+    out = tmp_path / "out"
+    cmd = sandbox_crawl_command(
+        out,
+        "FOCUSED_SANDBOX_PAGES=100",
+        "FOCUSED_STRATEGY=bfs",
+        "CONCURRENT_REQUESTS=1",
+        "DOWNLOAD_DELAY=0.02",
+        "LOG_LEVEL=DEBUG",
+        f"LOG_FILE={log}",
+    )
+    proc = subprocess.Popen(cmd, cwd=PROJECT, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while b"Spider opened" not in (log.read_bytes() if log.exists() else b""):
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        disk.fill(leave_kb=0)
+        _, stderr = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, stderr[-3000:]
+    assert "Logging error" not in stderr and "Traceback" not in stderr, stderr[-3000:]
+    said = [line for line in stderr.splitlines() if line.startswith("focused: cannot write")]
+    assert said == [
+        f"focused: cannot write the log file {log}: No space left on device; the crawl goes"
+        " on and logs to stderr instead"
+    ]
+    assert "Spider closed (finished)" in stderr  # the rest of the log
+    assert "'finish_reason': 'finished'" in stderr

@@ -102,6 +102,10 @@ EXTENSIONS = {
     # stats.json, settings.json, report.html and progress lines (focused/extensions.py)
     "focused.extensions.CrawlOutputExtension": 500,
     "focused.collector.GarbageCollectorTuning": 0,
+    # a feed (-o) that cannot be written stops the crawl in one line, not a traceback per
+    # item (focused/feedexport.py)
+    "scrapy.extensions.feedexport.FeedExporter": None,
+    "focused.feedexport.FocusedFeedExporter": 0,
 }
 ITEM_PIPELINES = {
     "focused.pipelines.PageStorePipeline": 300,

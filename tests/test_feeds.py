@@ -163,17 +163,21 @@ def test_a_pipeline_that_fails_on_every_item_fails_the_crawl(tmp_path: Path) -> 
     assert errors >= 10 and errors == len(crawl.rows())  # one per page, each stored first
 
 
-def test_a_feed_that_fails_on_every_item_fails_the_crawl(tmp_path: Path) -> None:
+def test_a_feed_that_fails_on_every_item_stops_the_crawl(tmp_path: Path) -> None:
     """A feed that opened but cannot take an item (an unwritable feed folder is refused
-    before the crawl: ``test_cli_errors.py``)."""
+    before the crawl: ``test_cli_errors.py``): its first failed write stops the crawl in
+    one line, as a full disk under the feed does (``test_log_disk.py``); it was an ERROR
+    line and a traceback per item, the crawl running on to its end."""
     exporters = {"failing": "tests.failing_exporter.FailingExporter"}
     feed = f"{tmp_path / 'items.jsonl'}:failing"
     crawl = crawl_with(tmp_path, "-O", feed, FEED_EXPORTERS=exporters)
     assert crawl.returncode == 1, crawl.log[-3000:]
-    assert "this exporter fails on every item" in crawl.log
-    [line] = error_lines(crawl)
-    assert line.startswith(FAILURE_LINE), line
-    assert len(crawl.rows()) >= 10  # the pages themselves are stored
+    [line] = [x for x in crawl.log.splitlines() if "] ERROR: focused: error:" in x]
+    assert f"cannot write the feed in {tmp_path / 'items.jsonl'}" in line
+    assert "this exporter fails on every item; the crawl stopped" in line
+    assert "Traceback" not in crawl.log and error_lines(crawl) == []
+    assert "Spider closed (store_failed)" in crawl.log
+    assert len(crawl.rows()) >= 1  # the pages themselves are stored
 
 
 def test_a_feed_that_cannot_be_stored_fails_the_crawl(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""A ``LOG_FILE`` on a disk that is full, or fills up during the crawl (a real tmpfs;
-skipped where mounting is not permitted)."""
+"""A ``LOG_FILE`` or a feed on a disk that is full, or fills up during the crawl (a real
+tmpfs; skipped where mounting is not permitted)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from crawling import PROJECT, run_crawl, sandbox_crawl_command
 
-from bench.soak import SmallDisk
+from bench.soak import SmallDisk, stored_urls
+from focused.output.store import PageStore
 
 
 @pytest.fixture
@@ -78,3 +79,45 @@ def test_a_log_file_whose_disk_fills_during_the_crawl(disk, tmp_path):
     ]
     assert "Spider closed (finished)" in stderr  # the rest of the log
     assert "'finish_reason': 'finished'" in stderr
+
+
+@pytest.mark.integration
+def test_a_feed_whose_disk_fills_stops_the_crawl_in_one_line(disk, tmp_path):
+    """``-o items.jsonl`` on a disk that fills during the crawl: Scrapy's feed exporter
+    raised for every later item (an ERROR line and a traceback each, two more at the
+    close) and the crawl ran on to its end, its feed cut short. Now its first failed
+    write stops the crawl as a page store that cannot write does: one line, exit 1, the
+    pages stored so far whole."""
+    feed = disk.path / "items.jsonl"
+    out = tmp_path / "out"
+    cmd = sandbox_crawl_command(
+        out,
+        "FOCUSED_SANDBOX_PAGES=300",
+        "FOCUSED_STRATEGY=bfs",
+        "CONCURRENT_REQUESTS=1",
+        "DOWNLOAD_DELAY=0.02",
+    )
+    proc = subprocess.Popen([*cmd, "-o", str(feed)], cwd=PROJECT, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while len(stored_urls(out) if (out / "pages.sqlite3").exists() else ()) < 5:
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        disk.fill(leave_kb=0)
+        _, stderr = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 1, stderr[-3000:]
+    assert "Traceback" not in stderr and "Error caught on signal handler" not in stderr
+    errors = [line for line in stderr.splitlines() if "] ERROR: focused: error:" in line]
+    assert len(errors) == 1, errors
+    assert errors[0].endswith(
+        f"focused: error: cannot write the feed in {feed}: [Errno 28] No space left on device;"
+        " the crawl stopped, resume with the same command once there is room"
+    )
+    assert "Spider closed (store_failed)" in stderr
+    assert 5 <= len(stored_urls(out)) < 250  # stopped early; a whole crawl stores ~295
+    with PageStore(out) as store:
+        assert store.check(verify=True) == []

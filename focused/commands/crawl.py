@@ -48,7 +48,9 @@ its topic from ``-a topic=``, else its class attribute ``topic``; its settings w
   of them, ``item_error``, or in a feed exporter) prints one line and exits with
   status 1; so does a crawl in which a feed could not be written or stored (Scrapy's
   ``feedexport/failed_count/*`` stats, or the feed exporter failing when it opens or
-  closes a feed). Items dropped on purpose (``DropItem``) are no failure.
+  closes a feed). A feed write that fails with ``OSError`` (a full disk) stops the crawl
+  at once (:mod:`focused.feedexport`, finish reason ``store_failed``). Items dropped on
+  purpose (``DropItem``) are no failure.
 - a crawl stopped because it could not store its pages (finish reason
   ``store_failed``, :mod:`focused.stop`) exits with status 1.
 """

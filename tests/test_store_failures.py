@@ -9,13 +9,15 @@ is not permitted); the SQLite failures are real ``SQLITE_FULL`` errors, made wit
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
+import subprocess
 import threading
 import time
 from pathlib import Path
 
 import pytest
-from crawling import run_crawl
+from crawling import PROJECT, run_crawl, sandbox_crawl_command
 from scrapy import signals as scrapy_signals
 from scrapy.exceptions import DropItem
 from test_scheduler import _open, _open_with_pipelines, _req, _respond
@@ -92,6 +94,47 @@ def test_a_full_disk_stops_the_crawl_and_a_resume_stores_every_page(disk, refere
         assert store.check(verify=True) == []
     states = journal_states(job)
     assert not [u for u, s in states.items() if s in (WAITING, IN_FLIGHT)]
+
+
+@pytest.mark.integration
+def test_an_output_folder_removed_during_the_crawl_stops_it_and_a_resume_stores_every_page(
+    tmp_path, reference
+):
+    """``rm -rf`` of the output folder while the crawl runs: SQLite and the segment
+    writer went on writing into the unlinked files, and the crawl ended "stored 196
+    pages", exit 0, with not one of them on disk. Now the next commit sees that
+    ``pages.sqlite3`` is not the file the store opened: one line, exit 1; the resume
+    fetches again every page the journal says was stored and the store does not hold."""
+    out = tmp_path / "out"
+    job = tmp_path / "job"
+    settings = [*CRAWL, f"JOBDIR={job}", "CONCURRENT_REQUESTS=1", "DOWNLOAD_DELAY=0.02"]
+    proc = subprocess.Popen(
+        sandbox_crawl_command(out, *settings), cwd=PROJECT, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while len(stored_urls(out)) < 5:
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        shutil.rmtree(out)
+        _, log = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 1, log[-3000:]
+    (line,) = _error_lines(log)
+    assert line.endswith(
+        f"focused: error: cannot store pages in {out}: {out / 'pages.sqlite3'} was removed or"
+        " replaced during the crawl, and the pages stored in it with it; the crawl stopped,"
+        " resume with the same command once the problem is fixed"
+    )
+    assert "Traceback" not in log and "'finish_reason': 'store_failed'" in log
+    second = run_crawl(out, *CRAWL, f"JOBDIR={job}")
+    assert "are fetched again" in second.log
+    assert stored_urls(out) == reference
+    with PageStore(out) as store:
+        assert store.check(verify=True) == []
 
 
 def test_atomic_writes_leave_the_old_file_on_a_full_disk(disk):

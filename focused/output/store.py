@@ -189,6 +189,12 @@ class StoreInUse(OSError):
     (:class:`PageStore`'s ``sole``): nothing was opened or written."""
 
 
+class StoreGone(OSError):
+    """The store's database file was removed (its folder deleted) or replaced while the
+    store had it open: SQLite went on writing into the unlinked file, so every page
+    "stored" since was lost at the close, silently."""
+
+
 class StoreBusy(Exception):
     """Another connection holds the database's write lock (``BEGIN IMMEDIATE`` elsewhere):
     nothing was written; try the same call again later."""
@@ -309,6 +315,9 @@ class PageStore:
         self.busy_timeout = max(0.0, float(busy_timeout))
         self.open_timeout = self.busy_timeout if open_timeout is None else float(open_timeout)
         self.conn: sqlite3.Connection | None = None
+        #: (device, inode) of the database file while open: a commit checks it is still
+        #: the file at ``db_path`` (:meth:`_check_in_place`)
+        self._identity: tuple[int, int] | None = None
         self.duplicates = 0
         self.stored = 0
         #: aliases added (near-duplicates of stored pages: a row, no body)
@@ -392,6 +401,8 @@ class PageStore:
             conn.close()
             raise
         self.conn = conn
+        st = os.stat(self.db_path)
+        self._identity = (st.st_dev, st.st_ino)
         if self.index:
             fulltext.create(conn)
             self.reindexed = self.index_missing()
@@ -484,6 +495,7 @@ class PageStore:
             return
         if self.before_commit is not None:
             self.before_commit()
+        self._check_in_place()
         indexed = self._write_index(force=False)
         self._seal_segments()
         self._commit()
@@ -548,6 +560,22 @@ class PageStore:
             "ON CONFLICT(name) DO UPDATE SET end = MAX(end, excluded.end)",
             self._ends.items(),
         )
+
+    def _check_in_place(self) -> None:
+        """:class:`StoreGone` when the database file at ``db_path`` is no longer the one
+        this store opened (the output folder was deleted during the crawl, or the file
+        removed or replaced): a commit into it would store nothing anyone can read."""
+        if self._identity is None:
+            return
+        try:
+            st = os.stat(self.db_path)
+        except FileNotFoundError:
+            st = None
+        if st is None or (st.st_dev, st.st_ino) != self._identity:
+            raise StoreGone(
+                f"{self.db_path} was removed or replaced during the crawl, and the pages"
+                " stored in it with it"
+            )
 
     def _commit(self) -> None:
         """``COMMIT`` the open transaction (its own method: a test can make it fail)."""

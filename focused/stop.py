@@ -110,8 +110,14 @@ def _close(crawler: Any) -> None:
 
 def then_for(exc: BaseException) -> str:
     """How to say when to resume after ``exc``."""
+    from focused.frontier.journal import JournalGone
     from focused.output.store import StoreInUse
 
+    if isinstance(exc, JournalGone):
+        return (
+            "plus -s FOCUSED_CONTINUE=True (the JOBDIR is gone, so the frontier starts"
+            " again from the seeds; no stored page is stored twice)"
+        )
     if isinstance(exc, StoreInUse):
         return "once the other crawl has finished, or choose another FOCUSED_OUTPUT_DIR"
     text = str(exc)

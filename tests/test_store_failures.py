@@ -137,6 +137,50 @@ def test_an_output_folder_removed_during_the_crawl_stops_it_and_a_resume_stores_
         assert store.check(verify=True) == []
 
 
+@pytest.mark.integration
+def test_a_jobdir_removed_during_the_crawl_stops_it_and_the_advice_completes_it(
+    tmp_path, reference
+):
+    """``rm -rf`` of ``JOBDIR`` while the crawl runs: the frontier journal went on into
+    the unlinked file, the crawl ended as if it could be resumed (exit 0; stopped early,
+    its frontier was lost). Now the next journal commit sees it: one line, exit 1, that
+    says how to go on; done as it says, the crawl ends with every page stored once."""
+    out = tmp_path / "out"
+    job = tmp_path / "job"
+    settings = [*CRAWL, f"JOBDIR={job}", "CONCURRENT_REQUESTS=1", "DOWNLOAD_DELAY=0.02"]
+    proc = subprocess.Popen(
+        sandbox_crawl_command(out, *settings), cwd=PROJECT, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while len(stored_urls(out)) < 5:
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        shutil.rmtree(job)
+        _, log = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 1, log[-3000:]
+    (line,) = _error_lines(log)
+    assert line.endswith(
+        f"focused: error: cannot write the frontier journal in {job}:"
+        f" {job / 'frontier.sqlite3'} was removed or replaced during the crawl; the crawl"
+        " stopped, resume with the same command plus -s FOCUSED_CONTINUE=True (the JOBDIR"
+        " is gone, so the frontier starts again from the seeds; no stored page is stored"
+        " twice)"
+    )
+    assert "Traceback" not in log
+    stored = stored_urls(out)
+    assert 5 <= len(stored) < len(reference)
+    run_crawl(out, *CRAWL, f"JOBDIR={job}", "FOCUSED_CONTINUE=True")
+    assert stored_urls(out) == reference
+    with PageStore(out) as store:
+        assert store.check(verify=True) == []
+        assert len(store.urls()) == len(reference)  # none twice
+
+
 def test_atomic_writes_leave_the_old_file_on_a_full_disk(disk):
     target = disk.path / "metrics.csv"
     write_text(target, "old\n")

@@ -125,6 +125,11 @@ class JournalError(RuntimeError):
         self.cause = cause
 
 
+class JournalGone(FileNotFoundError):
+    """The journal's file was removed (its ``JOBDIR`` deleted) or replaced during the
+    crawl: the frontier cannot be resumed from it."""
+
+
 _WRITE_ERRORS = (sqlite3.Error, OSError)
 
 
@@ -175,6 +180,11 @@ class Journal:
             if "locked" in str(exc) or "busy" in str(exc):
                 raise JournalBusy(self.path, _owner(self.path), exc) from None
             raise JournalError(self.path, exc) from None
+        st = os.stat(self.path)
+        #: (device, inode) of the journal's file: a commit checks it is still the file at
+        #: ``path`` (a ``JOBDIR`` deleted during the crawl: SQLite wrote on into the
+        #: unlinked file, and the crawl could not be resumed)
+        self._identity = (st.st_dev, st.st_ino)
         #: operations since the last commit
         self.pending = 0
         #: number of this run of the job (1 for a new job, +1 at each resume)
@@ -288,6 +298,7 @@ class Journal:
         if self.failed is None:
             db = self._db
             try:
+                self._check_in_place()
                 db.execute("COMMIT")
                 db.execute("BEGIN IMMEDIATE")  # keep the write lock: one crawl per JOBDIR
             except _WRITE_ERRORS as exc:
@@ -296,6 +307,16 @@ class Journal:
                 self.pending = 0
                 return
         raise JournalError(self.path, self.failed)  # type: ignore[arg-type]
+
+    def _check_in_place(self) -> None:
+        """:class:`JournalGone` when the file at :attr:`path` is no longer the journal
+        this one opened (removed with its ``JOBDIR``, or replaced)."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            st = None
+        if st is None or (st.st_dev, st.st_ino) != self._identity:
+            raise JournalGone(f"{self.path} was removed or replaced during the crawl")
 
     def close(self) -> None:
         """Commit and close (also checkpoints the WAL into the database file). Raises

@@ -50,6 +50,8 @@ def say(line: str, settings: Any = None) -> None:
 
     handler = getattr(scrapy_log, "_scrapy_root_handler", None)
     record = logging.LogRecord("focused", logging.ERROR, __file__, 0, line, None, None)
+    if getattr(handler, "_focused_on_stderr", False):
+        return  # its log file failed: the log goes to stderr, where the line is
     if isinstance(handler, logging.FileHandler):
         handler.handle(record)  # its filters and format, not its level
         handler.flush()
@@ -95,6 +97,7 @@ def guard_log_file(**_: Any) -> None:
             return
         broken = handler.stream
         handler.stream = _stderr_copy()
+        handler._focused_on_stderr = True  # type: ignore[attr-defined]
         with contextlib.suppress(OSError):
             broken.close()  # its unwritten buffer would fail again at the close
         print(

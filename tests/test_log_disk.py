@@ -3,6 +3,7 @@ tmpfs; skipped where mounting is not permitted)."""
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import time
 from collections.abc import Iterator
@@ -121,3 +122,32 @@ def test_a_feed_whose_disk_fills_stops_the_crawl_in_one_line(disk, tmp_path):
     assert 5 <= len(stored_urls(out)) < 250  # stopped early; a whole crawl stores ~295
     with PageStore(out) as store:
         assert store.check(verify=True) == []
+
+
+def test_once_the_log_file_failed_a_last_line_is_printed_once(disk, capfd):
+    """After the guard sent the log to stderr, the crawl command's last line
+    (``focused.cli.say``: printed, then written through the log file's handler) would be
+    on stderr twice: now once."""
+    from scrapy.utils import log as scrapy_log
+
+    from focused import cli
+
+    handler = logging.FileHandler(disk.path / "x.log")
+    handler.setFormatter(logging.Formatter("LOG %(message)s"))
+    disk.fill(leave_kb=0)
+    logger = logging.getLogger("tests.test_log_disk")
+    old = scrapy_log._scrapy_root_handler
+    scrapy_log._scrapy_root_handler = handler
+    logger.addHandler(handler)
+    try:
+        cli.guard_log_file()
+        logger.warning("first line")
+        logger.warning("second line")
+        cli.say("focused: error: the last line")
+    finally:
+        logger.removeHandler(handler)
+        scrapy_log._scrapy_root_handler = old
+        handler.close()
+    err = capfd.readouterr().err.splitlines()
+    assert err[0].startswith(f"focused: cannot write the log file {disk.path / 'x.log'}:")
+    assert err[1:] == ["LOG first line", "LOG second line", "focused: error: the last line"]

@@ -165,6 +165,10 @@ DEFAULTS: dict[str, Any] = {
     # focused/links/capped (the link elements left unread)
     "FOCUSED_MAX_TEXT_CHARS": 120000,
     "FOCUSED_MAX_LINKS_PER_PAGE": 1000,
+    # a link whose path holds a segment (or a block of up to 3 segments) more than this
+    # many times in a row (/lab/lab/lab/: a relative link on a server that answers every
+    # path) is dropped; 0: never
+    "FOCUSED_MAX_PATH_REPEATS": 2,
     # only the first this many bytes (1 MiB) and tags of a page's body are parsed (its
     # tree, title, text, links and main content); the page is stored whole; 0: no cap;
     # counted in focused/pages/parse_capped
@@ -419,6 +423,7 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_MAX_PAGES_PER_HOST": _int(0),
     "FOCUSED_MAX_TEXT_CHARS": _int(0),
     "FOCUSED_MAX_LINKS_PER_PAGE": _int(0),
+    "FOCUSED_MAX_PATH_REPEATS": _int(0),
     "FOCUSED_MAX_PARSE_BYTES": _int(0),
     "FOCUSED_MAX_PARSE_TAGS": _int(0),
     "FOCUSED_WASTE_SHAPE_THRESHOLD": _float(0.0, 1.0, open_low=True, open_high=False),

@@ -526,10 +526,17 @@ class FocusedLinkExtractor(LinkExtractor):
     CACHE_SIZE = 8192
 
     def __init__(
-        self, count: Callable[..., Any] | None = None, max_links: int = 0, **kwargs: Any
+        self,
+        count: Callable[..., Any] | None = None,
+        max_links: int = 0,
+        max_path_repeats: int = 0,
+        **kwargs: Any,
     ) -> None:
         """``count(stat_key)`` is called for each dropped link and ``count(stat_key, n)``
-        for the ``n`` link elements past the cap (e.g. ``stats.inc_value``)."""
+        for the ``n`` link elements past the cap (e.g. ``stats.inc_value``). A link whose
+        path repeats a segment (or a block of segments) more than ``max_path_repeats``
+        times in a row is dropped (:func:`focused.web.sanitize.repeated_path`, counted in
+        ``focused/links/ignored/repeated_path``; 0: never)."""
         self._fast = set(kwargs) <= {"deny_extensions"}
         kwargs.setdefault("deny_extensions", FOLLOWED_EXTENSIONS)
         super().__init__(**kwargs)
@@ -539,6 +546,7 @@ class FocusedLinkExtractor(LinkExtractor):
         self._deny_suffixes = tuple(self.deny_extensions)
         self.count = count
         self.max_links = max(0, int(max_links))
+        self.max_path_repeats = max(0, int(max_path_repeats))
         #: (absolute URL, encoding) -> (link URL, verdict): "" allowed, "-" dropped by
         #: Scrapy's filters, else the scheme problem counted for it; None: a bad URL
         self._urls: dict[tuple[str, str], tuple[str, str] | None] = {}
@@ -657,7 +665,7 @@ class FocusedLinkExtractor(LinkExtractor):
             got = None
         else:
             url = sanitize.canonical_ip_url(urljoin(page_url, safe))
-            problem = sanitize.scheme_problem(url)
+            problem = sanitize.scheme_problem(url) or self._path_problem(url)
             if problem is None:
                 problem = "" if self._scrapy_allows(url) else "-"
             got = (url, problem)
@@ -690,8 +698,17 @@ class FocusedLinkExtractor(LinkExtractor):
 
         return capped
 
+    def _path_problem(self, url: str) -> str | None:
+        """``repeated_path`` when ``url``'s path repeats a block of segments more than
+        ``max_path_repeats`` times in a row, else None."""
+        if self.max_path_repeats and sanitize.repeated_path(
+            urlparse(url).path, self.max_path_repeats
+        ):
+            return "repeated_path"
+        return None
+
     def _link_allowed(self, link: Link) -> bool:
-        problem = sanitize.scheme_problem(link.url)
+        problem = sanitize.scheme_problem(link.url) or self._path_problem(link.url)
         if problem is not None:
             if self.count is not None:
                 self.count(f"focused/links/ignored/{problem}")

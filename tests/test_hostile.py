@@ -8,6 +8,7 @@ The crawls run the real ``scrapy crawl focused`` against the sandbox in hostile 
 from __future__ import annotations
 
 import logging
+import random
 import re
 import sqlite3
 import time
@@ -42,6 +43,7 @@ from focused.web.sanitize import (
     looks_binary,
     parse_cut,
     repair_encoding,
+    repeated_path,
     retry_after_seconds,
     scheme_problem,
     strip_session_ids,
@@ -640,6 +642,7 @@ def test_depth_and_url_length_bound_endless_spaces(tmp_path):
         "URLLENGTH_LIMIT=300",
         "RETRY_TIMES=0",
         "FOCUSED_ALLOWED_DOMAINS=127.0.0.1",
+        "FOCUSED_MAX_PATH_REPEATS=0",  # the deep path's one segment, again and again
         check=False,
     )
     assert_went_on(crawl)
@@ -654,6 +657,39 @@ def test_depth_and_url_length_bound_endless_spaces(tmp_path):
     # the other host is outside FOCUSED_ALLOWED_DOMAINS
     assert not paths(crawl, "localhost")
     assert s["offsite/filtered"] >= 1
+
+
+def test_a_path_that_repeats_a_block_of_segments_is_seen():
+    """One segment, or a block of up to 3, more than ``max_repeats`` times in a row."""
+    repeated = ["/lab/lab/lab/", "/x/lab/lab/lab", "/a/b/a/b/a/b/", "/a/b/c/a/b/c/a/b/c"]
+    kept = ["/lab/lab/", "/a/b/a/b/", "/2024/01/01/x.html", "/a/a/b/b/c/c", "/", ""]
+    assert [repeated_path(p, 2) for p in repeated] == [True] * len(repeated)
+    assert [repeated_path(p, 2) for p in kept] == [False] * len(kept)
+    assert not repeated_path("/lab/lab/lab/lab", 0)
+    assert repeated_path("/lab/lab", 1) and not repeated_path("/lab/lab/lab", 3)
+
+
+@pytest.mark.integration
+def test_an_ever_deeper_relative_path_stops_at_the_repeat_cap(tmp_path):
+    """A page with ``<a href="lab/">`` on a server that answers every path with a page of
+    its own: ``/lab/``, ``/lab/lab/``, ... each a new URL and a new page, until
+    ``URLLENGTH_LIMIT`` (2083: 516 pages stored by a ``bfs`` crawl, from one link). Now a
+    link that repeats a path segment more than ``FOCUSED_MAX_PATH_REPEATS`` (2) times in
+    a row is dropped and counted."""
+    words = ["salt", "ion", "bond", "gas", "metal", "oxide", "carbon", "proton", "news", "sale"]
+
+    def answer(server: LoopbackServer, path: str) -> Answer:
+        if path == "/robots.txt":
+            return 404, {}, b""
+        own = " ".join(random.Random(path).choices(words, k=60))  # no near-duplicates
+        link = '<a href="lab/">chemistry lab</a>'
+        return 200, {}, f"<html><title>chemistry</title>{CHEM}<p>{own}</p>{link}</html>".encode()
+
+    crawl, server = crawl_site(tmp_path, answer)
+    assert_went_on(crawl)
+    assert paths(crawl) == {"/", "/lab/", "/lab/lab/"}
+    assert "/lab/lab/lab/" not in server.log
+    assert stats(crawl)["focused/links/ignored/repeated_path"] == 1
 
 
 @pytest.mark.integration

@@ -359,7 +359,9 @@ class FocusedSpider(scrapy.Spider):
         self.allowed_domains = [d.strip() for d in get(settings, "FOCUSED_ALLOWED_DOMAINS")]
         self.session_params = config.session_params(settings)
         self.link_extractor = robustness.FocusedLinkExtractor(
-            count=self._count, max_links=get(settings, "FOCUSED_MAX_LINKS_PER_PAGE")
+            count=self._count,
+            max_links=get(settings, "FOCUSED_MAX_LINKS_PER_PAGE"),
+            max_path_repeats=get(settings, "FOCUSED_MAX_PATH_REPEATS"),
         )
         #: characters of the main text the page store indexes (0: the index is off)
         self.index_chars = (

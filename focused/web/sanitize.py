@@ -241,6 +241,31 @@ _PLAIN_HTTP = re.compile(
 _NOT_IN_HOST = re.compile(r"[^A-Za-z0-9.\-_\x80-\U0010ffff]")
 
 
+#: the longest block of path segments :func:`repeated_path` looks for repeats of
+REPEAT_BLOCK = 3
+
+
+def repeated_path(path: str, max_repeats: int) -> bool:
+    """Whether ``path`` holds one segment, or a block of up to :data:`REPEAT_BLOCK`
+    segments, more than ``max_repeats`` times in a row (``/lab/lab/lab/``,
+    ``/a/b/a/b/a/b/``): the ever deeper path of a relative link on a server that answers
+    every path (``<a href="lab/">``, each level a page of its own), bounded only by
+    ``URLLENGTH_LIMIT`` (500 levels). ``max_repeats`` 0: never."""
+    if max_repeats <= 0:
+        return False
+    segments = [s for s in path.split("/") if s]
+    for size in range(1, REPEAT_BLOCK + 1):
+        run = 0  # segments in a row equal to the one ``size`` before: a block repeated
+        for i in range(size, len(segments)):
+            if segments[i] == segments[i - size]:
+                run += 1
+                if run >= max_repeats * size:  # max_repeats + 1 copies of the block
+                    return True
+            else:
+                run = 0
+    return False
+
+
 def scheme_problem(url: str) -> str | None:
     """``None`` for an http(s) URL with a host, else why it is not followed: its scheme
     (``mailto``, ``javascript``, ``file``, ``data``, ``ftp``, ...), ``bad_url`` (a port

@@ -187,7 +187,10 @@ class HeadersTooLarge(Exception):
 #: ``FOCUSED_MAX_HEADER_BYTES`` by :class:`NetworkErrorMiddleware` (one value per process)
 header_bytes_cap: list[int] = [DEFAULTS["FOCUSED_MAX_HEADER_BYTES"]]
 
-_twisted_data_received = HTTPClientParser.dataReceived
+#: Twisted's own ``dataReceived`` (also when this module is imported again)
+_twisted_data_received = getattr(
+    HTTPClientParser.dataReceived, "twisted", HTTPClientParser.dataReceived
+)
 
 
 def _counted_data(parser: HTTPClientParser, data: bytes) -> None:
@@ -237,6 +240,7 @@ def malformed_detail(exc: BaseException) -> str:
 def cap_header_bytes() -> None:
     """Make Twisted's HTTP client fail a response whose headers go over
     :data:`header_bytes_cap` with :class:`HeadersTooLarge` (idempotent)."""
+    _counted_data.twisted = _twisted_data_received  # type: ignore[attr-defined]
     HTTPClientParser.dataReceived = _counted_data  # type: ignore[method-assign]
 
 

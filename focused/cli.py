@@ -96,15 +96,19 @@ def guard_log_file(**_: Any) -> None:
             logging.FileHandler.handleError(handler, record)
             return
         broken = handler.stream
-        handler.stream = _stderr_copy()
+        again = getattr(handler, "_focused_on_stderr", False)  # stderr itself failed
+        handler.stream = _stderr_copy() if not again else open(os.devnull, "w")  # noqa: SIM115
         handler._focused_on_stderr = True  # type: ignore[attr-defined]
         with contextlib.suppress(OSError):
             broken.close()  # its unwritten buffer would fail again at the close
-        print(
-            f"focused: cannot write the log file {handler.baseFilename}:"
-            f" {exc.strerror or exc}; the crawl goes on and logs to stderr instead",
-            file=sys.stderr,
-        )
+        if again:
+            return  # the log is lost: nowhere left to write it
+        with contextlib.suppress(OSError, ValueError):
+            print(
+                f"focused: cannot write the log file {handler.baseFilename}:"
+                f" {exc.strerror or exc}; the crawl goes on and logs to stderr instead",
+                file=sys.stderr,
+            )
         handler.emit(record)
 
     handler.handleError = handle_error  # type: ignore[method-assign]

@@ -3,7 +3,9 @@ tmpfs; skipped where mounting is not permitted)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import subprocess
 import time
 from collections.abc import Iterator
@@ -151,3 +153,32 @@ def test_once_the_log_file_failed_a_last_line_is_printed_once(disk, capfd):
     err = capfd.readouterr().err.splitlines()
     assert err[0].startswith(f"focused: cannot write the log file {disk.path / 'x.log'}:")
     assert err[1:] == ["LOG first line", "LOG second line", "focused: error: the last line"]
+
+
+def test_a_log_file_and_a_stderr_that_both_fail_lose_the_log_quietly(disk, monkeypatch):
+    """The log's disk full and stderr failing too (``2> /dev/full``, a closed pipe): the
+    log is dropped, no error reaches the code that logs and nothing loops."""
+    from scrapy.utils import log as scrapy_log
+
+    from focused import cli
+
+    handler = logging.FileHandler(disk.path / "x.log")
+    disk.fill(leave_kb=0)
+    full = open("/dev/full", "w", buffering=1)  # noqa: SIM115 - closed below
+    monkeypatch.setattr("sys.stderr", full)
+    logger = logging.getLogger("tests.test_log_disk.both")
+    old = scrapy_log._scrapy_root_handler
+    scrapy_log._scrapy_root_handler = handler
+    logger.addHandler(handler)
+    try:
+        cli.guard_log_file()
+        for n in range(3):
+            logger.warning("line %d", n)
+        assert handler.stream.name == os.devnull
+    finally:
+        logger.removeHandler(handler)
+        scrapy_log._scrapy_root_handler = old
+        handler.close()
+        monkeypatch.undo()
+        with contextlib.suppress(OSError):
+            full.close()

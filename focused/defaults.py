@@ -265,6 +265,9 @@ DEFAULTS: dict[str, Any] = {
     # a host that answers 5xx this many times in a row (retries included, no other answer
     # between) is given up for the run: its other requests are dropped; 0: never
     "FOCUSED_MAX_SERVER_ERRORS": 20,
+    # ... and only once that streak has lasted this many seconds (a brief outage of the
+    # crawl's main host does not end the crawl); 0: at once
+    "FOCUSED_SERVER_ERRORS_SECONDS": 60.0,
     # full-text index of the stored pages (focused/output/fulltext.py, docs/search.md):
     # on/off, and the characters of a page's main text that the spider hands on for it
     "FOCUSED_INDEX": True,
@@ -455,6 +458,7 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_MAX_RETRY_AFTER": _float(0.0),
     "FOCUSED_MAX_RETRY_AFTER_TOTAL": _float(0.0),
     "FOCUSED_MAX_SERVER_ERRORS": _int(0),
+    "FOCUSED_SERVER_ERRORS_SECONDS": _float(0.0),
     "FOCUSED_INDEX": _flag(),
     "FOCUSED_INDEX_MAX_CHARS": _int(0),
     "FOCUSED_INDEX_EVERY": _int(1),

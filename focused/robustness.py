@@ -88,7 +88,8 @@ class RobustnessMiddleware:
       WARNING line, ``focused/hosts/given_up``; its further requests, retries included,
       are dropped (``focused/skipped/server_errors``, the error queue).
 
-    Settings: ``FOCUSED_MAX_PAGES_PER_HOST``, ``FOCUSED_MAX_SERVER_ERRORS``.
+    Settings: ``FOCUSED_MAX_PAGES_PER_HOST``, ``FOCUSED_MAX_SERVER_ERRORS``,
+    ``FOCUSED_SERVER_ERRORS_SECONDS``.
     """
 
     def __init__(
@@ -100,9 +101,10 @@ class RobustnessMiddleware:
         max_parse_tags: int = 0,
         *,
         max_server_errors: int = 0,
+        server_errors_seconds: float = 0.0,
     ) -> None:
         self.max_per_host = max(0, int(max_per_host))
-        self.server_errors = ServerErrorStreaks(max_server_errors)
+        self.server_errors = ServerErrorStreaks(max_server_errors, server_errors_seconds)
         #: the part of a page the spider parses (``FOCUSED_MAX_PARSE_BYTES`` and
         #: ``FOCUSED_MAX_PARSE_TAGS``; 0: all)
         self.max_parse_bytes = max(0, int(max_parse_bytes))
@@ -122,6 +124,7 @@ class RobustnessMiddleware:
             get(crawler.settings, "FOCUSED_MAX_PARSE_BYTES"),
             get(crawler.settings, "FOCUSED_MAX_PARSE_TAGS"),
             max_server_errors=get(crawler.settings, "FOCUSED_MAX_SERVER_ERRORS"),
+            server_errors_seconds=get(crawler.settings, "FOCUSED_SERVER_ERRORS_SECONDS"),
         )
 
     def _inc(self, key: str) -> None:

@@ -1225,6 +1225,22 @@ def test_server_error_streaks_give_a_host_up_once():
     assert not any(never.answered("a", 503) for _ in range(100))
 
 
+def test_a_brief_outage_gives_no_host_up():
+    """20 server errors within a second (16 concurrent requests of the crawl's main host,
+    each retried at once) gave the host up, and the crawl ended: the streak must also
+    have lasted ``FOCUSED_SERVER_ERRORS_SECONDS``."""
+    now = [0.0]
+    streaks = ServerErrorStreaks(20, 60.0, clock=lambda: now[0])
+    assert not any(streaks.answered("main", 503) for _ in range(100))  # all at t = 0
+    now[0] = 30.0
+    assert streaks.answered("main", 503) is False
+    assert streaks.answered("main", 200) is False  # back: the streak ends
+    now[0] = 31.0
+    assert not any(streaks.answered("main", 503) for _ in range(50))
+    now[0] = 91.0
+    assert streaks.answered("main", 503) is True  # 60 s of nothing but server errors
+
+
 @pytest.mark.integration
 def test_a_host_that_answers_only_server_errors_is_given_up(tmp_path):
     """A host that answers 503 to everything (no ``Retry-After``) was asked each of its
@@ -1262,6 +1278,7 @@ def test_a_host_that_answers_only_server_errors_is_given_up(tmp_path):
             "RETRY_TIMES=2",
             "CONCURRENT_REQUESTS=1",
             "FOCUSED_MAX_SERVER_ERRORS=6",
+            "FOCUSED_SERVER_ERRORS_SECONDS=0",
             "FOCUSED_MAX_RETRY_AFTER_TOTAL=0",
         )
     finally:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import logging
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
@@ -237,8 +237,36 @@ def _answer_here(
     return resolution
 
 
+class _CheckedResolution:
+    """``resolveHostName`` that checks each address a lookup gives (:class:`_FilteringReceiver`,
+    under every open crawl's policy, else ``default_policy``), after answering itself
+    what needs no lookup (:func:`_answer_here`, ``hosts``: ``FOCUSED_HOSTS``);
+    :meth:`_lookup` is the lookup."""
+
+    hosts: dict[str, str]
+    default_policy: AddressPolicy
+    #: (receiver, name, port, address types, transport semantics) -> the resolution
+    _lookup: Callable[..., IHostResolution]
+
+    def resolveHostName(  # noqa: N802 (Twisted's interface)
+        self,
+        resolutionReceiver: IResolutionReceiver,  # noqa: N803
+        hostName: str,  # noqa: N803
+        portNumber: int = 0,  # noqa: N803
+        addressTypes: Sequence[type[IAddress]] | None = None,  # noqa: N803
+        transportSemantics: str = "TCP",  # noqa: N803
+    ) -> IHostResolution:
+        receiver = _FilteringReceiver(
+            resolutionReceiver, hostName, _Active.open_crawls() or [(self.default_policy, None)]
+        )
+        answered = _answer_here(receiver, hostName, portNumber, self.hosts)
+        if answered is not None:
+            return answered
+        return self._lookup(receiver, hostName, portNumber, addressTypes, transportSemantics)
+
+
 @implementer(IHostnameResolver)
-class FocusedResolver(CachingHostnameResolver):
+class FocusedResolver(_CheckedResolution, CachingHostnameResolver):
     """Scrapy's caching IPv4/IPv6 resolver that refuses non-public addresses after
     resolution (see the module docstring). Settings: ``FOCUSED_ALLOWED_NETWORKS``,
     ``FOCUSED_HOSTS``, Scrapy's ``DNSCACHE_ENABLED``/``DNSCACHE_SIZE``."""
@@ -266,27 +294,11 @@ class FocusedResolver(CachingHostnameResolver):
             AddressPolicy(networks=networks),
         )
 
-    def resolveHostName(  # noqa: N802 (Twisted's interface)
-        self,
-        resolutionReceiver: IResolutionReceiver,  # noqa: N803
-        hostName: str,  # noqa: N803
-        portNumber: int = 0,  # noqa: N803
-        addressTypes: Sequence[type[IAddress]] | None = None,  # noqa: N803
-        transportSemantics: str = "TCP",  # noqa: N803
-    ) -> IHostResolution:
-        receiver = _FilteringReceiver(
-            resolutionReceiver, hostName, _Active.open_crawls() or [(self.default_policy, None)]
-        )
-        answered = _answer_here(receiver, hostName, portNumber, self.hosts)
-        if answered is not None:
-            return answered
-        return super().resolveHostName(
-            receiver, hostName, portNumber, addressTypes, transportSemantics
-        )
+    _lookup = CachingHostnameResolver.resolveHostName  # Scrapy's caching lookup
 
 
 @implementer(IHostnameResolver)
-class CheckingResolver:
+class CheckingResolver(_CheckedResolution):
     """Another resolver (the reactor's when the crawl starts), whose answers are checked as
     :class:`FocusedResolver` checks its own: installed on the reactor by
     :class:`AddressFilterMiddleware` when the crawl's ``TWISTED_DNS_RESOLVER`` is not
@@ -298,24 +310,8 @@ class CheckingResolver:
     def __init__(self, inner: IHostnameResolver, hosts: dict[str, str] | None = None) -> None:
         self.inner = inner
         self.hosts = dict(hosts or {})
-
-    def resolveHostName(  # noqa: N802 (Twisted's interface)
-        self,
-        resolutionReceiver: IResolutionReceiver,  # noqa: N803
-        hostName: str,  # noqa: N803
-        portNumber: int = 0,  # noqa: N803
-        addressTypes: Sequence[type[IAddress]] | None = None,  # noqa: N803
-        transportSemantics: str = "TCP",  # noqa: N803
-    ) -> IHostResolution:
-        receiver = _FilteringReceiver(
-            resolutionReceiver, hostName, _Active.open_crawls() or [(AddressPolicy(), None)]
-        )
-        answered = _answer_here(receiver, hostName, portNumber, self.hosts)
-        if answered is not None:
-            return answered
-        return self.inner.resolveHostName(
-            receiver, hostName, portNumber, addressTypes, transportSemantics
-        )
+        self.default_policy = AddressPolicy()
+        self._lookup = inner.resolveHostName
 
 
 def _reactor_resolver() -> object:

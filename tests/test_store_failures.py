@@ -96,6 +96,28 @@ def test_a_full_disk_stops_the_crawl_and_a_resume_stores_every_page(disk, refere
     assert not [u for u, s in states.items() if s in (WAITING, IN_FLIGHT)]
 
 
+def _crawl_and_remove(out: Path, job: Path, victim: Path) -> str:
+    """Crawl into ``out`` with ``JOBDIR=job``, remove ``victim`` (``rm -rf``) once 5 pages
+    are stored, and return the crawl's log; it must have stopped with exit status 1."""
+    settings = [*CRAWL, f"JOBDIR={job}", "CONCURRENT_REQUESTS=1", "DOWNLOAD_DELAY=0.02"]
+    proc = subprocess.Popen(
+        sandbox_crawl_command(out, *settings), cwd=PROJECT, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while len(stored_urls(out)) < 5:
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        shutil.rmtree(victim)
+        _, log = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 1, log[-3000:]
+    return log
+
+
 @pytest.mark.integration
 def test_an_output_folder_removed_during_the_crawl_stops_it_and_a_resume_stores_every_page(
     tmp_path, reference
@@ -107,22 +129,7 @@ def test_an_output_folder_removed_during_the_crawl_stops_it_and_a_resume_stores_
     fetches again every page the journal says was stored and the store does not hold."""
     out = tmp_path / "out"
     job = tmp_path / "job"
-    settings = [*CRAWL, f"JOBDIR={job}", "CONCURRENT_REQUESTS=1", "DOWNLOAD_DELAY=0.02"]
-    proc = subprocess.Popen(
-        sandbox_crawl_command(out, *settings), cwd=PROJECT, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while len(stored_urls(out)) < 5:
-            assert proc.poll() is None and time.monotonic() < deadline
-            time.sleep(0.05)
-        shutil.rmtree(out)
-        _, log = proc.communicate(timeout=180)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 1, log[-3000:]
+    log = _crawl_and_remove(out, job, out)
     (line,) = _error_lines(log)
     assert line.endswith(
         f"focused: error: cannot store pages in {out}: {out / 'pages.sqlite3'} was removed or"
@@ -147,22 +154,7 @@ def test_a_jobdir_removed_during_the_crawl_stops_it_and_the_advice_completes_it(
     says how to go on; done as it says, the crawl ends with every page stored once."""
     out = tmp_path / "out"
     job = tmp_path / "job"
-    settings = [*CRAWL, f"JOBDIR={job}", "CONCURRENT_REQUESTS=1", "DOWNLOAD_DELAY=0.02"]
-    proc = subprocess.Popen(
-        sandbox_crawl_command(out, *settings), cwd=PROJECT, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while len(stored_urls(out)) < 5:
-            assert proc.poll() is None and time.monotonic() < deadline
-            time.sleep(0.05)
-        shutil.rmtree(job)
-        _, log = proc.communicate(timeout=180)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 1, log[-3000:]
+    log = _crawl_and_remove(out, job, job)
     (line,) = _error_lines(log)
     assert line.endswith(
         f"focused: error: cannot write the frontier journal in {job}:"

@@ -68,9 +68,25 @@ class RobotsPostponed(IgnoreRequest):
     (``time.monotonic()``) is when robots.txt is fetched again, ``None`` when the host was
     given up for this run (``FOCUSED_ROBOTS_UNREACHABLE_TRIES``)."""
 
+    #: counted when the request waits: ``_next_run`` as well with ``retry_at`` None
+    stat = "focused/scheduler/robots_postponed"
+
     def __init__(self, reason: str, retry_at: float | None) -> None:
         super().__init__(f"robots.txt unreachable ({reason})")
         self.retry_at = retry_at
+
+
+class HostGivenUp(RobotsPostponed):
+    """A request of a host given up for this run (it answers nothing but server errors,
+    or keeps asking to wait): no failure, it waits in the journal for the next run (a
+    resume after the outage fetches it), as the requests of a host whose robots.txt
+    stays unreachable do."""
+
+    stat = "focused/scheduler/given_up_postponed"
+
+    def __init__(self, reason: str) -> None:
+        IgnoreRequest.__init__(self, reason)
+        self.retry_at = None
 
 
 class Unreachable(RobotParser):

@@ -40,7 +40,7 @@ from w3lib.url import safe_url_string
 from focused.bounded import remember
 from focused.defaults import get
 from focused.politeness import SlotDelays
-from focused.robots import is_robots
+from focused.robots import HostGivenUp, is_robots
 from focused.web import sanitize
 from focused.web.streaks import ServerErrorStreaks
 from focused.web.urljoins import FolderJoins, backslashes_as_slashes
@@ -136,12 +136,12 @@ class RobustnessMiddleware:
         delays = self.delays
         if delays is not None and delays.given_up(request) and not meta.get("dont_obey_robotstxt"):
             self._inc("focused/skipped/retry_after")
-            raise IgnoreRequest(f"{request.url}: its host keeps asking to retry later")
+            raise HostGivenUp(f"{request.url}: its host keeps asking to retry later")
         if self.server_errors.gave_up and not is_robots(request):
             netloc = urlparse_cached(request).netloc.lower()
             if self.server_errors.given_up(netloc):
                 self._inc("focused/skipped/server_errors")
-                raise IgnoreRequest(f"{request.url}: its host answers only server errors")
+                raise HostGivenUp(f"{request.url}: its host answers only server errors")
         if not self.max_per_host:
             return
         if meta.get("retry_times") or meta.get("dont_obey_robotstxt"):

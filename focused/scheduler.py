@@ -1351,14 +1351,17 @@ class FocusedScheduler(BaseScheduler):
         (:class:`~focused.robots.RobotsPostponed`) is no failure: it waits
         (:meth:`_postpone`)."""
         if isinstance(exception, RobotsPostponed):
-            self._postpone(request, exception.retry_at)
+            self._postpone(request, exception.retry_at, exception.stat)
             return
         self._failed(self._fingerprint(request))
 
-    def _postpone(self, request: Request, retry_at: float | None) -> None:
+    def _postpone(
+        self, request: Request, retry_at: float | None, stat: str = RobotsPostponed.stat
+    ) -> None:
         """``request`` waits until ``retry_at`` (its host's robots.txt is fetched again
         then), journaled as waiting; with ``retry_at`` None (the host given up for this
-        run) it waits in the journal only, for the next run."""
+        run) it waits in the journal only, for the next run. ``stat``: counted, and
+        ``<stat>_next_run`` too with ``retry_at`` None."""
         fp = self._fingerprint(request)
         if fp not in self.in_flight:
             return
@@ -1366,10 +1369,10 @@ class FocusedScheduler(BaseScheduler):
         if self.journal is not None:
             self.journal.set_state(fp, WAITING)
         if self.stats is not None:
-            self.stats.inc_value("focused/scheduler/robots_postponed")
+            self.stats.inc_value(stat)
         if retry_at is None:
             if self.stats is not None:
-                self.stats.inc_value("focused/scheduler/robots_next_run")
+                self.stats.inc_value(stat.removesuffix("_postponed") + "_next_run")
             self._update_stats()
             return
         entry = self._to_entry(request, fp)

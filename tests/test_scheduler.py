@@ -1263,3 +1263,36 @@ def test_the_first_answer_journals_the_earlier_failures_but_not_a_retried_one(
     resumed, _crawler = _open({"JOBDIR": str(jobdir)})
     assert [e.url for e in resumed.frontier.entries()] == [retried.url]
     resumed.close("shutdown")
+
+
+def test_the_urls_of_a_host_given_up_wait_for_the_next_run(tmp_path):
+    """A host given up for this run (nothing but server errors for a minute) had its
+    other requests dropped as errors: journaled so, a resume after the outage never
+    fetched them. They wait in the journal now, as a host's whose robots.txt stays
+    unreachable; a true failure is still an error."""
+    from scrapy.exceptions import IgnoreRequest
+    from scrapy.http import Response
+
+    from focused.robustness import RobustnessMiddleware
+
+    mw = RobustnessMiddleware(max_server_errors=2)
+    down = [_req(f"http://127.0.0.2:1/p/{i}.htm") for i in range(4)]
+    for request in down[:2]:
+        mw.process_response(request, Response(request.url, status=503, request=request))
+    sched = FocusedScheduler(jobdir=str(tmp_path / "job"))
+    sched.open(DemoSpider())
+    for request in down:
+        sched.enqueue_request(request)
+    taken = [sched.next_request() for _ in down]
+    robots = Request("http://127.0.0.1:1/robots.txt")  # the run's first answer: no outage
+    sched._on_response(Response(robots.url, status=200, request=robots), robots, DemoSpider())
+    for request in taken[:3]:
+        with pytest.raises(IgnoreRequest) as refused:
+            mw.process_request(request)
+        sched._on_download_failed(request, refused.value)
+    sched._on_download_failed(taken[3], IgnoreRequest("a failure of its own"))
+    sched.close("shutdown")
+    sched = FocusedScheduler(jobdir=str(tmp_path / "job"))
+    sched.open(DemoSpider())
+    assert sched.queues() == {"waiting": 3, "in_flight": 0, "done": 0, "error": 1}
+    sched.close("shutdown")

@@ -661,8 +661,12 @@ def test_depth_and_url_length_bound_endless_spaces(tmp_path):
 
 def test_a_path_that_repeats_a_block_of_segments_is_seen():
     """One segment, or a block of up to 3, more than ``max_repeats`` times in a row."""
-    repeated = ["/lab/lab/lab/", "/x/lab/lab/lab", "/a/b/a/b/a/b/", "/a/b/c/a/b/c/a/b/c"]
+    repeated = ["/lab/lab/lab/", "/x/lab/lab/lab", "/lab/b/lab/b/lab/b/"]
+    repeated += ["/a/b/lab/a/b/lab/a/b/lab"]
     kept = ["/lab/lab/", "/a/b/a/b/", "/2024/01/01/x.html", "/a/a/b/b/c/c", "/", ""]
+    # numbers and placeholders repeat in real paths: only a block with a word counts
+    kept += ["/tiles/0/0/0", "/img/0/0/0/0.jpg", "/files/00/00/00/", "/photos/2019/12/12/12/"]
+    kept += ["/news/10/10/10/headline", "/search/-/-/-/", "/api/v1/1/1/1", "/a/b/a/b/a/b/"]
     assert [repeated_path(p, 2) for p in repeated] == [True] * len(repeated)
     assert [repeated_path(p, 2) for p in kept] == [False] * len(kept)
     assert not repeated_path("/lab/lab/lab/lab", 0)

@@ -250,14 +250,18 @@ def repeated_path(path: str, max_repeats: int) -> bool:
     segments, more than ``max_repeats`` times in a row (``/lab/lab/lab/``,
     ``/a/b/a/b/a/b/``): the ever deeper path of a relative link on a server that answers
     every path (``<a href="lab/">``, each level a page of its own), bounded only by
-    ``URLLENGTH_LIMIT`` (500 levels). ``max_repeats`` 0: never."""
+    ``URLLENGTH_LIMIT`` (500 levels). Only a block with a word in it counts (a segment
+    of 3 characters or more with a letter): numbers and placeholders repeat in real
+    paths (``/tiles/0/0/0``, ``/2019/12/12/12/``, ``/files/00/00/00/``, ``/search/-/-/-/``).
+    ``max_repeats`` 0: never."""
     if max_repeats <= 0:
         return False
     segments = [s for s in path.split("/") if s]
+    wordy = [len(s) >= 3 and any(c.isalpha() for c in s) for s in segments]
     for size in range(1, REPEAT_BLOCK + 1):
         run = 0  # segments in a row equal to the one ``size`` before: a block repeated
         for i in range(size, len(segments)):
-            if segments[i] == segments[i - size]:
+            if segments[i] == segments[i - size] and any(wordy[i - size : i]):
                 run += 1
                 if run >= max_repeats * size:  # max_repeats + 1 copies of the block
                     return True

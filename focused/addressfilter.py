@@ -107,6 +107,11 @@ class _Active:
         return found
 
     @classmethod
+    def any_open(cls) -> bool:
+        """Whether a crawl is open now (its crawler still there)."""
+        return any(ref() is not None for ref, _, _ in list(cls.crawls.values()))
+
+    @classmethod
     def policies(cls) -> list[AddressPolicy]:
         """The policies of :meth:`open_crawls`."""
         return [policy for policy, _ in cls.open_crawls()]
@@ -247,6 +252,9 @@ class _CheckedResolution:
     default_policy: AddressPolicy
     #: (receiver, name, port, address types, transport semantics) -> the resolution
     _lookup: Callable[..., IHostResolution]
+    #: whether lookups made while no crawl is open are checked too (under the last
+    #: crawl's policy, else ``default_policy``)
+    checks_between_crawls = True
 
     def resolveHostName(  # noqa: N802 (Twisted's interface)
         self,
@@ -256,6 +264,10 @@ class _CheckedResolution:
         addressTypes: Sequence[type[IAddress]] | None = None,  # noqa: N803
         transportSemantics: str = "TCP",  # noqa: N803
     ) -> IHostResolution:
+        if not self.checks_between_crawls and not _Active.any_open():
+            return self._lookup(
+                resolutionReceiver, hostName, portNumber, addressTypes, transportSemantics
+            )
         receiver = _FilteringReceiver(
             resolutionReceiver, hostName, _Active.open_crawls() or [(self.default_policy, None)]
         )
@@ -305,7 +317,12 @@ class CheckingResolver(_CheckedResolution):
     :class:`FocusedResolver` (a script's ``CrawlerProcess({...})`` without the project's
     settings gets Scrapy's resolver; a ``CrawlerRunner`` gets Twisted's), so that a host
     name that resolves to an internal address gets no address there either.
-    ``FOCUSED_HOSTS`` and ``localhost`` are answered here, without a lookup."""
+    ``FOCUSED_HOSTS`` and ``localhost`` are answered here, without a lookup. While no
+    crawl is open it hands every lookup to the resolver it wraps, unchecked: the rest of
+    a program that runs crawls among its own work (a ``CrawlerRunner``) resolves as
+    before."""
+
+    checks_between_crawls = False
 
     def __init__(self, inner: IHostnameResolver, hosts: dict[str, str] | None = None) -> None:
         self.inner = inner

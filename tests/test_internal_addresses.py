@@ -10,6 +10,7 @@ and the host names that stand for the metadata service or an intranet are mapped
 from __future__ import annotations
 
 import socket
+import weakref
 from collections.abc import Iterator
 
 import pytest
@@ -276,3 +277,53 @@ def test_a_crawl_on_another_resolver_checks_what_it_resolves(
     assert f"FETCHED http://127.0.0.1:{site.port}/ok" in log
     assert stats["focused/refused/loopback"] >= 1
     assert f"the reactor's resolver {resolver} is not" in log
+
+
+def test_the_checking_resolver_checks_while_a_crawl_is_open_only() -> None:
+    """The checking wrapper stays on the reactor after the crawl: it checked every
+    lookup of the program after it (a ``CrawlerRunner`` program could no longer reach its
+    own services). It checks while a crawl is open, and hands lookups on unchecked
+    otherwise. The wrapped resolver stands for the system's (no query is made)."""
+    from twisted.internet import defer
+    from twisted.internet._resolver import SimpleResolverComplexifier
+
+    from focused.addressfilter import CheckingResolver, _Active
+    from focused.web.addresses import AddressPolicy
+
+    class Intranet:  # what the system's resolver answers for every name
+        def getHostByName(self, name: str, timeout: object = None) -> object:  # noqa: N802
+            return defer.succeed("10.0.0.1")
+
+    def resolve(resolver: CheckingResolver) -> list[str]:
+        got: list[str] = []
+
+        class Receiver:
+            def resolutionBegan(self, resolution: object) -> None:  # noqa: N802
+                pass
+
+            def addressResolved(self, address: object) -> None:  # noqa: N802
+                got.append(address.host)  # type: ignore[attr-defined]
+
+            def resolutionComplete(self) -> None:  # noqa: N802
+                pass
+
+        resolver.resolveHostName(Receiver(), "intranet.test", 80)
+        return got
+
+    resolver = CheckingResolver(SimpleResolverComplexifier(Intranet()))
+    saved = dict(_Active.crawls)
+    _Active.crawls.clear()
+    try:
+        assert resolve(resolver) == ["10.0.0.1"]  # no crawl open: as the system answers
+
+        class Crawl:
+            pass
+
+        crawl = Crawl()
+        _Active.crawls[id(crawl)] = (weakref.ref(crawl), AddressPolicy(), None)
+        assert resolve(resolver) == []  # a crawl open: the private address is refused
+        del crawl
+        assert resolve(resolver) == ["10.0.0.1"]
+    finally:
+        _Active.crawls.clear()
+        _Active.crawls.update(saved)

@@ -44,8 +44,10 @@ def say(line: str, settings: Any = None) -> None:
     handler once the crawler process exists (the line is written through it, at
     ERROR, whatever ``LOG_LEVEL``: it says why the command ended); before that (a bad
     ``LOG_LEVEL``), ``settings``' ``LOG_FILE`` is appended to. Without a log file,
-    Scrapy logs to stderr: the line is printed once."""
-    print(line, file=sys.stderr)
+    Scrapy logs to stderr: the line is printed once (not at all when stderr cannot be
+    written: ``2> /dev/full``, a closed pipe)."""
+    with contextlib.suppress(OSError, ValueError):
+        print(line, file=sys.stderr)
     from scrapy.utils import log as scrapy_log
 
     handler = getattr(scrapy_log, "_scrapy_root_handler", None)

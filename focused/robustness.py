@@ -181,7 +181,10 @@ class RobustnessMiddleware:
         ]
 
     def process_response(self, request: Request, response: Response) -> Response:
-        if self.server_errors.limit and not is_robots(request):
+        # a 429 or 503 with Retry-After is a pause the politeness honours
+        # (FOCUSED_MAX_RETRY_AFTER_TOTAL bounds those), not a server error
+        paused = response.status in (429, 503) and b"Retry-After" in response.headers
+        if self.server_errors.limit and not paused and not is_robots(request):
             self._server_error_streak(request, response.status)
         if not isinstance(response, TextResponse) or not response.body:
             return response

@@ -7,6 +7,7 @@ import contextlib
 import logging
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -182,3 +183,17 @@ def test_a_log_file_and_a_stderr_that_both_fail_lose_the_log_quietly(disk, monke
         monkeypatch.undo()
         with contextlib.suppress(OSError):
             full.close()
+
+
+def test_the_last_line_with_stderr_unwritable_is_no_crash() -> None:
+    """``say`` (the line a command stops with) raised ``OSError`` when stderr could not
+    be written (``2> /dev/full``): the command ended with a traceback's status 1."""
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-c", "from focused.cli import say; say('focused: error: x')"],
+            cwd=PROJECT,
+            stderr=full,
+            stdout=subprocess.PIPE,
+            timeout=60,
+        )
+    assert done.returncode == 0

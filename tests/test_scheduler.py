@@ -3,6 +3,7 @@ queues, pause/resume with JOBDIR and resume after a simulated kill -9."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -1277,6 +1278,12 @@ def test_the_urls_of_a_host_given_up_wait_for_the_next_run(tmp_path):
 
     mw = RobustnessMiddleware(max_server_errors=2)
     down = [_req(f"http://127.0.0.2:1/p/{i}.htm") for i in range(4)]
+    for status in (429, 503, 503):  # a pause asked for (Retry-After) is no server error
+        answer = Response(down[0].url, status=status, headers={"Retry-After": "5"})
+        mw.process_response(down[0], answer)
+    with contextlib.suppress(IgnoreRequest):
+        mw.process_request(down[0])  # not given up: no exception
+    assert not mw.server_errors.gave_up
     for request in down[:2]:
         mw.process_response(request, Response(request.url, status=503, request=request))
     sched = FocusedScheduler(jobdir=str(tmp_path / "job"))

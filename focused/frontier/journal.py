@@ -489,9 +489,12 @@ def _hold(path: Path) -> int | None:
         raise JournalError(path, exc) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
+    except BlockingIOError as exc:  # EWOULDBLOCK: another crawl holds it
         os.close(fd)
         raise JournalBusy(path, _owner(path), f"{lock} is locked ({exc.strerror})") from None
+    except OSError:  # no flock on this file system (NFS, FUSE): SQLite's lock alone
+        os.close(fd)
+        return None
     return fd
 
 

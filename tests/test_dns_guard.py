@@ -157,16 +157,32 @@ def test_a_connection_off_loopback_is_refused_before_any_packet(
     dns_refusals: Refusals, host: str
 ) -> None:
     """A test whose crawl slipped past the scope checks tries to connect off loopback:
-    the guard refuses it before anything is sent, and the test fails."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setblocking(False)
-        assert s.connect_ex((host, 80)) == errno.ECONNREFUSED
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s, pytest.raises(OSError):
-        s.sendto(b"x", (host, 53))
-    refusals = dns_refusals.take()
-    assert len(refusals) == 2 and "never another address" in refusals[0], refusals
-    # loopback, in any spelling the C library reads, is let through
-    for loopback in ("127.0.0.1", "127.1", "0x7f000001"):
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            s.sendto(b"x", (loopback, 9))
-    assert dns_refusals.take() == []
+    the guard refuses it before anything is sent, and the test fails. The socket call
+    the guard would make is recorded here, not made (were the guard broken, this test
+    must not send the packet itself)."""
+    made: list[tuple[str, object]] = []
+
+    def call(how: str) -> object:
+        def real(sock: socket.socket, *args: object) -> int:
+            made.append((how, args[-1]))
+            return 0
+
+        return focused_dns_guard._address_method(real, how, False, True)
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        assert call("connect_ex")(s, (host, 80)) == errno.ECONNREFUSED
+        with pytest.raises(ConnectionRefusedError):
+            call("connect")(s, (host, 80))
+        with pytest.raises(ConnectionRefusedError):
+            call("sendto")(s, b"x", (host, 53))
+        assert made == []
+        refusals = dns_refusals.take()
+        assert len(refusals) == 3 and "never another address" in refusals[0], refusals
+        # loopback, in any spelling the C library reads, is let through
+        for loopback in ("127.0.0.1", "127.1", "0x7f000001", "127.0.0.2"):
+            call("sendto")(s, b"x", (loopback, 9))
+        assert [m[1][0] for m in made] == ["127.0.0.1", "127.1", "0x7f000001", "127.0.0.2"]
+        assert dns_refusals.take() == []
+    # the guard is the one installed on the socket class
+    assert socket.socket.connect_ex.__name__ == "connect_ex"
+    assert socket.socket.connect_ex is not focused_dns_guard._socket.socket.connect_ex

@@ -11,7 +11,7 @@ OUT ?= out/demo
 TEST_WORKERS ?= 2
 PYTEST_ARGS ?= --durations=25
 
-.PHONY: install install-prior demo crawl sandbox test lint clean
+.PHONY: install install-prior demo crawl sandbox test test-slow lint clean
 
 install: $(VENV)/.installed
 
@@ -51,7 +51,10 @@ sandbox: install
 	$(SCRAPY) sandbox --port $(PORT)
 
 test: install
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not slow" $(PYTEST_ARGS)
+
+test-slow: install
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m slow $(PYTEST_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check focused tests bench

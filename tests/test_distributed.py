@@ -238,7 +238,14 @@ def test_redis_going_down_mid_crawl_loses_nothing(
         assert set(stored_urls(worker.out)) == reference  # nothing lost
 
 
-@pytest.mark.parametrize("fault", ["maxmemory", "misconf", "misconf-learning"])
+@pytest.mark.parametrize(
+    "fault",
+    [  # a minute each: `make test-slow` (the path they share runs in misconf-learning)
+        pytest.param("maxmemory", marks=pytest.mark.slow),
+        pytest.param("misconf", marks=pytest.mark.slow),
+        "misconf-learning",
+    ],
+)
 def test_redis_refusing_writes_mid_crawl_stops_cleanly_and_loses_nothing(
     site: SandboxProcess, reference: set[str], tmp_path: Path, fault: str
 ) -> None:

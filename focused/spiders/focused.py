@@ -651,7 +651,8 @@ class FocusedSpider(scrapy.Spider):
             return True
         first, first_canonical = owner
         url = response.url
-        main = later_is_main(canonicalize_url(first), first_canonical, canonicalize_url(url))
+        canonical = canonicalize_url(url)
+        main = later_is_main(canonicalize_url(first), first_canonical, canonical)
         if main and key is not None:  # later near-duplicates are recorded against it
             index.set_owner(key, (url, self._canonical(response)))
         got = response.meta
@@ -661,7 +662,7 @@ class FocusedSpider(scrapy.Spider):
             "parent_url": got.get(meta.PARENT_URL, ""),
             "depth": got.get(meta.DEPTH, 0),
             "status": response.status,
-            "is_target": canonicalize_url(url) in self.targets if self.targets else None,
+            "is_target": canonical in self.targets if self.targets else None,
         }
         self._count("focused/pages/aliased")
         self.crawler.signals.send_catch_log(

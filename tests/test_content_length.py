@@ -11,14 +11,13 @@ section 6.3), fetched once, no error.
 from __future__ import annotations
 
 import json
-import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.crawling import crawl_real_web
+from tests.test_raw_answers import RawServer, Writer
 
 HOME = (
     b"<html><head><title>chemistry acid</title></head><body><p>chemistry acid reaction,"
@@ -37,44 +36,14 @@ ANSWERS = {
 }
 
 
-class RawServer:
-    """Answers each connection's first request from :data:`ANSWERS`, byte for byte,
-    then closes it; ``paths`` logs the requests."""
-
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        self.paths: list[str] = []
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
-
-    def _answer(self, conn: socket.socket) -> None:
-        with conn:
-            data = b""
-            while b"\r\n\r\n" not in data:
-                chunk = conn.recv(65536)
-                if not chunk:
-                    return
-                data += chunk
-            path = data.split(b" ", 2)[1].decode("ascii", "replace")
-            self.paths.append(path)
-            conn.sendall(ANSWERS.get(path, b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"))
-            conn.shutdown(socket.SHUT_WR)
-
-    def close(self) -> None:
-        self.sock.close()
+def _sent(answer: bytes) -> Writer:
+    return lambda conn: conn.sendall(answer)
 
 
 @pytest.fixture
 def server() -> Iterator[RawServer]:
-    raw = RawServer()
+    """:data:`ANSWERS`, byte for byte (the raw-answer tests' server)."""
+    raw = RawServer({path: _sent(answer) for path, answer in ANSWERS.items()})
     yield raw
     raw.close()
 

@@ -6,6 +6,8 @@ import json
 import os
 import sqlite3
 import subprocess
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -117,3 +119,24 @@ def error_line(result: subprocess.CompletedProcess[str]) -> str:
     assert "Traceback" not in result.stderr
     assert "Spider opened" not in result.stderr + result.stdout
     return lines[0]
+
+
+def interrupted_crawl(
+    cmd: list[str], ready: Callable[[], bool], act: Callable[[], object], timeout: float = 60
+) -> tuple[int, str]:
+    """Run the crawl ``cmd`` (in the project folder), call ``act`` once ``ready()`` holds
+    (within ``timeout`` seconds, the crawl still running), and let the crawl end: its
+    exit status and standard error. A crawl still running at the end is killed."""
+    proc = subprocess.Popen(cmd, cwd=PROJECT, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        act()
+        _, stderr = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return proc.returncode, stderr

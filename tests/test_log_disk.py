@@ -8,12 +8,11 @@ import logging
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from crawling import PROJECT, run_crawl, sandbox_crawl_command
+from crawling import PROJECT, interrupted_crawl, run_crawl, sandbox_crawl_command
 
 from bench.soak import SmallDisk, stored_urls
 from focused.output.store import PageStore
@@ -62,19 +61,12 @@ def test_a_log_file_whose_disk_fills_during_the_crawl(disk, tmp_path):
         "LOG_LEVEL=DEBUG",
         f"LOG_FILE={log}",
     )
-    proc = subprocess.Popen(cmd, cwd=PROJECT, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 60
-        while b"Spider opened" not in (log.read_bytes() if log.exists() else b""):
-            assert proc.poll() is None and time.monotonic() < deadline
-            time.sleep(0.05)
-        disk.fill(leave_kb=0)
-        _, stderr = proc.communicate(timeout=180)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 0, stderr[-3000:]
+    returncode, stderr = interrupted_crawl(
+        cmd,
+        lambda: b"Spider opened" in (log.read_bytes() if log.exists() else b""),
+        lambda: disk.fill(leave_kb=0),
+    )
+    assert returncode == 0, stderr[-3000:]
     assert "Logging error" not in stderr and "Traceback" not in stderr, stderr[-3000:]
     said = [line for line in stderr.splitlines() if line.startswith("focused: cannot write")]
     assert said == [
@@ -101,19 +93,12 @@ def test_a_feed_whose_disk_fills_stops_the_crawl_in_one_line(disk, tmp_path):
         "CONCURRENT_REQUESTS=1",
         "DOWNLOAD_DELAY=0.02",
     )
-    proc = subprocess.Popen([*cmd, "-o", str(feed)], cwd=PROJECT, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 60
-        while len(stored_urls(out) if (out / "pages.sqlite3").exists() else ()) < 5:
-            assert proc.poll() is None and time.monotonic() < deadline
-            time.sleep(0.05)
-        disk.fill(leave_kb=0)
-        _, stderr = proc.communicate(timeout=180)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 1, stderr[-3000:]
+    returncode, stderr = interrupted_crawl(
+        [*cmd, "-o", str(feed)],
+        lambda: len(stored_urls(out) if (out / "pages.sqlite3").exists() else ()) >= 5,
+        lambda: disk.fill(leave_kb=0),
+    )
+    assert returncode == 1, stderr[-3000:]
     assert "Traceback" not in stderr and "Error caught on signal handler" not in stderr
     errors = [line for line in stderr.splitlines() if "] ERROR: focused: error:" in line]
     assert len(errors) == 1, errors

@@ -11,13 +11,12 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
-import subprocess
 import threading
 import time
 from pathlib import Path
 
 import pytest
-from crawling import PROJECT, run_crawl, sandbox_crawl_command
+from crawling import interrupted_crawl, run_crawl, sandbox_crawl_command
 from scrapy import signals as scrapy_signals
 from scrapy.exceptions import DropItem
 from test_scheduler import _open, _open_with_pipelines, _req, _respond
@@ -100,21 +99,12 @@ def _crawl_and_remove(out: Path, job: Path, victim: Path) -> str:
     """Crawl into ``out`` with ``JOBDIR=job``, remove ``victim`` (``rm -rf``) once 5 pages
     are stored, and return the crawl's log; it must have stopped with exit status 1."""
     settings = [*CRAWL, f"JOBDIR={job}", "CONCURRENT_REQUESTS=1", "DOWNLOAD_DELAY=0.02"]
-    proc = subprocess.Popen(
-        sandbox_crawl_command(out, *settings), cwd=PROJECT, stderr=subprocess.PIPE, text=True
+    returncode, log = interrupted_crawl(
+        sandbox_crawl_command(out, *settings),
+        lambda: len(stored_urls(out)) >= 5,
+        lambda: shutil.rmtree(victim),
     )
-    try:
-        deadline = time.monotonic() + 60
-        while len(stored_urls(out)) < 5:
-            assert proc.poll() is None and time.monotonic() < deadline
-            time.sleep(0.05)
-        shutil.rmtree(victim)
-        _, log = proc.communicate(timeout=180)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 1, log[-3000:]
+    assert returncode == 1, log[-3000:]
     return log
 
 

@@ -30,6 +30,7 @@ from scrapy.linkextractors.lxmlhtml import XHTML_NAMESPACE
 from scrapy.responsetypes import responsetypes
 from scrapy.spidermiddlewares.urllength import UrlLengthMiddleware
 from scrapy.utils import response as scrapy_response
+from scrapy.utils._compression import _DecompressionMaxSizeExceeded
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import rel_has_nofollow
 from scrapy.utils.response import get_base_url
@@ -41,7 +42,7 @@ from focused.bounded import remember
 from focused.defaults import get
 from focused.politeness import SlotDelays
 from focused.robots import HostGivenUp, is_robots
-from focused.web import sanitize
+from focused.web import codings, sanitize
 from focused.web.streaks import ServerErrorStreaks
 from focused.web.urljoins import FolderJoins, backslashes_as_slashes
 
@@ -224,9 +225,12 @@ class FocusedHttpCompressionMiddleware(HttpCompressionMiddleware):
     """Scrapy's ``HttpCompressionMiddleware``, except that a body that does not decode as
     its ``Content-Encoding`` says (``gzip`` on plain HTML) is kept as sent, without the
     header, and counted (``focused/compression/undecodable``); Scrapy's raised, and the
-    page was lost with a traceback. Its size limits (``IgnoreRequest``) are Scrapy's,
-    except for robots.txt: only its first ``FOCUSED_ROBOTS_MAX_BYTES`` are inflated, as
-    the download of an uncompressed one stops there
+    page was lost with a traceback. A body that begins as a stream of its coding but is
+    cut short or corrupt is a bad page of its own (:meth:`_broken`): Scrapy's decoders
+    gave what they could of it, and half a page was stored as the page. Its size limits
+    (``IgnoreRequest``) are Scrapy's, except for robots.txt: only its first
+    ``FOCUSED_ROBOTS_MAX_BYTES`` are inflated, as the download of an uncompressed one
+    stops there
     (:class:`focused.robots.FocusedRobotsTxtMiddleware` parses them). One that inflated
     over ``DOWNLOAD_MAXSIZE`` was refused, and the robots.txt middleware allowed the
     whole host. Replaces Scrapy's in ``DOWNLOADER_MIDDLEWARES`` (same place, 590)."""
@@ -245,6 +249,8 @@ class FocusedHttpCompressionMiddleware(HttpCompressionMiddleware):
             return super().process_response(request, response)
         except IgnoreRequest:
             raise
+        except codings.BrokenCoding as exc:
+            return self._broken(response, exc)
         except Exception as exc:  # noqa: BLE001 - gzip, zlib, brotli, zstd errors alike
             if self.stats is not None:
                 self.stats.inc_value("focused/compression/undecodable")
@@ -259,6 +265,39 @@ class FocusedHttpCompressionMiddleware(HttpCompressionMiddleware):
             del headers[b"Content-Encoding"]
             cls = responsetypes.from_args(headers=headers, url=response.url, body=response.body)
             return response.replace(cls=cls, headers=headers)
+
+    @staticmethod
+    def _decode(body: bytes, encoding: bytes, max_size: int) -> bytes:
+        """Scrapy's ``_decode``, whole or not at all (:func:`focused.web.codings.decode`):
+        a stream cut short or corrupt raises :class:`~focused.web.codings.BrokenCoding`
+        (Scrapy's decoders gave what they could of it: half a page), a body that is no
+        stream of its coding ``ValueError`` (kept as sent)."""
+        try:
+            decoded = codings.decode(body, encoding.decode("latin-1"), max_size)
+        except codings.TooLarge as exc:  # Scrapy's own refusal (IgnoreRequest)
+            raise _DecompressionMaxSizeExceeded(exc.size, max_size) from None
+        if decoded is None:
+            raise ValueError(f"not a {encoding!r} stream")
+        return decoded
+
+    def _broken(self, response: Response, exc: codings.BrokenCoding) -> Response:
+        """A page whose compressed body is cut short or corrupt: not the page, nor any
+        part of it that could be trusted. Counted (``focused/skipped/truncated_coding``,
+        ``focused/skipped/corrupt_coding``), logged in one line, and handed on as a
+        plain :class:`~scrapy.http.Response` (no text): the spider skips it, nothing is
+        stored, and it is journaled done (the server sends the same bytes again)."""
+        stat = "truncated_coding" if exc.kind == "cut" else "corrupt_coding"
+        if self.stats is not None:
+            self.stats.inc_value(f"focused/skipped/{stat}")
+        logger.warning(
+            "focused: %s sent a %s body %s: skipped",
+            response.url,
+            exc.coding,
+            "cut short (the stream ends before its end)"
+            if exc.kind == "cut"
+            else "that is corrupt",
+        )
+        return Response(**{name: getattr(response, name) for name in Response.attributes})
 
     def _robots_prefix(self, request: Request, response: Response) -> Response | None:
         """A compressed robots.txt inflated up to ``FOCUSED_ROBOTS_MAX_BYTES`` and one more

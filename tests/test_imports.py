@@ -21,6 +21,7 @@ PURE_FILES = (
     "focused/defaults.py",
     "focused/web/topics.py",
     "focused/web/sanitize.py",
+    "focused/web/codings.py",
 )
 #: Scrapy glue that lives in a pure folder (none today; e.g. a pipeline next to its store)
 GLUE: frozenset[str] = frozenset()

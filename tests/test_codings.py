@@ -1,0 +1,111 @@
+"""Compressed bodies cut short or corrupt (``Content-Encoding``), in a real crawl.
+
+Scrapy's decoders give what they can of a gzip, deflate or brotli stream that ends
+early (and nothing of a zstd one): half a page was stored as the page. Now such a body
+is a bad page of its own kind, counted and skipped, fetched once; a whole stream, and
+plain HTML sent as ``gzip``, are stored as before.
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from pathlib import Path
+
+import brotli
+import pytest
+
+from focused.web.codings import BrokenCoding, TooLarge, decode
+from tests.loopback import Answer, LoopbackServer
+from tests.test_hostile import assert_consistent, assert_went_on, crawl_site, paths, stats
+
+try:
+    from compression import zstd  # type: ignore[import-not-found]
+except ImportError:  # Python < 3.14
+    from backports import zstd
+
+PAGE = (
+    b"<html><head><title>chemistry acid base</title></head><body>"
+    + b"".join(
+        b"<p>acid %d and base %d in chemistry, a reaction of salts</p>" % (i, i) for i in range(400)
+    )
+    + b"</body></html>"
+)
+ENCODE = {
+    "gzip": gzip.compress,
+    "deflate": zlib.compress,
+    "br": brotli.compress,
+    "zstd": zstd.compress,
+}
+
+
+def corrupt(stream: bytes) -> bytes:
+    """``stream`` with 8 bytes in its middle flipped."""
+    bad = bytearray(stream)
+    for i in range(len(bad) // 2, len(bad) // 2 + 8):
+        bad[i] ^= 0x55
+    return bytes(bad)
+
+
+def test_a_stream_cut_short_or_corrupt_is_refused_and_a_whole_one_decoded() -> None:
+    for coding, encode in ENCODE.items():
+        stream = encode(PAGE)
+        assert decode(stream, coding) == PAGE
+        with pytest.raises(BrokenCoding) as cut:
+            decode(stream[: len(stream) // 2], coding)
+        assert (cut.value.coding, cut.value.kind) == (coding, "cut")
+        with pytest.raises(TooLarge):
+            decode(stream, coding, max_size=1000)
+        assert decode(PAGE, coding) is None  # plain HTML: no stream of that coding
+    for coding in ("gzip", "deflate"):
+        with pytest.raises(BrokenCoding) as bad:
+            decode(corrupt(ENCODE[coding](PAGE)), coding)
+        assert bad.value.kind == "corrupt"
+    # two gzip members are one body; a bad CRC-32 in a trailer is read past (as browsers do)
+    assert (
+        decode(gzip.compress(PAGE) + gzip.compress(b"<p>more</p>"), "gzip") == PAGE + b"<p>more</p>"
+    )
+    wrong_crc = bytearray(gzip.compress(PAGE))
+    wrong_crc[-6] ^= 1
+    assert decode(bytes(wrong_crc), "x-gzip") == PAGE
+
+
+@pytest.mark.integration
+def test_compressed_pages_cut_short_or_corrupt_are_skipped_not_stored_halfway(
+    tmp_path: Path,
+) -> None:
+    bodies: dict[str, tuple[str, bytes]] = {"/whole.html": ("gzip", gzip.compress(PAGE))}
+    bodies["/plain-as-gzip.html"] = ("gzip", PAGE.replace(b"acid base", b"plain"))
+    for coding, encode in ENCODE.items():
+        stream = encode(PAGE.replace(b"acid base", coding.encode()))
+        bodies[f"/cut-{coding}.html"] = (coding, stream[: len(stream) // 2])
+    for coding in ("gzip", "deflate"):
+        stream = ENCODE[coding](PAGE.replace(b"acid base", b"bad " + coding.encode()))
+        bodies[f"/corrupt-{coding}.html"] = (coding, corrupt(stream))
+    home = b"".join(b'<a href="%s">chemistry acid</a>' % p.encode() for p in bodies)
+
+    def answer(server: LoopbackServer, path: str) -> Answer:
+        if path == "/":
+            return (
+                200,
+                {},
+                b"<html><head><title>chemistry</title></head><body>%s</body></html>" % home,
+            )
+        if path in bodies:
+            coding, body = bodies[path]
+            return 200, {"Content-Encoding": coding}, body
+        return 404, {}, b""
+
+    crawl, server = crawl_site(tmp_path / "out", answer)
+    assert_went_on(crawl)
+    assert_consistent(crawl.out)
+    assert paths(crawl) == {"/", "/whole.html", "/plain-as-gzip.html"}
+    titles = {row["title"] for row in crawl.rows()}
+    assert "chemistry acid base" in titles  # the whole stream, decoded
+    for path in bodies:
+        assert server.log.count(path) == 1, server.log  # skipped, not retried
+    s = stats(crawl)
+    assert s["focused/skipped/truncated_coding"] == 4
+    assert s["focused/skipped/corrupt_coding"] == 2
+    lines = [ln for ln in crawl.log.splitlines() if "body cut short" in ln]
+    assert len(lines) == 4 and all(ln.endswith(": skipped") for ln in lines)

@@ -20,7 +20,8 @@ to the log (a hostile server can flood it). Here, once Scrapy's retries
   line longer than Twisted reads, :data:`MAX_HEADER_LINE`; ``headers_too_large``:
   more than ``FOCUSED_MAX_HEADER_BYTES`` of status and header lines; ``malformed``: a
   status line that is not HTTP's, an invalid or conflicting ``Content-Length``, a
-  ``Transfer-Encoding`` other than chunked (:class:`MalformedAnswer`); ``tls``: a failed TLS
+  ``Transfer-Encoding`` other than chunked (:class:`MalformedAnswer`), a chunked body
+  Twisted refuses (a chunk size that is no hex number); ``tls``: a failed TLS
   handshake, with what OpenSSL said, e.g. ``wrong version number`` for an ``https:``
   URL on a port that speaks plain HTTP: it was "closed the connection");
   ``focused/errors/first`` keeps the first one's reason (the ``crawl`` command quotes it
@@ -60,6 +61,13 @@ and was told as "closed the connection before a whole answer", and retried
 again. The same wrapper of the parser turns the parser's error into
 :class:`MalformedAnswer`, kind ``malformed``: "sent a malformed answer (an invalid or
 conflicting Content-Length)", not retried.
+
+A chunked body with a bad chunk size (``zz\r\n``, or a chunk without its CRLF) made
+Twisted drop the connection and report the body as cut short: Scrapy's
+``ResponseDataLossError``, told as "sent a body shorter than its Content-Length" (an
+answer with no ``Content-Length``) and retried. Twisted's refusal is among its causes,
+so it is kind ``malformed`` too: "sent a malformed answer (a malformed chunked body:
+Chunk-size must be an integer)", not retried.
 
 A body shorter than its ``Content-Length`` (Scrapy's ``ResponseDataLossError``, with
 ``DOWNLOAD_FAIL_ON_DATALOSS``) was told as "closed the connection before a whole
@@ -111,6 +119,7 @@ from twisted.web._newclient import (
     ResponseFailed,
     ResponseNeverReceived,
 )
+from twisted.web.http import _MalformedChunkedDataError
 
 from focused.addressfilter import name_refusal
 from focused.defaults import DEFAULTS, get
@@ -276,11 +285,15 @@ def _headers_too_large(exception: BaseException) -> bool:
 
 
 def malformed(exception: BaseException) -> str | None:
-    """What was malformed when a :class:`MalformedAnswer` is among the causes of
-    ``exception``, else None."""
+    """What was malformed when a :class:`MalformedAnswer`, or Twisted's refusal of a
+    chunked body (a chunk size that is no hex number, a chunk without its CRLF), is
+    among the causes of ``exception``, else None."""
     for exc in _causes(exception):
         if isinstance(exc, MalformedAnswer):
             return str(exc)
+        if isinstance(exc, _MalformedChunkedDataError):
+            said = str(exc).rstrip(".")
+            return "a malformed chunked body" + (f": {said}" if said else "")
     return None
 
 

@@ -269,3 +269,40 @@ def test_a_malformed_answer_is_named_and_not_retried(tmp_path, warnings):
         assert f"127.0.0.1:{server.port} sent a malformed answer ({said}" in line
         assert line.endswith("(1 attempt)")
     assert "closed the connection" not in crawl.log
+
+
+@pytest.mark.integration
+def test_a_chunked_body_with_a_bad_chunk_is_malformed_not_short(tmp_path, warnings):
+    """A chunked body whose chunk size is no hex number, or whose chunk lacks its CRLF:
+    Twisted drops the connection and calls the body cut short, so it was told as "sent
+    a body shorter than its Content-Length" (the answer has none) and retried. Now it is
+    a malformed answer that says so, one request; a good chunked page is stored."""
+    body = page("chemistry chunked")
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked"
+    first = b"%x\r\n%s\r\n" % (len(body), body)
+    bad = {
+        "/bad-size.html": (
+            raw(head, first + b"zz\r\nabc\r\n0\r\n\r\n"),
+            "a malformed chunked body: Chunk-size must be an integer)",
+        ),
+        "/no-crlf.html": (
+            raw(head, b"3\r\nabcXY0\r\n\r\n"),
+            "a malformed chunked body: Chunk did not end with CRLF)",
+        ),
+    }
+    answers = {
+        "/": plain(page("chemistry home", *bad, "/good.html")),
+        "/good.html": raw(head, first + b"0\r\n\r\n"),
+        **{path: writer for path, (writer, _) in bad.items()},
+    }
+    crawl, server = crawl_raw(tmp_path, answers)
+    assert_went_on(crawl)
+    assert paths(crawl) == {"/", "/good.html"}
+    s = stats(crawl)
+    assert s["focused/errors/malformed"] == len(bad)
+    assert "focused/errors/dataloss" not in s
+    for path, (_, said) in bad.items():
+        assert server.paths.count(path) == 1  # not retried
+        [line] = [x for x in warnings(crawl) if f"{path}> failed:" in x]
+        assert line.endswith(f"127.0.0.1:{server.port} sent a malformed answer ({said} (1 attempt)")
+    assert "shorter than its Content-Length" not in crawl.log

@@ -242,6 +242,7 @@ class FocusedHttpCompressionMiddleware(HttpCompressionMiddleware):
     def process_response(  # type: ignore[override]
         self, request: Request, response: Response
     ) -> Request | Response:
+        response = self._without_identity(response)
         robots = self._robots_prefix(request, response)
         if robots is not None:
             return robots
@@ -265,6 +266,27 @@ class FocusedHttpCompressionMiddleware(HttpCompressionMiddleware):
             del headers[b"Content-Encoding"]
             cls = responsetypes.from_args(headers=headers, url=response.url, body=response.body)
             return response.replace(cls=cls, headers=headers)
+
+    @staticmethod
+    def _without_identity(response: Response) -> Response:
+        """``response`` without ``identity`` in its ``Content-Encoding`` (no coding at all,
+        RFC 9110; the header goes when nothing else is in it). Scrapy took it for a coding
+        it cannot decode: a WARNING line for every such page, and in ``gzip, identity``
+        the gzip was not decoded (the page skipped as binary)."""
+        values = response.headers.getlist(b"Content-Encoding")
+        if not values or b"identity" not in b",".join(values).lower():
+            return response
+        kept = [
+            token.strip()
+            for value in values
+            for token in value.split(b",")
+            if token.strip() and token.strip().lower() != b"identity"
+        ]
+        headers = response.headers.copy()
+        del headers[b"Content-Encoding"]
+        if kept:
+            headers[b"Content-Encoding"] = b", ".join(kept)
+        return response.replace(headers=headers)
 
     @staticmethod
     def _decode(body: bytes, encoding: bytes, max_size: int) -> bytes:

@@ -109,3 +109,44 @@ def test_compressed_pages_cut_short_or_corrupt_are_skipped_not_stored_halfway(
     assert s["focused/skipped/corrupt_coding"] == 2
     lines = [ln for ln in crawl.log.splitlines() if "body cut short" in ln]
     assert len(lines) == 4 and all(ln.endswith(": skipped") for ln in lines)
+
+
+@pytest.mark.integration
+def test_identity_is_no_coding_and_an_unknown_coding_keeps_the_body_as_sent(
+    tmp_path: Path,
+) -> None:
+    """``Content-Encoding: identity`` is no coding: Scrapy warned on every such page that
+    it cannot decode it, and left the gzip of ``gzip, identity`` undecoded (the page
+    skipped as binary). An unknown coding (``foo``) keeps the body as sent: stored when
+    it is HTML, skipped as binary when it is not."""
+    bodies = {
+        "/identity.html": ("identity", PAGE.replace(b"acid base", b"identity")),
+        "/gzip-identity.html": (
+            "gzip, identity",
+            gzip.compress(PAGE.replace(b"acid base", b"two")),
+        ),
+        "/foo.html": ("foo", PAGE.replace(b"acid base", b"foo")),
+        "/foo-gzip.html": ("foo", gzip.compress(PAGE)),
+    }
+    home = b"".join(b'<a href="%s">chemistry acid</a>' % p.encode() for p in bodies)
+
+    def answer(server: LoopbackServer, path: str) -> Answer:
+        if path == "/":
+            return (
+                200,
+                {},
+                b"<html><head><title>chemistry</title></head><body>%s</body></html>" % home,
+            )
+        if path in bodies:
+            coding, body = bodies[path]
+            return 200, {"Content-Encoding": coding}, body
+        return 404, {}, b""
+
+    crawl, _ = crawl_site(tmp_path / "out", answer)
+    assert_went_on(crawl)
+    assert paths(crawl) == {"/", "/identity.html", "/gzip-identity.html", "/foo.html"}
+    titles = {row["title"] for row in crawl.rows()}
+    assert {"chemistry identity", "chemistry two", "chemistry foo"} <= titles
+    assert stats(crawl)["focused/skipped/binary"] == 1  # foo-gzip.html
+    warned = [ln for ln in crawl.log.splitlines() if " WARNING: " in ln]
+    assert not [ln for ln in warned if "identity" in ln], warned

@@ -8,39 +8,98 @@ the crawl ran on to its end although no further item reached the feed. Here the 
 write that fails stops the crawl as a page store that cannot write does
 (:func:`focused.stop.stop_crawl`: one line, finish reason ``store_failed``, exit status
 1; the pages stored so far stay stored, a resume with ``JOBDIR`` goes on from them); the
-feed's files are closed quietly.
+failed feed's files are closed quietly, and every other feed is finished and stored
+whole, with every item scraped.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 from typing import Any
 
 from scrapy.extensions.feedexport import FeedExporter, FeedSlot
+from scrapy.extensions.postprocessing import PostProcessingManager
 
-from focused.stop import stop_crawl, then_for
+from focused.stop import STORE_FAILED_STAT, mark_failed, stop_crawl, then_for
+
+logger = logging.getLogger(__name__)
 
 
 class FocusedFeedExporter(FeedExporter):
     """``FeedExporter`` (replaces it in ``EXTENSIONS``, same order) whose first failed
-    write stops the crawl in one line instead of a traceback per item."""
+    write stops the crawl in one line instead of a traceback per item.
 
+    A failure is the failed feed's alone: the other feeds go on taking every item (those
+    still in the pipelines while the crawl closes too) and are finished and stored at
+    the close as usual. The line names the feed that failed. A feed whose last write
+    fails as the crawl closes (JSON's closing ``]``, the flush of its buffer on a full
+    disk) is the same line, and the crawl's exit status 1; Scrapy left that exception
+    to asyncio ("Task exception was never retrieved", with a traceback) and the crawl
+    ended with status 0."""
+
+    #: the first failure of a feed, None while every feed is written
     failed: BaseException | None = None
 
-    def item_scraped(self, item: Any, spider: Any) -> None:
-        if self.failed is not None:
-            return
-        try:
-            super().item_scraped(item, spider)
-        except OSError as exc:
+    def _failed_slots(self) -> dict[int, FeedSlot]:
+        slots: dict[int, FeedSlot] | None = self.__dict__.get("_focused_failed")
+        if slots is None:
+            slots = self.__dict__["_focused_failed"] = {}
+        return slots
+
+    def _fail(self, slot: FeedSlot, exc: BaseException) -> None:
+        """The feed of ``slot`` could not be written: no further item goes to it, and
+        the crawl stops in one line that names it (the first failed feed's)."""
+        self._failed_slots()[id(slot)] = slot
+        if self.failed is None:
             self.failed = exc
-            where = ", ".join(str(uri) for uri in self.feeds) or "its feed"
-            stop_crawl(self.crawler, "write the feed", where, exc, then_for(exc))
+            if not self.__dict__.get("_focused_closing"):
+                stop_crawl(self.crawler, "write the feed", slot.uri, exc, then_for(exc))
+                return
+            # the crawl has ended: nothing to stop or resume, the feed alone is cut short
+            line = (
+                f"focused: error: cannot finish the feed in {slot.uri}: {exc}; it is cut"
+                " short (the crawl's pages are stored whole)"
+            )
+            logger.error(line)
+            mark_failed(self.crawler, line)
+            if self.crawler.stats is not None:
+                self.crawler.stats.set_value(STORE_FAILED_STAT, line)
+        else:
+            logger.warning("focused: the feed %s could not be written either: %s", slot.uri, exc)
+
+    def item_scraped(self, item: Any, spider: Any) -> None:
+        failed = self._failed_slots()
+        slots, kept = self.slots, []
+        for slot in slots:
+            if id(slot) in failed:
+                kept.append(slot)
+                continue
+            self.slots = [slot]  # Scrapy's export of the item to this feed alone
+            try:
+                super().item_scraped(item, spider)
+            except OSError as exc:
+                self._fail(slot, exc)
+                kept.append(slot)
+            else:
+                kept += self.slots  # the slot, or the next batch's
+        self.slots = kept
+
+    async def close_spider(self, spider: Any) -> None:
+        self.__dict__["_focused_closing"] = True
+        await super().close_spider(spider)
 
     async def _close_slot(self, slot: FeedSlot, spider: Any) -> None:
-        if self.failed is None:
-            await super()._close_slot(slot, spider)
-            return
+        if id(slot) not in self._failed_slots():
+            try:
+                if slot.itemcount:  # the last write (JSON's "]"), flushed: a full disk shows
+                    slot.finish_exporting()
+                    if slot.file is not None and not isinstance(slot.file, PostProcessingManager):
+                        slot.file.flush()
+                await super()._close_slot(slot, spider)
+                return
+            except OSError as exc:
+                self._fail(slot, exc)
         # the write failed and its line was logged (focused/store_failed): close the file
         # without another traceback, nor a second line from the crawl command
         with contextlib.suppress(Exception):

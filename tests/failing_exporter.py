@@ -12,3 +12,22 @@ from scrapy.exporters import JsonLinesItemExporter
 class FailingExporter(JsonLinesItemExporter):
     def export_item(self, item: Any) -> None:
         raise OSError("this exporter fails on every item")
+
+
+class LateFailingExporter(JsonLinesItemExporter):
+    """Takes two items, then fails on every later one (a disk that fills mid-crawl)."""
+
+    taken = 0
+
+    def export_item(self, item: Any) -> None:
+        if self.taken >= 2:
+            raise OSError(28, "No space left on device")
+        self.taken += 1
+        super().export_item(item)
+
+
+class CloseFailingExporter(JsonLinesItemExporter):
+    """Takes every item, and fails as it finishes the feed (its last write)."""
+
+    def finish_exporting(self) -> None:
+        raise OSError(28, "No space left on device")

@@ -180,6 +180,33 @@ def test_a_feed_that_fails_on_every_item_stops_the_crawl(tmp_path: Path) -> None
     assert len(crawl.rows()) >= 1  # the pages themselves are stored
 
 
+@pytest.mark.parametrize("exporter", ["LateFailingExporter", "CloseFailingExporter"])
+def test_a_failed_feed_leaves_every_other_feed_whole(tmp_path: Path, exporter: str) -> None:
+    """Three feeds, one of which fails: mid-crawl (its disk full after two items) or at
+    its last write as the crawl closes. Before, a feed that failed mid-crawl left the
+    other feeds unfinished (a JSON feed without its closing ``]``, an XML one without
+    ``</items>``, no item after the failure), the line named every feed; one that failed
+    at the close was a "Task exception was never retrieved" traceback and exit status 0.
+    Now the other feeds are whole, with every stored page, and one line names the
+    failed feed; exit status 1."""
+    good = {"json": tmp_path / "good.json", "xml": tmp_path / "good.xml"}
+    bad = tmp_path / "bad.jsonl"
+    exporters = {"failing": f"tests.failing_exporter.{exporter}"}
+    feeds = ["-o", str(good["json"]), "-o", str(good["xml"]), "-o", f"{bad}:failing"]
+    crawl = crawl_with(tmp_path, *feeds, FEED_EXPORTERS=exporters)
+    assert crawl.returncode == 1, crawl.log[-3000:]
+    assert "Traceback" not in crawl.log and "Task exception" not in crawl.log
+    [line] = [x for x in crawl.log.splitlines() if "ERROR: focused: error:" in x]
+    assert f"the feed in {bad}: [Errno 28] No space left on device" in line
+    assert "good." not in line
+    assert error_lines(crawl) == []  # no second line from the crawl command
+    stored = {row["url"] for row in crawl.rows()}
+    assert len(stored) >= 3  # more than the two items the late failing feed took
+    for fmt, path in good.items():
+        urls = [item["url"] for item in READERS[fmt](path)]
+        assert sorted(urls) == sorted(stored), fmt
+
+
 def test_a_feed_that_cannot_be_stored_fails_the_crawl(tmp_path: Path) -> None:
     """The items are exported (to a temporary file) but storing the feed fails at the
     close: an FTP server that is not there (``feedexport/failed_count/FTPFeedStorage``)."""

@@ -346,6 +346,8 @@ class Command(CheckedLogging, ScrapyCrawl):
         if problem:
             fail(problem)
             self.exitcode = 1
+        elif stopped(crawler):  # a failure logged as the spider closed (a feed's last write)
+            self.exitcode = 1
 
     def _wrap_signal_handlers(self, process: Any) -> None:
         """Scrapy's own handlers, wrapped: the first Ctrl-C noted, the second one

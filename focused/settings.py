@@ -26,6 +26,11 @@ REDIRECT_MAX_TIMES = 5
 # A site that needs a session: -s COOKIES_ENABLED=True.
 COOKIES_ENABLED = False
 RETRY_TIMES = 2
+# A page that still answers 5xx (or 429) after its retries is a bad page of the web, not
+# an error of the crawl: its "Gave up retrying" line is a WARNING, as a failed download's
+# line is (focused/network.py). Scrapy's ERROR, one per such URL, filled log_count/ERROR
+# (a monitor fails the job on it) and buried the crawl's own errors.
+RETRY_GIVE_UP_LOG_LEVEL = "WARNING"
 LOG_LEVEL = "INFO"
 FEED_EXPORT_ENCODING = "utf-8"
 

@@ -1301,6 +1301,31 @@ def test_a_host_that_answers_only_server_errors_is_given_up(tmp_path):
     assert f"focused: 127.0.0.2:{hosts[0].port} answered 6 {said}, the last 503" in lines[0]
 
 
+@pytest.mark.integration
+def test_a_page_that_keeps_answering_500_is_a_warning_not_an_error(tmp_path):
+    """Scrapy logs its give-up of a page that answered 5xx to every retry at ERROR, one
+    line per page: a site with a broken section filled ``log_count/ERROR`` (100 ERROR
+    lines for 100 such pages), which monitors read as a failed crawl, among the crawl's
+    own errors. Now each is one WARNING line; the rest of the site is crawled."""
+
+    def answer(server: LoopbackServer, path: str) -> Answer:
+        if path == "/":
+            links = "".join(f'<a href="/{i}.html">chemistry {i}</a>' for i in range(6))
+            return 200, {}, f"<html><title>chemistry</title>{CHEM}{links}</html>".encode()
+        if path in ("/1.html", "/3.html", "/5.html"):
+            return 500, {}, b"oops"
+        return 200, {}, f"<html><title>chemistry {path}</title>{CHEM} {path}</html>".encode()
+
+    crawl, server = crawl_site(tmp_path, answer, "RETRY_TIMES=1")
+    assert_went_on(crawl)
+    assert paths(crawl) == {"/", "/0.html", "/2.html", "/4.html"}
+    assert server.log.count("/3.html") == 2  # retried as before
+    gave_up = [ln for ln in crawl.log.splitlines() if "Gave up retrying" in ln]
+    assert len(gave_up) == 3 and all(" WARNING: " in ln for ln in gave_up), gave_up
+    assert " ERROR: " not in crawl.log
+    assert "log_count/ERROR" not in crawl.log
+
+
 # --- the end of a Retry-After pause lets every waiting download go -----------------------
 class PausingHost(LoopbackServer):
     """``/`` links ``/busy.html``, which answers 429 ``Retry-After: 2`` once, and

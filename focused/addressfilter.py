@@ -48,6 +48,7 @@ from zope.interface import implementer, provider
 
 from focused.bounded import remember
 from focused.defaults import get
+from focused.robots import RedirectRefused
 from focused.web.addresses import AddressPolicy, localhost_address, parse_host, parse_networks
 
 if TYPE_CHECKING:
@@ -506,7 +507,7 @@ class RedirectAddressFilterMiddleware:
         kind = next((k for k in kinds if k is not None), None)
         if kind is not None:
             _refused(self.stats, kind, f"redirect to {target}", str(address))
-            raise IgnoreRequest(f"redirect to a {kind} address {address} refused")
+            raise RedirectRefused(f"redirect to a {kind} address {address} refused", target)
         return response
 
 

@@ -23,9 +23,14 @@
    A 429 Too Many Requests is taken as a 5xx (as Google's crawler takes it): the host
    asked for fewer requests, and "allow all" would have sent it its every URL at once,
    unchecked by its rules. Any other 4xx still means "allow all" (RFC 9309, section
-   2.3.1.3), and so does a
-   robots.txt download that a middleware ignored (``IgnoreRequest``, e.g. a redirect
-   off-site), as in Scrapy.
+   2.3.1.3), and so does a robots.txt download that a middleware ignored
+   (``IgnoreRequest``), as in Scrapy.
+3. **A robots.txt redirected where the crawl may not go** (off ``allowed_domains``, to
+   an address it refuses, to a URL it cannot follow: :class:`RedirectRefused`). RFC 9309
+   (section 2.3.1.2) asks to follow the redirect; Scrapy's ``OffsiteMiddleware`` and the
+   project's address filter rightly do not, and Scrapy then took the host as "allow all",
+   so the pages its rules forbid were fetched. The rules being unknown, the host's URLs
+   are not fetched in this run (with ``JOBDIR`` they wait for the next).
 """
 
 from __future__ import annotations
@@ -74,6 +79,16 @@ class RobotsPostponed(IgnoreRequest):
     def __init__(self, reason: str, retry_at: float | None) -> None:
         super().__init__(f"robots.txt unreachable ({reason})")
         self.retry_at = retry_at
+
+
+class RedirectRefused(IgnoreRequest):
+    """A redirect the crawl does not follow (off its domains, to a refused address, to a
+    URL it cannot fetch): the redirecting request is dropped. For robots.txt it means the
+    host's rules cannot be read (:meth:`FocusedRobotsTxtMiddleware._robots_error`)."""
+
+    def __init__(self, message: str, target: str) -> None:
+        super().__init__(message)
+        self.target = target
 
 
 class HostGivenUp(RobotsPostponed):
@@ -238,6 +253,9 @@ class FocusedRobotsTxtMiddleware(RobotsTxtMiddleware):
     def _robots_error(self, exc: Exception, netloc: str) -> None:
         # a DNS or connection failure comes as focused.network.NetworkError (an
         # IgnoreRequest, so Scrapy logs no traceback): its host is unreachable all the same
+        if isinstance(exc, RedirectRefused):
+            self._redirect_refused(netloc, exc)
+            return
         original = getattr(exc, "original", None)
         if isinstance(exc, IgnoreRequest) and original is None:
             self._failures.pop(netloc, None)
@@ -246,6 +264,21 @@ class FocusedRobotsTxtMiddleware(RobotsTxtMiddleware):
         cause = original if isinstance(original, Exception) else exc
         self._stats.inc_value(f"robotstxt/exception_count/{type(cause)}")
         self._unreachable(netloc, str(getattr(exc, "reason", "") or type(cause).__name__))
+
+    def _redirect_refused(self, netloc: str, exc: RedirectRefused) -> None:
+        """robots.txt redirects where the crawl may not go: its rules cannot be read, so
+        the host's URLs wait for the next run (RFC 9309 would follow the redirect)."""
+        self._stats.inc_value("focused/robotstxt/redirect_refused")
+        logger.warning(
+            "focused: robots.txt of %s redirects to %s, which this crawl does not follow"
+            " (%s): its rules cannot be read, so its URLs are not fetched in this run"
+            " (FOCUSED_ALLOWED_DOMAINS names the hosts a crawl may go to)",
+            netloc,
+            exc.target[:200],
+            exc,
+        )
+        rules = Unreachable("robots.txt redirected out of scope", float("inf"), answered=True)
+        self._settle(netloc, rules)
 
     def _unreachable(self, netloc: str, reason: str, *, answered: bool = False) -> None:
         self._stats.inc_value("focused/robotstxt/unreachable")

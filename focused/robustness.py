@@ -41,7 +41,7 @@ from w3lib.url import safe_url_string
 from focused.bounded import remember
 from focused.defaults import get
 from focused.politeness import SlotDelays
-from focused.robots import HostGivenUp, is_robots
+from focused.robots import HostGivenUp, RedirectRefused, is_robots
 from focused.web import codings, sanitize
 from focused.web.streaks import ServerErrorStreaks
 from focused.web.urljoins import FolderJoins, backslashes_as_slashes
@@ -392,7 +392,9 @@ class _CheckedRedirects:
     new request, and its ``OffsiteMiddleware`` lets every ``dont_filter`` request
     through, so a page that answered 503 once (its retry is ``dont_filter``) and then
     redirected to another host was fetched and stored off the crawl's domains. A
-    request with ``meta["allow_offsite"]`` may still leave them, as in Scrapy."""
+    robots.txt redirected off them is not followed here either, so that its host is
+    told why (:class:`focused.robots.RedirectRefused`). A request with
+    ``meta["allow_offsite"]`` may still leave them, as in Scrapy."""
 
     crawler: Crawler
 
@@ -413,7 +415,7 @@ class _CheckedRedirects:
             source_request, response, url=url, **kwargs
         )
         if (
-            source_request.dont_filter
+            (source_request.dont_filter or is_robots(source_request))
             and not source_request.meta.get("allow_offsite")
             and not self._on_site(redirected)
         ):
@@ -491,7 +493,7 @@ class FocusedRedirectMiddleware(_CheckedRedirects, RedirectMiddleware):
             return followed
         shown = _shorter(target)
         logger.info("focused: %s redirects to %r (%s): dropped", response.url, shown, problem)
-        raise IgnoreRequest(f"redirect to {shown!r} not followed ({problem})")
+        raise RedirectRefused(f"redirect to {shown!r} not followed ({problem})", target)
 
     def _unparsed(self, response: Response) -> str:
         return (response.headers.get(b"Location") or b"").decode("latin-1")

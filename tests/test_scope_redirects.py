@@ -69,3 +69,41 @@ def test_a_retried_page_that_redirects_off_the_allowed_domains_is_not_followed(
     assert urls == [f"{site.url}/"]
     assert "redirects to 'http://127.0.0.3:" in result.stderr
     assert "'focused/redirects/ignored/offsite': 1" in result.stderr
+
+
+@pytest.mark.parametrize("target", ["offsite", "refused"])
+def test_a_robots_txt_redirected_where_the_crawl_may_not_go_keeps_the_host_unfetched(
+    project_root: Path,
+    venv_scrapy: list[str],
+    tmp_path: Path,
+    offsite: LoopbackServer,
+    target: str,
+) -> None:
+    """robots.txt answers 301 to another host (off ``FOCUSED_ALLOWED_DOMAINS``, or an
+    address the crawl refuses, 0.0.0.0): the redirect is not followed, so the host's rules are
+    unknown. Scrapy took that as "allow all", and the page the rules forbid was fetched
+    and stored; now the host's URLs are not fetched in this run (RFC 9309 asks to follow
+    the redirect; a crawl that may not, cannot read the rules)."""
+    elsewhere = (
+        f"{offsite.url}/robots.txt" if target == "offsite" else "http://0.0.0.0:9/robots.txt"
+    )
+
+    def answer(path: str) -> Answer:
+        if path == "/robots.txt":
+            return (301, {"Location": elsewhere}, b"")
+        if path == "/":
+            return (200, {}, PAGE + b'<a href="/secret.html">chemistry acid secret</a>')
+        return (200, {}, PAGE)
+
+    site = LoopbackServer("127.0.0.2", answer)
+    out = tmp_path / "out"
+    settings = ["FOCUSED_ALLOWED_DOMAINS=127.0.0.2", "CLOSESPIDER_TIMEOUT=30"]
+    try:
+        result = crawl_real_web(project_root, venv_scrapy, out, f"{site.url}/", *settings)
+    finally:
+        site.close()
+    assert "Traceback" not in result.stderr
+    assert offsite.log == [] and offsite.connections == 0
+    assert site.log == ["/robots.txt"], site.log
+    assert "robots.txt of 127.0.0.2" in result.stderr and "does not follow" in result.stderr
+    assert "'focused/robotstxt/redirect_refused': 1" in result.stderr

@@ -44,6 +44,7 @@ from focused.ranking.relevance import (
 from focused.signals import frontier_opened, frontier_waste_check, page_aliased, page_skipped
 from focused.strategies import Strategy
 from focused.web.neardup import NearDuplicates, key_of, later_is_main
+from focused.web.params import IgnoredParams
 from focused.web.safeurls import SafeUrls
 from focused.web.sanitize import is_wide, parse_cut, strip_session_ids
 from focused.web.sites import Web, open_web
@@ -378,6 +379,8 @@ class FocusedSpider(scrapy.Spider):
         )
         #: main contents seen, by SimHash (focused.web.neardup)
         self.near_duplicates = NearDuplicates()
+        #: per host, the query keys its near-duplicates showed name no other page
+        self.ignored_params = IgnoredParams()
         #: waste per URL shape (focused.web.urlshape); None: off
         threshold = float(get(settings, "FOCUSED_WASTE_SHAPE_THRESHOLD"))
         self.shapes: ShapeStats | None = (
@@ -651,6 +654,7 @@ class FocusedSpider(scrapy.Spider):
             return True
         first, first_canonical = owner
         url = response.url
+        self._learn_ignored_params(first, url)
         canonical = canonicalize_url(url)
         main = later_is_main(canonicalize_url(first), first_canonical, canonical)
         if main and key is not None:  # later near-duplicates are recorded against it
@@ -669,6 +673,22 @@ class FocusedSpider(scrapy.Spider):
             page_aliased, response=response, alias=alias, of=first, main=main
         )
         return True
+
+    def _learn_ignored_params(self, first: str, url: str) -> None:
+        """``url`` is a near-duplicate of the page fetched at ``first``: when the two differ
+        only in their query, the keys that differ name no other page of the host; once
+        :data:`focused.web.params.MIN_PAIRS` pairs of the host showed a key, it is taken
+        out of the host's links (:meth:`_request`), so the page is not fetched again for
+        every tracking code, session id or sort order its links carry."""
+        new = self.ignored_params.observe(first, url)
+        if new:
+            self._count("focused/params/ignored", len(new))
+            self.logger.info(
+                "focused: query keys %s make no other page of %s (near-duplicates differ"
+                " in them only): they are left out of its links from now on",
+                ", ".join(sorted(new)),
+                urlsplit(url).netloc,
+            )
 
     def _canonical(self, response: TextResponse) -> str:
         """The canonical URL (``w3lib``'s form) the page names with ``rel=canonical``, ""
@@ -763,9 +783,13 @@ class FocusedSpider(scrapy.Spider):
         """Whether a link to ``url`` is of a URL shape learnt wasteful by now (the
         scheduler asks when the link comes up, so that links found before their shape
         was learnt wait at the bottom too: ``FOCUSED_WASTE_SHAPE_RECHECK``, handed over
-        by :meth:`_waste_check`)."""
+        by :meth:`_waste_check`), or that carries query keys learnt since to make no
+        other page of its host (:class:`focused.web.params.IgnoredParams`)."""
         shapes = self.shapes
-        return shapes is not None and shapes.wasteful(url)
+        if shapes is not None and shapes.wasteful(url):
+            return True
+        # a link found before its query keys were learnt to make no other page
+        return self.ignored_params.without(url) != url
 
     def _split_waste(self, links: list[Any]) -> tuple[list[Any], list[Any]]:
         """The content links as (kept, of a wasteful URL shape): the second wait at the
@@ -829,7 +853,11 @@ class FocusedSpider(scrapy.Spider):
         clean = strip_session_ids(url, self.session_params) if ";" in url or "?" in url else url
         if clean != url:
             self._count("focused/links/session_ids_stripped")
-        elif self.drop_done is not None and self.drop_done(url, parent):
+        plain = self.ignored_params.without(clean)
+        if plain != clean:  # query keys that make no other page of the host
+            self._count("focused/links/params_stripped")
+            clean = plain
+        if clean == url and self.drop_done is not None and self.drop_done(url, parent):
             return None  # done: the scheduler would drop it (counted there as filtered)
         try:
             # the URL scrapy.Request would make of it, made once per URL (SafeUrls) and

@@ -108,3 +108,51 @@ def test_tracking_codes_in_every_link_do_not_fetch_each_page_again_and_again(
     assert sorted(stored_paths(out)) == sorted(["/", *(f"/article/{i}" for i in range(articles))])
     assert len(fetched) <= articles + 10, (len(fetched), fetched)
     assert "'focused/params/ignored': 1" in result.stderr
+
+
+# --- soft 404s: "page not found" answered with 200 -------------------------------------
+@pytest.mark.integration
+def test_soft_404_pages_are_stored_once_not_once_per_broken_link(
+    project_root: Path, venv_scrapy: list[str], tmp_path: Path
+) -> None:
+    """A site answers every unknown URL with 200 and its "page not found" page (a soft
+    404), and its home page links to 20 pages that are gone. The page is too short for
+    the near-duplicate check (under 200 characters of content), so each broken link was
+    stored as a page of its own: 20 rows of "Page not found". Now a short page with the
+    same title and exactly the same main content as a stored page of its host is that
+    page's copy: an alias, one row."""
+    gone = 20
+
+    def answer(path: str) -> Answer:
+        if path == "/":
+            links = "".join(
+                f'<p><a href="/old/lesson-{k}.html">old chemistry lesson {k}</a></p>'
+                for k in range(gone)
+            )
+            links += '<p><a href="/lesson.html">chemistry lesson</a></p>'
+            return 200, {}, html("Chemistry lessons", article(99) + links)
+        if path == "/lesson.html":
+            return 200, {}, html("Chemistry lesson", article(1))
+        return 200, {}, html("Page not found", "<p>Sorry, that page does not exist.</p>")
+
+    site = LoopbackServer("127.0.0.2", answer)
+    out = tmp_path / "out"
+    try:
+        result = crawl_real_web(
+            project_root, venv_scrapy, out, f"{site.url}/", "CONCURRENT_REQUESTS=1"
+        )
+    finally:
+        site.close()
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    assert len([p for p in site.log if p.startswith("/old/")]) == gone
+    paths = stored_paths(out)
+    assert "/" in paths and "/lesson.html" in paths
+    soft = [p for p in paths if p.startswith("/old/")]
+    assert 1 <= len(soft) <= 2, soft
+    con = sqlite3.connect(out / "pages.sqlite3")
+    try:
+        (aliases,) = con.execute("SELECT COUNT(*) FROM aliases").fetchone()
+    finally:
+        con.close()
+    assert len(soft) + aliases == gone

@@ -6,11 +6,12 @@ import logging
 import os
 import time
 import weakref
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator, Callable, Collection, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
+import mmh3
 import numpy as np
 import scrapy
 from scrapy import signals
@@ -18,6 +19,7 @@ from scrapy.http import Response, TextResponse
 from w3lib.url import canonicalize_url
 
 from focused import config, habits, meta, robustness
+from focused.bounded import recent
 from focused.cli import (
     UNKNOWN_ARGS,
     guard_log_file,
@@ -52,6 +54,8 @@ from focused.web.template import HostTemplates, Page, chrome_urls, link_slots, s
 from focused.web.topics import TopicError, load_topic
 from focused.web.urlshape import ShapeStats, thin
 
+#: short pages remembered by their exact content (FocusedSpider._short_key)
+MAX_SHORT_PAGES = 50_000
 BODY_TEXT = "//body//text()[not(ancestor::script) and not(ancestor::style)]"
 TITLE_TEXT = "//title//text()"
 #: ``<meta name="robots" content="...">`` of a page (``name`` matched in any case).
@@ -379,6 +383,8 @@ class FocusedSpider(scrapy.Spider):
         )
         #: main contents seen, by SimHash (focused.web.neardup)
         self.near_duplicates = NearDuplicates()
+        #: pages too short for a SimHash, by host, title and exact content (_short_key)
+        self.short_pages: OrderedDict[tuple[str, int], tuple[str, str]] = OrderedDict()
         #: per host, the query keys its near-duplicates showed name no other page
         self.ignored_params = IgnoredParams()
         #: waste per URL shape (focused.web.urlshape); None: off
@@ -639,11 +645,25 @@ class FocusedSpider(scrapy.Spider):
         not stored, so it is the copy of nothing), it becomes the page its later
         near-duplicates are recorded against."""
         index = self.near_duplicates
-        key = key_of(page.content_folded(), title, folded=True, min_chars=index.min_chars)
-        seen, owner = (False, None) if key is None else index.owner_of(key)
+        folded = page.content_folded()
+        key = key_of(folded, title, folded=True, min_chars=index.min_chars)
+        short = None if key is not None else self._short_key(response.url, folded, title)
+        if key is not None:
+            seen, owner = index.owner_of(key)
+        else:
+            owner = None if short is None else self.short_pages.get(short)
+            seen = owner is not None
         if not seen:
-            if key is not None and not noindex:
-                index.add(*key, owner=(response.url, self._canonical(response)))
+            if not noindex:
+                if key is not None:
+                    index.add(*key, owner=(response.url, self._canonical(response)))
+                elif short is not None:
+                    recent(
+                        self.short_pages,
+                        short,
+                        lambda: (response.url, self._canonical(response)),
+                        MAX_SHORT_PAGES,
+                    )
             self.templates.learn(urlsplit(response.url).netloc, page)
             return False
         self._count("focused/pages/near_duplicates")
@@ -659,6 +679,8 @@ class FocusedSpider(scrapy.Spider):
         main = later_is_main(canonicalize_url(first), first_canonical, canonical)
         if main and key is not None:  # later near-duplicates are recorded against it
             index.set_owner(key, (url, self._canonical(response)))
+        elif main and short is not None:
+            self.short_pages[short] = (url, self._canonical(response))
         got = response.meta
         alias = {
             "url": url,
@@ -673,6 +695,19 @@ class FocusedSpider(scrapy.Spider):
             page_aliased, response=response, alias=alias, of=first, main=main
         )
         return True
+
+    @staticmethod
+    def _short_key(url: str, folded: list[str], title: str) -> tuple[str, int] | None:
+        """The key of a page too short for a SimHash (:func:`focused.web.neardup.key_of`)
+        by which another page of its host with the same title and exactly the same main
+        content is its copy: a "page not found" answered with 200 for every broken link
+        (a soft 404), the same stub at many URLs. None for a page with no content text
+        (pages of chrome only, a calendar's months, are not the same page)."""
+        text = "\n".join(t for t in folded if t)
+        if not text:
+            return None
+        digest = mmh3.hash64(f"{' '.join(title.split())}\0{text}", signed=False)[0]
+        return urlsplit(url).netloc.lower(), digest
 
     def _learn_ignored_params(self, first: str, url: str) -> None:
         """``url`` is a near-duplicate of the page fetched at ``first``: when the two differ

@@ -385,7 +385,8 @@ class FocusedSpider(scrapy.Spider):
         self.near_duplicates = NearDuplicates()
         #: pages too short for a SimHash, by host, title and exact content (_short_key)
         self.short_pages: OrderedDict[tuple[str, int], tuple[str, str]] = OrderedDict()
-        #: per host, the query keys its near-duplicates showed name no other page
+        #: per host, the query keys its near-duplicates showed name no other page (and
+        #: those its distinct pages showed do: never ignored, the seeds' keys among them)
         self.ignored_params = IgnoredParams()
         #: waste per URL shape (focused.web.urlshape); None: off
         threshold = float(get(settings, "FOCUSED_WASTE_SHAPE_THRESHOLD"))
@@ -406,6 +407,8 @@ class FocusedSpider(scrapy.Spider):
             counted(len(self.targets), "known target"),
             self.strategy_name,
         )
+        for seed in self.web.seeds:  # the user named those pages with their query keys
+            self.ignored_params.protect(seed)
 
     def close_web(self, spider: scrapy.Spider) -> None:
         try:
@@ -664,6 +667,8 @@ class FocusedSpider(scrapy.Spider):
                         lambda: (response.url, self._canonical(response)),
                         MAX_SHORT_PAGES,
                     )
+                if key is not None or short is not None:  # a page of its own
+                    self._kept_apart(response.url)
             self.templates.learn(urlsplit(response.url).netloc, page)
             return False
         self._count("focused/pages/near_duplicates")
@@ -674,7 +679,8 @@ class FocusedSpider(scrapy.Spider):
             return True
         first, first_canonical = owner
         url = response.url
-        self._learn_ignored_params(first, url)
+        if key is not None:  # not from short pages: those are soft 404s, stubs
+            self._learn_ignored_params(first, url)
         canonical = canonicalize_url(url)
         main = later_is_main(canonicalize_url(first), first_canonical, canonical)
         if main and key is not None:  # later near-duplicates are recorded against it
@@ -722,6 +728,21 @@ class FocusedSpider(scrapy.Spider):
                 "focused: query keys %s make no other page of %s (near-duplicates differ"
                 " in them only): they are left out of its links from now on",
                 ", ".join(sorted(new)),
+                urlsplit(url).netloc,
+            )
+
+    def _kept_apart(self, url: str) -> None:
+        """The page at ``url`` is kept as a page of its own: the query key in which it
+        differs from the last such page of its path names pages of its host, and is
+        never left out of its links (:meth:`focused.web.params.IgnoredParams.distinct`);
+        when it was, it is no longer (links stripped meanwhile are not recovered)."""
+        back = self.ignored_params.distinct(url)
+        if back:
+            self._count("focused/params/unignored", len(back))
+            self.logger.info(
+                "focused: query keys %s name pages of %s after all (two pages kept apart"
+                " differ in them): they stay in its links from now on",
+                ", ".join(sorted(back)),
                 urlsplit(url).netloc,
             )
 

@@ -245,6 +245,37 @@ def test_jieba_cuts_a_run_by_its_dictionary_and_its_hmm() -> None:
     assert relevance._cut("乒乓球拍卖完了") == ["乒乓球", "拍卖", "完", "了"]
 
 
+def test_english_text_gives_the_same_terms_without_jieba(monkeypatch) -> None:
+    """Text without Chinese never reaches jieba, whatever its mode: its terms are the
+    lower-cased words outside the stop words, as before (wikispeedia is English)."""
+    from collections import Counter
+
+    from focused.ranking import relevance
+
+    def no_jieba() -> None:
+        raise AssertionError("jieba consulted for a text without Chinese")
+
+    monkeypatch.setattr(relevance, "_segmenter", no_jieba)
+    texts = [
+        "Chemistry, the ACID-base reaction!",
+        "Café Müller — l'état «naïf», İstanbul’s H2O\u00a0ions: co-operate; x_y",
+        "The Periodic Table of the Elements (1869) is a tabular arrangement.",
+    ]
+    expected = [
+        ["chemistry", "acid", "base", "reaction"],
+        ["café", "müller", "l", "état", "naïf", "i̇stanbul", "s", "h2o", "ions"]
+        + ["co", "operate", "x", "y"],
+        ["periodic", "table", "elements", "1869", "tabular", "arrangement"],
+    ]
+    for text, terms in zip(texts, expected, strict=True):
+        assert tokenize(text) == terms
+        assert relevance.joined_terms(text) == " ".join(terms)
+        counts = Counter(t.encode() for t in terms)
+        assert relevance.term_counts(text) == counts
+        assert relevance.joined_and_counts(text) == (" ".join(terms), counts)
+    assert relevance.tokenize_many(texts) == expected
+
+
 def test_crawls_one_after_another_cut_with_their_own_words_only(monkeypatch) -> None:
     """A crawl holds jieba's dictionary while it runs; when it ends its topic's words
     go, and the next crawl cuts with its own words only."""

@@ -1,6 +1,8 @@
-"""Chinese compounds and the topic's keywords: jieba's default mode against its search
-mode (``focused.ranking.relevance._cut`` replaced, for every text and the topic's
-keywords alike), on the sandbox's pages (docs/speed.md, "Chinese compounds").
+"""Chinese compounds and the topic's keywords: jieba's default mode (its words alone)
+against its search mode (for every text and the topic's keywords alike) and against
+jieba's words each followed by the topic's keywords inside it (``relevance._cut``, the
+topic's vector as before; a keyword of one character never, at a word's end, anywhere),
+on the sandbox's pages (docs/speed.md, "Chinese compounds").
 
 (a) For each topic (chemistry, physics): the mean page relevance (A = 4B + C) of the
 target and the non-target content pages, and how many are over the topic's page
@@ -31,11 +33,28 @@ TOPICS = ("chemistry", "physics")
 _NOT_CHINESE = re.compile(rf"[^{relevance._CJK}\u3000-\u303f\uff00-\uffef\s]+")
 
 
-def _modes() -> dict[str, Callable[[str], list[str]]]:
+_JIEBA_WORDS = relevance._words
+_INNER = relevance._cut
+
+
+def _modes() -> dict[str, tuple[Callable[[str], list[str]], Callable[[str], list[str]], str]]:
+    """mode -> (how a text's Chinese runs are cut, how the topic's keywords are,
+    :data:`relevance.INNER_SINGLE`)."""
+    default = _JIEBA_WORDS  # jieba's words alone (before the inner keywords)
+    search = relevance._segmenter().cut_for_search
+    inner = _INNER  # jieba's words, each followed by the keywords inside it
     return {
-        "default": lambda run: relevance._segmenter().cut(run),
-        "search": lambda run: relevance._segmenter().cut_for_search(run),
+        "default": (default, default, "end"),
+        "search": (search, search, "end"),
+        "inner-never": (inner, default, "never"),
+        "inner-end": (inner, default, "end"),
+        "inner-any": (inner, default, "any"),
     }
+
+
+def _use(mode: tuple[Callable[[str], list[str]], Callable[[str], list[str]], str]) -> None:
+    relevance._cut, relevance._words, relevance.INNER_SINGLE = mode
+    relevance._inner.clear()
 
 
 def _pages(pages: int) -> list[tuple[str, str, set[str]]]:
@@ -55,14 +74,19 @@ def relevance_table(pages: list[tuple[str, str, set[str]]]) -> None:
         f"{'topic':10} {'text':8} {'mode':8} {'targets':>8} {'mean':>6} {'over':>6}  "
         f"{'others':>7} {'mean':>6} {'over':>6}"
     )
-    original = relevance._cut
+    original = (relevance._cut, relevance._words, relevance.INNER_SINGLE)
     try:
         for name in TOPICS:
+            # this topic's words alone in jieba's dictionary, as in a crawl of it
+            relevance._kept.clear()
+            relevance._dictionary = None
+            relevance._words_changed()
             topic = load_topic(name)
+            relevance.TopicVector(topic.keywords)
             threshold = topic.thresholds.get("page", 0.3)
             for text_kind in ("chinese", "whole"):
-                for mode, cut in _modes().items():
-                    relevance._cut = cut
+                for mode, cuts in _modes().items():
+                    _use(cuts)
                     vector = relevance.TopicVector(topic.keywords)  # its terms in this mode
                     scores: dict[bool, list[float]] = {True: [], False: []}
                     for title, text, cats in pages:
@@ -83,7 +107,7 @@ def relevance_table(pages: list[tuple[str, str, set[str]]]) -> None:
                         + " ".join(row[6:])
                     )
     finally:
-        relevance._cut = original
+        _use(original)
 
 
 def cut_cost(pages: list[tuple[str, str, set[str]]], rounds: int) -> None:
@@ -107,10 +131,14 @@ def cut_cost(pages: list[tuple[str, str, set[str]]], rounds: int) -> None:
         f"(b) {len(runs)} Chinese runs ({chars} characters) of {len(pages)} pages, "
         f"{len(words)} topic keywords added; CPU s for all, median of {rounds}"
     )
-    times: dict[str, list[float]] = {mode: [] for mode in _modes()}
+    modes = _modes()
+    modes.pop("inner-never"), modes.pop("inner-any")
+    times: dict[str, list[float]] = {mode: [] for mode in modes}
     terms: dict[str, int] = {}
     for _ in range(rounds):
-        for mode, cut in _modes().items():
+        for mode, (cut, _, single) in modes.items():
+            relevance.INNER_SINGLE = single
+            relevance._inner.clear()  # each round from an empty cache, as a crawl starts
             start = time.process_time()
             n = 0
             for run in runs:

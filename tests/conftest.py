@@ -73,6 +73,25 @@ def tmp_topic(tmp_path: Path) -> Callable[..., Path]:
     return write
 
 
+@pytest.fixture
+def own_words(monkeypatch: pytest.MonkeyPatch) -> None:
+    """jieba's dictionary without the words an earlier test's topic added to this
+    process (a topic's keywords inside a word are terms too: a test whose terms must not
+    depend on the tests run before it); put back afterwards."""
+    from focused.ranking import relevance
+
+    for name, value in [
+        ("_holders", 0),
+        ("_held", []),
+        ("_kept", []),
+        ("_dictionary", None),
+        ("_inside", frozenset()),
+        ("_inside_lengths", ()),
+        ("_inner", {}),
+    ]:
+        monkeypatch.setattr(relevance, name, value)
+
+
 @pytest.fixture(autouse=True)
 def dns_refusals() -> Iterator[focused_dns_guard.Refusals]:
     """Fails the test when the DNS guard refused a lookup during it, in this process or

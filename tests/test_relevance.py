@@ -276,6 +276,51 @@ def test_english_text_gives_the_same_terms_without_jieba(monkeypatch) -> None:
     assert relevance.tokenize_many(texts) == expected
 
 
+def test_a_page_of_compounds_holding_the_topics_keywords_is_relevant(own_words: None) -> None:
+    """jieba keeps a dictionary compound whole (化学元素, 化学家, 化学物质, 生物化学):
+    the topic's keywords inside each word are terms of the text too (the word stays
+    one), so a chemistry page written in such compounds is over the page threshold. A
+    keyword of one character counts at a word's end only (硫酸, sulphuric acid; not
+    不酸不甜, neither sour nor sweet); a word that is a keyword is not taken apart."""
+    from collections import Counter
+
+    from focused.ranking import relevance
+    from focused.web.topics import load_topic
+
+    topic = load_topic("chemistry")
+    threshold = topic.thresholds.get("page", 0.3)
+    relevance.hold_words()  # a crawl of the topic
+    try:
+        vector = TopicVector(topic.keywords)
+        # the topic's vector: its keywords, none taken apart
+        assert set(vector.weights) == set(relevance.jieba_words(topic.keywords)) | {
+            t for k in topic.keywords if not relevance._has_cjk(k) for t in tokenize(k)
+        }
+        title, body = "化学元素", "化学家用化学物质研究生物化学。"
+        assert tokenize(title) == ["化学元素", "化学", "元素"]
+        a = page_relevance(vector.cosine(title), vector.cosine(body))
+        assert a > threshold  # 0 when only jieba's words were terms
+        assert tokenize("有机化学家") == ["有机化学家", "有机化学"]  # not 化学 again
+        assert tokenize("硫酸和不酸不甜的酸奶") == ["硫酸", "酸", "不酸不甜", "酸奶"]
+        assert tokenize("化学反应") == ["化学反应"]
+        # every cut of the text agrees: counts, joined terms, the fast paths
+        text = f"{title} {body} Acid"
+        terms = tokenize(text)
+        assert relevance.joined_terms(text) == " ".join(terms)
+        counts = Counter(t.encode() for t in terms)
+        assert relevance.term_counts(text) == counts
+        assert relevance.joined_and_counts(text) == (" ".join(terms), counts)
+        # a page that is one keyword keeps its score
+        assert vector.cosine("催化剂") == pytest.approx(
+            vector.weights["催化剂"] / math.sqrt(sum(w * w for w in vector.weights.values()))
+        )
+    finally:
+        relevance.release_words()
+    # the crawl's words gone: its keywords are no longer looked for inside words
+    assert tokenize(title) == ["化学元素"]
+    assert tokenize("硫酸") == ["硫酸"]
+
+
 def test_crawls_one_after_another_cut_with_their_own_words_only(monkeypatch) -> None:
     """A crawl holds jieba's dictionary while it runs; when it ends its topic's words
     go, and the next crawl cuts with its own words only."""

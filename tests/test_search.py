@@ -68,9 +68,35 @@ def test_chinese_and_english_queries_ranked_by_bm25_with_snippets(tmp_path: Path
     assert len(search(tmp_path, "catalyst", limit=1)) == 1
 
 
-def test_query_segmented_like_the_pages() -> None:
+def test_query_segmented_like_the_pages(own_words: None) -> None:
     assert fulltext.segment("催化剂可以加快化学反应") == "催化剂 可以 加快 化学反应"
     assert fulltext.match_expression("化学反应 Catalyst") == '"化学反应" OR "catalyst"'
+
+
+def test_a_keyword_inside_a_compound_finds_its_page(tmp_path: Path, own_words: None) -> None:
+    """jieba keeps 化学元素 (chemical element) whole; a crawl of the chemistry topic
+    indexes the chemistry keywords inside it too, so a search for 元素 finds the page
+    after the crawl (in another process: the words the crawl added are gone)."""
+    from focused.ranking import relevance
+    from focused.web.topics import load_topic
+
+    pages = {
+        "http://h/element": ("化学元素", "化学家用化学物质研究生物化学。"),
+        "http://h/ball": ("足球 Football", "足球比赛。"),
+    }
+    relevance.hold_words()  # a crawl of the chemistry topic
+    try:
+        relevance.TopicVector(load_topic("chemistry").keywords)
+        with PageStore(tmp_path) as store:
+            fill(store, pages)
+    finally:
+        relevance.release_words()
+    assert [h.url for h in search(tmp_path, "元素")] == ["http://h/element"]
+    assert [h.url for h in search(tmp_path, "化学")] == ["http://h/element"]
+    # the compound itself is still a term, and in a phrase the keywords follow it
+    assert [h.url for h in search(tmp_path, "化学元素")] == ["http://h/element"]
+    assert [h.url for h in search(tmp_path, '"化学元素"')] == ["http://h/element"]
+    assert search(tmp_path, "物质") == []  # no keyword of the topic: not looked for inside
 
 
 def test_html_text_is_the_spiders_text() -> None:

@@ -123,13 +123,20 @@ def _has_cjk(text: str) -> bool:
 
 
 def tokenize(text: str) -> list[str]:
-    """Terms of ``text``: jieba words for Chinese runs, lower-cased words for the rest."""
+    """Terms of ``text``: jieba words for Chinese runs (each followed by the topic's
+    keywords inside it, :func:`_cut`), lower-cased words for the rest."""
+    return _tokenize(text, _cut)
+
+
+def _tokenize(text: str, cut: Callable[[str], list[str]]) -> list[str]:
+    """:func:`tokenize` with ``cut`` for the Chinese runs (a topic's own keywords are
+    jieba's words alone: :func:`_words`)."""
     if not _has_cjk(text):  # no Chinese: one C-level pass (same terms)
         return [w for w in map(str.lower, _WORD.findall(text)) if w not in STOP_WORDS]
     tokens: list[str] = []
     for run in _TOKEN.findall(text):
         if _CJK_RUN.match(run):
-            tokens.extend(w for w in _cut(run) if w not in STOP_WORDS)
+            tokens.extend(w for w in cut(run) if w not in STOP_WORDS)
         else:
             word = run.lower()
             if word not in STOP_WORDS:
@@ -160,7 +167,7 @@ def tokenize_many(texts: Sequence[str]) -> list[list[str]]:
     return [tokenize(t) if got is None else got for t, got in zip(texts, out, strict=True)]
 
 
-def _cut(run: str) -> list[str]:
+def _words(run: str) -> list[str]:
     """jieba's words of a Chinese run (its default mode, with the HMM for words not in
     the dictionary), by jieba-rs: the same words as Python's ``jieba.lcut`` (the same
     dictionary and algorithm: a prefix-dictionary DAG, the most probable path, Viterbi
@@ -168,6 +175,86 @@ def _cut(run: str) -> list[str]:
     topics' words), ~12x faster, and a dictionary of ~25 MB built in ~0.07 s instead of
     ~90 MB of Python objects loaded in ~0.7 s."""
     return _segmenter().cut(run)
+
+
+def _cut(run: str) -> list[str]:
+    """The terms of a Chinese run: jieba's words (:func:`_words`), each followed by the
+    topic's keywords found inside it (:func:`_inner_keywords`): jieba keeps a dictionary
+    compound such as 化学元素 whole, and without its inner keywords (化学, 元素) a page
+    of such compounds would score 0 for its topic and a search for 元素 miss it. The
+    one place Chinese text is cut: term counts, joined terms (the full-text index),
+    search queries and anchors alike."""
+    words = _segmenter().cut(run)
+    if not _inside:
+        return words
+    cache = _inner
+    out: list[str] = []
+    for word in words:
+        out.append(word)
+        if len(word) > 1:
+            inner = cache.get(word)
+            if inner is None:
+                inner = remember(cache, word, _inner_keywords(word), INNER_CACHE_SIZE)
+            if inner:
+                out.extend(inner)
+    return out
+
+
+#: Words whose inner keywords are cached (emptied when full, and when the topic's words
+#: change).
+INNER_CACHE_SIZE = 1 << 16
+#: Where a keyword of one character counts inside a word: "end" (硫酸, 盐酸 hold 酸; 酸奶
+#: and 不酸不甜 do not), "never" or "any" (docs/speed.md, "Chinese compounds": "end"
+#: measured best on the sandbox).
+INNER_SINGLE = "end"
+#: the Chinese keywords the topics added to jieba's dictionary (all Chinese
+#: characters: only those can sit inside a word of a Chinese run), and their lengths,
+#: longest first; empty until a topic adds one
+_inside: frozenset[str] = frozenset()
+_inside_lengths: tuple[int, ...] = ()
+#: word -> the keywords inside it (:func:`_inner_keywords`)
+_inner: dict[str, tuple[str, ...]] = {}
+
+
+def _inner_keywords(word: str) -> tuple[str, ...]:
+    """The topic's keywords inside ``word`` (not one itself), in their order in it: each
+    occurrence not inside a longer one found there (有机化学家 gives 有机化学, not 化学
+    again: the word counts as the keywords it is made of); a keyword of one character
+    only as :data:`INNER_SINGLE` says."""
+    if word in _inside:
+        return ()
+    n = len(word)
+    found: list[tuple[int, int]] = []  # (start, end) of each occurrence
+    for length in _inside_lengths:
+        if length >= n:
+            continue
+        if length == 1 and INNER_SINGLE != "any":
+            if INNER_SINGLE == "end" and word[-1] in _inside:
+                found.append((n - 1, n))
+            continue
+        for start in range(n - length + 1):
+            if word[start : start + length] in _inside:
+                found.append((start, start + length))
+    if not found:
+        return ()
+    # longest first: an occurrence inside one already kept is left out
+    kept: list[tuple[int, int]] = []
+    for start, end in found:
+        if not any(s <= start and end <= e for s, e in kept):
+            kept.append((start, end))
+    kept.sort()
+    return tuple(word[s:e] for s, e in kept)
+
+
+def _words_changed() -> None:
+    """The topics' words changed: the keywords looked for inside words, and the cache."""
+    global _inside, _inside_lengths
+    _inside = frozenset(w for w in (*_kept, *_held) if _ALL_CJK.fullmatch(w))
+    _inside_lengths = tuple(sorted({len(w) for w in _inside}, reverse=True))
+    _inner.clear()
+
+
+_ALL_CJK = re.compile(rf"[{_CJK}]+")
 
 
 # ASCII letters and digits stay (upper case folded to lower case), every other ASCII byte
@@ -407,6 +494,7 @@ def release_words() -> None:
         return
     _held.clear()
     _dictionary = None
+    _words_changed()
 
 
 def _add_word(term: str) -> None:
@@ -416,6 +504,7 @@ def _add_word(term: str) -> None:
     (_held if _holders else _kept).append(term)
     if _dictionary is not None:
         _dictionary.add_word(term, None, None)
+    _words_changed()
 
 
 #: The largest keyword weight kept as it is (and the inverse of the smallest): beyond it
@@ -448,7 +537,9 @@ class TopicVector:
             _add_word(term)
         weights: dict[str, float] = {}
         for term, weight in scaled_weights(keywords).items():
-            for token in tokenize(term):
+            # jieba's words alone: the topic's vector is the same with or without the
+            # keywords inside words (a keyword jieba keeps whole is one term either way)
+            for token in _tokenize(term, _words):
                 weights[token] = weights.get(token, 0.0) + float(weight)
         if not weights:
             raise ValueError("the topic has no usable keyword")

@@ -15,6 +15,7 @@ import contextlib
 import logging
 import os
 import sys
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -236,6 +237,99 @@ def script_crawl() -> dict[str, Any] | None:
                 return dict(spargs)
         frame = frame.f_back  # type: ignore[assignment]
     return found
+
+
+#: the crawls that a script's ``CrawlerProcess`` runs (:func:`watch_script_crawl`): the
+#: crawler -> its process
+_SCRIPT_CRAWLERS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+#: a script's process -> the exit status its failed crawls owe (the highest)
+_SCRIPT_STATUS: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+
+
+def watch_script_crawl(
+    errors: tuple[type[BaseException], ...], line: Callable[[BaseException, Any], str]
+) -> None:
+    """For a crawler that a script's ``CrawlerProcess`` is making (called from the
+    spider's ``update_settings``, :func:`script_crawl`): an error of one of the
+    ``errors`` types raised as its crawl starts (its spider is made: the sandbox's port
+    taken, labels out of scope) is the crawl command's one line, ``focused: error:`` and
+    ``line(exc, settings)``, instead of Twisted's "Unhandled error in Deferred" (or
+    asyncio's "Task exception was never retrieved") traceback, and the process's
+    ``start()`` then ends it with exit status 2 (:func:`fail_script_crawl`), as ``scrapy
+    crawl`` would: the script had ended with status 0. ``process.bootstrap_failed`` is
+    set, as Scrapy sets it for a crawl that did not start."""
+    from scrapy.crawler import Crawler, CrawlerProcessBase
+
+    process = crawler = None
+    frame = sys._getframe(1)
+    for _ in range(16):
+        if frame is None:
+            break
+        owner = frame.f_locals.get("self")
+        if crawler is None and isinstance(owner, Crawler):
+            crawler = owner
+        elif isinstance(owner, CrawlerProcessBase):
+            process = owner
+            break
+        frame = frame.f_back  # type: ignore[assignment]
+    if process is None or crawler is None or crawler in _SCRIPT_CRAWLERS:
+        return
+    _SCRIPT_CRAWLERS[crawler] = process
+    _end_with_status(process)
+
+    def keep(exc: BaseException) -> None:
+        fail(line(exc, crawler.settings))
+        fail_script_crawl(crawler, 2)
+
+    crawl, crawl_async = crawler.crawl, crawler.crawl_async
+
+    def crawl_kept(*args: Any, **kwargs: Any) -> Any:
+        started = crawl(*args, **kwargs)
+        keep_start_error(started, errors, keep)
+        return started
+
+    async def crawl_async_kept(*args: Any, **kwargs: Any) -> None:
+        try:
+            await crawl_async(*args, **kwargs)
+        except errors as exc:
+            keep(exc)
+
+    crawler.crawl = crawl_kept
+    crawler.crawl_async = crawl_async_kept
+
+
+def script_crawler(crawler: Any) -> bool:
+    """Whether a script's ``CrawlerProcess`` runs ``crawler`` (:func:`watch_script_crawl`)."""
+    return crawler in _SCRIPT_CRAWLERS
+
+
+def fail_script_crawl(crawler: Any, status: int) -> None:
+    """Record that the crawl of ``crawler``, which a script's ``CrawlerProcess`` runs,
+    failed (its line logged): the process's ``start()`` ends the script with exit status
+    ``status`` (the highest of its crawls') once every crawl has ended."""
+    process = _SCRIPT_CRAWLERS.get(crawler)
+    if process is not None:
+        _SCRIPT_STATUS[process] = max(status, _SCRIPT_STATUS.get(process, 0))
+
+
+def _end_with_status(process: Any) -> None:
+    """``process.start()`` made to raise ``SystemExit`` with the status its failed
+    crawls owe (:func:`fail_script_crawl`) once it has returned: Scrapy's own
+    ``start()`` returns, and the script ends with status 0, whatever became of its
+    crawls."""
+    if getattr(process, "_focused_status", False):
+        return
+    process._focused_status = True
+    start = process.start
+
+    def start_then_exit(*args: Any, **kwargs: Any) -> Any:
+        result = start(*args, **kwargs)
+        status = _SCRIPT_STATUS.pop(process, 0)
+        if status:
+            raise SystemExit(status)
+        return result
+
+    process.start = start_then_exit
 
 
 def refuse_in_script(check: Callable[[], None], errors: tuple[type[Exception], ...]) -> None:

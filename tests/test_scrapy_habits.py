@@ -610,3 +610,74 @@ def test_custom_settings_with_a_list_for_a_dict_setting_is_one_line(
         " ['focused.pipelines.PageStorePipeline']"
     )
     assert not out.exists()
+
+
+def _run_script(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(path), *args],
+        cwd=PROJECT,
+        env={**os.environ, "PYTHONPATH": str(PROJECT)},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+@pytest.mark.parametrize("process", ["CrawlerProcess", "AsyncCrawlerProcess"])
+def test_a_script_whose_sandbox_port_is_taken_stops_with_one_line_and_status_2(
+    tmp_path: Path, process: str
+) -> None:
+    """A ``CrawlerProcess`` script whose crawl cannot open its web as the spider is made
+    (the sandbox's port taken): Twisted's "Unhandled error in Deferred" traceback (for
+    ``AsyncCrawlerProcess``, asyncio's "Task exception was never retrieved"), and the
+    script ended with status 0. Now the crawl command's line and status 2 once
+    ``process.start()`` returns, nothing fetched."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        script = crawl_script({"FOCUSED_SANDBOX_PORT": port, "FOCUSED_SANDBOX_PAGES": 60})
+        script = script.replace("CrawlerProcess(settings)", f"{process}(settings)")
+        script = script.replace("import CrawlerProcess", f"import {process}")
+        path = tmp_path / "run.py"
+        path.write_text(script + "print('the script goes on')\n")
+        result = _run_script(path, str(tmp_path / "out"))
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert "the script goes on" not in result.stdout
+    errors = [x for x in result.stderr.splitlines() if x.startswith("focused: error:")]
+    assert len(errors) == 1, result.stderr[-3000:]
+    assert f"cannot serve the sandbox on port {port}" in errors[0]
+    assert "choose another -s FOCUSED_SANDBOX_PORT" in errors[0]
+    assert "Spider opened" not in result.stderr
+
+
+def test_a_script_whose_crawl_fetches_nothing_ends_with_one_line_and_status_1(
+    tmp_path: Path,
+) -> None:
+    """A script's crawl of the real web whose seed refuses the connection (a closed
+    loopback port): the crawl ended "finished" with 0 pages and the script with status
+    0, not a word. Now ``scrapy crawl``'s line, ``no page could be fetched from the real
+    web (... refused the connection)``, and status 1; a script that wants to go on reads
+    the outcome in ``crawler.stats`` and catches ``SystemExit``."""
+    port = _free_port()
+    script = crawl_script(
+        {"FOCUSED_WEB": "real", "FOCUSED_SEEDS": f"http://127.0.0.2:{port}/"}
+    ).replace(
+        "process.start()",
+        "crawler = next(iter(process.crawlers))\n"
+        "try:\n    process.start()\n"
+        "except SystemExit as exc:\n"
+        "    print('status', exc.code, crawler.stats.get_value('finish_reason'))\n"
+        "    raise\n",
+    )
+    path = tmp_path / "run.py"
+    path.write_text(script)
+    result = _run_script(path, str(tmp_path / "out"))
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    errors = [x for x in result.stderr.splitlines() if "focused: error:" in x]
+    assert len(errors) == 1, result.stderr[-3000:]
+    assert errors[0].startswith("focused: error: no page could be fetched from the real web")
+    assert "refused the connection" in errors[0]
+    assert "status 1 finished" in result.stdout

@@ -62,7 +62,6 @@ import logging
 import signal
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from scrapy import signals
@@ -81,14 +80,19 @@ from focused.cli import (
     unknown_spider,
 )
 from focused.defaults import get
+from focused.outcome import (
+    failed_to_store,
+    memory_limit_line,
+    nothing_fetched_line,
+    start_error_line,
+)
 from focused.output import child
 from focused.output.record import (
     in_use,
     stored_count,
     write_jobdir_record,
 )
-from focused.stop import FAILED_REASONS, stopped
-from focused.web.sites import SandboxError, WebError
+from focused.web.sites import WebError
 from focused.web.topics import TopicError, load_topic
 
 
@@ -143,18 +147,6 @@ class ItemFailures(logging.Handler):
         if failed:
             return f"a feed could not be written or stored ({failed} failures); see the log"
         return None
-
-
-def _memory_limit(stats: dict[str, Any], settings: Any) -> str | None:
-    """The line for a crawl that Scrapy's ``MemoryUsage`` extension stopped (finish
-    reason ``memusage_exceeded``): it ended before its budget, as a failure does."""
-    if stats.get("finish_reason") != "memusage_exceeded":
-        return None
-    pages = int(stats.get("item_scraped_count") or 0)
-    return (
-        f"the crawl stopped at MEMUSAGE_LIMIT_MB ({settings.getint('MEMUSAGE_LIMIT_MB')} MB"
-        f" for the whole process) after {pages} pages; raise the limit, or set it to 0"
-    )
 
 
 class ClosedLine(logging.Handler):
@@ -332,7 +324,7 @@ class Command(CheckedLogging, ScrapyCrawl):
             self.exitcode = 1
         if self._web_error is not None:
             exc = self._web_error
-            fail(self._sandbox_advice(exc) if isinstance(exc, SandboxError) else str(exc))
+            fail(start_error_line(exc, self.crawl_settings))
             self.exitcode = 2
             return
         if not self._closed:  # Scrapy stopped before the spider closed
@@ -342,7 +334,7 @@ class Command(CheckedLogging, ScrapyCrawl):
             return
         self._check_nothing_fetched(crawler)
         stats = crawler.stats.get_stats() if crawler.stats else {}
-        problem = failures.problem(stats) or _memory_limit(stats, self.crawl_settings)
+        problem = failures.problem(stats) or memory_limit_line(stats, self.crawl_settings)
         if problem:
             fail(problem)
             self.exitcode = 1
@@ -430,60 +422,20 @@ class Command(CheckedLogging, ScrapyCrawl):
         assert isinstance(exc, WebError)
         self._web_error = exc
 
-    def _sandbox_advice(self, exc: SandboxError) -> str:
-        port_file, _ = config.sandbox_port_files(self.crawl_settings)
-        if not get(self.crawl_settings, "FOCUSED_SANDBOX_PORT") and port_file is not None:
-            if self.crawl_settings.get("JOBDIR") and port_file.parent == Path(
-                self.crawl_settings["JOBDIR"]
-            ):
-                return (
-                    f"{exc}; the crawl in JOBDIR serves its sandbox on that port (its URLs use"
-                    " it): stop what listens there, then resume"
-                )
-            return (
-                f"{exc}; the pages in FOCUSED_OUTPUT_DIR were crawled on that port (a crawl"
-                " that adds to them serves the sandbox there, so none is stored twice):"
-                " stop what listens there, then run again"
-            )
-        return (
-            f"{exc}; stop what listens there, or choose another -s FOCUSED_SANDBOX_PORT"
-            " (0: a free one)"
-        )
-
     def _check_nothing_fetched(self, crawler: Any) -> None:
-        """A crawl that stored nothing because no download succeeded (no host answered,
-        or every answer came too late or too large): one line, exit status 1. A crawl
-        that had nothing left to fetch (a finished resume) fetched without errors."""
-        web = getattr(getattr(crawler.spider, "web", None), "kind", "")
-        stats = crawler.stats.get_stats() if crawler.stats is not None else {}
-        if web not in ("real", "sandbox") or stats.get("item_scraped_count"):
+        """A crawl that stored nothing because no download succeeded: one line, exit
+        status 1 (:func:`focused.outcome.nothing_fetched_line`); not after a Ctrl-C."""
+        line = nothing_fetched_line(crawler, self.crawl_settings)
+        if line is None or self._signals:
             return
-        output = str(get(self.crawl_settings, "FOCUSED_OUTPUT_DIR"))
-        if web == "sandbox" and self.crawl_settings.get("JOBDIR") and stored_count(output):
-            return  # a resume whose last pages fail on purpose (the hostile sandbox)
-        network = any(k.startswith("focused/errors/") for k in stats) or stats.get(
-            "focused/robotstxt/unreachable"
-        )
-        if not network or self._signals:
-            return
-        why = stats.get("focused/errors/first") or "no host answered"
-        if web == "real":
-            fail(
-                f"no page could be fetched from the real web ({why}); check the network or"
-                " use FOCUSED_WEB=sandbox"
-            )
-        else:  # the sandbox answers on loopback: the settings refused every answer
-            fail(
-                f"no page could be fetched from the sandbox web ({why}); check the settings"
-                " that bound a download (DOWNLOAD_TIMEOUT, DOWNLOAD_MAXSIZE)"
-            )
+        fail(line)
         self.exitcode = 1
 
     def _create_crawler(self, spidercls: Any) -> Any:
         crawler = super()._create_crawler(spidercls)
 
         def closed(reason: str) -> None:  # the store, the journal or Redis failed
-            if reason in FAILED_REASONS or stopped(crawler):
+            if failed_to_store(crawler, reason):
                 self.exitcode = 1
 
         crawler.signals.connect(closed, signal=signals.spider_closed, weak=False)

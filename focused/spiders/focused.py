@@ -22,16 +22,26 @@ from focused import config, habits, meta, robustness
 from focused.bounded import recent
 from focused.cli import (
     UNKNOWN_ARGS,
+    fail,
+    fail_script_crawl,
     guard_log_file,
     in_command,
     refuse_in_script,
     script_crawl,
+    script_crawler,
     stores_nothing,
+    watch_script_crawl,
 )
 from focused.defaults import get
 from focused.httpcache import separate_sandbox_cache
 from focused.items import PageItem, excerpt
 from focused.meta import PageFacts
+from focused.outcome import (
+    failed_to_store,
+    memory_limit_line,
+    nothing_fetched_line,
+    start_error_line,
+)
 from focused.ranking.learning import MAX_ANCHOR_CHARS, link_contexts
 from focused.ranking.relevance import (
     TopicVector,
@@ -49,7 +59,7 @@ from focused.web.neardup import NearDuplicates, key_of, later_is_main
 from focused.web.params import IgnoredParams
 from focused.web.safeurls import SafeUrls
 from focused.web.sanitize import is_wide, parse_cut, strip_session_ids
-from focused.web.sites import Web, open_web
+from focused.web.sites import Web, WebError, open_web
 from focused.web.template import HostTemplates, Page, chrome_urls, link_slots, split_page
 from focused.web.topics import TopicError, load_topic
 from focused.web.urlshape import ShapeStats, thin
@@ -239,6 +249,8 @@ class FocusedSpider(scrapy.Spider):
         # no command checks a script's crawl: bad input ends it, as scrapy crawl's does
         refuse_in_script(lambda: cls._update_settings(settings), errors)
         refuse_in_script(lambda: cls._check_script_crawl(settings, crawl), errors)
+        # and so does a web that cannot be opened, or a crawl that fails
+        watch_script_crawl((WebError,), start_error_line)
 
     @classmethod
     def _check_script_crawl(cls, settings: Any, kwargs: dict[str, Any]) -> None:
@@ -289,6 +301,8 @@ class FocusedSpider(scrapy.Spider):
             ):
                 logging.getLogger(__name__).warning("focused: %s", line)
         crawler.signals.connect(spider.close_web, signal=signals.spider_closed)
+        if script_crawler(crawler):  # its end explained as scrapy crawl explains it
+            crawler.signals.connect(spider._script_closed, signal=signals.spider_closed)
         if spider.web.kind == "sandbox" and crawler.settings.getbool("HTTPCACHE_ENABLED"):
             # connected before the cache middleware's own handler, which opens its storage
             crawler.signals.connect(spider._separate_cache, signal=signals.spider_opened)
@@ -296,6 +310,25 @@ class FocusedSpider(scrapy.Spider):
         crawler.signals.connect(spider._frontier_opened, signal=frontier_opened)
         crawler.signals.connect(spider._waste_check, signal=frontier_waste_check)
         return spider
+
+    def _script_closed(self, reason: str) -> None:
+        """The end of a crawl that a script's ``CrawlerProcess`` runs, as ``scrapy crawl``
+        ends it: a crawl that could not store its pages (its line logged already), that
+        fetched no page, or that Scrapy's memory limit stopped is one line and exit
+        status 1 when the process's ``start()`` returns (the script ended with status
+        0); its finish reason is in ``crawler.stats`` as ever."""
+        crawler = self.crawler
+        settings = crawler.settings
+        stats = {**crawler.stats.get_stats(), "finish_reason": reason}
+        if failed_to_store(crawler, reason):
+            fail_script_crawl(crawler, 1)
+            return
+        if reason == "shutdown":  # a Ctrl-C: the crawl was stopped, not failed
+            return
+        line = nothing_fetched_line(crawler, settings) or memory_limit_line(stats, settings)
+        if line:
+            fail(line)
+            fail_script_crawl(crawler, 1)
 
     def _separate_cache(self, spider: Any) -> None:
         """The HTTP cache of a sandbox crawl is kept apart for each sandbox

@@ -970,27 +970,27 @@ def check_address_filter(settings: Any) -> None:
     out :class:`~focused.addressfilter.AddressFilterMiddleware` (a dict of one's own
     replaces the project's): the resolver then knows no seed, refuses the sandbox's and
     every loopback or private seed's address, and the crawl stored no page, with exit
-    status 0. Never loosened: the crawl does not start."""
-    from scrapy.utils.conf import build_component_list
-    from scrapy.utils.misc import load_object
-
-    from focused.addressfilter import AddressFilterMiddleware
-
-    if not focused_resolver(settings):  # None: Scrapy says so when it sets up the reactor
+    status 0. Never loosened: the crawl does not start. Under another resolver, a crawl
+    that may serve the hostile sandbox (``FOCUSED_SANDBOX_MODE=hostile``, a web other
+    than ``real``) is refused too: its pages link and redirect to internal addresses
+    (``http://169.254.169.254/...``, ``http://10.0.0.1/``), which the crawl would fetch
+    (only a real-web crawl may turn the filter off, warned at start)."""
+    if address_filter_enabled(settings) is not False:
         return
-    try:
-        middlewares = build_component_list(
-            settings.get_component_priority_dict_with_base("DOWNLOADER_MIDDLEWARES")
-        )
-    except _LOAD_ERRORS:
-        return  # Scrapy says so itself when it builds the downloader
-    for middleware in middlewares:
-        try:
-            cls = load_object(middleware)
-        except _LOAD_ERRORS:
-            continue
-        if isinstance(cls, type) and issubclass(cls, AddressFilterMiddleware):
+    ours = focused_resolver(settings)
+    if ours is None:  # Scrapy says so when it sets up the reactor
+        return
+    if not ours:
+        hostile = get(settings, "FOCUSED_SANDBOX_MODE") == "hostile"
+        if not hostile or get(settings, "FOCUSED_WEB") == "real":
             return
+        raise ConfigError(
+            f"DOWNLOADER_MIDDLEWARES does not enable {ADDRESS_FILTER}: the hostile sandbox"
+            " (FOCUSED_SANDBOX_MODE=hostile) links and redirects to internal addresses"
+            " (http://169.254.169.254/..., http://10.0.0.1/), which this crawl would fetch;"
+            f" keep {ADDRESS_FILTER!r}: 50 in DOWNLOADER_MIDDLEWARES (add your middlewares"
+            " to the project's, do not replace them)"
+        )
     name = _resolver_setting(settings)
     with _quietly():  # DNS_RESOLVER is deprecated: Scrapy warns when it is read
         resolver = settings.get(name)
@@ -1002,6 +1002,31 @@ def check_address_filter(settings: Any) -> None:
         f" sandbox or of a loopback or private seed is refused); keep {ADDRESS_FILTER!r}: 50"
         " in DOWNLOADER_MIDDLEWARES (add your middlewares to the project's, do not replace them)"
     )
+
+
+def address_filter_enabled(settings: Any) -> bool | None:
+    """Whether ``DOWNLOADER_MIDDLEWARES`` (with Scrapy's base) enables
+    :class:`~focused.addressfilter.AddressFilterMiddleware` or a subclass of it; None
+    when the dict cannot be built (Scrapy says so itself when it builds the downloader)."""
+    from scrapy.utils.conf import build_component_list
+    from scrapy.utils.misc import load_object
+
+    from focused.addressfilter import AddressFilterMiddleware
+
+    try:
+        middlewares = build_component_list(
+            settings.get_component_priority_dict_with_base("DOWNLOADER_MIDDLEWARES")
+        )
+    except _LOAD_ERRORS:
+        return None
+    for middleware in middlewares:
+        try:
+            cls = load_object(middleware) if isinstance(middleware, str) else middleware
+        except _LOAD_ERRORS:
+            continue
+        if isinstance(cls, type) and issubclass(cls, AddressFilterMiddleware):
+            return True
+    return False
 
 
 def focused_resolver(settings: Any) -> bool | None:

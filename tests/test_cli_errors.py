@@ -421,6 +421,39 @@ def test_downloader_middlewares_without_the_address_filter(
     assert "generating the sandbox" not in result.stderr + result.stdout
 
 
+def test_the_hostile_sandbox_without_the_address_filter_is_refused(
+    project_root: Path, venv_scrapy: list[str], out: Path
+) -> None:
+    """The same under another resolver (``TWISTED_DNS_RESOLVER`` Scrapy's), of the
+    hostile sandbox: the crawl ran, with a WARNING only, and connected to the addresses
+    its pages link and redirect to, 169.254.169.254 and 10.0.0.1 (stopped only by the
+    tests' network guard). Now refused in one line before the sandbox is made."""
+    result = crawl(
+        project_root,
+        venv_scrapy,
+        out,
+        "-a",
+        "topic=chemistry",
+        "-s",
+        "FOCUSED_WEB=sandbox",
+        "-s",
+        "FOCUSED_SANDBOX_MODE=hostile",
+        "-s",
+        "CLOSESPIDER_PAGECOUNT=10",
+        "-s",
+        "TWISTED_DNS_RESOLVER=scrapy.resolver.CachingThreadedResolver",
+        "-s",
+        'DOWNLOADER_MIDDLEWARES={"focused.robustness.RobustnessMiddleware": 585}',
+    )
+    line = the_error(result, out)
+    assert line.startswith(
+        "focused: error: DOWNLOADER_MIDDLEWARES does not enable"
+        " focused.addressfilter.AddressFilterMiddleware: the hostile sandbox"
+    ), line
+    assert "http://169.254.169.254/" in line
+    assert "generating the sandbox" not in result.stderr + result.stdout
+
+
 def test_scrapy_without_a_twisted_reactor_is_refused(
     project_root: Path, venv_scrapy: list[str], out: Path
 ) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import socket
 import subprocess
 import sys
 import textwrap
@@ -79,6 +80,48 @@ def test_fetch_still_refuses_a_redirect_to_a_private_address(
     assert "redirect to http://10.0.0.1/secret is a private address" in result.stderr
     assert "'focused/refused/private': 1" in result.stderr
     assert "Loopback page" not in result.stdout
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.2", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize("command", ["fetch", "view"])
+def test_a_url_that_gets_no_response_is_one_line_and_status_1(
+    project_root: Path,
+    venv_scrapy: list[str],
+    server: LoopbackServer,
+    tmp_path: Path,
+    command: str,
+) -> None:
+    """``scrapy fetch`` (or ``view``) of a URL that gets no response: a host that refuses
+    the connection (its robots.txt unreachable, so the URL is not asked for), a redirect
+    to a private address. Only a WARNING in the log, nothing on stdout, status 0, as if
+    the page were empty. Now one line saying why, status 1."""
+    closed = f"http://127.0.0.2:{_closed_port()}/"
+
+    def run(url: str) -> subprocess.CompletedProcess[str]:
+        if command == "view":
+            return view(project_root, venv_scrapy, url, tmp_path)[0]
+        return scrapy(project_root, venv_scrapy, command, url)
+
+    for url, why in (
+        (closed, f"({closed[7:-1]} refused the connection)"),
+        (f"{server.url}/away", "(refused as a private address, "),
+    ):
+        result = run(url)
+        assert result.returncode == 1, result.stderr[-2000:]
+        assert "Traceback" not in result.stderr
+        lines = [x for x in result.stderr.splitlines() if "focused: error:" in x]
+        assert len(lines) == 1, result.stderr[-2000:]
+        assert lines[0].startswith(f"focused: error: no response for {url} {why}"), lines
+        assert not result.stdout.strip()
+    result = run(f"{server.url}/a")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "focused: error" not in result.stderr
+    assert (tmp_path / "seen.html").exists() if command == "view" else "Loopback" in result.stdout
 
 
 def test_a_seed_set_by_the_user_is_kept(

@@ -14,7 +14,9 @@ before anything is fetched (:func:`input_problem`): a malformed URL, a Scrapy se
 its getter cannot read (``-s DOWNLOAD_TIMEOUT=abc``), an unknown ``--spider``, and for
 the focused spider what ``scrapy parse`` checks of it (no topic or an unknown one, a
 spider argument it does not take, a bad setting); an error raised while the spider is
-made (the sandbox's port taken) is one line too.
+made (the sandbox's port taken) is one line too. A URL that gets no response (its host
+refuses the connection, the address filter or robots.txt refuses it) is one line saying
+why (:func:`why_no_response`), exit status 1: Scrapy's fetch printed nothing, status 0.
 
 It stores nothing, so it runs without ``JOBDIR`` (:class:`focused.cli.StoresNothing`):
 one in settings.py is a crawl's and is not used (no folder made, the crawl's frontier
@@ -68,6 +70,23 @@ def input_problem(
     return None
 
 
+def why_no_response(crawler: Any) -> str:
+    """Why the crawl of ``crawler`` got no response for the URL asked for, from its
+    stats: the first network error, the address filter, robots.txt."""
+    stats = crawler.stats.get_stats() if crawler is not None and crawler.stats else {}
+    if stats.get("focused/errors/first"):
+        return str(stats["focused/errors/first"])
+    refused = sorted(k.rsplit("/", 1)[-1] for k in stats if k.startswith("focused/refused/"))
+    if refused:
+        return (
+            f"refused as a {refused[0].replace('_', '-')} address, which the crawl does"
+            " not fetch (FOCUSED_ALLOWED_NETWORKS)"
+        )
+    if stats.get("robotstxt/forbidden"):
+        return "forbidden by its robots.txt; -s ROBOTSTXT_OBEY=False fetches it anyway"
+    return "see the log"
+
+
 class Command(SpiderArguments, StoresNothing, ScrapyFetch):
     default_settings: ClassVar[dict[str, Any]] = {
         **ScrapyFetch.default_settings,
@@ -76,6 +95,9 @@ class Command(SpiderArguments, StoresNothing, ScrapyFetch):
 
     #: the first error raised while the spider is made; one line when Scrapy stops
     problem: str | None = None
+    #: whether the URL's response reached the command (printed, or shown by ``view``)
+    _answered = False
+    _crawler: Any = None
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
@@ -94,7 +116,8 @@ class Command(SpiderArguments, StoresNothing, ScrapyFetch):
         def crawl_with_arguments(spidercls: Any, *a: Any, **kw: Any) -> Any:
             """Scrapy's ``crawl``, given the spider arguments (Scrapy's fetch has none)
             and keeping an error raised while the spider is made for one line."""
-            started = crawl(spidercls, *a, **{**opts.spargs, **kw})
+            self._crawler = process.create_crawler(spidercls)
+            started = crawl(self._crawler, *a, **{**opts.spargs, **kw})
             keep_start_error(started, START_ERRORS, self._keep)
             return started
 
@@ -103,6 +126,14 @@ class Command(SpiderArguments, StoresNothing, ScrapyFetch):
         if self.problem is not None:
             fail(self.problem)
             self.exitcode = 2
+            return
+        if not self._answered and self.exitcode == 0:
+            fail(f"no response for {args[0]} ({why_no_response(self._crawler)})")
+            self.exitcode = 1
+
+    def _print_response(self, response: Any, opts: argparse.Namespace) -> None:
+        self._answered = True
+        super()._print_response(response, opts)  # type: ignore[misc]
 
     def _keep(self, exc: BaseException) -> None:
         if self.problem is None:

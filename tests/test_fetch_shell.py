@@ -150,6 +150,27 @@ def test_shell_fetches_the_url_and_its_kind(
     assert server.log.count("/a") == 1 and "/c" in server.log
 
 
+def test_shell_on_a_url_that_gets_no_response_is_one_line_and_status_1(
+    project_root: Path, venv_scrapy: list[str], server: LoopbackServer
+) -> None:
+    """``scrapy shell -c "response.status" URL`` (or the shell itself) of a URL that gets
+    no response (its host refusing the connection, a redirect to a private address):
+    ``response`` was None, so the code's ``AttributeError`` traceback, exit 1 (the
+    interactive shell opened on None). Now the line ``scrapy fetch`` gives, exit 1."""
+    closed = f"http://127.0.0.2:{_closed_port()}/"
+    for url, why in (
+        (closed, f"({closed[7:-1]} refused the connection)"),
+        (f"{server.url}/away", "(refused as a private address, "),
+    ):
+        result = scrapy(project_root, venv_scrapy, "shell", "-c", "response.status", url)
+        assert result.returncode == 1, result.stderr[-2000:]
+        assert "Traceback" not in result.stderr, result.stderr[-2000:]
+        lines = [x for x in result.stderr.splitlines() if "focused: error:" in x]
+        assert len(lines) == 1, result.stderr[-2000:]
+        assert lines[0].startswith(f"focused: error: no response for {url} {why}"), lines
+        assert not result.stdout.strip()
+
+
 # a "browser" for ``scrapy view``: copies the file it is asked to open
 BROWSER = textwrap.dedent(
     """

@@ -7,13 +7,15 @@ then reaches the addresses of its kind; other internal addresses stay refused. A
 topic=chemistry URL``), refuses bad input in one line, exit status 2 (a malformed URL,
 an unknown ``--spider``, no topic or a bad one for the focused spider), and runs without
 ``JOBDIR`` (one in settings.py is not used, ``-s JOBDIR=...`` is refused in one line:
-:class:`focused.cli.StoresNothing`).
+:class:`focused.cli.StoresNothing`). The URL of the command line that gets no response is
+``scrapy fetch``'s one line, exit status 1 (:meth:`Command.update_vars`).
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import sys
 from typing import Any, ClassVar
 
 from scrapy.commands.shell import Command as ScrapyShell
@@ -26,7 +28,7 @@ from focused.cli import (
     fail,
     seed_from_command_line,
 )
-from focused.commands.fetch import input_problem
+from focused.commands.fetch import input_problem, why_no_response
 from focused.commands.parse import START_ERRORS
 
 
@@ -57,8 +59,21 @@ class Command(SpiderArguments, StoresNothing, ScrapyShell):
             return crawler
 
         process._create_crawler = create_with_arguments  # type: ignore[method-assign]
+        self._first = bool(args)  # the URL of the command line is fetched first
         try:
             super().run(args, opts)
         except START_ERRORS as exc:  # raised while the spider is made: the sandbox's port
             fail(str(exc))
             self.exitcode = 2
+
+    def update_vars(self, vars: dict[str, Any]) -> None:  # noqa: A002 - Scrapy's name
+        """The URL of the command line that got no response (its host refusing the
+        connection, so its robots.txt unreachable; the address filter; robots.txt): one
+        line saying why, exit status 1, instead of a shell (or ``-c`` code) whose
+        ``response`` is None (``-c "response.status"``: an ``AttributeError``
+        traceback)."""
+        first, self._first = getattr(self, "_first", False), False
+        if first and vars.get("response") is None and vars.get("request") is not None:
+            fail(f"no response for {vars['request'].url} ({why_no_response(vars.get('crawler'))})")
+            sys.exit(1)
+        super().update_vars(vars)

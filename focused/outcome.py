@@ -91,3 +91,20 @@ def failed_to_store(crawler: Any, reason: str) -> bool:
     """Whether the crawl stopped because it could not store its pages (or keep its
     shared frontier): its line was logged when it stopped (:mod:`focused.stop`)."""
     return reason in FAILED_REASONS or stopped(crawler) is not None
+
+
+def why_no_response(crawler: Any) -> str:
+    """Why the crawl of ``crawler`` got no response for the URL asked for, from its
+    stats: the first network error, the address filter, robots.txt."""
+    stats = crawler.stats.get_stats() if crawler is not None and crawler.stats else {}
+    if stats.get("focused/errors/first"):
+        return str(stats["focused/errors/first"])
+    refused = sorted(k.rsplit("/", 1)[-1] for k in stats if k.startswith("focused/refused/"))
+    if refused:
+        return (
+            f"refused as a {refused[0].replace('_', '-')} address, which the crawl does"
+            " not fetch (FOCUSED_ALLOWED_NETWORKS)"
+        )
+    if stats.get("robotstxt/forbidden"):
+        return "forbidden by its robots.txt; -s ROBOTSTXT_OBEY=False fetches it anyway"
+    return "see the log"

@@ -336,6 +336,23 @@ def test_parse_shows_the_items_and_links_of_a_loopback_page(
         assert noise not in result.stderr, result.stderr[-2000:]
 
 
+def test_parse_of_a_url_that_gets_no_response_is_one_line_and_status_1(
+    project_root: Path, venv_scrapy: list[str], tmp_path: Path
+) -> None:
+    """``scrapy parse --spider focused URL`` of a host that refuses the connection:
+    Scrapy's ``ERROR: No response downloaded for: ...`` and exit status 0, with no
+    reason. Now the line ``scrapy fetch`` gives, exit 1."""
+    closed = f"http://127.0.0.2:{_closed_port()}/"
+    result = parse(project_root, venv_scrapy, tmp_path / "out", "-s", "FOCUSED_WEB=sandbox", closed)
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert "No response downloaded" not in result.stderr
+    lines = [x for x in result.stderr.splitlines() if "focused: error:" in x]
+    assert lines == [
+        f"focused: error: no response for {closed} ({closed[7:-1]} refused the connection)"
+    ], result.stderr[-2000:]
+
+
 def test_parse_leaves_the_output_folder_as_it_is(
     project_root: Path, venv_scrapy: list[str], server: LoopbackServer, tmp_path: Path
 ) -> None:

@@ -43,6 +43,7 @@ from focused.cli import (
     unknown_spider,
 )
 from focused.commands.parse import START_ERRORS, focused_problem, is_focused, url_problem
+from focused.outcome import why_no_response
 
 
 def input_problem(
@@ -68,23 +69,6 @@ def input_problem(
     if is_focused(spidercls):
         return focused_problem(settings, spidercls, opts.spargs)
     return None
-
-
-def why_no_response(crawler: Any) -> str:
-    """Why the crawl of ``crawler`` got no response for the URL asked for, from its
-    stats: the first network error, the address filter, robots.txt."""
-    stats = crawler.stats.get_stats() if crawler is not None and crawler.stats else {}
-    if stats.get("focused/errors/first"):
-        return str(stats["focused/errors/first"])
-    refused = sorted(k.rsplit("/", 1)[-1] for k in stats if k.startswith("focused/refused/"))
-    if refused:
-        return (
-            f"refused as a {refused[0].replace('_', '-')} address, which the crawl does"
-            " not fetch (FOCUSED_ALLOWED_NETWORKS)"
-        )
-    if stats.get("robotstxt/forbidden"):
-        return "forbidden by its robots.txt; -s ROBOTSTXT_OBEY=False fetches it anyway"
-    return "see the log"
 
 
 class Command(SpiderArguments, StoresNothing, ScrapyFetch):

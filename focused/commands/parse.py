@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
@@ -50,11 +49,10 @@ from focused.cli import (
     unknown_spider,
 )
 from focused.defaults import get
+from focused.outcome import why_no_response
 from focused.web.addresses import classify, parse_host
 from focused.web.sites import WebError
 from focused.web.topics import TopicError, load_topic
-
-logger = logging.getLogger(ScrapyParse.__module__)  # as Scrapy logs it
 
 #: what may be raised while the focused spider is made that is the user's input
 START_ERRORS = (TopicError, config.ConfigError, WebError)
@@ -226,8 +224,9 @@ class Command(StoresNothing, ScrapyParse):
         process.start()
         if process.bootstrap_failed and self.problem is None:
             self.exitcode = 1
-        if not self.first_response and self.problem is None:
-            logger.error("No response downloaded for: %(url)s", {"url": url})
+        if not self.first_response and self.problem is None:  # Scrapy's: an ERROR, status 0
+            fail(f"no response for {url} ({why_no_response(self.pcrawler)})")
+            self.exitcode = 1
 
     def prepare_request(self, spider: Any, request: Request, opts: argparse.Namespace) -> Request:
         request = super().prepare_request(spider, request, opts)

@@ -28,8 +28,9 @@ from focused.cli import (
     fail,
     seed_from_command_line,
 )
-from focused.commands.fetch import input_problem, why_no_response
+from focused.commands.fetch import input_problem
 from focused.commands.parse import START_ERRORS
+from focused.outcome import why_no_response
 
 
 class Command(SpiderArguments, StoresNothing, ScrapyShell):

@@ -363,6 +363,23 @@ def check_jobdir(settings: Any) -> None:
             f"JOBDIR is blank ({jobdir!r}); name the folder that keeps the crawl's frontier,"
             " or leave JOBDIR unset"
         )
+    for name in ("JOBDIR", "FOCUSED_OUTPUT_DIR"):
+        check_no_tilde(name, settings.get(name))
+
+
+def check_no_tilde(name: str, path: Any) -> None:
+    """A :class:`ConfigError` for a folder setting that begins with ``~`` (``~/crawls``,
+    ``~user/x``), which only a shell expands: given in settings.py, a scrapyd job or
+    quoted on the command line, Scrapy and the crawl would make a folder named ``~`` in
+    the current folder (one that ``rm -rf ~`` would not remove, but the home folder)."""
+    if not isinstance(path, str) or not path.startswith("~"):
+        return
+    home = os.path.expanduser(path)
+    instead = f"give {home!r}" if home != path else "give the full path"
+    raise ConfigError(
+        f"{name} {path!r} begins with '~', which only a shell expands: the crawl would make"
+        f" a folder named {path.split('/', 1)[0]!r} in {os.getcwd()}; {instead}"
+    )
 
 
 _KINDS: dict[type, str] = {

@@ -195,6 +195,33 @@ def test_a_blank_jobdir(project_root: Path, venv_scrapy: list[str], out: Path, b
     assert not (project_root / blank).exists()
 
 
+@pytest.mark.parametrize("name", ["FOCUSED_OUTPUT_DIR", "JOBDIR"])
+def test_a_folder_setting_that_begins_with_a_tilde(
+    project_root: Path, venv_scrapy: list[str], tmp_path: Path, name: str
+) -> None:
+    """``FOCUSED_OUTPUT_DIR = "~/crawls/chem"`` in settings.py (or ``JOBDIR``, a scrapyd
+    job's, a quoted ``-s``): no shell expands the ``~``, so the crawl made a folder named
+    ``~`` in the current folder and crawled into it. Now one line naming the path meant."""
+    out = tmp_path / "out"
+    folders = {"FOCUSED_OUTPUT_DIR": str(out), name: "~/crawls/chem"}
+    args = ["crawl", "focused", "-a", "topic=chemistry", *SMALL_SANDBOX]
+    for key, value in folders.items():
+        args += ["-s", f"{key}={value}"]
+    result = run_scrapy(
+        [*venv_scrapy, *args],
+        cwd=tmp_path,
+        SCRAPY_SETTINGS_MODULE="focused.settings",
+        PYTHONPATH=str(project_root),
+    )
+    line = error_line(result)
+    home = str(Path("~/crawls/chem").expanduser())
+    assert line == (
+        f"focused: error: {name} '~/crawls/chem' begins with '~', which only a shell"
+        f" expands: the crawl would make a folder named '~' in {tmp_path}; give {home!r}"
+    ), line
+    assert not (tmp_path / "~").exists() and not out.exists()
+
+
 @pytest.mark.parametrize(
     ("setting", "says"),
     [

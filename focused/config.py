@@ -232,6 +232,7 @@ def validate(
     check_sandbox_seeds(settings)
     check_scrapy_settings(settings)
     check_seeds_fetched(settings, topic)
+    check_download_handlers(settings, topic)
     check_feeds(settings)
     check_reactor(settings)
     check_address_filter(settings)
@@ -1152,6 +1153,37 @@ def check_seed(url: str, where: str = "FOCUSED_SEEDS") -> None:
 
 #: the host of the embedded sandbox's pages
 SANDBOX_HOST = "127.0.0.1"
+
+
+def check_download_handlers(settings: Any, topic: Topic | None = None) -> None:
+    """A :class:`ConfigError` when ``DOWNLOAD_HANDLERS`` turns off (``None``) the handler
+    of a scheme the crawl's seeds need: ``http`` for the embedded sandbox (``FOCUSED_WEB``
+    ``sandbox`` or ``auto``), the schemes of ``FOCUSED_SEEDS`` (else the topic's seeds)
+    for the real web. Every request then failed ("Unsupported URL scheme", with Scrapy's
+    robots.txt traceback) and the crawl ended "no page could be fetched ... (no host
+    answered)", blaming the network or the download bounds."""
+    try:
+        handlers = settings.getwithbase("DOWNLOAD_HANDLERS")
+        off = {str(k).lower() for k, v in handlers.items() if v is None}
+    except (TypeError, ValueError, AttributeError):
+        return  # Scrapy says so itself
+    if not off:
+        return
+    web = str(get(settings, "FOCUSED_WEB"))
+    needed: dict[str, tuple[str, str]] = {}
+    if web != "real" and not _seeds_as_given(settings):
+        needed["http"] = ("the embedded sandbox's pages need", "no page would be fetched")
+    if web != "sandbox":
+        seeds = seeds_setting(settings) or (list(topic.seeds) if topic is not None else [])
+        for url in seeds:
+            why = (f"the seed {url} needs", "that seed would never be fetched")
+            needed.setdefault(urlsplit(url).scheme.lower(), why)
+    for scheme, (who, outcome) in sorted(needed.items()):
+        if scheme in off:
+            raise ConfigError(
+                f"DOWNLOAD_HANDLERS turns off the {scheme} handler ({scheme!r}: None), which"
+                f" {who}, so {outcome}; leave {scheme!r} out of DOWNLOAD_HANDLERS"
+            )
 
 
 def check_seeds_fetched(settings: Any, topic: Topic | None = None) -> None:

@@ -481,6 +481,43 @@ def test_the_hostile_sandbox_without_the_address_filter_is_refused(
     assert "generating the sandbox" not in result.stderr + result.stdout
 
 
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (
+            ("-s", "FOCUSED_WEB=sandbox", "-s", 'DOWNLOAD_HANDLERS={"http": null}'),
+            "DOWNLOAD_HANDLERS turns off the http handler ('http': None), which the embedded"
+            " sandbox's pages need, so no page would be fetched; leave 'http' out of"
+            " DOWNLOAD_HANDLERS",
+        ),
+        (
+            (
+                "-s",
+                "FOCUSED_WEB=real",
+                "-s",
+                "FOCUSED_SEEDS=http://127.0.0.2:9/",
+                "-s",
+                'DOWNLOAD_HANDLERS={"http": null, "ftp": null}',
+            ),
+            "DOWNLOAD_HANDLERS turns off the http handler ('http': None), which the seed"
+            " http://127.0.0.2:9/ needs, so that seed would never be fetched;",
+        ),
+    ],
+    ids=["sandbox", "seed"],
+)
+def test_download_handlers_that_turn_off_the_seeds_scheme(
+    project_root: Path, venv_scrapy: list[str], out: Path, args: tuple[str, ...], says: str
+) -> None:
+    """``-s 'DOWNLOAD_HANDLERS={"http": null}'``: every request failed ("Unsupported URL
+    scheme", with Scrapy's robots.txt middleware's traceback), and the crawl ended with
+    ``no page could be fetched ... (no host answered); check the settings that bound a
+    download``, exit 1. Now one line naming the handler, before anything is made."""
+    result = crawl(project_root, venv_scrapy, out, "-a", "topic=chemistry", *args)
+    line = the_error(result, out)
+    assert line.startswith(f"focused: error: {says}"), line
+    assert "generating the sandbox" not in result.stderr + result.stdout
+
+
 def test_scrapy_without_a_twisted_reactor_is_refused(
     project_root: Path, venv_scrapy: list[str], out: Path
 ) -> None:

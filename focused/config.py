@@ -760,6 +760,39 @@ def _check_feeds(settings: Any) -> None:
                 f"FEEDS: {str(uri)!r} has no storage for {scheme}:// URIs; Scrapy stores"
                 f" to {', '.join(sorted(s for s in schemes if s))} (FEED_STORAGES)"
             )
+        if scheme in schemes:
+            _check_storage_library(str(uri), settings.getwithbase("FEED_STORAGES")[scheme])
+
+
+#: the library each of Scrapy's own feed storages needs that Scrapy does not install:
+#: its import name and its package
+STORAGE_LIBRARIES: dict[str, tuple[str, str]] = {
+    "scrapy.extensions.feedexport.S3FeedStorage": ("boto3", "boto3"),
+    "scrapy.extensions.feedexport.GCSFeedStorage": ("google.cloud.storage", "google-cloud-storage"),
+}
+
+
+def _check_storage_library(uri: str, storage: Any) -> None:
+    """A :class:`ConfigError` when the feed storage of ``uri`` is one of Scrapy's that
+    needs a library that is not installed: Scrapy logged an ERROR ("Disabled feed storage
+    scheme: s3. Reason: missing boto3 library") and crawled on without the feed, exit 0;
+    for ``gs://``, the ``ModuleNotFoundError`` traceback came once the crawl had ended."""
+    import importlib.util
+
+    name = storage if isinstance(storage, str) else f"{storage.__module__}.{storage.__qualname__}"
+    if name not in STORAGE_LIBRARIES:
+        return
+    module, package = STORAGE_LIBRARIES[name]
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # its parent package is missing
+        found = False
+    if not found:
+        raise ConfigError(
+            f"FEEDS: {uri!r} is stored by {name.rsplit('.', 1)[-1]}, which needs the"
+            f" {package} library, not installed here (pip install {package}); or write"
+            " the feed to a local file"
+        )
 
 
 #: Scrapy's list settings of HTTP status codes: from the command line (``-s

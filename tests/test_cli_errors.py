@@ -5,6 +5,7 @@ Each case runs the real command in a subprocess from the project root (about 1.5
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -642,6 +643,46 @@ def test_feeds_scrapy_cannot_export(
     """Scrapy logged an ERROR for such a feed and crawled on without it, exit status 0."""
     result = crawl(project_root, venv_scrapy, out, "-a", "topic=chemistry", "-s", f"FEEDS={feeds}")
     assert the_error(result, out).startswith(f"focused: error: {said}")
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:
+        return False
+
+
+FEED_STORAGES_OF_SCRAPY = {  # option, URI, storage, module, package
+    "s3": ("-o", "s3://bucket/items.jsonl", "S3FeedStorage", "boto3", "boto3"),
+    "gs": (
+        "-O",
+        "gs://bucket/items.csv",
+        "GCSFeedStorage",
+        "google.cloud.storage",
+        "google-cloud-storage",
+    ),
+}
+
+
+@pytest.mark.parametrize("scheme", FEED_STORAGES_OF_SCRAPY)
+def test_a_feed_whose_storage_library_is_missing(
+    project_root: Path, venv_scrapy: list[str], out: Path, scheme: str
+) -> None:
+    """``-o s3://bucket/items.jsonl`` without boto3: Scrapy logged "Disabled feed storage
+    scheme: s3. Reason: missing boto3 library" and crawled on without the feed, exit 0;
+    ``-O gs://...`` without google-cloud-storage crawled, then failed to store the feed
+    with a ``ModuleNotFoundError`` traceback. Now one line before anything is fetched."""
+    option, uri, storage, module, package = FEED_STORAGES_OF_SCRAPY[scheme]
+    if _installed(module):
+        pytest.skip(f"{package} is installed here")
+    result = crawl(
+        project_root, venv_scrapy, out, "-a", "topic=chemistry", *SMALL_SANDBOX, option, uri
+    )
+    assert the_error(result, out) == (
+        f"focused: error: FEEDS: {uri!r} is stored by {storage}, which needs the {package}"
+        f" library, not installed here (pip install {package}); or write the feed to a local"
+        " file"
+    )
 
 
 @pytest.mark.parametrize("option", ["-s LOG_FILE=", "--logfile="])

@@ -287,6 +287,29 @@ def test_server_stops_and_frees_its_port(site: Site) -> None:
         urllib.request.urlopen(base + "/", timeout=2)
 
 
+def test_a_burst_of_connections_is_queued_not_dropped(site: Site) -> None:
+    """A crawl opens ``CONCURRENT_REQUESTS`` connections at once; the server listened
+    with the stdlib's queue of 5, so the kernel dropped the SYNs of the others and each
+    of those downloads waited a second for the client's retry (a 5-page crawl often
+    took a second longer). 64 connections made before the server thread even runs are
+    all completed by the kernel at once, and then all answered."""
+    srv = SandboxServer(site)  # listening, not serving yet
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(64):
+            socks.append(socket.create_connection(srv.httpd.server_address[:2], timeout=0.5))
+        srv.start()
+        for sock in socks:
+            sock.settimeout(10)
+            sock.sendall(b"HEAD / HTTP/1.0\r\n\r\n")
+        for sock in socks:
+            assert sock.recv(12) == b"HTTP/1.1 200"
+    finally:
+        for sock in socks:
+            sock.close()
+        srv.stop()
+
+
 # --- large site --------------------------------------------------------------------------
 
 

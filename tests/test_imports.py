@@ -7,6 +7,7 @@ never imports scikit-learn or SciPy.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -77,3 +78,53 @@ def test_the_learning_strategy_loads_scikit_learn_only_for_its_link_classifier()
         "build('learning', keywords={'acid': 1.0}, options={'link_model': True}).seed()"
     )
     assert loaded_after(code, "sklearn") == ["sklearn"]
+
+
+#: ``scrapy crawl`` run by ``runpy`` (as ``python -m scrapy`` does), then the names of
+#: ``sys.argv[1]`` (a JSON list) that are in ``sys.modules``, on the last line
+SCRAPY_THEN_MODULES = """
+import json, runpy, sys
+names = json.loads(sys.argv.pop(1))
+sys.argv[0] = "scrapy"
+try:
+    runpy.run_module("scrapy", run_name="__main__")
+finally:
+    print(json.dumps(sorted(n for n in names if n in sys.modules)))
+"""
+
+
+def test_a_crawl_with_the_remote_control_off_never_imports_it_nor_aiohttp(
+    tmp_path: Path,
+) -> None:
+    """Scrapy imported its ``RemoteControl`` extension, and aiohttp with it (0.1-0.15 s
+    of every crawl's start), only for it to find ``REMOTE_CONTROL_ENABLED`` off (and the
+    spider's check of the project's components imported it even earlier). A real
+    ``scrapy crawl focused`` of the sandbox, then what it imported."""
+    from tests.crawling import sandbox_crawl_command
+
+    cmd = sandbox_crawl_command(tmp_path / "out", "CLOSESPIDER_PAGECOUNT=1")
+    assert cmd[1:4] == ["-m", "scrapy", "crawl"]
+    names = ["aiohttp", "scrapy.extensions.remote_control", "focused.pipelines"]
+    cmd[1:3] = ["-c", SCRAPY_THEN_MODULES, json.dumps(names)]
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "Spider closed (closespider_pagecount)" in out.stderr
+    assert json.loads(out.stdout.splitlines()[-1]) == ["focused.pipelines"]
+
+
+@pytest.mark.parametrize("enabled", [False, True])
+def test_the_remote_control_is_an_extension_exactly_when_enabled(enabled: bool) -> None:
+    from scrapy.utils.conf import build_component_list
+    from scrapy.utils.project import get_project_settings
+    from scrapy.utils.test import get_crawler
+
+    from focused.habits import REMOTE_CONTROL
+    from focused.spiders.focused import FocusedSpider
+
+    settings = get_project_settings().copy_to_dict()
+    settings["REMOTE_CONTROL_ENABLED"] = enabled
+    crawler = get_crawler(FocusedSpider, settings)
+    crawler._apply_settings()
+    extensions = build_component_list(crawler.settings.getwithbase("EXTENSIONS"))
+    assert (REMOTE_CONTROL in extensions) is enabled
+    assert "scrapy.extensions.closespider.CloseSpider" in extensions

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import socket
+import socketserver
 import subprocess
 import sys
 import threading
@@ -31,6 +32,25 @@ print(json.dumps({k: v for k, v in crawler.stats.get_stats().items()
 
 #: ``(status, headers, body)``; ``None`` closes the connection without an answer
 Answer = tuple[int, dict[str, str], bytes] | None
+
+
+class QuickHTTPServer(ThreadingHTTPServer):
+    """The stdlib's threaded HTTP server, for a test: its listen queue takes a crawl's
+    burst of connections (with the stdlib's 5 the kernel dropped the SYNs over it, and
+    each of those downloads waited for the client's retry, a second later), its request
+    threads are daemons, and :func:`serve_in_thread` stops it at once."""
+
+    request_queue_size = socket.SOMAXCONN
+    daemon_threads = True
+
+
+def serve_in_thread(httpd: socketserver.BaseServer) -> threading.Thread:
+    """Serve ``httpd`` in a daemon thread that looks whether ``httpd.shutdown()`` was
+    called every 0.02 s (the stdlib's 0.5 s, restarted after each request, held each
+    test's teardown for most of half a second)."""
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True)
+    thread.start()
+    return thread
 
 
 class LoopbackServer:
@@ -71,7 +91,7 @@ class LoopbackServer:
             def log_message(self, format: str, *args: object) -> None:  # noqa: A002
                 pass
 
-        class Counting(ThreadingHTTPServer):
+        class Counting(QuickHTTPServer):
             def verify_request(self, request: object, client_address: object) -> bool:
                 server.connections += 1
                 return True
@@ -84,8 +104,7 @@ class LoopbackServer:
         self.port = self.httpd.server_address[1]
         host = f"[{address}]" if ":" in address else address
         self.url = f"http://{host}:{self.port}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
+        self.thread = serve_in_thread(self.httpd)
 
     def close(self) -> None:
         self.httpd.shutdown()

@@ -8,8 +8,7 @@ import json
 import os
 import shutil
 import sqlite3
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from focused.output.search import search
 from focused.output.store import PageStore, StoreReader, check_store, stored_aliases
 from focused.web.neardup import NearDuplicates, key_of, later_is_main
 from tests.crawling import run_crawl
+from tests.loopback import QuickHTTPServer, serve_in_thread
 
 ARTICLE = (
     "An acid is a molecule or ion capable of donating a proton. Acids react with bases"
@@ -229,10 +229,10 @@ class Host:
             def log_message(self, format: str, *args: object) -> None:  # noqa: A002
                 pass
 
-        self.httpd = ThreadingHTTPServer((address, 0), Handler)
+        self.httpd = QuickHTTPServer((address, 0), Handler)
         self.httpd.daemon_threads = True
         self.base = f"http://{address}:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        serve_in_thread(self.httpd)
 
     def close(self) -> None:
         self.httpd.shutdown()

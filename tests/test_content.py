@@ -4,8 +4,7 @@ focused.web.neardup), unit by unit and in a real crawl of a tiny loopback site."
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from focused.spiders.focused import BODY_TEXT, texts
 from focused.web.neardup import NearDuplicates, distance, simhash
 from focused.web.template import HostTemplates, chrome_urls, split_page
 from tests.crawling import run_crawl
+from tests.loopback import QuickHTTPServer, serve_in_thread
 
 ARTICLE = (
     "An acid is a molecule or ion capable of donating a proton. Acids react with bases"
@@ -205,10 +205,10 @@ class Site:
             def log_message(self, format: str, *args: object) -> None:  # noqa: A002
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = QuickHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        serve_in_thread(self.httpd)
 
     def close(self) -> None:
         self.httpd.shutdown()

@@ -19,11 +19,12 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 from crawling import run_crawl
+from loopback import QuickHTTPServer, serve_in_thread
 
 from bench.command import crawl_command
 from bench.soak import PROJECT, journal_states, stored_urls
@@ -78,9 +79,8 @@ class Site(BaseHTTPRequestHandler):
 def serving() -> Iterator[str]:
     """The site on a free loopback port, every ``/f/`` page to fail once again."""
     Site.failed_once = set()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Site)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    server = QuickHTTPServer(("127.0.0.1", 0), Site)
+    serve_in_thread(server)
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:

@@ -560,7 +560,9 @@ SITE = {
 @pytest.fixture
 def tiny_site(tmp_path: Path) -> Iterator[str]:
     import functools
-    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+    from http.server import SimpleHTTPRequestHandler
+
+    from tests.loopback import QuickHTTPServer, serve_in_thread
 
     root = tmp_path / "site"
     root.mkdir()
@@ -571,9 +573,8 @@ def tiny_site(tmp_path: Path) -> Iterator[str]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=root))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    server = QuickHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=root))
+    serve_in_thread(server)
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
     server.server_close()

@@ -128,3 +128,22 @@ def test_the_remote_control_is_an_extension_exactly_when_enabled(enabled: bool) 
     extensions = build_component_list(crawler.settings.getwithbase("EXTENSIONS"))
     assert (REMOTE_CONTROL in extensions) is enabled
     assert "scrapy.extensions.closespider.CloseSpider" in extensions
+
+
+def test_a_crawl_stopped_by_bad_input_never_imports_the_chinese_segmenter(
+    tmp_path: Path,
+) -> None:
+    """rjieba was imported with :mod:`focused.ranking.relevance` (0.13 s of every
+    ``scrapy`` command's start, a one-line error included); now only at the first cut
+    of Chinese text, which the crawl's chemistry topic (Chinese keywords) still makes."""
+    from tests.crawling import sandbox_crawl_command
+
+    names = ["rjieba", "focused.ranking.relevance"]
+    for topic, returncode, loaded in (("nosuch", 2, []), ("chemistry", 0, ["rjieba"])):
+        cmd = sandbox_crawl_command(tmp_path / topic, "CLOSESPIDER_PAGECOUNT=1", topic=topic)
+        cmd[1:3] = ["-c", SCRAPY_THEN_MODULES, json.dumps(names)]
+        out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert out.returncode == returncode, out.stderr[-3000:]
+        assert json.loads(out.stdout.splitlines()[-1]) == ["focused.ranking.relevance", *loaded]
+        if returncode == 2:
+            assert "focused: error: " in out.stderr and "nosuch" in out.stderr

@@ -57,7 +57,9 @@ def closed_port() -> int:
 def scrapy_crawl(
     out: Path, *settings: str, topic: str = "chemistry", timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
-    """``scrapy crawl focused`` with the sandbox's test size and ``-s`` ``settings``."""
+    """``scrapy crawl focused`` with the sandbox's test size and ``-s`` ``settings``; the
+    plot and the HTML report are off (two child processes, ~1 s each, at the end of each
+    crawl; no test here reads them): a test that does passes ``FOCUSED_REPORT=True``."""
     cmd = [sys.executable, "-m", "scrapy", "crawl", "focused", "-a", f"topic={topic}"]
     for setting in (
         f"FOCUSED_SANDBOX_SEED={SANDBOX_SEED}",
@@ -65,6 +67,7 @@ def scrapy_crawl(
         f"FOCUSED_OUTPUT_DIR={out}",
         "AUTOTHROTTLE_ENABLED=False",
         "LOG_LEVEL=INFO",
+        "FOCUSED_REPORT=False",
         RESOLVER,
         *settings,
     ):
@@ -94,7 +97,15 @@ def test_a_topic_without_category_is_not_scored_against_chemistry(tmp_path: Path
     topic = tmp_path / "astronomy.toml"
     topic.write_text(NO_CATEGORY.format(port=closed_port()), encoding="utf-8")
     out = tmp_path / "out"
-    result = scrapy_crawl(out, "FOCUSED_WEB=sandbox", "CLOSESPIDER_PAGECOUNT=15", topic=str(topic))
+    # the plot and the HTML report of a crawl without recall are drawn here and in the
+    # next two tests: no other test draws them
+    result = scrapy_crawl(
+        out,
+        "FOCUSED_WEB=sandbox",
+        "FOCUSED_REPORT=True",
+        "CLOSESPIDER_PAGECOUNT=15",
+        topic=str(topic),
+    )
     log = result.stderr
     assert result.returncode == 0, log[-3000:]
     assert "Traceback" not in log
@@ -106,6 +117,7 @@ def test_a_topic_without_category_is_not_scored_against_chemistry(tmp_path: Path
     assert summary["pages"] >= 15
     assert summary["recall"] is None and summary["targets"] is None
     assert summary["auc_recall"] is None
+    assert (out / "curve.png").stat().st_size > 0 and (out / "report.html").stat().st_size > 0
     shown = report(out)
     assert shown.returncode == 0, shown.stderr
     assert "recall n/a" in shown.stdout and "targets)" not in shown.stdout
@@ -116,7 +128,13 @@ def test_a_category_the_sandbox_does_not_have_is_said_too(tmp_path: Path) -> Non
     text = NO_CATEGORY.format(port=closed_port())
     topic.write_text(text.replace("seeds", 'category = "subject.Astronomy"\nseeds'), "utf-8")
     out = tmp_path / "out"
-    result = scrapy_crawl(out, "FOCUSED_WEB=sandbox", "CLOSESPIDER_PAGECOUNT=5", topic=str(topic))
+    result = scrapy_crawl(
+        out,
+        "FOCUSED_WEB=sandbox",
+        "FOCUSED_REPORT=True",
+        "CLOSESPIDER_PAGECOUNT=5",
+        topic=str(topic),
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     warning = lines_with(result.stderr, "no pages labelled for topic 'astronomy'")
     assert len(warning) == 1 and "category subject.Astronomy" in warning[0]
@@ -138,6 +156,7 @@ def test_a_real_web_topic_without_labels_or_targets_reports_no_recall(tmp_path: 
             out,
             "FOCUSED_WEB=real",
             f"FOCUSED_SEEDS={base}/",
+            "FOCUSED_REPORT=True",
             "CLOSESPIDER_PAGECOUNT=5",
             topic=str(topic),
         )
@@ -495,7 +514,6 @@ def test_a_topic_of_huge_weights_scores_pages_as_the_same_topic_of_small_ones(
         result = scrapy_crawl(
             out,
             "FOCUSED_WEB=sandbox",
-            "FOCUSED_REPORT=False",
             "FOCUSED_STRATEGY=bfs",
             "CONCURRENT_REQUESTS=1",
             "CLOSESPIDER_PAGECOUNT=20",

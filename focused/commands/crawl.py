@@ -92,6 +92,7 @@ from focused.output.record import (
     stored_count,
     write_jobdir_record,
 )
+from focused.stop import stopped
 from focused.web.sites import WebError
 from focused.web.topics import TopicError, load_topic
 

@@ -1308,6 +1308,10 @@ def _check_params(settings: Any, name: str, value: list[str]) -> None:
     ``sid=`` or ``?sid``, which would never match a link's parameter."""
     for entry in value:
         param = entry.strip()
+        if param.startswith("*") or param.count("*") > 1:
+            raise ConfigError(
+                f"{name} must be query parameter names, a prefix ending in * (utm_*), got {param!r}"
+            )
         if param and _NOT_IN_PARAM.search(param):
             bare = re.split(r"[=&#]", param.lstrip("?"))[0].strip()
             hint = f" (say {bare!r})" if bare and not _NOT_IN_PARAM.search(bare) else ""

@@ -195,7 +195,7 @@ DEFAULTS: dict[str, Any] = {
     # allows its subdomains); empty: any host
     "FOCUSED_ALLOWED_DOMAINS": [],
     # query (?sid=) and path (;jsessionid=) parameters of these names stripped from
-    # every link as session ids
+    # every link as session ids and tracking codes (a name ending in * is a prefix)
     "FOCUSED_SESSION_PARAMS": [
         "jsessionid",
         "phpsessid",
@@ -205,6 +205,20 @@ DEFAULTS: dict[str, Any] = {
         "aspsessionid",
         "cfid",
         "cftoken",
+        "utm_*",
+        "fbclid",
+        "gclid",
+        "dclid",
+        "gbraid",
+        "wbraid",
+        "msclkid",
+        "yclid",
+        "mc_cid",
+        "mc_eid",
+        "igshid",
+        "_hsenc",
+        "_hsmi",
+        "mkt_tok",
     ],
     # --- output ----------------------------------------------------------------
     "FOCUSED_OUTPUT_DIR": "out/crawl",

@@ -623,6 +623,14 @@ def test_session_params_must_be_parameter_names(
     )
 
 
+@pytest.mark.parametrize("value", ["*", "sid,*x", "utm_**"])
+def test_a_session_param_prefix_is_a_name_then_one_star(tmp_path: Path, value: str) -> None:
+    """A bare ``*`` would strip every query parameter of every link."""
+    message = refused(make_settings(tmp_path, FOCUSED_SESSION_PARAMS=value))
+    assert "a prefix ending in * (utm_*)" in message, message
+    config.validate(make_settings(tmp_path, FOCUSED_SESSION_PARAMS="utm_*,sid"))
+
+
 def test_session_params_are_stripped_of_whitespace(tmp_path: Path) -> None:
     """``-s FOCUSED_SESSION_PARAMS="sid, token"`` stripped ``sid`` and not ``token`` (the
     name was " token")."""

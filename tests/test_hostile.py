@@ -409,6 +409,11 @@ def test_session_ids_are_stripped():
     assert strip_session_ids("http://h/c?ASPSESSIONIDQA=z&a=1") == "http://h/c?a=1"
     assert strip_session_ids("http://h/c?side=1&insider=2") == "http://h/c?side=1&insider=2"
     assert strip_session_ids("http://h/c?sid=1", params=()) == "http://h/c?sid=1"
+    # tracking codes, a prefix (utm_*) among them
+    tracked = "http://h/a?utm_source=x&id=4&UTM_Campaign=c1&fbclid=z&utmost=1"
+    assert strip_session_ids(tracked) == "http://h/a?id=4&utmost=1"
+    assert strip_session_ids("http://h/a;utm_x=1?b=2") == "http://h/a?b=2"
+    assert strip_session_ids("http://h/a?ref_a=1&ref=2", params=["ref_*"]) == "http://h/a?ref=2"
 
 
 # --- one crawl of the hostile web --------------------------------------------------------

@@ -56,7 +56,6 @@ from focused.ranking.relevance import (
 from focused.signals import frontier_opened, frontier_waste_check, page_aliased, page_skipped
 from focused.strategies import Strategy
 from focused.web.neardup import NearDuplicates, key_of, later_is_main
-from focused.web.params import IgnoredParams
 from focused.web.safeurls import SafeUrls
 from focused.web.sanitize import is_wide, parse_cut, strip_session_ids
 from focused.web.sites import Web, WebError, open_web
@@ -418,9 +417,6 @@ class FocusedSpider(scrapy.Spider):
         self.near_duplicates = NearDuplicates()
         #: pages too short for a SimHash, by host, title and exact content (_short_key)
         self.short_pages: OrderedDict[tuple[str, int], tuple[str, str]] = OrderedDict()
-        #: per host, the query keys its near-duplicates showed name no other page (and
-        #: those its distinct pages showed do: never ignored, the seeds' keys among them)
-        self.ignored_params = IgnoredParams()
         #: waste per URL shape (focused.web.urlshape); None: off
         threshold = float(get(settings, "FOCUSED_WASTE_SHAPE_THRESHOLD"))
         self.shapes: ShapeStats | None = (
@@ -440,8 +436,6 @@ class FocusedSpider(scrapy.Spider):
             counted(len(self.targets), "known target"),
             self.strategy_name,
         )
-        for seed in self.web.seeds:  # the user named those pages with their query keys
-            self.ignored_params.protect(seed)
 
     def close_web(self, spider: scrapy.Spider) -> None:
         try:
@@ -700,8 +694,6 @@ class FocusedSpider(scrapy.Spider):
                         lambda: (response.url, self._canonical(response)),
                         MAX_SHORT_PAGES,
                     )
-                if key is not None or short is not None:  # a page of its own
-                    self._kept_apart(response.url)
             self.templates.learn(urlsplit(response.url).netloc, page)
             return False
         self._count("focused/pages/near_duplicates")
@@ -712,8 +704,6 @@ class FocusedSpider(scrapy.Spider):
             return True
         first, first_canonical = owner
         url = response.url
-        if key is not None:  # not from short pages: those are soft 404s, stubs
-            self._learn_ignored_params(first, url)
         canonical = canonicalize_url(url)
         main = later_is_main(canonicalize_url(first), first_canonical, canonical)
         if main and key is not None:  # later near-duplicates are recorded against it
@@ -747,37 +737,6 @@ class FocusedSpider(scrapy.Spider):
             return None
         digest = mmh3.hash64(f"{' '.join(title.split())}\0{text}", signed=False)[0]
         return urlsplit(url).netloc.lower(), digest
-
-    def _learn_ignored_params(self, first: str, url: str) -> None:
-        """``url`` is a near-duplicate of the page fetched at ``first``: when the two differ
-        only in their query, the keys that differ name no other page of the host; once
-        :data:`focused.web.params.MIN_PAIRS` pairs of the host showed a key, it is taken
-        out of the host's links (:meth:`_request`), so the page is not fetched again for
-        every tracking code, session id or sort order its links carry."""
-        new = self.ignored_params.observe(first, url)
-        if new:
-            self._count("focused/params/ignored", len(new))
-            self.logger.info(
-                "focused: query keys %s make no other page of %s (near-duplicates differ"
-                " in them only): they are left out of its links from now on",
-                ", ".join(sorted(new)),
-                urlsplit(url).netloc,
-            )
-
-    def _kept_apart(self, url: str) -> None:
-        """The page at ``url`` is kept as a page of its own: the query key in which it
-        differs from the last such page of its path names pages of its host, and is
-        never left out of its links (:meth:`focused.web.params.IgnoredParams.distinct`);
-        when it was, it is no longer (links stripped meanwhile are not recovered)."""
-        back = self.ignored_params.distinct(url)
-        if back:
-            self._count("focused/params/unignored", len(back))
-            self.logger.info(
-                "focused: query keys %s name pages of %s after all (two pages kept apart"
-                " differ in them): they stay in its links from now on",
-                ", ".join(sorted(back)),
-                urlsplit(url).netloc,
-            )
 
     def _canonical(self, response: TextResponse) -> str:
         """The canonical URL (``w3lib``'s form) the page names with ``rel=canonical``, ""
@@ -872,13 +831,9 @@ class FocusedSpider(scrapy.Spider):
         """Whether a link to ``url`` is of a URL shape learnt wasteful by now (the
         scheduler asks when the link comes up, so that links found before their shape
         was learnt wait at the bottom too: ``FOCUSED_WASTE_SHAPE_RECHECK``, handed over
-        by :meth:`_waste_check`), or that carries query keys learnt since to make no
-        other page of its host (:class:`focused.web.params.IgnoredParams`)."""
+        by :meth:`_waste_check`)."""
         shapes = self.shapes
-        if shapes is not None and shapes.wasteful(url):
-            return True
-        # a link found before its query keys were learnt to make no other page
-        return self.ignored_params.without(url) != url
+        return shapes is not None and shapes.wasteful(url)
 
     def _split_waste(self, links: list[Any]) -> tuple[list[Any], list[Any]]:
         """The content links as (kept, of a wasteful URL shape): the second wait at the
@@ -942,11 +897,7 @@ class FocusedSpider(scrapy.Spider):
         clean = strip_session_ids(url, self.session_params) if ";" in url or "?" in url else url
         if clean != url:
             self._count("focused/links/session_ids_stripped")
-        plain = self.ignored_params.without(clean)
-        if plain != clean:  # query keys that make no other page of the host
-            self._count("focused/links/params_stripped")
-            clean = plain
-        if clean == url and self.drop_done is not None and self.drop_done(url, parent):
+        elif self.drop_done is not None and self.drop_done(url, parent):
             return None  # done: the scheduler would drop it (counted there as filtered)
         try:
             # the URL scrapy.Request would make of it, made once per URL (SafeUrls) and

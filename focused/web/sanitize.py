@@ -349,17 +349,26 @@ def _path_session(names: tuple[str, ...]) -> re.Pattern[str]:
     """The ``;name=value`` path parameters of ``names`` (lower case; ``aspsessionid`` a
     prefix, as in the query), case-insensitively."""
     alternatives = "|".join(
-        re.escape(name) + ("[^=/?#;]*" if name == "aspsessionid" else "")
+        re.escape(name.removesuffix("*"))
+        + ("[^=/?#;]*" if name == "aspsessionid" or name.endswith("*") else "")
         for name in sorted(set(names), key=len, reverse=True)
     )
     return re.compile(rf";(?:{alternatives})=[^/?#;]*", re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=64)
+def _prefixes(names: tuple[str, ...]) -> tuple[str, ...]:
+    """The prefixes among ``names``: ``utm_*`` (any name that begins ``utm_``), and
+    ``aspsessionid`` (ASP's cookie-less ids carry a suffix of their own)."""
+    return tuple(n.removesuffix("*") for n in names if n.endswith("*") or n == "aspsessionid")
+
+
 def strip_session_ids(url: str, params: Iterable[str] = SESSION_PARAMS) -> str:
-    """``url`` without the session-id query parameters and path parameters
-    (``;jsessionid=...``) named in ``params`` (``FOCUSED_SESSION_PARAMS``, any case), so
-    that one page reached under many session ids is one URL (an infinite URL space
-    otherwise). Idempotent; other parameters keep their order and spelling."""
+    """``url`` without the session-id and tracking query parameters and path parameters
+    (``;jsessionid=...``) named in ``params`` (``FOCUSED_SESSION_PARAMS``, any case; a
+    name ending in ``*`` is a prefix: ``utm_*``), so that one page reached under many
+    session ids or tracking codes is one URL (an infinite URL space otherwise).
+    Idempotent; other parameters keep their order and spelling."""
     names = tuple(p.lower() for p in params)
     if not names:
         return url
@@ -367,10 +376,11 @@ def strip_session_ids(url: str, params: Iterable[str] = SESSION_PARAMS) -> str:
     path = _path_session(names).sub("", parts.path) if ";" in parts.path else parts.path
     query = parts.query
     if query:
+        prefixes = _prefixes(names)
         kept = []
         for pair in query.split("&"):
             key = pair.split("=", 1)[0].lower()
-            if key in names or (key.startswith("aspsessionid") and "aspsessionid" in names):
+            if key in names or (prefixes and key.startswith(prefixes)):
                 continue
             kept.append(pair)
         query = "&".join(kept)

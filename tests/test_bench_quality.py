@@ -370,30 +370,15 @@ def test_the_benchmark_in_a_checkout_that_does_not_track_the_scheduler_stops_fir
     assert not out.exists()  # nothing crawled, nothing written
 
 
-def test_the_static_server_queues_a_burst_and_stops_at_once(tmp_path: Path) -> None:
+def test_the_static_server_queues_a_burst(tmp_path: Path) -> None:
     """The benchmark's wikispeedia server had the stdlib's listen queue of 5: the kernel
     dropped the SYNs of a crawl's 16 connections at once over it, and each of those
-    downloads waited a second for the client's retry, inside the measured crawl; and
-    its 0.5 s poll held each stop for most of half a second."""
+    downloads waited a second for the client's retry, inside the measured crawl."""
     import socket
-    import time
-    import urllib.request
 
     from bench.server import StaticServer
 
     (tmp_path / "a.html").write_text("<title>a</title>")
-    took = 0.0
-    for _ in range(10):
-        server = StaticServer(tmp_path)
-        base = server.start()
-        with urllib.request.urlopen(base + "/a.html", timeout=10) as answer:
-            assert answer.read() == b"<title>a</title>"
-        time.sleep(0.01)
-        start = time.perf_counter()
-        server.stop()
-        took += time.perf_counter() - start
-    assert took < 2.0  # ten stops: 4.9 s before
-
     server = StaticServer(tmp_path)
     server.start()
     httpd = server._httpd

@@ -212,3 +212,36 @@ def test_a_key_that_names_the_pages_is_kept_although_its_soft_404s_are_near_dupl
     finally:
         con.close()
     assert {f"{site.url}/item?id={i}" for i in range(articles)} <= urls
+
+
+@pytest.mark.integration
+def test_short_pages_alike_but_for_their_links_are_each_stored_and_followed(
+    project_root: Path, venv_scrapy: list[str], tmp_path: Path
+) -> None:
+    """A gallery: every photo page has the same title and the same short text, and
+    links to the next photo. Taken for exact copies of the first (title and text), the
+    later photos became its aliases, whose links are not followed: the chain stopped at
+    the second photo. The links are part of a short page's key: every photo is stored."""
+    photos = 8
+
+    def answer(path: str) -> Answer:
+        parts = urlsplit(path)
+        if parts.path == "/":
+            return 200, {}, html("Chemistry lessons", article(1) + '<a href="/photo?n=0">x</a>')
+        if parts.path == "/photo":
+            n = int(parts.query[2:])
+            after = f'<a href="/photo?n={n + 1}">Next</a>' if n + 1 < photos else ""
+            return 200, {}, html("Chemistry gallery", f"<p>A photo of the laboratory.</p>{after}")
+        return 404, {}, b""
+
+    site = LoopbackServer("127.0.0.2", answer)
+    out = tmp_path / "out"
+    try:
+        result = crawl_real_web(
+            project_root, venv_scrapy, out, f"{site.url}/", "CONCURRENT_REQUESTS=1"
+        )
+    finally:
+        site.close()
+    assert result.returncode == 0, result.stderr[-3000:]
+    fetched = [p for p in site.log if p.startswith("/photo")]
+    assert fetched == [f"/photo?n={n}" for n in range(photos)], fetched

@@ -677,7 +677,7 @@ class FocusedSpider(scrapy.Spider):
         index = self.near_duplicates
         folded = page.content_folded()
         key = key_of(folded, title, folded=True, min_chars=index.min_chars)
-        short = None if key is not None else self._short_key(response.url, folded, title)
+        short = None if key is not None else self._short_key(response, folded, title)
         if key is not None:
             seen, owner = index.owner_of(key)
         else:
@@ -726,17 +726,20 @@ class FocusedSpider(scrapy.Spider):
         return True
 
     @staticmethod
-    def _short_key(url: str, folded: list[str], title: str) -> tuple[str, int] | None:
+    def _short_key(response: TextResponse, folded: list[str], title: str) -> tuple[str, int] | None:
         """The key of a page too short for a SimHash (:func:`focused.web.neardup.key_of`)
-        by which another page of its host with the same title and exactly the same main
-        content is its copy: a "page not found" answered with 200 for every broken link
-        (a soft 404), the same stub at many URLs. None for a page with no content text
-        (pages of chrome only, a calendar's months, are not the same page)."""
+        by which another page of its host with the same title, exactly the same main
+        content and the same links is its copy: a "page not found" answered with 200 for
+        every broken link (a soft 404), the same stub at many URLs. None for a page with
+        no content text (pages of chrome only, a calendar's months, are not the same
+        page). The links count because a short page's copy gets no links followed: the
+        photos of a gallery, "Gallery" and "« Previous | Next »" each, differ in theirs."""
         text = "\n".join(t for t in folded if t)
         if not text:
             return None
-        digest = mmh3.hash64(f"{' '.join(title.split())}\0{text}", signed=False)[0]
-        return urlsplit(url).netloc.lower(), digest
+        hrefs = "\0".join(response.xpath("//a/@href").getall())
+        digest = mmh3.hash64(f"{' '.join(title.split())}\0{text}\0{hrefs}", signed=False)[0]
+        return urlsplit(response.url).netloc.lower(), digest
 
     def _canonical(self, response: TextResponse) -> str:
         """The canonical URL (``w3lib``'s form) the page names with ``rel=canonical``, ""

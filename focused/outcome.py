@@ -57,6 +57,14 @@ def nothing_fetched_line(crawler: Any, settings: Any) -> str | None:
     output = str(get(settings, "FOCUSED_OUTPUT_DIR"))
     if web == "sandbox" and settings.get("JOBDIR") and stored_count(output):
         return None  # a resume whose last pages fail on purpose (the hostile sandbox)
+    if stats.get("focused/robotstxt/redirect_refused") and not stats.get(
+        "downloader/response_status_count/200"
+    ):
+        return (
+            "no page was fetched: robots.txt redirects where this crawl may not go, so"
+            " its rules cannot be read (the WARNING above names the host; FOCUSED_ALLOWED_"
+            "DOMAINS names the hosts a crawl may go to)"
+        )
     network = any(k.startswith("focused/errors/") for k in stats) or stats.get(
         "focused/robotstxt/unreachable"
     )

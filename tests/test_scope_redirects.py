@@ -107,3 +107,6 @@ def test_a_robots_txt_redirected_where_the_crawl_may_not_go_keeps_the_host_unfet
     assert site.log == ["/robots.txt"], site.log
     assert "robots.txt of 127.0.0.2" in result.stderr and "does not follow" in result.stderr
     assert "'focused/robotstxt/redirect_refused': 1" in result.stderr
+    # the crawl's only host: nothing stored, said in one line, exit status 1
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert "focused: error: no page was fetched: robots.txt redirects" in result.stderr

@@ -36,7 +36,9 @@ class FocusedFeedExporter(FeedExporter):
     fails as the crawl closes (JSON's closing ``]``, the flush of its buffer on a full
     disk) is the same line, and the crawl's exit status 1; Scrapy left that exception
     to asyncio ("Task exception was never retrieved", with a traceback) and the crawl
-    ended with status 0."""
+    ended with status 0. An exception that is no ``OSError`` (an item a feed's
+    encoding or encoder refuses) loses that item in that feed alone, logged as Scrapy
+    logs it; a batch whose next batch cannot start is finished whole."""
 
     #: the first failure of a feed, None while every feed is written
     failed: BaseException | None = None
@@ -47,14 +49,20 @@ class FocusedFeedExporter(FeedExporter):
             slots = self.__dict__["_focused_failed"] = {}
         return slots
 
-    def _fail(self, slot: FeedSlot, exc: BaseException) -> None:
+    def _fail(self, slot: FeedSlot, exc: BaseException, *, whole: bool = False) -> None:
         """The feed of ``slot`` could not be written: no further item goes to it, and
-        the crawl stops in one line that names it (the first failed feed's)."""
-        self._failed_slots()[id(slot)] = slot
+        the crawl stops in one line that names it (the first failed feed's). ``whole``:
+        the slot's batch is whole and closed as usual, the next one could not start."""
+        if not whole:
+            self._failed_slots()[id(slot)] = slot
         if self.failed is None:
             self.failed = exc
             if not self.__dict__.get("_focused_closing"):
-                stop_crawl(self.crawler, "write the feed", slot.uri, exc, then_for(exc))
+                if whole:
+                    what, where = "start the next batch of the feed", slot.uri_template
+                else:
+                    what, where = "write the feed", slot.uri
+                stop_crawl(self.crawler, what, where, exc, then_for(exc))
                 return
             # the crawl has ended: nothing to stop or resume, the feed alone is cut short
             line = (
@@ -68,22 +76,64 @@ class FocusedFeedExporter(FeedExporter):
         else:
             logger.warning("focused: the feed %s could not be written either: %s", slot.uri, exc)
 
+    def _schedule_slot_close(self, slot: FeedSlot, spider: Any) -> Any:
+        # the slots themselves are kept, so that no other slot takes one's id
+        closing: dict[int, FeedSlot] = self.__dict__.setdefault("_focused_scheduled", {})
+        closing[id(slot)] = slot
+        return super()._schedule_slot_close(slot, spider)
+
     def item_scraped(self, item: Any, spider: Any) -> None:
+        """Scrapy's export of ``item`` to each feed in turn, one feed at a time, so that
+        what one feed raises is that feed's alone. An ``OSError`` (a full disk) fails the
+        feed and stops the crawl (:meth:`_fail`). Any other exception (an item the
+        feed's encoding or serialiser refuses, a user's exporter that raises) loses the
+        item in that feed only, as in Scrapy: the feed and the others go on, and the
+        first such exception is raised once every feed had the item, for Scrapy's
+        signal dispatcher to log ("Error caught on signal handler") as it logs
+        Scrapy's own exporter's."""
         failed = self._failed_slots()
         slots, kept = self.slots, []
-        for slot in slots:
-            if id(slot) in failed:
-                kept.append(slot)
-                continue
-            self.slots = [slot]  # Scrapy's export of the item to this feed alone
-            try:
-                super().item_scraped(item, spider)
-            except OSError as exc:
-                self._fail(slot, exc)
-                kept.append(slot)
-            else:
-                kept += self.slots  # the slot, or the next batch's
-        self.slots = kept
+        done = 0  # slots handled: the others go back as they were whatever happens
+        error: Exception | None = None
+        try:
+            for slot in slots:
+                if id(slot) in failed:
+                    kept.append(slot)
+                else:
+                    now, raised = self._export(slot, item, spider)
+                    kept += now
+                    error = error or raised
+                done += 1
+        finally:
+            self.slots = kept + slots[done:]
+        if error is not None:
+            raise error
+
+    def _export(
+        self, slot: FeedSlot, item: Any, spider: Any
+    ) -> tuple[list[FeedSlot], Exception | None]:
+        """Scrapy's export of ``item`` to the feed of ``slot`` alone: the slots the feed
+        goes on with, and the exception that is no ``OSError`` it raised, if any."""
+        count = slot.itemcount
+        self.slots = [slot]
+        try:
+            super().item_scraped(item, spider)
+        except Exception as exc:
+            if slot.itemcount > count:
+                # the item is in the batch, which is full and whole: the next batch could
+                # not be started. The batch is finished and stored as usual; the feed
+                # takes no further item
+                if id(slot) not in self.__dict__.get("_focused_scheduled", ()):
+                    self._schedule_slot_close(slot, spider)
+                if not isinstance(exc, OSError):
+                    return [], exc
+                self._fail(slot, exc, whole=True)
+                return [], None
+            if not isinstance(exc, OSError):
+                return [slot], exc  # the item is lost in this feed alone
+            self._fail(slot, exc)
+            return [slot], None
+        return self.slots, None  # the slot, or the next batch's
 
     async def close_spider(self, spider: Any) -> None:
         self.__dict__["_focused_closing"] = True

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from scrapy.exporters import JsonLinesItemExporter
+from scrapy.extensions.feedexport import FileFeedStorage
 
 
 class FailingExporter(JsonLinesItemExporter):
@@ -31,3 +32,26 @@ class CloseFailingExporter(JsonLinesItemExporter):
 
     def finish_exporting(self) -> None:
         raise OSError(28, "No space left on device")
+
+
+class OneItemFailingExporter(JsonLinesItemExporter):
+    """Refuses its second item with a ``TypeError`` (a field the JSON encoder cannot
+    serialise, added by a user's pipeline), takes every other one."""
+
+    seen = 0
+
+    def export_item(self, item: Any) -> None:
+        self.seen += 1
+        if self.seen == 2:
+            raise TypeError("Object of type object is not JSON serializable")
+        super().export_item(item)
+
+
+class ThirdBatchFailingStorage(FileFeedStorage):
+    """A file storage whose third batch (a URI with ``-3.``) cannot be made: the next
+    batch file of a batched feed that cannot be opened."""
+
+    def __init__(self, uri: str, *, feed_options: dict[str, Any] | None = None) -> None:
+        if "-3." in uri:
+            raise OSError(28, "No space left on device")
+        super().__init__(uri, feed_options=feed_options)

@@ -207,6 +207,46 @@ def test_a_failed_feed_leaves_every_other_feed_whole(tmp_path: Path, exporter: s
         assert sorted(urls) == sorted(stored), fmt
 
 
+def test_an_item_one_feed_refuses_is_lost_in_that_feed_alone(tmp_path: Path) -> None:
+    """Two feeds, one of which refuses one item with an exception that is no
+    ``OSError`` (a ``TypeError``: a field its encoder cannot serialise; a
+    ``UnicodeEncodeError`` under ``FEED_EXPORT_ENCODING=latin-1`` is the same). Before,
+    the exporter was left with that one feed: the other took no further item and was
+    never finished (a JSON feed without its closing ``]``). Now the item is lost in the
+    refusing feed alone, logged as Scrapy logs it, and both feeds are finished."""
+    good = tmp_path / "good.json"
+    bad = tmp_path / "bad.jsonl"
+    exporters = {"oneitem": "tests.failing_exporter.OneItemFailingExporter"}
+    crawl = crawl_with(tmp_path, "-o", str(good), "-o", f"{bad}:oneitem", FEED_EXPORTERS=exporters)
+    assert crawl.returncode == 0, crawl.log[-3000:]
+    assert crawl.log.count("Error caught on signal handler") == 1, crawl.log[-3000:]
+    assert "Object of type object is not JSON serializable" in crawl.log
+    stored = {row["url"] for row in crawl.rows()}
+    assert len(stored) >= 3
+    assert sorted(item["url"] for item in read_json(good)) == sorted(stored)
+    in_bad = [item["url"] for item in read_jsonlines(bad)]
+    assert len(in_bad) == len(stored) - 1 and set(in_bad) < stored
+
+
+def test_a_batch_whose_next_batch_cannot_start_is_finished_whole(tmp_path: Path) -> None:
+    """A batched JSON feed (two items a file) whose third file cannot be made: the crawl
+    stops in one line, and the two full batches are finished (their closing ``]``),
+    not cut short as the failed feed's files are."""
+    template = tmp_path / "batch-%(batch_id)d.json"
+    feeds = {str(template): {"format": "json", "batch_item_count": 2}}
+    storages = {"": "tests.failing_exporter.ThirdBatchFailingStorage"}
+    crawl = crawl_with(tmp_path, FEEDS=json.dumps(feeds), FEED_STORAGES=storages)
+    assert crawl.returncode == 1, crawl.log[-3000:]
+    assert "Traceback" not in crawl.log
+    stored = {row["url"] for row in crawl.rows()}
+    batches = [read_json(tmp_path / f"batch-{n}.json") for n in (1, 2)]
+    assert [len(batch) for batch in batches] == [2, 2]
+    assert {item["url"] for batch in batches for item in batch} <= stored
+    assert not (tmp_path / "batch-3.json").exists()
+    [line] = [x for x in crawl.log.splitlines() if "ERROR: focused: error:" in x]
+    assert f"cannot start the next batch of the feed in {template}" in line
+
+
 def test_a_feed_that_cannot_be_stored_fails_the_crawl(tmp_path: Path) -> None:
     """The items are exported (to a temporary file) but storing the feed fails at the
     close: an FTP server that is not there (``feedexport/failed_count/FTPFeedStorage``)."""

@@ -304,21 +304,22 @@ class FocusedHttpCompressionMiddleware(HttpCompressionMiddleware):
 
     def _broken(self, response: Response, exc: codings.BrokenCoding) -> Response:
         """A page whose compressed body is cut short or corrupt: not the page, nor any
-        part of it that could be trusted. Counted (``focused/skipped/truncated_coding``,
-        ``focused/skipped/corrupt_coding``), logged in one line, and handed on as a
+        part of it that could be trusted; or one of more gzip members or zstd frames than
+        any server sends (:data:`~focused.web.codings.MAX_MEMBERS`). Counted
+        (``focused/skipped/truncated_coding``, ``focused/skipped/corrupt_coding``,
+        ``focused/skipped/coding_members``), logged in one line, and handed on as a
         plain :class:`~scrapy.http.Response` (no text): the spider skips it, nothing is
         stored, and it is journaled done (the server sends the same bytes again)."""
-        stat = "truncated_coding" if exc.kind == "cut" else "corrupt_coding"
+        stat, what = {
+            "cut": ("truncated_coding", "cut short (the stream ends before its end)"),
+            "members": (
+                "coding_members",
+                f"of more than {codings.MAX_MEMBERS} members (streams one after another)",
+            ),
+        }.get(exc.kind, ("corrupt_coding", "that is corrupt"))
         if self.stats is not None:
             self.stats.inc_value(f"focused/skipped/{stat}")
-        logger.warning(
-            "focused: %s sent a %s body %s: skipped",
-            response.url,
-            exc.coding,
-            "cut short (the stream ends before its end)"
-            if exc.kind == "cut"
-            else "that is corrupt",
-        )
+        logger.warning("focused: %s sent a %s body %s: skipped", response.url, exc.coding, what)
         return Response(**{name: getattr(response, name) for name in Response.attributes})
 
     def _robots_prefix(self, request: Request, response: Response) -> Response | None:

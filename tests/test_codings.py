@@ -11,10 +11,12 @@ from __future__ import annotations
 import gzip
 import zlib
 from pathlib import Path
+from typing import Any
 
 import brotli
 import pytest
 
+from focused.web import codings
 from focused.web.codings import BrokenCoding, TooLarge, decode
 from tests.loopback import Answer, LoopbackServer
 from tests.test_hostile import assert_consistent, assert_went_on, crawl_site, paths, stats
@@ -70,6 +72,62 @@ def test_a_stream_cut_short_or_corrupt_is_refused_and_a_whole_one_decoded() -> N
     assert decode(bytes(wrong_crc), "x-gzip") == PAGE
 
 
+class Counted:
+    """A decoder (``zlib.decompressobj``, ``ZstdDecompressor``) that counts, in
+    ``fed``, the input bytes it is given: one entry per gzip member or zstd frame."""
+
+    def __init__(self, make: Any, fed: list[int], *args: Any) -> None:
+        self.decoder = make(*args)
+        self.fed = fed
+        fed.append(0)
+
+    def decompress(self, data: bytes, max_length: int) -> bytes:
+        self.fed[-1] += len(data)
+        return self.decoder.decompress(data, max_length)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.decoder, name)
+
+
+@pytest.fixture
+def fed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The input bytes given to each gzip member's and zstd frame's decoder."""
+    counts: list[int] = []
+    for module, name in ((zlib, "decompressobj"), (zstd, "ZstdDecompressor")):
+        make = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *args, make=make: Counted(make, counts, *args))
+    return counts
+
+
+@pytest.mark.parametrize("coding", ["gzip", "zstd"])
+def test_a_body_of_many_tiny_members_is_refused_after_a_bounded_number_of_them(
+    coding: str, fed: list[int]
+) -> None:
+    """80,000 empty gzip members (1.5 MB) or zstd frames: each member's decoder was
+    given the whole rest of the body, so the work grew with the square of the members
+    (4 s of frozen crawl for these, minutes at DOWNLOAD_MAXSIZE). Now a body of more
+    than MAX_MEMBERS members is refused after that many decoder steps, and each member
+    is given its own bytes and one small piece more, whatever follows it."""
+    empty = ENCODE[coding](b"")
+    with pytest.raises(BrokenCoding) as refused:
+        decode(empty * 80_000, coding)
+    assert (refused.value.coding, refused.value.kind) == (coding, "members")
+    assert len(fed) == codings.MAX_MEMBERS
+    assert max(fed) <= codings.FIRST_FEED
+    # under the cap, the bytes given to the decoders grow with the body, not its square
+    fed.clear()
+    three = [PAGE, b"<p>more acid</p>" * 5000, b""]
+    body = b"".join(ENCODE[coding](part) for part in three) * 3000
+    assert decode(body, coding) == b"".join(three) * 3000
+    assert len(fed) == 9000
+    assert sum(fed) <= 3 * len(body) + codings.FIRST_FEED * len(fed)
+    # a body of three members, as some servers send, is decoded whole
+    fed.clear()
+    parts = [PAGE, b"<p>and more</p>", PAGE.upper()]
+    assert decode(b"".join(ENCODE[coding](part) for part in parts), coding) == b"".join(parts)
+    assert len(fed) == 3
+
+
 @pytest.mark.integration
 def test_compressed_pages_cut_short_or_corrupt_are_skipped_not_stored_halfway(
     tmp_path: Path,
@@ -82,6 +140,12 @@ def test_compressed_pages_cut_short_or_corrupt_are_skipped_not_stored_halfway(
     for coding in ("gzip", "deflate"):
         stream = ENCODE[coding](PAGE.replace(b"acid base", b"bad " + coding.encode()))
         bodies[f"/corrupt-{coding}.html"] = (coding, corrupt(stream))
+    # a page of three gzip members is the page; one of 80,000 (all empty but the
+    # first) is a bad page: decoding it froze the crawl for seconds
+    three = [PAGE.replace(b"acid base", b"three")[:900], b"<p>acid</p>", b"</body></html>"]
+    bodies["/three-members.html"] = ("gzip", b"".join(gzip.compress(p) for p in three))
+    many = gzip.compress(PAGE.replace(b"acid base", b"many")) + gzip.compress(b"") * 80_000
+    bodies["/many-members.html"] = ("gzip", many)
     home = b"".join(b'<a href="%s">chemistry acid</a>' % p.encode() for p in bodies)
 
     def answer(server: LoopbackServer, path: str) -> Answer:
@@ -99,7 +163,7 @@ def test_compressed_pages_cut_short_or_corrupt_are_skipped_not_stored_halfway(
     crawl, server = crawl_site(tmp_path / "out", answer)
     assert_went_on(crawl)
     assert_consistent(crawl.out)
-    assert paths(crawl) == {"/", "/whole.html", "/plain-as-gzip.html"}
+    assert paths(crawl) == {"/", "/whole.html", "/plain-as-gzip.html", "/three-members.html"}
     titles = {row["title"] for row in crawl.rows()}
     assert "chemistry acid base" in titles  # the whole stream, decoded
     for path in bodies:
@@ -109,6 +173,10 @@ def test_compressed_pages_cut_short_or_corrupt_are_skipped_not_stored_halfway(
     assert s["focused/skipped/corrupt_coding"] == 2
     lines = [ln for ln in crawl.log.splitlines() if "body cut short" in ln]
     assert len(lines) == 4 and all(ln.endswith(": skipped") for ln in lines)
+    assert "chemistry three" in titles
+    assert s["focused/skipped/coding_members"] == 1
+    [line] = [ln for ln in crawl.log.splitlines() if "members (streams" in ln]
+    assert "/many-members.html sent a gzip body of more than 10000 members" in line
 
 
 @pytest.mark.integration

@@ -13,6 +13,11 @@ one raises :class:`BrokenCoding`: ``cut`` (the input ends before the stream does
 begin as such a stream at all (plain HTML sent as ``gzip``) is no stream of that coding:
 :func:`decode` gives None and the caller keeps the body as sent.
 
+A body of more than :data:`MAX_MEMBERS` gzip members or zstd frames (80,000 empty
+ones are 1.5 MB, and decoding each is a step of Python) raises :class:`BrokenCoding`
+of kind ``members``; each member's decoder is given its own bytes in pieces, not the
+rest of the body, so the work grows with the body, not its square.
+
 What is not checked, as Scrapy and the browsers do not: the CRC-32 and length in a gzip
 member's trailer (some servers write them wrong over a whole stream), and bytes after
 the last whole gzip member or zstd frame (padding, trailing garbage). Corruption the
@@ -28,6 +33,15 @@ import zlib
 #: bytes decoded per step (as Scrapy's ``_CHUNK_SIZE``): the size limit is checked
 #: between steps, so a bomb costs no more than the limit and one step
 CHUNK = 65536
+#: bytes of input a decoder is given first for each gzip member or zstd frame, doubled
+#: up to :data:`CHUNK` for each further step: what follows a stream's end is copied
+#: once by its decoder (``unused_data``), so a member costs its own size and this, not
+#: the rest of the body (a body of many tiny members was quadratic)
+FIRST_FEED = 1024
+#: gzip members or zstd frames a body may hold: one more makes it a bad page
+#: (:class:`BrokenCoding` of kind ``members``). Servers send one (a few when they
+#: compress a page in parts); 80,000 empty members are 1.5 MB, each a step of the decoder
+MAX_MEMBERS = 10_000
 
 _GZIP_MAGIC = b"\x1f\x8b\x08"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -35,10 +49,14 @@ _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 class BrokenCoding(ValueError):
     """A body that begins as a stream of ``coding`` but does not end as one; ``kind`` is
-    ``cut`` (its input ends first) or ``corrupt`` (bytes the decoder refuses)."""
+    ``cut`` (its input ends first), ``corrupt`` (bytes the decoder refuses) or
+    ``members`` (more than :data:`MAX_MEMBERS` gzip members or zstd frames)."""
 
     def __init__(self, coding: str, kind: str) -> None:
-        super().__init__(f"a {coding} stream {'cut short' if kind == 'cut' else 'corrupt'}")
+        what = {"cut": "cut short", "corrupt": "corrupt"}.get(
+            kind, f"of more than {MAX_MEMBERS} members"
+        )
+        super().__init__(f"a {coding} stream {what}")
         self.coding = coding
         self.kind = kind
 
@@ -103,26 +121,40 @@ def _gzip_header_end(body: bytes, pos: int) -> int | None:
 
 def _raw_inflate(
     body: bytes, start: int, wbits: int, out: bytearray, max_size: int, *, coding: str
-) -> bytes:
-    """Inflate the stream at ``body[start:]`` into ``out``; what follows it."""
+) -> int:
+    """Inflate the stream at ``body[start:]`` into ``out``; where it ends in ``body``.
+
+    The input is given in pieces (:data:`FIRST_FEED` bytes, doubled up to
+    :data:`CHUNK`), never the whole rest of the body: what the decoder keeps of it
+    (``unconsumed_tail``, ``unused_data``) is a copy, and a copy of the rest for each of
+    many tiny members was quadratic."""
     decompressor = zlib.decompressobj(wbits)
-    data = body[start:]
+    view = memoryview(body)
+    pos, step = start, FIRST_FEED
     try:
         while not decompressor.eof:
-            chunk = decompressor.decompress(data, CHUNK)
-            data = decompressor.unconsumed_tail
-            _grow(out, chunk, max_size)
-            if not chunk and not data:
-                break
+            data: bytes | memoryview = view[pos : pos + step]
+            if not data:
+                break  # the body ends before the stream does
+            pos += len(data)
+            step = min(step * 2, CHUNK)
+            while not decompressor.eof:
+                # a full step of output leaves the rest of the piece in the tail, or
+                # output still to come from the piece already taken
+                chunk = decompressor.decompress(data, CHUNK)
+                data = decompressor.unconsumed_tail
+                _grow(out, chunk, max_size)
+                if not data and len(chunk) < CHUNK:
+                    break  # the piece is used up
     except zlib.error:
         raise BrokenCoding(coding, "corrupt") from None
     if not decompressor.eof:
         raise BrokenCoding(coding, "cut")
-    return decompressor.unused_data
+    return pos - len(decompressor.unused_data)
 
 
 def _gunzip(body: bytes, out: bytearray, max_size: int) -> bytes | None:
-    pos = 0
+    pos = members = 0
     while pos < len(body):
         start = _gzip_header_end(body, pos)
         if start == -1:
@@ -131,9 +163,12 @@ def _gunzip(body: bytes, out: bytearray, max_size: int) -> bytes | None:
             break  # after a whole member: padding or garbage, left alone
         if start is None:
             raise BrokenCoding("gzip", "cut")
-        rest = _raw_inflate(body, start, -zlib.MAX_WBITS, out, max_size, coding="gzip")
+        members += 1
+        if members > MAX_MEMBERS:
+            raise BrokenCoding("gzip", "members")
+        end = _raw_inflate(body, start, -zlib.MAX_WBITS, out, max_size, coding="gzip")
         # the member's trailer (CRC-32, length: 8 bytes) is not checked; the next member
-        pos = len(body) - len(rest) + 8
+        pos = end + 8
     return bytes(out)
 
 
@@ -185,17 +220,27 @@ def _unzstd(body: bytes, out: bytearray, max_size: int) -> bytes | None:
 
     if not body.startswith(_ZSTD_MAGIC):
         return None
-    data = body
-    while data.startswith(_ZSTD_MAGIC):
+    view = memoryview(body)
+    pos = frames = 0
+    while body.startswith(_ZSTD_MAGIC, pos):
+        frames += 1
+        if frames > MAX_MEMBERS:
+            raise BrokenCoding("zstd", "members")
+        # the frame's input in pieces, as in _raw_inflate: what the decoder keeps of
+        # it is a copy
         decompressor = zstd.ZstdDecompressor()
+        step = FIRST_FEED
         try:
             while not decompressor.eof:
-                chunk = decompressor.decompress(data, CHUNK)
-                data = b""
-                _grow(out, chunk, max_size)
-                if decompressor.needs_input and not decompressor.eof:
-                    raise BrokenCoding("zstd", "cut")
+                data: bytes | memoryview = b""
+                if decompressor.needs_input:
+                    data = view[pos : pos + step]
+                    if not data:
+                        raise BrokenCoding("zstd", "cut")
+                    pos += len(data)
+                    step = min(step * 2, CHUNK)
+                _grow(out, decompressor.decompress(data, CHUNK), max_size)
         except zstd.ZstdError:
             raise BrokenCoding("zstd", "corrupt") from None
-        data = decompressor.unused_data
+        pos -= len(decompressor.unused_data)
     return bytes(out)

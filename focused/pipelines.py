@@ -40,6 +40,7 @@ from focused.output.store import (
     stored_aliases,
     stored_pages,
 )
+from focused.ranking.relevance import jieba_words
 from focused.scope import require_focused_spider
 from focused.stop import STORE_TAKEN_STAT, folder_taken, stop_crawl, then_for
 
@@ -290,6 +291,13 @@ class PageStorePipeline:
             crawler.signals.connect(pipeline._item_scraped, scrapy_signals.item_scraped)
         return pipeline
 
+    def _topic_words(self) -> list[str] | None:
+        """The words the crawl's topic adds to jieba's dictionary, which the store records
+        as the words its index is cut with (the search and the reindex cut with them)."""
+        topic = getattr(getattr(self.crawler, "spider", None), "topic", None)
+        keywords = getattr(topic, "keywords", None)
+        return None if keywords is None else jieba_words(keywords)
+
     def open_spider(self) -> None:
         try:
             self.store = self.store_class(
@@ -309,6 +317,7 @@ class PageStorePipeline:
                 open_timeout=self.lock_timeout,
                 segment_bytes=self.segment_bytes,
                 sole=self.sole,
+                words=self._topic_words(),
             ).open()
         except STORE_ERRORS as exc:
             self.store = None

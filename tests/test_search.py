@@ -99,6 +99,101 @@ def test_a_keyword_inside_a_compound_finds_its_page(tmp_path: Path, own_words: N
     assert search(tmp_path, "物质") == []  # no keyword of the topic: not looked for inside
 
 
+TABLE_PAGES = {
+    "http://h/table": ("周期表", "化学元素周期表是化学家的工具。"),
+    "http://h/ball": ("足球 Football", "足球是球员的工具。"),
+}
+
+
+def _crawled(folder: Path, pages: dict[str, tuple[str, str]], topic: str | None) -> None:
+    """``pages`` stored as a crawl of ``topic`` stores them (its words in jieba's
+    dictionary while it runs, recorded by the store); ``None``: a crawl that adds none."""
+    from focused.ranking import relevance
+    from focused.web.topics import load_topic
+
+    keywords = load_topic(topic).keywords if topic else {"football": 1.0}
+    relevance.hold_words()
+    try:
+        relevance.TopicVector(keywords)
+        with PageStore(folder, words=relevance.jieba_words(keywords)) as store:
+            fill(store, pages)
+    finally:
+        relevance.release_words()
+
+
+def test_search_and_reindex_cut_with_the_words_of_the_crawls_topic(
+    tmp_path: Path, own_words: None
+) -> None:
+    """The chemistry crawl indexed 化学元素周期表 as 化学元素 化学 元素 周期表; this process
+    has no chemistry words (jieba alone cuts 化学元素 周期表), yet a phrase, a left-out
+    phrase and a reindex cut as the crawl did; a store of a crawl without those words is
+    searched with none of them, before and after."""
+    chem, plain = tmp_path / "chem", tmp_path / "plain"
+    _crawled(chem, TABLE_PAGES, "chemistry")
+    _crawled(plain, TABLE_PAGES, None)
+    assert fulltext.segment("化学元素周期表") == "化学元素 周期表"  # the words are gone
+    for folder in (chem, plain, chem):  # each with its own words
+        assert [h.url for h in search(folder, '"化学元素周期表"')] == ["http://h/table"]
+        assert [h.url for h in search(folder, "工具 -化学元素周期表")] == ["http://h/ball"]
+        assert [h.url for h in search(folder, "工具 -化学元素")] == ["http://h/ball"]
+    assert [h.url for h in search(chem, "元素")] == ["http://h/table"]
+    assert search(plain, "元素") == []  # indexed without the chemistry words
+    assert fulltext.segment("化学元素周期表") == "化学元素 周期表"  # and dropped again
+    assert reindex(chem) == 2  # from the stored HTML, cut as the crawl cut it
+    assert [h.url for h in search(chem, "元素")] == ["http://h/table"]
+    assert [h.url for h in search(chem, '"化学元素周期表"')] == ["http://h/table"]
+    assert reindex(plain) == 2
+    assert search(plain, "元素") == []
+    # a row without its index row is indexed at open with the recorded words too (a
+    # tool's store, which records none of its own)
+    conn = sqlite3.connect(chem / "pages.sqlite3")
+    conn.execute("DELETE FROM pages_fts WHERE rowid = (SELECT id FROM pages WHERE url = ?)",
+                 ("http://h/table",))  # fmt: skip
+    conn.commit()
+    conn.close()
+    with PageStore(chem) as store:
+        assert store.reindexed == 1
+    assert [h.url for h in search(chem, "元素")] == ["http://h/table"]
+    assert fulltext.segment("化学元素周期表") == "化学元素 周期表"
+
+
+@pytest.mark.integration
+def test_a_crawl_records_its_topics_words_for_the_search_command(
+    tmp_path: Path, project_root: Path, venv_scrapy: list[str], own_words: None
+) -> None:
+    """A real crawl of the chemistry topic (a loopback server) records the words its
+    index was cut with; ``scrapy search`` (a process of its own) finds its page by a
+    phrase cut with them, and so does this process after ``scrapy search --reindex``."""
+    import json
+
+    from tests.crawling import crawl_real_web, run_scrapy
+    from tests.loopback import LoopbackServer
+
+    page = (
+        "<html><head><title>周期表</title></head><body><p>化学元素周期表是化学家的工具。"
+        "化学反应和化学元素。</p></body></html>"
+    ).encode()
+    server = LoopbackServer("127.0.0.1", lambda path: (200, {}, page))
+    out = tmp_path / "out"
+    try:
+        result = crawl_real_web(project_root, venv_scrapy, out, server.url + "/")
+    finally:
+        server.close()
+    assert result.returncode == 0, result.stderr[-3000:]
+    conn = sqlite3.connect(out / "pages.sqlite3")
+    try:
+        assert "化学" in fulltext.recorded_words(conn)
+    finally:
+        conn.close()
+    found = run_scrapy([*venv_scrapy, "search", '"化学元素周期表"', "--dir", str(out), "--json"])
+    assert found.returncode == 0, found.stderr[-2000:]
+    assert [json.loads(line)["url"] for line in found.stdout.splitlines()] == [server.url + "/"]
+    done = run_scrapy([*venv_scrapy, "search", "--reindex", "--dir", str(out)])
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert [h.url for h in search(out, "元素")] == [server.url + "/"]
+    assert [h.url for h in search(out, '"化学元素周期表"')] == [server.url + "/"]
+
+
 def test_html_text_is_the_spiders_text() -> None:
     from focused.spiders.focused import BODY_TEXT, TITLE_TEXT
 

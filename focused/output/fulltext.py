@@ -18,6 +18,13 @@ matches exactly the pages whose text holds that term. Everything stays in the st
 library; the price is that the index stores the segmented text (snippets show it, terms
 separated by spaces) rather than the page's own.
 
+The topic's Chinese keywords are words of jieba's dictionary while its crawl cuts the
+text, and keywords inside a longer word are terms of it too (化学元素周期表 is indexed as
+``化学元素 化学 元素 周期表``: :func:`focused.ranking.relevance.tokenize`). The store
+records those words in :data:`WORDS_TABLE` (:func:`record_words`), and the search and the
+reindex cut with them (:func:`recorded_words`,
+:func:`focused.ranking.relevance.cutting_with`), whatever the process that runs them.
+
 Pure module: no Scrapy import (parsel, as Scrapy's selectors use it, for :func:`html_text`).
 """
 
@@ -25,12 +32,13 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from focused.ranking.relevance import joined_terms, tokenize
 
 __all__ = [
     "FTS_TABLE",
+    "WORDS_TABLE",
     "TITLE_XPATH",
     "TEXT_XPATH",
     "create",
@@ -38,10 +46,18 @@ __all__ = [
     "index_page",
     "match_expression",
     "missing",
+    "record_words",
+    "recorded_words",
     "segment",
 ]
 
 FTS_TABLE = "pages_fts"
+#: the words added to jieba's dictionary when the index was cut (the crawl's topic's
+#: Chinese keywords), in their order
+WORDS_TABLE = "index_words"
+_WORDS_DDL = (
+    f"CREATE TABLE IF NOT EXISTS {WORDS_TABLE} (pos INTEGER PRIMARY KEY, word TEXT NOT NULL)"
+)
 #: the spider's text queries (``focused/spiders/focused.py``): title, and body text
 #: without script and style
 TITLE_XPATH = "//title//text()"
@@ -61,6 +77,42 @@ def create(conn: sqlite3.Connection) -> None:
         f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} "
         "USING fts5(title, text, tokenize='unicode61')"
     )
+
+
+def record_words(conn: sqlite3.Connection, words: Sequence[str]) -> None:
+    """Record ``words`` as the words the store's text is cut with (those of the crawl
+    that opens it), in place of the ones recorded; nothing written when they are."""
+    words = list(dict.fromkeys(words))
+    if _has_table(conn, WORDS_TABLE) and recorded_words(conn) == words:
+        return
+    own = not conn.in_transaction  # else in the caller's transaction
+    if own:
+        conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(_WORDS_DDL)
+        conn.execute(f"DELETE FROM {WORDS_TABLE}")
+        conn.executemany(f"INSERT INTO {WORDS_TABLE} (word) VALUES (?)", [(w,) for w in words])
+        if own:
+            conn.execute("COMMIT")
+    except BaseException:
+        if own and conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def recorded_words(conn: sqlite3.Connection) -> list[str]:
+    """The words the store's text was cut with (:func:`record_words`); none in a store
+    from before they were recorded."""
+    if not _has_table(conn, WORDS_TABLE):
+        return []
+    return [str(w) for (w,) in conn.execute(f"SELECT word FROM {WORDS_TABLE} ORDER BY pos")]
+
+
+def _has_table(conn: sqlite3.Connection, name: str) -> bool:
+    found = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+    ).fetchone()
+    return found is not None
 
 
 def exists(conn: sqlite3.Connection) -> bool:

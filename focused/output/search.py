@@ -24,6 +24,7 @@ from typing import Any
 
 from focused.output import fulltext
 from focused.output.store import DB_NAME, LOCATION_COLUMNS, READ_ERRORS, columns, read_body
+from focused.ranking.relevance import cutting_with
 
 __all__ = ["Hit", "SearchError", "reindex", "search"]
 
@@ -84,14 +85,15 @@ def search(
     folder: str | os.PathLike[str], query: str, limit: int = 20, all_terms: bool = False
 ) -> list[Hit]:
     """The best ``limit`` pages of the crawl in ``folder`` for ``query``, best first."""
-    expression = fulltext.match_expression(query, all_terms=all_terms)
-    if not expression:
+    # (whether a query has a term does not depend on the words it is cut with)
+    if not fulltext.match_expression(query, all_terms=all_terms):
         return []
     conn = _connect(folder)
     try:
         try:
             conn.execute("SELECT 1 FROM pages LIMIT 0")  # a crawl's store, readable
             indexed = fulltext.exists(conn)
+            words = fulltext.recorded_words(conn)
         except sqlite3.Error as exc:
             raise _unreadable(_db(folder), exc) from None
         if not indexed:
@@ -99,6 +101,8 @@ def search(
                 f"{folder} has no full-text index (crawled with FOCUSED_INDEX=False?): "
                 "build it with `scrapy search --reindex`"
             )
+        with cutting_with(words):  # the query cut as the pages were
+            expression = fulltext.match_expression(query, all_terms=all_terms)
         rows = conn.execute(
             f"SELECT p.url, p.title, bm25({fulltext.FTS_TABLE}, ?, ?) AS rank, "
             f"snippet({fulltext.FTS_TABLE}, 1, '[', ']', ' … ', ?), "
@@ -150,7 +154,8 @@ def reindex(folder: str | os.PathLike[str], max_chars: int = fulltext.DEFAULT_MA
     read or write the store (nothing is changed then)."""
     conn = _connect(folder, write=True)
     try:
-        return _reindex(conn, folder, max_chars)
+        with cutting_with(fulltext.recorded_words(conn)):  # the words of the crawl's topic
+            return _reindex(conn, folder, max_chars)
     except sqlite3.Error as exc:  # not a database, damaged, locked, a full disk
         raise SearchError(f"cannot reindex the page store {_db(folder)}: {exc}") from None
     finally:

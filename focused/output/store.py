@@ -77,13 +77,14 @@ import sys
 import time
 import uuid
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from focused.output import fulltext, segments
 from focused.output.record import in_use
 from focused.output.segments import SEGMENT_DIR, SEGMENT_RE, SegmentWriter, WarcPage
+from focused.ranking.relevance import cutting_with
 
 try:  # POSIX advisory locks; without them repair always runs at open
     import fcntl
@@ -256,6 +257,11 @@ class PageStore:
     cut to ``index_max_chars`` characters) up to date: in each row's transaction with
     ``index_every`` 1, else ``index_every`` pages' index rows at a time (at the latest
     with the first commit ``index_seconds`` after the oldest, and at :meth:`close`).
+    ``words``: the words the crawl that opens the store adds to jieba's dictionary (its
+    topic's Chinese keywords, :func:`focused.ranking.relevance.jieba_words`), recorded at
+    open as the words the index is cut with (:func:`fulltext.record_words`: the search
+    and the reindex cut with them); ``None`` (a tool that is no crawl) leaves the
+    recorded ones, and indexes the rows without an index row with them.
     ``busy_timeout``: seconds a write waits for another connection's write lock before
     it raises :class:`StoreBusy` (nothing written: the caller tries again later; the
     crawler uses a short one, so that it does not freeze while another program holds the
@@ -289,6 +295,7 @@ class PageStore:
         layout: str = "segments",
         segment_bytes: int = SEGMENT_BYTES,
         sole: bool | None = None,
+        words: Sequence[str] | None = None,
     ) -> None:
         if not 0 <= int(gzip_level) <= 9:
             raise ValueError(f"gzip_level must be 0-9, got {gzip_level!r}")
@@ -326,6 +333,7 @@ class PageStore:
         self.repaired: list[str] = []
         #: what :meth:`repair` changed, one line each (``check --repair`` prints them)
         self.changes: list[str] = []
+        self.words = None if words is None else list(words)
         self.index = bool(index)
         self.index_max_chars = max(0, int(index_max_chars))
         self.reindexed = 0  # page rows indexed at open (they had no index row)
@@ -393,6 +401,8 @@ class PageStore:
             )
             conn.execute(_ALIASES_DDL)
             conn.execute("CREATE INDEX IF NOT EXISTS aliases_page ON aliases(page_id)")
+            if self.words is not None:  # also without the index: a reindex cuts with them
+                fulltext.record_words(conn, self.words)
             if self.layout == "files":  # identical bodies share a file: found by hash
                 conn.execute("CREATE INDEX IF NOT EXISTS pages_hash ON pages(content_hash)")
             # from now on a writer that holds the lock makes a write fail fast (StoreBusy)
@@ -427,6 +437,11 @@ class PageStore:
         """
         db = self._db
         self.flush()
+        words = fulltext.recorded_words(db) if self.words is None else self.words
+        with cutting_with(words):  # the words the rest of the index was cut with
+            return self._index_missing(db)
+
+    def _index_missing(self, db: sqlite3.Connection) -> int:
         db.execute("BEGIN IMMEDIATE")
         try:
             todo = fulltext.missing(db)

@@ -24,7 +24,8 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from itertools import filterfalse
 from operator import mul
 from typing import TYPE_CHECKING
@@ -512,6 +513,29 @@ def _add_word(term: str) -> None:
     if _dictionary is not None:
         _dictionary.add_word(term, None, None)
     _words_changed()
+
+
+@contextmanager
+def cutting_with(words: Iterable[str]) -> Iterator[None]:
+    """Cut text with ``words`` in jieba's dictionary too (and as keywords inside words,
+    :func:`_cut`) until the block ends: the words a store's full-text index was cut
+    with (its crawl's topic), for its queries and its reindex in a process that has no
+    crawl of that topic. The words this block added are dropped at its end (jieba's
+    dictionary is built again without them), so a process that searches two stores cuts
+    each with its own words, and a crawl running beside it keeps cutting with its own."""
+    global _dictionary
+    new = [w for w in dict.fromkeys(words) if w not in _kept and w not in _held]
+    for word in new:
+        _add_word(word)
+    try:
+        yield
+    finally:
+        if new:
+            gone = set(new)
+            _kept[:] = [w for w in _kept if w not in gone]
+            _held[:] = [w for w in _held if w not in gone]
+            _dictionary = None
+            _words_changed()
 
 
 #: The largest keyword weight kept as it is (and the inverse of the smallest): beyond it

@@ -235,6 +235,38 @@ def test_term_weights_agree_with_the_topic_vector():
     np.testing.assert_allclose(mine.cosines(texts), topic.cosines(texts), atol=1e-9)
 
 
+def test_a_learnt_compound_adds_no_weight_to_the_keywords_inside_it(own_words: None) -> None:
+    """A crawl of the chemistry topic learns 化学元素 (a page's term: jieba keeps it
+    whole). Its page terms are 化学元素 化学 元素, but as a keyword of the expanded topic
+    it is one term, as the topic's vector cuts its keywords: 元素 keeps its own weight
+    (it had 4.0 for 3.0, the compound's 1.0 added), and so do the term model's keyword
+    pseudo-pages."""
+    from focused.ranking import relevance
+    from focused.web.topics import load_topic
+
+    topic = dict(load_topic("chemistry").keywords)
+    relevance.hold_words()  # the crawl
+    try:
+        TopicVector(topic)
+        assert relevance.tokenize("化学元素") == ["化学元素", "化学", "元素"]  # page text
+        expanded = {**topic, "化学元素": 1.0, "化学家": 1.0}
+        weights = TermWeights(expanded).weights
+        for keyword in ("元素", "化学", "化合物", "化学反应"):
+            assert weights[keyword] / weights["化学元素"] == pytest.approx(topic[keyword])
+        pseudo = TermModel(expanded, keyword_pages=3.0)
+        assert pseudo.counts[pseudo.feature("元素")] == 3.0
+        assert pseudo.counts[pseudo.feature("化学元素")] == 3.0
+        # English terms of the expanded topic: the same weights as before
+        english = {"acid": 3.0, "base": 2.0, "salt water": 1.0}
+        np.testing.assert_allclose(
+            TermWeights(english).cosines(["acid", "salt", "an acid and a base"]),
+            TopicVector(english).cosines(["acid", "salt", "an acid and a base"]),
+            atol=1e-9,
+        )
+    finally:
+        relevance.release_words()
+
+
 # --- the link classifier ---------------------------------------------------------------
 def _train(seed: int) -> LinkClassifier:
     clf = LinkClassifier(batch_size=8, seed=seed)

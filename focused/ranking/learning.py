@@ -48,6 +48,7 @@ from focused.ranking.relevance import (
     N_FEATURES,
     feature,
     hashed_features,
+    keyword_terms,
     scaled_weights,
     term_counts,
     tokenize,
@@ -250,7 +251,7 @@ class TermModel:
         if keywords and keyword_pages > 0:
             top = max(keywords.values())
             for term, weight in keywords.items():
-                for token in tokenize(term):
+                for token in keyword_terms(term):  # a compound adds nothing to its parts
                     f = self.feature(token)
                     self.counts[f] += keyword_pages
                     self.sums[f] += keyword_pages * max(0.0, weight) / top
@@ -458,7 +459,7 @@ class Exploration:
         for term, weight in keywords.items():
             if weight <= 0 or top <= 0:
                 continue
-            for token in tokenize(term):
+            for token in keyword_terms(term):  # a compound adds nothing to its parts
                 f = feature(token)
                 self._weights[f] = max(self._weights.get(f, 0.0), weight / top)
         self._buckets = np.array(sorted(self._weights), dtype=np.int64)
@@ -871,12 +872,15 @@ class TermWeights:
     """A weighted term set scored like :class:`focused.ranking.relevance.TopicVector` (cosine of
     term counts with the weights), without touching jieba's dictionary: the expanded
     topic's terms come out of :func:`~focused.ranking.relevance.tokenize` already, and adding
-    words to jieba again would change how every later page is segmented."""
+    words to jieba again would change how every later page is segmented. The terms are
+    cut as the topic's vector cuts its keywords
+    (:func:`~focused.ranking.relevance.keyword_terms`): a compound (化学元素) adds no
+    weight to the keywords inside it."""
 
     def __init__(self, weights: Mapping[str, float]) -> None:
         merged: dict[str, float] = {}
         for term, weight in scaled_weights(weights).items():
-            for token in tokenize(term):
+            for token in keyword_terms(term):
                 merged[token] = merged.get(token, 0.0) + float(weight)
         norm = math.sqrt(sum(w * w for w in merged.values())) or 1.0
         self.weights = {t: w / norm for t, w in merged.items()}
@@ -931,7 +935,7 @@ class VocabularyExpander:
         self.weight_cap = max(0.0, weight_cap)
         self.min_pages = max(1, min_pages)
         self.max_vocabulary = max(1000, max_vocabulary)
-        known = {t for term in keywords for t in tokenize(term)}
+        known = {t for term in keywords for t in keyword_terms(term)}
         self._known = known | {t.encode("utf-8") for t in known}  # terms may come as UTF-8
         self.df_all: Counter[str | bytes] = Counter()
         self.df_rel: Counter[str | bytes] = Counter()

@@ -132,6 +132,14 @@ def tokenize(text: str) -> list[str]:
     return _tokenize(text, _cut)
 
 
+def keyword_terms(keyword: str) -> list[str]:
+    """Terms of a topic's keyword: :func:`tokenize` with jieba's words alone for the
+    Chinese runs (:func:`_words`). A keyword such as 化学元素 is one term, as jieba
+    keeps it whole; the topic's other keywords inside it (化学, 元素) are not added to
+    it, so a compound keyword adds no weight to the keywords it holds."""
+    return _tokenize(keyword, _words)
+
+
 def _tokenize(text: str, cut: Callable[[str], list[str]]) -> list[str]:
     """:func:`tokenize` with ``cut`` for the Chinese runs (a topic's own keywords are
     jieba's words alone: :func:`_words`)."""
@@ -570,7 +578,7 @@ class TopicVector:
         for term, weight in scaled_weights(keywords).items():
             # jieba's words alone: the topic's vector is the same with or without the
             # keywords inside words (a keyword jieba keeps whole is one term either way)
-            for token in _tokenize(term, _words):
+            for token in keyword_terms(term):
                 weights[token] = weights.get(token, 0.0) + float(weight)
         if not weights:
             raise ValueError("the topic has no usable keyword")

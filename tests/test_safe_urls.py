@@ -66,13 +66,15 @@ def _spider(tmp_path: Path) -> FocusedSpider:
 @pytest.mark.parametrize("page", ["one.html", "two.html"])
 def test_link_requests_carry_scrapys_url_and_no_verbatim_flag(tmp_path: Path, page: str) -> None:
     spider = _spider(tmp_path)
-    html = (
-        "<html><head><title>Acid chemistry</title></head><body><p>acid chemistry molecule"
-        ' <a href="/wiki/Acid base.html">acid base</a> and <a href="/wiki/Café.html">café</a>'
-        ' and <a href="/wiki/Salt.html?q=é&amp;x=1">salt</a></p></body></html>'
-    )
     made = []
-    for name in ("one.html", page):  # the second page: the same links, from the memo
+    for n, name in enumerate(("one.html", page)):  # the second: the same links, memoised
+        # (its own text: a short page with the title, text and links of a page seen
+        # before is that page's exact copy, whose links are not followed)
+        html = (
+            f"<html><head><title>Acid chemistry</title></head><body><p>acid chemistry {n}"
+            ' <a href="/wiki/Acid base.html">acid base</a> and <a href="/wiki/Café.html">café</a>'
+            ' and <a href="/wiki/Salt.html?q=é&amp;x=1">salt</a></p></body></html>'
+        )
         url = f"http://127.0.0.1:9/wiki/{name}"
         response = HtmlResponse(url, body=html.encode(), encoding="utf-8", request=Request(url))
         requests = [r for r in spider.parse(response) if isinstance(r, Request)]

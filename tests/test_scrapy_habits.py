@@ -373,6 +373,8 @@ def _a_404_that_links_on(path: str) -> Answer:
         return 404, {}, b""
     if path == "/gone.html":  # a 404 page with content and a link
         return 404, {}, b'<title>chemistry gone</title>acid <a href="/after.html">chemistry</a>'
+    if path == "/after.html":  # not an exact copy of the home page (its own title)
+        return 200, {}, b'<title>chemistry after</title>acid <a href="/gone.html">acid</a>'
     return 200, {}, b'<title>chemistry</title>acid <a href="/gone.html">chemistry acid</a>'
 
 

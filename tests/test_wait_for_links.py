@@ -69,8 +69,10 @@ def _six_pages(path: str) -> tuple[int, dict[str, str], bytes]:
     links = b"".join(b'<a href="/p%d.html">chemistry acid %d</a> ' % (i, i) for i in range(5))
     if path not in ("/", *(f"/p{i}.html" for i in range(5))):
         return 404, {}, b""
-    body = b"<html><title>chemistry</title><body>%s %s</body></html>" % (
+    # each its own text: pages alike in title, text and links are one page's copies
+    body = b"<html><title>chemistry</title><body>%s %s %s</body></html>" % (
         CHEMISTRY,
+        path.encode(),
         links if path == "/" else b"",
     )
     return 200, {"Content-Type": "text/html"}, body

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -128,6 +129,26 @@ def test_a_body_of_many_tiny_members_is_refused_after_a_bounded_number_of_them(
     assert len(fed) == 3
 
 
+def coded_site(bodies: dict[str, tuple[str, bytes]]) -> Callable[[LoopbackServer, str], Answer]:
+    """A site whose home page links each of ``bodies`` (path: its Content-Encoding and
+    its body as sent)."""
+    home = b"".join(b'<a href="%s">chemistry acid</a>' % p.encode() for p in bodies)
+
+    def answer(server: LoopbackServer, path: str) -> Answer:
+        if path == "/":
+            return (
+                200,
+                {},
+                b"<html><head><title>chemistry</title></head><body>%s</body></html>" % home,
+            )
+        if path in bodies:
+            coding, body = bodies[path]
+            return 200, {"Content-Encoding": coding}, body
+        return 404, {}, b""
+
+    return answer
+
+
 @pytest.mark.integration
 def test_compressed_pages_cut_short_or_corrupt_are_skipped_not_stored_halfway(
     tmp_path: Path,
@@ -146,20 +167,7 @@ def test_compressed_pages_cut_short_or_corrupt_are_skipped_not_stored_halfway(
     bodies["/three-members.html"] = ("gzip", b"".join(gzip.compress(p) for p in three))
     many = gzip.compress(PAGE.replace(b"acid base", b"many")) + gzip.compress(b"") * 80_000
     bodies["/many-members.html"] = ("gzip", many)
-    home = b"".join(b'<a href="%s">chemistry acid</a>' % p.encode() for p in bodies)
-
-    def answer(server: LoopbackServer, path: str) -> Answer:
-        if path == "/":
-            return (
-                200,
-                {},
-                b"<html><head><title>chemistry</title></head><body>%s</body></html>" % home,
-            )
-        if path in bodies:
-            coding, body = bodies[path]
-            return 200, {"Content-Encoding": coding}, body
-        return 404, {}, b""
-
+    answer = coded_site(bodies)
     crawl, server = crawl_site(tmp_path / "out", answer)
     assert_went_on(crawl)
     assert_consistent(crawl.out)
@@ -196,20 +204,7 @@ def test_identity_is_no_coding_and_an_unknown_coding_keeps_the_body_as_sent(
         "/foo.html": ("foo", PAGE.replace(b"acid base", b"foo")),
         "/foo-gzip.html": ("foo", gzip.compress(PAGE)),
     }
-    home = b"".join(b'<a href="%s">chemistry acid</a>' % p.encode() for p in bodies)
-
-    def answer(server: LoopbackServer, path: str) -> Answer:
-        if path == "/":
-            return (
-                200,
-                {},
-                b"<html><head><title>chemistry</title></head><body>%s</body></html>" % home,
-            )
-        if path in bodies:
-            coding, body = bodies[path]
-            return 200, {"Content-Encoding": coding}, body
-        return 404, {}, b""
-
+    answer = coded_site(bodies)
     crawl, _ = crawl_site(tmp_path / "out", answer)
     assert_went_on(crawl)
     assert paths(crawl) == {"/", "/identity.html", "/gzip-identity.html", "/foo.html"}

@@ -4,6 +4,8 @@ focused``) of small loopback sites on 127.0.0.2, counting what the server was as
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+from collections.abc import Callable
 from itertools import count
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -81,8 +83,20 @@ def test_tracking_codes_in_every_link_do_not_fetch_each_page_again_and_again(
             return 200, {}, html(f"Chemistry lesson {i}", article(i) + links)
         return 404, {}, b""
 
-    site = LoopbackServer("127.0.0.2", answer)
     out = tmp_path / "out"
+    result, site = crawl_one_host(project_root, venv_scrapy, out, answer)
+    fetched = [p for p in site.log if p.startswith("/article/")]
+    # every article found and stored once
+    assert sorted(stored_paths(out)) == sorted(["/", *(f"/article/{i}" for i in range(articles))])
+    assert sorted(fetched) == sorted(f"/article/{i}" for i in range(articles)), fetched
+
+
+def crawl_one_host(
+    project_root: Path, venv_scrapy: list[str], out: Path, answer: Callable[[str], Answer]
+) -> tuple[subprocess.CompletedProcess[str], LoopbackServer]:
+    """``scrapy crawl focused`` of the site ``answer`` serves on 127.0.0.2, one request at
+    a time, into ``out``: the crawl (checked to end well) and the server (its log)."""
+    site = LoopbackServer("127.0.0.2", answer)
     try:
         result = crawl_real_web(
             project_root, venv_scrapy, out, f"{site.url}/", "CONCURRENT_REQUESTS=1"
@@ -91,10 +105,7 @@ def test_tracking_codes_in_every_link_do_not_fetch_each_page_again_and_again(
         site.close()
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Traceback" not in result.stderr
-    fetched = [p for p in site.log if p.startswith("/article/")]
-    # every article found and stored once
-    assert sorted(stored_paths(out)) == sorted(["/", *(f"/article/{i}" for i in range(articles))])
-    assert sorted(fetched) == sorted(f"/article/{i}" for i in range(articles)), fetched
+    return result, site
 
 
 # --- soft 404s: "page not found" answered with 200 -------------------------------------
@@ -122,16 +133,8 @@ def test_soft_404_pages_are_stored_once_not_once_per_broken_link(
             return 200, {}, html("Chemistry lesson", article(1))
         return 200, {}, html("Page not found", "<p>Sorry, that page does not exist.</p>")
 
-    site = LoopbackServer("127.0.0.2", answer)
     out = tmp_path / "out"
-    try:
-        result = crawl_real_web(
-            project_root, venv_scrapy, out, f"{site.url}/", "CONCURRENT_REQUESTS=1"
-        )
-    finally:
-        site.close()
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "Traceback" not in result.stderr
+    result, site = crawl_one_host(project_root, venv_scrapy, out, answer)
     assert len([p for p in site.log if p.startswith("/old/")]) == gone
     paths = stored_paths(out)
     assert "/" in paths and "/lesson.html" in paths
@@ -187,16 +190,8 @@ def test_a_key_that_names_the_pages_is_kept_although_its_soft_404s_are_near_dupl
             return 200, {}, html("No such item", missing)
         return 404, {}, b""
 
-    site = LoopbackServer("127.0.0.2", answer)
     out = tmp_path / "out"
-    try:
-        result = crawl_real_web(
-            project_root, venv_scrapy, out, f"{site.url}/", "CONCURRENT_REQUESTS=1"
-        )
-    finally:
-        site.close()
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "Traceback" not in result.stderr
+    result, site = crawl_one_host(project_root, venv_scrapy, out, answer)
     assert len(missing) >= 300
     # gone ids came first (two pairs of near-duplicates), and were near-duplicates
     assert site.log[:2] == ["/robots.txt", "/"], site.log
@@ -234,14 +229,7 @@ def test_short_pages_alike_but_for_their_links_are_each_stored_and_followed(
             return 200, {}, html("Chemistry gallery", f"<p>A photo of the laboratory.</p>{after}")
         return 404, {}, b""
 
-    site = LoopbackServer("127.0.0.2", answer)
     out = tmp_path / "out"
-    try:
-        result = crawl_real_web(
-            project_root, venv_scrapy, out, f"{site.url}/", "CONCURRENT_REQUESTS=1"
-        )
-    finally:
-        site.close()
-    assert result.returncode == 0, result.stderr[-3000:]
+    result, site = crawl_one_host(project_root, venv_scrapy, out, answer)
     fetched = [p for p in site.log if p.startswith("/photo")]
     assert fetched == [f"/photo?n={n}" for n in range(photos)], fetched

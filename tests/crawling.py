@@ -13,6 +13,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from bench.command import crawl_command, settings_from_strings
+from tests.loopback import Answer, LoopbackServer
 
 PROJECT = Path(__file__).resolve().parent.parent
 SANDBOX_SEED = 7
@@ -108,6 +109,26 @@ def crawl_real_web(
     for setting in settings:
         args += ["-s", setting]
     return run_cli(project_root, venv_scrapy, out, *args)
+
+
+def crawl_one_host(
+    project_root: Path,
+    venv_scrapy: list[str],
+    out: Path,
+    answer: Callable[[str], Answer],
+    *settings: str,
+) -> tuple[subprocess.CompletedProcess[str], LoopbackServer]:
+    """:func:`crawl_real_web` of the site ``answer`` serves on 127.0.0.2 (a
+    :class:`tests.loopback.LoopbackServer`, closed after the crawl), into ``out``: the
+    crawl, checked to end with status 0 and no traceback, and the server (its log)."""
+    site = LoopbackServer("127.0.0.2", answer)
+    try:
+        result = crawl_real_web(project_root, venv_scrapy, out, f"{site.url}/", *settings)
+    finally:
+        site.close()
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    return result, site
 
 
 def error_line(result: subprocess.CompletedProcess[str]) -> str:

@@ -4,16 +4,14 @@ focused``) of small loopback sites on 127.0.0.2, counting what the server was as
 from __future__ import annotations
 
 import sqlite3
-import subprocess
-from collections.abc import Callable
 from itertools import count
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
-from tests.crawling import crawl_real_web
-from tests.loopback import Answer, LoopbackServer
+from tests.crawling import crawl_one_host
+from tests.loopback import Answer
 
 SUBJECTS = ["acid", "salt", "oxide", "catalyst", "polymer", "crystal", "ion", "molecule"]
 
@@ -84,28 +82,11 @@ def test_tracking_codes_in_every_link_do_not_fetch_each_page_again_and_again(
         return 404, {}, b""
 
     out = tmp_path / "out"
-    result, site = crawl_one_host(project_root, venv_scrapy, out, answer)
+    result, site = crawl_one_host(project_root, venv_scrapy, out, answer, "CONCURRENT_REQUESTS=1")
     fetched = [p for p in site.log if p.startswith("/article/")]
     # every article found and stored once
     assert sorted(stored_paths(out)) == sorted(["/", *(f"/article/{i}" for i in range(articles))])
     assert sorted(fetched) == sorted(f"/article/{i}" for i in range(articles)), fetched
-
-
-def crawl_one_host(
-    project_root: Path, venv_scrapy: list[str], out: Path, answer: Callable[[str], Answer]
-) -> tuple[subprocess.CompletedProcess[str], LoopbackServer]:
-    """``scrapy crawl focused`` of the site ``answer`` serves on 127.0.0.2, one request at
-    a time, into ``out``: the crawl (checked to end well) and the server (its log)."""
-    site = LoopbackServer("127.0.0.2", answer)
-    try:
-        result = crawl_real_web(
-            project_root, venv_scrapy, out, f"{site.url}/", "CONCURRENT_REQUESTS=1"
-        )
-    finally:
-        site.close()
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "Traceback" not in result.stderr
-    return result, site
 
 
 # --- soft 404s: "page not found" answered with 200 -------------------------------------
@@ -134,7 +115,7 @@ def test_soft_404_pages_are_stored_once_not_once_per_broken_link(
         return 200, {}, html("Page not found", "<p>Sorry, that page does not exist.</p>")
 
     out = tmp_path / "out"
-    result, site = crawl_one_host(project_root, venv_scrapy, out, answer)
+    result, site = crawl_one_host(project_root, venv_scrapy, out, answer, "CONCURRENT_REQUESTS=1")
     assert len([p for p in site.log if p.startswith("/old/")]) == gone
     paths = stored_paths(out)
     assert "/" in paths and "/lesson.html" in paths
@@ -191,7 +172,7 @@ def test_a_key_that_names_the_pages_is_kept_although_its_soft_404s_are_near_dupl
         return 404, {}, b""
 
     out = tmp_path / "out"
-    result, site = crawl_one_host(project_root, venv_scrapy, out, answer)
+    result, site = crawl_one_host(project_root, venv_scrapy, out, answer, "CONCURRENT_REQUESTS=1")
     assert len(missing) >= 300
     # gone ids came first (two pairs of near-duplicates), and were near-duplicates
     assert site.log[:2] == ["/robots.txt", "/"], site.log
@@ -230,6 +211,6 @@ def test_short_pages_alike_but_for_their_links_are_each_stored_and_followed(
         return 404, {}, b""
 
     out = tmp_path / "out"
-    result, site = crawl_one_host(project_root, venv_scrapy, out, answer)
+    result, site = crawl_one_host(project_root, venv_scrapy, out, answer, "CONCURRENT_REQUESTS=1")
     fetched = [p for p in site.log if p.startswith("/photo")]
     assert fetched == [f"/photo?n={n}" for n in range(photos)], fetched

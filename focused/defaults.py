@@ -184,6 +184,10 @@ DEFAULTS: dict[str, Any] = {
     # a block that is template (repeated chrome) on this many other hosts is chrome on a
     # host's first pages too: sites of one software share their chrome (0: off)
     "FOCUSED_TEMPLATE_SHARED_HOSTS": 2,
+    # a title's first or last part that began or ended this many earlier titles of the
+    # host (or, last, that names the host) is the site's name: the title is scored
+    # without it (focused.web.titles); 0: titles scored whole
+    "FOCUSED_TITLE_SITE_PAGES": 2,
     # a waiting link whose URL shape became wasteful after it was found is re-queued at
     # the bottom when it comes up, instead of being fetched, once (in-memory and Redis
     # frontiers; the judgement comes from a focused.signals.frontier_waste_check handler)
@@ -446,6 +450,7 @@ CHECKS: dict[str, Check] = {
     "FOCUSED_WASTE_SHAPE_THRESHOLD": _float(0.0, 1.0, open_low=True, open_high=False),
     "FOCUSED_THIN_WORDS": _int(0, 1e9),
     "FOCUSED_TEMPLATE_SHARED_HOSTS": _int(0, 1e9),
+    "FOCUSED_TITLE_SITE_PAGES": _int(0, 1e9),
     "FOCUSED_WASTE_SHAPE_RECHECK": _flag(),
     "FOCUSED_OBEY_META_ROBOTS": _flag(),
     "FOCUSED_ALLOWED_DOMAINS": Check("list", special="domains"),

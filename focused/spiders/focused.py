@@ -60,6 +60,7 @@ from focused.web.safeurls import SafeUrls
 from focused.web.sanitize import is_wide, parse_cut, strip_session_ids
 from focused.web.sites import Web, WebError, open_web
 from focused.web.template import HostTemplates, Page, chrome_urls, link_slots, split_page
+from focused.web.titles import SiteTitles
 from focused.web.topics import TopicError, load_topic
 from focused.web.urlshape import ShapeStats, thin
 
@@ -413,6 +414,9 @@ class FocusedSpider(scrapy.Spider):
         self.templates = HostTemplates(
             shared_hosts=int(get(settings, "FOCUSED_TEMPLATE_SHARED_HOSTS"))
         )
+        #: each host's site name in its titles, learnt from its pages (focused.web.titles)
+        pages = int(get(settings, "FOCUSED_TITLE_SITE_PAGES"))
+        self.site_titles = SiteTitles(pages) if pages else None
         #: main contents seen, by SimHash (focused.web.neardup)
         self.near_duplicates = NearDuplicates()
         #: pages too short for a SimHash, by host, title and exact content (_short_key)
@@ -507,8 +511,14 @@ class FocusedSpider(scrapy.Spider):
             text_terms, body_terms = joined_and_counts(body)
         else:
             body_terms = term_counts(body[:cap])  # counted once: a learning strategy learns them
-        title_terms = term_counts(title).keys()  # counted once: the strategy, thin pages
-        title_cos = self.vector.cosine(title)
+        # scored without the site's name (focused.web.titles), stored whole
+        own_title = (
+            title
+            if self.site_titles is None
+            else self.site_titles.own(urlsplit(response.url).netloc, title)
+        )
+        title_terms = term_counts(own_title).keys()  # counted once: the strategy, thin pages
+        title_cos = self.vector.cosine(own_title)
         learns = self.learns
         buckets = None  # of the page's terms, for a strategy that learns: hashed once
         if learns:

@@ -536,6 +536,11 @@ class FocusedMetaRefreshMiddleware(_CheckedRedirects, MetaRefreshMiddleware):
 
 #: The link elements of a page, as Scrapy's extractor scans them (tags a and area, href)
 _LINK_COUNT = "count(//*[local-name() = 'a' or local-name() = 'area'][@href])"
+#: the ``<link>`` elements read for the pages they name beside the ``<a>``/``<area>`` links
+_PAGER_TAGS = ("link", f"{{{XHTML_NAMESPACE}}}link")
+#: the ``rel`` words of a ``<link>`` that names the next or previous page of a series
+#: (pagination: a listing whose pages 2..N are named only there)
+PAGER_RELS = frozenset({"next", "prev", "previous"})
 #: the same tags for lxml's ``iter`` (Scrapy's extractor drops only the XHTML namespace)
 _LINK_TAGS = ("a", "area", f"{{{XHTML_NAMESPACE}}}a", f"{{{XHTML_NAMESPACE}}}area")
 #: a URL whose join with any page URL is itself (a scheme and a host)
@@ -575,7 +580,8 @@ class FocusedLinkExtractor(LinkExtractor):
     crawler read ``file:///etc/passwd``) and drops ``mailto:``, ``javascript:``,
     ``data:`` and malformed URLs silently. Here all of them are dropped and counted in
     ``focused/links/ignored/<scheme>`` (``bad_url`` for malformed ones). Links to
-    ``.rss`` files, which Scrapy's ignores, are kept: they are feeds.
+    ``.rss`` files, which Scrapy's ignores, are kept: they are feeds. The pages a
+    ``<link rel="next">`` or ``rel="prev"`` names come after them (:meth:`_pager_links`).
 
     ``max_links`` (``FOCUSED_MAX_LINKS_PER_PAGE``; 0: no cap): only the first this many
     link elements (``<a>``/``<area>`` with ``href``, in document order) are read; the
@@ -644,6 +650,8 @@ class FocusedLinkExtractor(LinkExtractor):
             links = self._fast_links(root, page_url, encoding, join, urls)
         else:
             links = super().extract_links(response)
+        if hasattr(root, "iter"):
+            links += self._pager_links(root, links, page_url, encoding, join)
 
         def url_of(href: str) -> str:
             url = urls.get(href)
@@ -701,6 +709,49 @@ class FocusedLinkExtractor(LinkExtractor):
                     self.count(f"focused/links/ignored/{verdict}")
                 continue
             out.append(Link(url, _string(el) or "", nofollow=rel_has_nofollow(el.get("rel"))))
+        return out
+
+    def _pager_links(
+        self,
+        root: Any,
+        links: list[Link],
+        page_url: str,
+        encoding: str,
+        join: Callable[[str], str],
+    ) -> list[Link]:
+        """The pages a ``<link rel="next">`` (or ``prev``) names that ``links`` (the
+        page's ``<a>``/``<area>`` links) do not: a listing whose further pages are named
+        only in its ``<head>`` (as search engines read it). Each is checked as a link is
+        (scheme, host, path, Scrapy's filters; counted when dropped), its text the
+        element's ``title``, and counted in ``focused/links/pager``; at most ``max_links``
+        elements are read. Other ``<link>`` elements (stylesheets, ``alternate``
+        language copies, ``canonical``) name no page to follow."""
+        out: list[Link] = []
+        seen = {link.url for link in links}
+        bad: set[str] = set()
+        read = 0
+        for el in root.iter(*_PAGER_TAGS):
+            href, rel = el.get("href"), el.get("rel")
+            if not href or not rel or PAGER_RELS.isdisjoint(rel.lower().split()):
+                continue
+            read += 1
+            if self.max_links and read > self.max_links:
+                break
+            got = self._href_url(href, join, encoding, page_url)
+            if got is None:
+                self._bad_href(href, bad)
+                continue
+            url, verdict = got
+            if url in seen:
+                continue
+            seen.add(url)
+            if verdict:
+                if verdict != "-" and self.count is not None:
+                    self.count(f"focused/links/ignored/{verdict}")
+                continue
+            out.append(Link(url, el.get("title") or "", nofollow=rel_has_nofollow(rel)))
+            if self.count is not None:
+                self.count("focused/links/pager")
         return out
 
     def _href_url(

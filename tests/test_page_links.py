@@ -1,0 +1,87 @@
+"""Pages a site names outside its ``<a>`` links: real crawls (``scrapy crawl focused``)
+of small loopback sites on 127.0.0.2, a listener on 127.0.0.3 counting the connections
+that must not be made."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests.crawling import crawl_one_host
+from tests.loopback import Answer, Listener
+
+WORDS = "chemistry acid salt molecule reaction oxide catalyst crystal "
+
+
+def html(title: str, head: str = "", body: str = "") -> bytes:
+    text = f"{title} {WORDS}" * 40
+    return (
+        f"<html><head>{head}<title>{title}</title></head><body><p>{text}</p>{body}</body></html>"
+    ).encode()
+
+
+def stored_paths(out: Path) -> list[str]:
+    con = sqlite3.connect(out / "pages.sqlite3")
+    try:
+        return [urlsplit(url).path for (url,) in con.execute("SELECT url FROM pages")]
+    finally:
+        con.close()
+
+
+@pytest.mark.integration
+def test_a_listing_paged_only_by_link_rel_next_is_crawled_to_its_end(
+    project_root: Path, venv_scrapy: list[str], tmp_path: Path
+) -> None:
+    """A chemistry listing whose pages 2..6 are named only by ``<link rel="next">`` in
+    each page's ``<head>`` (no ``<a>`` to them), each page linking one article: the
+    crawl stopped at page 1 and its article. Now the pages a ``rel=next`` (or ``prev``)
+    names are followed as links: every page and every article is stored once. The
+    ``next`` of the last page points off the crawl's domains (127.0.0.3): it is refused
+    before any connection, as any link there is, and ``<link rel="alternate">`` language
+    copies and stylesheets are not followed."""
+    pages = 6
+    off = Listener("127.0.0.3")
+    far = f"http://127.0.0.3:{off.port}"
+
+    def answer(path: str) -> Answer:
+        if path == "/":
+            return 200, {}, html("Chemistry", body='<a href="/list/1.html">chemistry list</a>')
+        if path.startswith("/list/"):
+            n = int(path.rsplit("/", 1)[1].split(".")[0])
+            nxt = f"/list/{n + 1}.html" if n < pages else f"{far}/list/{n + 1}.html"
+            head = (
+                f'<link rel="stylesheet" href="/style.css"><link rel="Next" href="{nxt}">'
+                f'<link rel="alternate" hreflang="de" href="/de/list/{n}.html">'
+            )
+            if n > 1:
+                head += f'<link rel="prev" href="/list/{n - 1}.html">'
+            body = f'<a href="/article/{n}.html">chemistry article {n}</a>'
+            return 200, {}, html(f"Chemistry listing page {n}", head, body)
+        if path.startswith("/article/"):
+            return 200, {}, html(f"Chemistry article {path}")
+        return 404, {}, b""
+
+    out = tmp_path / "out"
+    try:
+        result, site = crawl_one_host(
+            project_root,
+            venv_scrapy,
+            out,
+            answer,
+            "FOCUSED_STRATEGY=bfs",
+            "FOCUSED_ALLOWED_DOMAINS=127.0.0.2",
+        )
+        assert off.connections() == 0
+    finally:
+        off.close()
+    want = ["/", *(f"/list/{n}.html" for n in range(1, pages + 1))]
+    want += [f"/article/{n}.html" for n in range(1, pages + 1)]
+    assert sorted(stored_paths(out)) == sorted(want)
+    assert sorted(p for p in site.log if p.startswith("/list/")) == want[1 : pages + 1]
+    assert not [p for p in site.log if p.startswith("/de/") or p.endswith(".css")], site.log
+    # each page's next, and its prev from page 2 on (the off-site next counted too)
+    assert f"'focused/links/pager': {2 * pages - 1}" in result.stderr
+    assert "'offsite/filtered': 1," in result.stderr

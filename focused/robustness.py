@@ -536,8 +536,11 @@ class FocusedMetaRefreshMiddleware(_CheckedRedirects, MetaRefreshMiddleware):
 
 #: The link elements of a page, as Scrapy's extractor scans them (tags a and area, href)
 _LINK_COUNT = "count(//*[local-name() = 'a' or local-name() = 'area'][@href])"
-#: the ``<link>`` elements read for the pages they name beside the ``<a>``/``<area>`` links
-_PAGER_TAGS = ("link", f"{{{XHTML_NAMESPACE}}}link")
+#: the elements read for the pages they name beside the ``<a>``/``<area>`` links:
+#: ``<link>`` (by its ``href``) and the frames (by their ``src``)
+_PAGER_TAGS = tuple(
+    t for name in ("link", "frame", "iframe") for t in (name, f"{{{XHTML_NAMESPACE}}}{name}")
+)
 #: the ``rel`` words of a ``<link>`` that names the next or previous page of a series
 #: (pagination: a listing whose pages 2..N are named only there)
 PAGER_RELS = frozenset({"next", "prev", "previous"})
@@ -581,7 +584,8 @@ class FocusedLinkExtractor(LinkExtractor):
     ``data:`` and malformed URLs silently. Here all of them are dropped and counted in
     ``focused/links/ignored/<scheme>`` (``bad_url`` for malformed ones). Links to
     ``.rss`` files, which Scrapy's ignores, are kept: they are feeds. The pages a
-    ``<link rel="next">`` or ``rel="prev"`` names come after them (:meth:`_pager_links`).
+    ``<link rel="next">`` or ``rel="prev"``, a ``<frame>`` or an ``<iframe>`` names come
+    after them (:meth:`_pager_links`).
 
     ``max_links`` (``FOCUSED_MAX_LINKS_PER_PAGE``; 0: no cap): only the first this many
     link elements (``<a>``/``<area>`` with ``href``, in document order) are read; the
@@ -719,11 +723,13 @@ class FocusedLinkExtractor(LinkExtractor):
         encoding: str,
         join: Callable[[str], str],
     ) -> list[Link]:
-        """The pages a ``<link rel="next">`` (or ``prev``) names that ``links`` (the
-        page's ``<a>``/``<area>`` links) do not: a listing whose further pages are named
-        only in its ``<head>`` (as search engines read it). Each is checked as a link is
-        (scheme, host, path, Scrapy's filters; counted when dropped), its text the
-        element's ``title``, and counted in ``focused/links/pager``; at most ``max_links``
+        """The pages a ``<link rel="next">`` (or ``prev``), a ``<frame src>`` or an
+        ``<iframe src>`` names that ``links`` (the page's ``<a>``/``<area>`` links) do
+        not: a listing whose further pages are named only in its ``<head>`` (as search
+        engines read it), a site whose content pages are shown in frames. Each is
+        checked as a link is (scheme, host, path, Scrapy's filters; counted when
+        dropped), its text the element's ``title``, and counted in
+        ``focused/links/pager`` or ``focused/links/frames``; at most ``max_links``
         elements are read. Other ``<link>`` elements (stylesheets, ``alternate``
         language copies, ``canonical``) name no page to follow."""
         out: list[Link] = []
@@ -731,9 +737,14 @@ class FocusedLinkExtractor(LinkExtractor):
         bad: set[str] = set()
         read = 0
         for el in root.iter(*_PAGER_TAGS):
-            href, rel = el.get("href"), el.get("rel")
-            if not href or not rel or PAGER_RELS.isdisjoint(rel.lower().split()):
-                continue
+            if _local(el.tag) == "link":
+                href, rel, stat = el.get("href"), el.get("rel"), "focused/links/pager"
+                if not href or not rel or PAGER_RELS.isdisjoint(rel.lower().split()):
+                    continue
+            else:  # a frame's page, shown inside this one
+                href, rel, stat = el.get("src"), None, "focused/links/frames"
+                if not href:
+                    continue
             read += 1
             if self.max_links and read > self.max_links:
                 break
@@ -751,7 +762,7 @@ class FocusedLinkExtractor(LinkExtractor):
                 continue
             out.append(Link(url, el.get("title") or "", nofollow=rel_has_nofollow(rel)))
             if self.count is not None:
-                self.count("focused/links/pager")
+                self.count(stat)
         return out
 
     def _href_url(

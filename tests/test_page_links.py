@@ -4,6 +4,7 @@ that must not be made."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -84,4 +85,60 @@ def test_a_listing_paged_only_by_link_rel_next_is_crawled_to_its_end(
     assert not [p for p in site.log if p.startswith("/de/") or p.endswith(".css")], site.log
     # each page's next, and its prev from page 2 on (the off-site next counted too)
     assert f"'focused/links/pager': {2 * pages - 1}" in result.stderr
-    assert "'offsite/filtered': 1," in result.stderr
+    assert "'offsite/filtered': 1," in result.stderr  # the next of the last page
+
+
+@pytest.mark.integration
+def test_the_pages_of_frames_and_iframes_are_followed(
+    project_root: Path, venv_scrapy: list[str], tmp_path: Path
+) -> None:
+    """A site whose home page is a ``<frameset>`` (a menu frame and a content frame)
+    and whose articles show a chemistry table in an ``<iframe>``: the frames' pages were
+    never fetched, as the link extractor read ``<a>`` and ``<area>`` alone, so the
+    crawl stored the empty frameset and nothing else. Now a ``<frame src>`` or an
+    ``<iframe src>`` is followed as a link (checked as one: an iframe of an ad host off
+    the crawl's domains, 127.0.0.3, gets no connection)."""
+    off = Listener("127.0.0.3")
+    far = f"http://127.0.0.3:{off.port}"
+
+    def answer(path: str) -> Answer:
+        if path == "/":
+            frames = '<frameset cols="20%,80%"><frame src="/menu.html" name="menu">'
+            frames += '<frame src="/main.html" name="main"></frameset>'
+            return 200, {}, f"<html><head><title>Chemistry</title></head>{frames}</html>".encode()
+        if path == "/menu.html":
+            links = "".join(f'<a href="/article/{n}.html">chemistry {n}</a> ' for n in (1, 2))
+            return 200, {}, html("Chemistry menu", body=links)
+        if path == "/main.html":
+            return 200, {}, html("Chemistry welcome")
+        if path.startswith("/article/"):
+            n = path.rsplit("/", 1)[1].split(".")[0]
+            table = f'<iframe src="/table/{n}.html" title="acid table"></iframe>'
+            table += f'<iframe src="{far}/ad.html"></iframe><iframe src="about:blank"></iframe>'
+            return 200, {}, html(f"Chemistry article {n}", body=table)
+        if path.startswith("/table/"):
+            return 200, {}, html(f"Chemistry table {path}")
+        return 404, {}, b""
+
+    out = tmp_path / "out"
+    try:
+        result, site = crawl_one_host(
+            project_root,
+            venv_scrapy,
+            out,
+            answer,
+            "FOCUSED_STRATEGY=bfs",
+            "FOCUSED_ALLOWED_DOMAINS=127.0.0.2",
+        )
+        assert off.connections() == 0
+    finally:
+        off.close()
+    want = ["/", "/menu.html", "/main.html", "/article/1.html", "/article/2.html"]
+    want += ["/table/1.html", "/table/2.html"]
+    assert sorted(stored_paths(out)) == sorted(want)
+    assert sorted(p for p in site.log if p != "/robots.txt") == sorted(want)
+    # two frames, and two iframes of each article (the ad off the domains counted)
+    assert "'focused/links/frames': 6," in result.stderr
+    # the ad, from each article (once, when the scheduler had seen it already)
+    assert re.search(r"'offsite/filtered': [12],", result.stderr)
+    assert "'focused/links/ignored/about': 2," in result.stderr

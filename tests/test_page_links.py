@@ -142,3 +142,31 @@ def test_the_pages_of_frames_and_iframes_are_followed(
     # the ad, from each article (once, when the scheduler had seen it already)
     assert re.search(r"'offsite/filtered': [12],", result.stderr)
     assert "'focused/links/ignored/about': 2," in result.stderr
+
+
+@pytest.mark.integration
+def test_a_partial_content_answer_to_a_plain_get_is_skipped_not_stored(
+    project_root: Path, venv_scrapy: list[str], tmp_path: Path
+) -> None:
+    """A server that answers a plain GET (no ``Range`` asked) with ``206 Partial
+    Content`` and the first 300 bytes of the page: the piece was stored as the page (its
+    title, a cut text, none of its links). Now it is a bad page: counted in
+    ``focused/skipped/partial``, not stored, fetched once, and the crawl goes on."""
+    whole = html("Chemistry of salts", body='<a href="/after.html">chemistry more</a>')
+
+    def answer(path: str) -> Answer:
+        if path == "/":
+            links = '<a href="/part.html">chemistry part</a> <a href="/other.html">acid</a>'
+            return 200, {}, html("Chemistry", body=links)
+        if path == "/part.html":
+            return 206, {"Content-Range": f"bytes 0-299/{len(whole)}"}, whole[:300]
+        if path in ("/other.html", "/after.html"):
+            return 200, {}, html(f"Chemistry page {path}")
+        return 404, {}, b""
+
+    out = tmp_path / "out"
+    result, site = crawl_one_host(project_root, venv_scrapy, out, answer, "FOCUSED_STRATEGY=bfs")
+    assert sorted(stored_paths(out)) == ["/", "/other.html"]
+    assert site.log.count("/part.html") == 1
+    assert "'focused/skipped/partial': 1," in result.stderr
+    assert "'focused/queue/in_flight': 0," in result.stderr

@@ -85,6 +85,12 @@ def counted(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
+def _asked_range(response: Response) -> bool:
+    """Whether the request of ``response`` asked for a part of the page (``Range``)."""
+    request = response.request
+    return request is not None and b"Range" in request.headers
+
+
 def release_selector(response: Response) -> None:
     """Drop the selector a parsed response keeps (``TextResponse.selector`` caches one,
     and Scrapy's ``Selector`` keeps its response: a reference cycle). Without the cycle
@@ -593,8 +599,12 @@ class FocusedSpider(scrapy.Spider):
         """Whether ``response`` is HTML or XML text; else it is counted and skipped
         (``page_skipped``): not text (``focused/skipped/not_text``), no text at all (a 204
         No Content, an empty or blank body: ``focused/skipped/empty``), or text of
-        another kind, JSON (``focused/skipped/not_markup``: a JSON API, JSON-LD)."""
-        if not isinstance(response, TextResponse):
+        another kind, JSON (``focused/skipped/not_markup``: a JSON API, JSON-LD), or a
+        part of a page (``focused/skipped/partial``: a 206 Partial Content to a request
+        that asked for no range; its body is a piece of the page, not the page)."""
+        if response.status == 206 and not _asked_range(response):
+            kind = "partial"
+        elif not isinstance(response, TextResponse):
             kind = "not_text"
         elif not response.body.strip():
             kind = "empty"

@@ -510,7 +510,13 @@ class FocusedMetaRefreshMiddleware(_CheckedRedirects, MetaRefreshMiddleware):
     to a URL not followed (as for :class:`FocusedRedirectMiddleware`) leaves the page as
     it is: stored, its links followed (``focused/redirects/ignored/<problem>``, a DEBUG
     line). Scrapy's raised ``ValueError`` and the page was lost. Replaces Scrapy's (same
-    place, 580)."""
+    place, 580).
+
+    A ``Refresh`` HTTP header (``Refresh: 0; url=/new.html``, which browsers follow as
+    they follow the meta tag, and Scrapy read not at all) is followed by the same rules
+    when the page has no refresh meta tag: within ``METAREFRESH_MAXDELAY``, checked as a
+    redirect is, counted in ``focused/redirects/refresh_header``; one to the page itself
+    (a page that reloads) leaves it a page."""
 
     def process_response(  # type: ignore[override]
         self, request: Request, response: Response
@@ -518,12 +524,47 @@ class FocusedMetaRefreshMiddleware(_CheckedRedirects, MetaRefreshMiddleware):
         if settle_base_url(response) and self.crawler.stats is not None:
             self.crawler.stats.inc_value("focused/pages/bad_base")
         followed, problem, target = self._followed(request, response)
+        if followed is response and b"Refresh" in response.headers:
+            followed, problem, target = self._refresh_header(request, response)
         if followed is not None:
             return followed
         logger.debug(
             "focused: %s refreshes to %r (%s): ignored", response.url, _shorter(target), problem
         )
         return response
+
+    def _refresh_header(
+        self, request: Request, response: Response
+    ) -> tuple[Request | Response | None, str, str]:
+        """:meth:`_followed` for the ``Refresh`` header of ``response``, whose page has no
+        meta refresh that Scrapy followed."""
+        if (
+            request.meta.get("dont_redirect", False)
+            or request.method == "HEAD"
+            or urlparse_cached(request).scheme not in {"http", "https"}
+            or (isinstance(response, HtmlResponse) and response.xpath(_REFRESH_CONTENT))
+        ):
+            return response, "", ""
+        value = (response.headers.get(b"Refresh") or b"").decode("latin-1")
+        got = sanitize.refresh_header(value)
+        if got is None or not got[1] or got[0] >= self._maxdelay:
+            return response, "", ""
+        try:
+            url = urljoin(response.url, got[1])
+            if url.split("#", 1)[0] == response.url.split("#", 1)[0]:
+                return response, "", ""  # a page that reloads itself is the page
+            redirected = self._redirect_request_using_get(request, response, url)
+        except _BadRedirect as bad:
+            problem, target = bad.problem, bad.url
+        except ValueError:
+            problem, target = "bad_url", got[1]
+        else:
+            if self.crawler.stats is not None:
+                self.crawler.stats.inc_value("focused/redirects/refresh_header")
+            return self._redirect(redirected, request, "refresh header"), "", ""
+        if self.crawler.stats is not None:
+            self.crawler.stats.inc_value(f"focused/redirects/ignored/{problem}")
+        return None, problem, target
 
     def _unparsed(self, response: Response) -> str:
         """The refresh's ``url=`` as the page writes it (w3lib could not parse it)."""

@@ -170,3 +170,79 @@ def test_a_partial_content_answer_to_a_plain_get_is_skipped_not_stored(
     assert site.log.count("/part.html") == 1
     assert "'focused/skipped/partial': 1," in result.stderr
     assert "'focused/queue/in_flight': 0," in result.stderr
+
+
+@pytest.mark.integration
+def test_a_refresh_header_is_followed_as_a_meta_refresh_is(
+    project_root: Path, venv_scrapy: list[str], tmp_path: Path
+) -> None:
+    """Pages that move with a ``Refresh: 0; url=...`` HTTP header (browsers follow it
+    as they follow ``<meta http-equiv="refresh">``) over a stub body: Scrapy reads the
+    meta tag only, so the stub was stored and the page it names never fetched. Now the
+    header is followed by the meta refresh's rules: the new page is stored, the stub is
+    not; a header to a host off ``FOCUSED_ALLOWED_DOMAINS`` (127.0.0.3) gets no
+    connection, and one of 300 s (over ``METAREFRESH_MAXDELAY``, 100) or to the page
+    itself (a page that reloads) leaves its page as it is."""
+    off = Listener("127.0.0.3")
+    far = f"http://127.0.0.3:{off.port}"
+    stub = b"<html><head><title>Moved</title></head><body>moved</body></html>"
+
+    def answer(path: str) -> Answer:
+        if path == "/":
+            links = " ".join(
+                f'<a href="/{name}.html">chemistry {name}</a>'
+                for name in ("moved", "away", "slow", "self")
+            )
+            return 200, {}, html("Chemistry", body=links)
+        refreshes = {
+            "/moved.html": ("0; url=/new.html", stub),
+            "/away.html": (f"0;URL='{far}/x.html'", stub),
+            "/slow.html": ("300; url=/later.html", html("Chemistry slow")),
+            "/self.html": ("5; url=/self.html", html("Chemistry live")),
+        }
+        if path in refreshes:
+            refresh, body = refreshes[path]
+            return 200, {"Refresh": refresh}, body
+        if path in ("/new.html", "/later.html"):
+            return 200, {}, html(f"Chemistry page {path}")
+        return 404, {}, b""
+
+    out = tmp_path / "out"
+    try:
+        result, site = crawl_one_host(
+            project_root,
+            venv_scrapy,
+            out,
+            answer,
+            "FOCUSED_STRATEGY=bfs",
+            "FOCUSED_ALLOWED_DOMAINS=127.0.0.2",
+        )
+        assert off.connections() == 0
+    finally:
+        off.close()
+    assert sorted(stored_paths(out)) == ["/", "/new.html", "/self.html", "/slow.html"]
+    assert site.log.count("/new.html") == 1 and "/later.html" not in site.log
+    assert "'focused/redirects/refresh_header': 2," in result.stderr
+    assert "'offsite/filtered': 1," in result.stderr
+    assert "'focused/queue/in_flight': 0," in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("value", "want"),
+    [
+        ("0; url=/x.html", (0, "/x.html")),
+        ("5;URL='http://h.test/b'", (5, "http://h.test/b")),
+        ("3, /next", (3, "/next")),
+        ('0;url="a b"', (0, "a b")),
+        ("1.5; url=x", (1, "x")),
+        ("0", (0, "")),
+        ("soon; url=/x", None),
+        ("", None),
+    ],
+)
+def test_a_refresh_header_is_read_as_browsers_read_it(
+    value: str, want: tuple[int, str] | None
+) -> None:
+    from focused.web.sanitize import refresh_header
+
+    assert refresh_header(value) == want

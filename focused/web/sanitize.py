@@ -621,3 +621,22 @@ def canonical_ip_url(url: str) -> str:
         return url
     start, end = match.span(1)
     return f"{url[:start]}{userinfo}{at}{written}{rest}{url[end:]}"
+
+
+#: a ``Refresh`` header's value, as browsers read it (HTML's "shared declarative refresh
+#: steps"): seconds, then optionally ``;`` or ``,`` and the URL, after ``url=`` or not,
+#: in quotes or not
+_REFRESH_HEADER = re.compile(
+    r"""\s*(\d+)(?:\.[\d.]*)?\s*(?:[;,]\s*(?:url\s*=\s*)?(?:(["'])(.*?)\2|([^"'].*?))?\s*)?$""",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def refresh_header(value: str) -> tuple[int, str] | None:
+    """``(seconds, url)`` of a ``Refresh`` header's ``value`` (``url`` as written, ""
+    when it names none: a reload of the page itself), None when it is no refresh."""
+    found = _REFRESH_HEADER.match(value)
+    if found is None:
+        return None
+    url = found.group(3) if found.group(2) else (found.group(4) or "")
+    return int(found.group(1)), url.strip()

@@ -50,8 +50,36 @@ def test_a_last_part_that_names_the_host_is_left_out_from_the_first_page() -> No
     assert titles.own("www.physicsforums.com", "Acid | Physics Forums") == "Acid"
     # the first part is the page's, whatever the host is called
     assert titles.own("science.org", "Science - Some Journal") == "Science - Some Journal"
+    assert titles.own("phys.org", "Neutrinos - Phys.org") == "Neutrinos"
     # an IP address names nothing: "127" is no site name
     assert titles.own("127.0.0.1:8000", "Apollo 127 - Moon") == "Apollo 127 - Moon"
+
+
+@pytest.mark.parametrize(
+    ("host", "title"),
+    [
+        ("physicsworld.com", "Physics World | Neutrino physics at the South Pole"),
+        ("www.lemonde.fr", "Climat : le monde se réchauffe"),
+        ("www.sciencenews.org", "Quantum computing – the new frontier"),
+        ("www.mathematics.com", "Topology - The basics"),
+        ("www.abc.net.au", "Acid rain - Net ionic equations"),
+        ("web2024.example.org", "Acid rain - 2024 report"),
+        ("chemistry.stackexchange.com", "Acid - Chemistry of salts"),
+    ],
+)
+def test_a_word_inside_a_host_label_does_not_make_a_part_the_site_name(
+    host: str, title: str
+) -> None:
+    assert SiteTitles(2).own(host, title) == title
+
+
+def test_full_width_separators_split_cjk_titles() -> None:
+    titles = SiteTitles(2)
+    for name in ("化学", "物理学"):
+        titles.own("a.cn", f"{name}｜科学网")
+        titles.own("b.cn", f"{name}_百度百科")
+    assert titles.own("a.cn", "元素｜科学网") == "元素"
+    assert titles.own("b.cn", "元素_百度百科") == "元素"
 
 
 @pytest.mark.parametrize(
@@ -120,3 +148,32 @@ def test_a_crawl_scores_a_title_without_the_site_name_its_host_repeats(
     assert whole["c.html"][1] == pytest.approx(vector.cosine("Acid - Lab Notes Online"))
     assert learnt["c.html"][1] > whole["c.html"][1]
     assert learnt["/"][1] == pytest.approx(whole["/"][1])  # before two titles: whole
+
+
+def test_a_repeated_part_with_the_topics_words_still_scores(
+    project_root: Path, venv_scrapy: list[str], tmp_path: Path
+) -> None:
+    """A section name a host repeats ("Neutrons | Chemistry") is learnt as template
+    too; the page is then scored by its whole title, which scores higher."""
+    chain = ["/", "/a.html", "/b.html", "/c.html"]
+    names = ["Lab", "Desk", "Bench", "Neutrons"]
+
+    def answer(path: str) -> Answer:
+        if path in chain:
+            i = chain.index(path)
+            nxt = chain[i + 1] if i + 1 < len(chain) else ""
+            return (200, {}, _page(f"{names[i]} | Chemistry", nxt))
+        return (404, {}, b"")
+
+    out = tmp_path / "out"
+    crawl_one_host(project_root, venv_scrapy, out, answer, "CONCURRENT_REQUESTS=1")
+    con = sqlite3.connect(out / "pages.sqlite3")
+    try:
+        (rel,) = con.execute(
+            "SELECT title_relevance FROM pages WHERE url LIKE '%/c.html'"
+        ).fetchone()
+    finally:
+        con.close()
+    vector = TopicVector(load_topic("chemistry", project_root / "topics").keywords)
+    assert vector.cosine("Neutrons | Chemistry") > vector.cosine("Neutrons")
+    assert rel == pytest.approx(vector.cosine("Neutrons | Chemistry"))

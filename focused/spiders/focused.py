@@ -517,14 +517,8 @@ class FocusedSpider(scrapy.Spider):
             text_terms, body_terms = joined_and_counts(body)
         else:
             body_terms = term_counts(body[:cap])  # counted once: a learning strategy learns them
-        # scored without the site's name (focused.web.titles), stored whole
-        own_title = (
-            title
-            if self.site_titles is None
-            else self.site_titles.own(urlsplit(response.url).netloc, title)
-        )
-        title_terms = term_counts(own_title).keys()  # counted once: the strategy, thin pages
-        title_cos = self.vector.cosine(own_title)
+        scored, title_cos = self._scored_title(response.url, title)  # stored whole
+        title_terms = term_counts(scored).keys()  # counted once: the strategy, thin pages
         learns = self.learns
         buckets = None  # of the page's terms, for a strategy that learns: hashed once
         if learns:
@@ -666,6 +660,21 @@ class FocusedSpider(scrapy.Spider):
                     request.meta[meta.LINK_CONTEXT] = ""
                 yield request
         self.crawler.signals.send_catch_log(page_skipped, response=response)
+
+    def _scored_title(self, url: str, title: str) -> tuple[str, float]:
+        """The title a page is scored by, and its cosine with the topic: ``title``
+        without its site's name (:class:`focused.web.titles.SiteTitles`) when that
+        scores no lower than the whole title (a section name a host repeats, "Neutrinos
+        | Physics", may be the topic's word), else the whole title."""
+        cos = self.vector.cosine(title)
+        if self.site_titles is None:
+            return title, cos
+        own = self.site_titles.own(urlsplit(url).netloc, title)
+        if own is not title:
+            own_cos = self.vector.cosine(own)
+            if own_cos >= cos:
+                return own, own_cos
+        return title, cos
 
     # --- main content and chrome (focused.web.template, focused.web.neardup) -----------
     def _content(self, response: TextResponse) -> tuple[str, Page | None]:

@@ -13,10 +13,14 @@ and theirs (a dash, a bar, a bullet, a colon, a guillemet with spaces around it:
 - it ended (or began) ``min_titles`` earlier titles of the same host, each with another
   rest (the host's title template, learnt as the crawl goes, like
   :class:`focused.web.template.HostTemplates` learns its blocks);
-- or, for the last part and from the host's first page on, one of its words (three
-  letters or more) is, or is inside, a label of the host name ("Wikipedia" on
-  ``en.wikipedia.org``, "Phys.org" on ``phys.org``, "Forums" on ``physicsforums.com``),
-  the last label (``org``, ``test``) excepted; an IP address has no such labels.
+- or, for the last part and from the host's first page on, it names the host
+  (:func:`names_host`: "Wikipedia" on ``en.wikipedia.org``, "Phys.org" on ``phys.org``,
+  "Physics Forums" on ``physicsforums.com``); an IP address names nothing.
+
+A section or tag name repeated across a host's titles ("Neutrinos | Physics") is learnt
+as template too; the spider scores the shorter title only when it scores at least as
+high as the whole one, so a part with the topic's words is never lost (and a site name
+without them costs nothing).
 
 A title with no separator, or whose parts are none of these, is kept whole, so a clean
 site's titles are scored as before. At least one part always remains.
@@ -32,14 +36,52 @@ from focused.bounded import recent
 #: What stands between a page's name and its site's in a title: one of these marks with
 #: white space on both sides (a hyphen inside a word, "Talk:Physics", "3:2" are no
 #: separators).
-SEPARATOR = re.compile(r"\s+(?:[-|:·•»«/~–—]+|::)\s+")
+SEPARATOR = re.compile(
+    r"\s+(?:[-|:·•»«/~–—]+|::)\s+"
+    # full-width marks, spaced or not ("物理学｜科学网"), and "_" between two CJK
+    # characters ("物理学_百科")
+    r"|\s*[｜－：／]\s*|(?<=[\u3000-\u9fff\uf900-\ufaff])_(?=[\u3000-\u9fff\uf900-\ufaff])"
+)
 #: Earlier titles of a host that must end (or begin) with a part for it to be the site's.
 MIN_TITLES = 2
 #: Hosts remembered; the least recently seen is forgotten first.
 MAX_HOSTS = 4096
 #: Parts remembered per host (a host whose titles share no part learns nothing more).
 MAX_PARTS_PER_HOST = 64
-_WORD = re.compile(r"[^\W_]{3,}")
+_WORD = re.compile(r"[^\W_]+")
+
+
+def _host_labels(host: str) -> tuple[str, ...]:
+    """The labels of ``host``'s name (``host:port``), ``www`` left out; none for an IP
+    address."""
+    name = host.rsplit(":", 1)[0].casefold() if not host.startswith("[") else ""
+    if "." not in name or name.replace(".", "").isdigit():
+        return ()
+    return tuple(label for label in name.split(".") if label and label != "www")
+
+
+def names_host(part: str, labels: tuple[str, ...]) -> bool:
+    """Whether a title's ``part`` is the name of the host of ``labels`` (its labels, the
+    last one its top-level domain): its letters and digits run together are a label or
+    labels side by side ("Physics Forums" on ``physicsforums.com``, "Phys.org" on
+    ``phys.org``), or each of its words of three letters or more is a label other than
+    the top-level domain ("Wiki 05" on ``w05.wiki.test``). A word that is only inside a
+    label names nothing ("monde" is no name of ``lemonde.fr``)."""
+    words = _WORD.findall(part.casefold())
+    if not words:
+        return False
+    joined = "".join(words)
+    for i in range(len(labels)):
+        run = ""
+        for label in labels[i:]:
+            run += label
+            if run == joined:
+                return True
+            if len(run) >= len(joined):
+                break
+    names = set(labels[:-1])
+    long_words = [w for w in words if len(w) >= 3]
+    return bool(long_words) and all(w in names for w in long_words)
 
 
 def _fold(part: str) -> str:
@@ -79,15 +121,13 @@ class SiteTitles:
         if len(spans) < 2:
             return title
         parts = [text[a:b] for a, b in spans]
-        name = host.rsplit(":", 1)[0].casefold() if not host.startswith("[") else ""
-        named = "." in name and not name.replace(".", "").isdigit()  # no IP address
-        labels = set(name.split(".")[:-1]) if named else set()
+        labels = _host_labels(host)
         seen = recent(self._hosts, host, dict, self.max_hosts)
         first, last = _fold(parts[0]), _fold(parts[-1])
         keep = slice(0, len(parts))
         if self._site(seen, "end", last, labels):
             keep = slice(0, len(parts) - 1)
-        if keep.stop - keep.start > 1 and self._site(seen, "start", first, set()):
+        if keep.stop - keep.start > 1 and self._site(seen, "start", first, ()):
             keep = slice(1, keep.stop)
         self._learn(seen, "end", last, _fold(" ".join(parts[:-1])))
         self._learn(seen, "start", first, _fold(" ".join(parts[1:])))
@@ -97,15 +137,16 @@ class SiteTitles:
         return text[spans[keep.start][0] : spans[keep.stop - 1][1]]
 
     def _site(
-        self, seen: dict[tuple[str, str], set[str]], side: str, part: str, labels: set[str]
+        self,
+        seen: dict[tuple[str, str], set[str]],
+        side: str,
+        part: str,
+        labels: tuple[str, ...],
     ) -> bool:
         rests = seen.get((side, part))
         if rests is not None and len(rests) >= self.min_titles:
             return True
-        return bool(labels) and any(
-            w in labels or any(w in label for label in labels if len(label) > len(w))
-            for w in _WORD.findall(part)
-        )
+        return bool(labels) and names_host(part, labels)
 
     def _learn(
         self, seen: dict[tuple[str, str], set[str]], side: str, part: str, rest: str

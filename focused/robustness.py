@@ -697,6 +697,8 @@ class FocusedLinkExtractor(LinkExtractor):
             links = super().extract_links(response)
         if hasattr(root, "iter"):
             links += self._pager_links(root, links, page_url, encoding, join)
+        if b"Link" in response.headers:
+            links += self._header_links(response, links)
 
         def url_of(href: str) -> str:
             url = urls.get(href)
@@ -805,6 +807,58 @@ class FocusedLinkExtractor(LinkExtractor):
             if self.count is not None:
                 self.count(stat)
         return out
+
+    def _header_links(self, response: TextResponse, links: list[Link]) -> list[Link]:
+        """The pages an HTTP ``Link`` header (RFC 8288) names as the ``next`` or
+        ``prev`` page of ``response`` that ``links`` do not: a listing paged that way
+        alone, as ``<link rel="next">`` pages one in its ``<head>``. The targets are
+        joined to the response's URL (a header knows no ``<base>``), checked as a link
+        is, each with its ``title`` as text, counted in ``focused/links/pager``; at most
+        ``max_links`` links of the headers are read. Other relations (``preload``,
+        ``stylesheet``, ``canonical``, ``alternate``) name no page to follow."""
+        out: list[Link] = []
+        seen = {link.url for link in links}
+        bad: set[str] = set()
+        for target, params in self._header_values(response):
+            rel = params.get("rel", "")
+            if not target or PAGER_RELS.isdisjoint(rel.lower().split()):
+                continue
+            try:
+                joined = urljoin(response.url, target)
+            except ValueError:
+                got = None
+            else:
+                got = self._resolve(joined, "utf-8", response.url)
+            if got is None:
+                self._bad_href(target, bad)
+                continue
+            url, verdict = got
+            if url in seen:
+                continue
+            seen.add(url)
+            if verdict:
+                if verdict != "-" and self.count is not None:
+                    self.count(f"focused/links/ignored/{verdict}")
+                continue
+            out.append(Link(url, params.get("title", ""), nofollow=rel_has_nofollow(rel)))
+            if self.count is not None:
+                self.count("focused/links/pager")
+        return out
+
+    def _header_values(self, response: TextResponse) -> list[tuple[str, dict[str, str]]]:
+        """The links of ``response``'s ``Link`` headers (:func:`sanitize.link_header`;
+        a header in UTF-8, else latin-1), at most ``max_links`` of them."""
+        found: list[tuple[str, dict[str, str]]] = []
+        for raw in response.headers.getlist(b"Link"):
+            left = self.max_links - len(found) if self.max_links else 0
+            if self.max_links and left <= 0:
+                break
+            try:
+                value = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                value = raw.decode("latin-1")
+            found += sanitize.link_header(value, left)
+        return found
 
     def _href_url(
         self, href: str, join: Callable[[str], str], encoding: str, page_url: str

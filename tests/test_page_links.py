@@ -89,6 +89,65 @@ def test_a_listing_paged_only_by_link_rel_next_is_crawled_to_its_end(
 
 
 @pytest.mark.integration
+def test_a_listing_paged_only_by_a_link_header_is_crawled_to_its_end(
+    project_root: Path, venv_scrapy: list[str], tmp_path: Path
+) -> None:
+    """A chemistry listing whose pages 2..6 are named only by an HTTP ``Link`` header
+    (RFC 8288: ``Link: <2.html>; rel="prefetch next"``, as APIs and some sites page):
+    the crawl stopped at page 1 and its article. Now a ``Link`` header's ``next`` and
+    ``prev`` are followed as ``<link rel=next>`` is: several links in one header, a
+    quoted ``rel`` of several words, a ``title`` holding a comma, a relative URL joined
+    to the page's URL. The ``next`` of the last page points off the crawl's domains
+    (127.0.0.3): refused before any connection; the stylesheet, ``preload`` and
+    ``alternate`` links of the same header are not followed."""
+    pages = 6
+    off = Listener("127.0.0.3")
+    far = f"http://127.0.0.3:{off.port}"
+
+    def answer(path: str) -> Answer:
+        if path == "/":
+            return 200, {}, html("Chemistry", body='<a href="/list/1.html">chemistry list</a>')
+        if path.startswith("/list/"):
+            n = int(path.rsplit("/", 1)[1].split(".")[0])
+            nxt = f"{n + 1}.html" if n < pages else f"{far}/list/{n + 1}.html"
+            header = (
+                f'</style.css>; rel=stylesheet, <{nxt}>; title="page {n + 1}, acids";'
+                f' rel="prefetch Next", </de/list/{n}.html>; rel=alternate; hreflang=de,'
+                " </font.woff2>; rel=preload; as=font"
+            )
+            if n > 1:
+                header += f", <{n - 1}.html>; rel=prev"
+            body = f'<a href="/article/{n}.html">chemistry article {n}</a>'
+            return 200, {"Link": header}, html(f"Chemistry listing page {n}", body=body)
+        if path.startswith("/article/"):
+            return 200, {}, html(f"Chemistry article {path}")
+        return 404, {}, b""
+
+    out = tmp_path / "out"
+    try:
+        result, site = crawl_one_host(
+            project_root,
+            venv_scrapy,
+            out,
+            answer,
+            "FOCUSED_STRATEGY=bfs",
+            "FOCUSED_ALLOWED_DOMAINS=127.0.0.2",
+        )
+        assert off.connections() == 0
+    finally:
+        off.close()
+    want = ["/", *(f"/list/{n}.html" for n in range(1, pages + 1))]
+    want += [f"/article/{n}.html" for n in range(1, pages + 1)]
+    assert sorted(stored_paths(out)) == sorted(want)
+    assert sorted(p for p in site.log if p.startswith("/list/")) == want[1 : pages + 1]
+    assert not {"/style.css", "/font.woff2"} & set(site.log), site.log
+    assert not [p for p in site.log if p.startswith("/de/")], site.log
+    # each page's next, and its prev from page 2 on (the off-site next counted too)
+    assert f"'focused/links/pager': {2 * pages - 1}" in result.stderr
+    assert "'offsite/filtered': 1," in result.stderr  # the next of the last page
+
+
+@pytest.mark.integration
 def test_the_pages_of_frames_and_iframes_are_followed(
     project_root: Path, venv_scrapy: list[str], tmp_path: Path
 ) -> None:
@@ -246,3 +305,28 @@ def test_a_refresh_header_is_read_as_browsers_read_it(
     from focused.web.sanitize import refresh_header
 
     assert refresh_header(value) == want
+
+
+@pytest.mark.parametrize(
+    ("value", "want"),
+    [
+        ("</a>; rel=next", [("/a", {"rel": "next"})]),
+        (
+            '<b.html>; title="2, acids"; rel="prefetch Next", </c>; REL=prev; rel=next',
+            [("b.html", {"title": "2, acids", "rel": "prefetch Next"}), ("/c", {"rel": "prev"})],
+        ),
+        ("<http://h.test/a,b>;rel=next", [("http://h.test/a,b", {"rel": "next"})]),
+        ('<x>; rel="a\\"b"', [("x", {"rel": 'a"b'})]),
+        ("junk <x>; rel=next, <y>; rel=prev", [("y", {"rel": "prev"})]),
+        ("<x", []),
+        ("", []),
+    ],
+)
+def test_a_link_header_is_read_as_rfc_8288_writes_it(
+    value: str, want: list[tuple[str, dict[str, str]]]
+) -> None:
+    from focused.web.sanitize import link_header
+
+    assert link_header(value) == want
+    if want:  # at most the limit's number of links
+        assert link_header(value + ", </more>; rel=next", 1) == want[:1]

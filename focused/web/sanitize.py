@@ -640,3 +640,58 @@ def refresh_header(value: str) -> tuple[int, str] | None:
         return None
     url = found.group(3) if found.group(2) else (found.group(4) or "")
     return int(found.group(1)), url.strip()
+
+
+#: one parameter of a ``Link`` header's link (RFC 8288 section 3): ``; name`` then
+#: optionally ``= token`` or ``= "quoted string"`` (with its backslash escapes)
+_LINK_PARAM = re.compile(
+    r"""\s*;\s*([^\s;,=]*)\s*(?:=\s*(?:"((?:[^"\\]|\\.)*)"?|([^\s;,]*)))?""", re.DOTALL
+)
+_LINK_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
+
+
+def link_header(value: str, limit: int = 0) -> list[tuple[str, dict[str, str]]]:
+    """The links of an HTTP ``Link`` header's ``value`` (RFC 8288 section 3), in order:
+    ``(target, params)``, the target as written between ``<`` and ``>`` (a URI
+    reference, which may hold commas), ``params`` by lower-cased name, the first of a
+    name kept (as the RFC says of ``rel``), a quoted value unescaped. A link that is not
+    well formed is skipped up to the next comma; at most ``limit`` links (0: all). The
+    header is read once from left to right: its cost grows with its length."""
+    links: list[tuple[str, dict[str, str]]] = []
+    at, end = 0, len(value)
+    while at < end and (not limit or len(links) < limit):
+        start = value.find("<", at)
+        if start < 0:
+            break
+        # junk before the link (no "<...>" of its own): the link after its last comma
+        comma = value.rfind(",", at, start)
+        if value[comma + 1 if comma >= 0 else at : start].strip(" \t"):
+            at = value.find(",", start)  # no link starts inside junk
+            if at < 0:
+                break
+            at += 1
+            continue
+        close = value.find(">", start + 1)
+        if close < 0:
+            break
+        target = value[start + 1 : close].strip()
+        params: dict[str, str] = {}
+        at = close + 1
+        while True:
+            found = _LINK_PARAM.match(value, at)
+            if found is None or found.end() == at:
+                break
+            at = found.end()
+            name = found.group(1).lower()
+            if found.group(2) is not None:
+                param = _LINK_ESCAPE.sub(r"\1", found.group(2))
+            else:
+                param = found.group(3) or ""
+            if name:
+                params.setdefault(name, param)
+        links.append((target, params))
+        rest = value.find(",", at)  # anything up to the next comma is no parameter
+        if rest < 0:
+            break
+        at = rest + 1
+    return links

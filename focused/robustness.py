@@ -40,6 +40,7 @@ from w3lib.url import safe_url_string
 
 from focused.bounded import remember
 from focused.defaults import get
+from focused.frontier.seen import url_fingerprint
 from focused.politeness import SlotDelays
 from focused.robots import HostGivenUp, RedirectRefused, is_robots
 from focused.web import codings, sanitize
@@ -516,7 +517,8 @@ class FocusedMetaRefreshMiddleware(_CheckedRedirects, MetaRefreshMiddleware):
     they follow the meta tag, and Scrapy read not at all) is followed by the same rules
     when the page has no refresh meta tag: within ``METAREFRESH_MAXDELAY``, checked as a
     redirect is, counted in ``focused/redirects/refresh_header``; one to the page itself
-    (a page that reloads) leaves it a page."""
+    (a page that reloads, in any spelling) leaves it a page, as a meta refresh there
+    does (:meth:`_build_redirect_request`)."""
 
     def process_response(  # type: ignore[override]
         self, request: Request, response: Response
@@ -532,6 +534,20 @@ class FocusedMetaRefreshMiddleware(_CheckedRedirects, MetaRefreshMiddleware):
             "focused: %s refreshes to %r (%s): ignored", response.url, _shorter(target), problem
         )
         return response
+
+    def _build_redirect_request(
+        self, source_request: Request, response: Response, *, url: str, **kwargs: Any
+    ) -> Request:
+        """A refresh to the page itself, in any spelling the seen-URL set takes for the
+        same URL (a fragment, ``./``, another case of the scheme or host, escapes), or
+        back to a URL of the redirects that led to it, is no move: the scheduler would
+        drop the request as seen, and the page would be lost, neither stored nor its
+        links followed. It stays a page (``focused/redirects/ignored/self``)."""
+        chain = (response.url, source_request.url, *source_request.meta.get("redirect_urls", ()))
+        target = url_fingerprint(url)
+        if any(target == url_fingerprint(seen) for seen in chain):
+            raise _BadRedirect("self", url)
+        return super()._build_redirect_request(source_request, response, url=url, **kwargs)
 
     def _refresh_header(
         self, request: Request, response: Response
@@ -551,8 +567,6 @@ class FocusedMetaRefreshMiddleware(_CheckedRedirects, MetaRefreshMiddleware):
             return response, "", ""
         try:
             url = urljoin(response.url, got[1])
-            if url.split("#", 1)[0] == response.url.split("#", 1)[0]:
-                return response, "", ""  # a page that reloads itself is the page
             redirected = self._redirect_request_using_get(request, response, url)
         except _BadRedirect as bad:
             problem, target = bad.problem, bad.url

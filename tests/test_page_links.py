@@ -286,6 +286,62 @@ def test_a_refresh_header_is_followed_as_a_meta_refresh_is(
     assert "'focused/queue/in_flight': 0," in result.stderr
 
 
+@pytest.mark.integration
+def test_a_refresh_to_the_page_itself_in_another_spelling_keeps_the_page(
+    project_root: Path, venv_scrapy: list[str], tmp_path: Path
+) -> None:
+    """Pages whose ``<meta http-equiv="refresh">`` (or ``Refresh`` header) names the
+    page itself within ``METAREFRESH_MAXDELAY``: as written (a news page reloading every
+    30 s), with a fragment, with ``./``, with an escaped letter, or back to the URL that
+    refreshed to it with ``?r=1`` (a cache-busting query). The refresh was followed, the
+    scheduler dropped the request as a URL it had seen, and the page was lost: neither
+    stored nor its links followed. Now such a refresh is no move: each page is stored
+    once, under the URL it was fetched at, and its link is followed."""
+    stub = "<a href='/after{0}'>chemistry after</a>"
+    metas = {
+        "/exact.html": "30; url=/exact.html",
+        "/frag.html": "0; url=/frag.html#top",
+        "/dots.html": "0; url=./sub/../dots.html",
+        "/escaped.html": "0; url=/%65scaped.html",
+        "/bust.html": "0; url=/bust.html?r=1",
+    }
+    headers = {"/header.html": "0; url=/header.html?r=1"}
+
+    def answer(path: str) -> Answer:
+        if path == "/":
+            names = [*metas, *headers]
+            links = " ".join(f'<a href="{n}">chemistry {n}</a>' for n in names)
+            return 200, {}, html("Chemistry", body=links)
+        page, _, query = path.partition("?")
+        if page in metas or page in headers:
+            refresh = metas.get(page) or headers[page]
+            if query:  # the cache-busted copy refreshes back to the plain URL
+                refresh = f"0; url={page}"
+            head = f'<meta http-equiv="refresh" content="{refresh}">' if page in metas else ""
+            sent = {"Refresh": refresh} if page in headers else {}
+            return 200, sent, html(f"Chemistry {page}", head, stub.format(page))
+        if path.startswith("/after/"):
+            return 200, {}, html(f"Chemistry {path}")
+        return 404, {}, b""
+
+    out = tmp_path / "out"
+    result, site = crawl_one_host(project_root, venv_scrapy, out, answer, "FOCUSED_STRATEGY=bfs")
+    con = sqlite3.connect(out / "pages.sqlite3")
+    try:
+        urls = [urlsplit(u) for (u,) in con.execute("SELECT url FROM pages")]
+    finally:
+        con.close()
+    stored = sorted(u.path + (f"?{u.query}" if u.query else "") for u in urls)
+    pages = ["/exact.html", "/frag.html", "/dots.html", "/escaped.html"]
+    pages += ["/bust.html?r=1", "/header.html?r=1"]
+    after = [f"/after{p}" for p in (*metas, *headers)]
+    assert stored == sorted(["/", *pages, *after])
+    for page in [*metas, *headers]:  # fetched once (and its cache-busted copy once)
+        assert site.log.count(page) == 1, site.log
+    assert "'focused/redirects/ignored/self': 6," in result.stderr
+    assert "'focused/queue/in_flight': 0," in result.stderr
+
+
 @pytest.mark.parametrize(
     ("value", "want"),
     [

@@ -70,12 +70,11 @@ def mark_failed(crawler: Any, line: str) -> None:
 
 def stop_crawl(crawler: Any, what: str, where: object, exc: BaseException, then: str) -> None:
     """Log ``focused: error: cannot <what> in <where>: <exc>; the crawl stopped, resume with
-    the same command <then>`` (once per crawler) and close the spider (``store_failed``).
-    Without a crawler (a pipeline used on its own) only logs."""
-    line = (
-        f"focused: error: cannot {what} in {where}: {exc}; the crawl stopped, resume with"
-        f" the same command {then}"
-    )
+    the same command <then>`` (or what :func:`_advice` says instead) once per crawler and
+    close the spider (``store_failed``). Without a crawler (a pipeline used on its own)
+    only logs."""
+    advice = _advice(exc, then)
+    line = f"focused: error: cannot {what} in {where}: {exc}; the crawl stopped, {advice}"
     if crawler is not None:
         if crawler in _stopped:
             return
@@ -91,6 +90,25 @@ def stop_crawl(crawler: Any, what: str, where: object, exc: BaseException, then:
     # later, not now: the failure may come while the engine opens the spider or calls
     # the store from deep inside a signal handler
     reactor.callLater(0, _close, crawler)  # type: ignore[attr-defined]
+
+
+#: what a crawl that found its output folder taken is told (:func:`_advice`): the
+#: folder is the other crawl's, so the same command is refused there once that one ends
+FOLDER_TAKEN_ADVICE = (
+    "choose another FOCUSED_OUTPUT_DIR (the folder is the other crawl's: once it has"
+    " finished, only a crawl of its topic and strategy adds to it, with"
+    " -s FOCUSED_CONTINUE=True)"
+)
+
+
+def _advice(exc: BaseException, then: str) -> str:
+    """How to go on after ``exc``: resume with the same command ``then``, unless another
+    crawl had the page store, when this crawl stored nothing there to resume."""
+    from focused.output.store import StoreInUse
+
+    if isinstance(exc, StoreInUse):
+        return f"having stored nothing there; {FOLDER_TAKEN_ADVICE}"
+    return f"resume with the same command {then}"
 
 
 def _close(crawler: Any) -> None:
@@ -111,15 +129,12 @@ def _close(crawler: Any) -> None:
 def then_for(exc: BaseException) -> str:
     """How to say when to resume after ``exc``."""
     from focused.frontier.journal import JournalGone
-    from focused.output.store import StoreInUse
 
     if isinstance(exc, JournalGone):
         return (
             "plus -s FOCUSED_CONTINUE=True (the JOBDIR is gone, so the frontier starts"
             " again from the seeds; no stored page is stored twice)"
         )
-    if isinstance(exc, StoreInUse):
-        return "once the other crawl has finished, or choose another FOCUSED_OUTPUT_DIR"
     text = str(exc)
     if getattr(exc, "errno", None) == errno.ENOSPC or "full" in text or "No space" in text:
         return "once there is room"

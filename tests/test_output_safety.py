@@ -239,7 +239,9 @@ def test_two_crawls_into_one_folder_at_once(tmp_path: Path) -> None:
         line = refusal(run(out, "CLOSESPIDER_PAGECOUNT=5", "FOCUSED_CONTINUE=True"))
         assert line == (
             f"focused: error: another crawl (or program) has the page store in {out} open;"
-            " wait for it to finish, or choose another FOCUSED_OUTPUT_DIR"
+            " choose another FOCUSED_OUTPUT_DIR (the folder is the other crawl's: once it"
+            " has finished, only a crawl of its topic and strategy adds to it, with"
+            " -s FOCUSED_CONTINUE=True)"
         )
         assert first.poll() is None  # the first crawl goes on
     finally:
@@ -287,6 +289,12 @@ def test_two_crawls_started_at_the_same_instant(tmp_path: Path) -> None:
     errors = [x for x in logs[loser].splitlines() if "ERROR: focused: error:" in x]
     assert len(errors) == 1, logs[loser][-3000:]
     assert "another crawl" in errors[0] and codes[loser] in (1, 2)
+    # not "resume with the same command": it would be refused, the folder holds pages
+    assert errors[0].endswith(
+        "; choose another FOCUSED_OUTPUT_DIR (the folder is the other crawl's: once it has"
+        " finished, only a crawl of its topic and strategy adds to it, with"
+        " -s FOCUSED_CONTINUE=True)"
+    ), errors[0]
     assert "Traceback" not in logs[loser]
     assert json.loads((out / "crawl.json").read_text())["topic"] == winner
     assert len(list((out / "segments").iterdir())) == 1  # one writer's segment

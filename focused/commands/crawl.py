@@ -92,7 +92,7 @@ from focused.output.record import (
     stored_count,
     write_jobdir_record,
 )
-from focused.stop import stopped
+from focused.stop import FOLDER_TAKEN_ADVICE, stopped
 from focused.web.sites import WebError
 from focused.web.topics import TopicError, load_topic
 
@@ -278,8 +278,8 @@ class Command(CheckedLogging, ScrapyCrawl):
         # the workers of a distributed crawl share one store on purpose
         if str(get(self.crawl_settings, "FOCUSED_FRONTIER")) == "memory" and in_use(output):
             return (
-                f"another crawl (or program) has the page store in {output} open; wait for"
-                " it to finish, or choose another FOCUSED_OUTPUT_DIR"
+                f"another crawl (or program) has the page store in {output} open;"
+                f" {FOLDER_TAKEN_ADVICE}"
             )
         return None
 

@@ -640,7 +640,9 @@ class FocusedLinkExtractor(LinkExtractor):
     ``focused/links/ignored/<scheme>`` (``bad_url`` for malformed ones). Links to
     ``.rss`` files, which Scrapy's ignores, are kept: they are feeds. The pages a
     ``<link rel="next">`` or ``rel="prev"``, a ``<frame>`` or an ``<iframe>`` names come
-    after them (:meth:`_pager_links`).
+    after them (:meth:`_pager_links`), when the extractor is built with no argument but
+    ``deny_extensions`` (it reads all of a page's ``<a>``/``<area>``): one built with
+    ``restrict_xpaths``, ``tags``, ``attrs``... gives the links Scrapy's gives alone.
 
     ``max_links`` (``FOCUSED_MAX_LINKS_PER_PAGE``; 0: no cap): only the first this many
     link elements (``<a>``/``<area>`` with ``href``, in document order) are read; the
@@ -707,12 +709,11 @@ class FocusedLinkExtractor(LinkExtractor):
         urls: dict[str, str] = {}
         if self._fast and hasattr(root, "iter") and hasattr(root, "xpath"):
             links = self._fast_links(root, page_url, encoding, join, urls)
-        else:
-            links = super().extract_links(response)
-        if hasattr(root, "iter"):
             links += self._pager_links(root, links, page_url, encoding, join)
-        if b"Link" in response.headers:
-            links += self._header_links(response, links)
+            if b"Link" in response.headers:
+                links += self._header_links(response, links)
+        else:  # built with arguments: their links alone (no pager, no frames, no header)
+            links = super().extract_links(response)
 
         def url_of(href: str) -> str:
             url = urls.get(href)

@@ -386,3 +386,42 @@ def test_a_link_header_is_read_as_rfc_8288_writes_it(
     assert link_header(value) == want
     if want:  # at most the limit's number of links
         assert link_header(value + ", </more>; rel=next", 1) == want[:1]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "want"),
+    [
+        ({"restrict_xpaths": '//div[@id="main"]'}, ["/article"]),
+        ({"restrict_css": "#main"}, ["/article"]),
+        ({"tags": ("a",)}, ["/nav", "/article"]),
+        ({"attrs": ("data-x",)}, []),
+    ],
+)
+def test_an_extractor_built_with_restrictions_reads_no_pager_or_frame_links(
+    kwargs: dict, want: list[str]
+) -> None:
+    """An extractor built with ``restrict_xpaths``, ``restrict_css``, ``tags`` or
+    ``attrs`` (a spider of the user's own) also gave the page's ``<link rel="next">``
+    and its frames, outside the part, tags or attributes it was told to read. Now it
+    gives the links Scrapy's gives with those arguments, and no pager or frame link is
+    read or counted; built without them (the focused spider's) it reads both."""
+    from collections import Counter
+
+    from scrapy.http import HtmlResponse
+
+    from focused.robustness import FocusedLinkExtractor
+
+    base = "http://127.0.0.2:8000"
+    page = HtmlResponse(
+        f"{base}/p.html",
+        body=b'<html><head><link rel="next" href="/list/2"></head><body>'
+        b'<div id="nav"><a href="/nav">nav</a><iframe src="/ad-frame"></iframe></div>'
+        b'<div id="main"><a href="/article">art</a></div></body></html>',
+        encoding="utf-8",
+    )
+    counted: Counter[str] = Counter()
+    links = FocusedLinkExtractor(count=lambda k, n=1: counted.update({k: n}), **kwargs)
+    assert [urlsplit(link.url).path for link in links.extract_links(page)] == want
+    assert counted == {}
+    everything = [urlsplit(link.url).path for link in FocusedLinkExtractor().extract_links(page)]
+    assert everything == ["/nav", "/article", "/list/2", "/ad-frame"]

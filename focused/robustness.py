@@ -596,6 +596,12 @@ _LINK_COUNT = "count(//*[local-name() = 'a' or local-name() = 'area'][@href])"
 _PAGER_TAGS = tuple(
     t for name in ("link", "frame", "iframe") for t in (name, f"{{{XHTML_NAMESPACE}}}{name}")
 )
+#: the elements of :data:`_PAGER_TAGS` that may name a page (counted past the elements
+#: :meth:`FocusedLinkExtractor._pager_links` looks at)
+_PAGER_COUNT = (
+    "count(//*[local-name() = 'link'][@rel][@href]"
+    " | //*[local-name() = 'frame' or local-name() = 'iframe'][@src])"
+)
 #: the ``rel`` words of a ``<link>`` that names the next or previous page of a series
 #: (pagination: a listing whose pages 2..N are named only there)
 PAGER_RELS = frozenset({"next", "prev", "previous"})
@@ -608,6 +614,20 @@ _string = etree.XPath("string()")
 
 #: Scrapy's ignored extensions, except ``.rss``: a feed's items are followed (:func:`read_feed`)
 FOLLOWED_EXTENSIONS = tuple(e for e in IGNORED_EXTENSIONS if e != "rss")
+
+
+def _pager_target(el: Any) -> tuple[bool, str | None, str | None, str]:
+    """Of a ``<link>``, ``<frame>`` or ``<iframe>``: whether :data:`_PAGER_COUNT` counts
+    it, the ``href`` (``src``) of the page it names (None or empty: none), its ``rel``
+    and the stat of its links."""
+    if _local(el.tag) == "link":
+        href, rel = el.get("href"), el.get("rel")
+        candidate = href is not None and rel is not None
+        if not rel or PAGER_RELS.isdisjoint(rel.lower().split()):
+            return candidate, None, rel, "focused/links/pager"
+        return candidate, href, rel, "focused/links/pager"
+    src = el.get("src")  # a frame's page, shown inside this one
+    return src is not None, src, None, "focused/links/frames"
 
 
 def _browser_href(href: str) -> str:
@@ -645,7 +665,8 @@ class FocusedLinkExtractor(LinkExtractor):
     ``restrict_xpaths``, ``tags``, ``attrs``... gives the links Scrapy's gives alone.
 
     ``max_links`` (``FOCUSED_MAX_LINKS_PER_PAGE``; 0: no cap): only the first this many
-    link elements (``<a>``/``<area>`` with ``href``, in document order) are read; the
+    link elements (``<a>``/``<area>`` with ``href``, in document order, then the pager
+    ``<link>`` and frames of :meth:`_pager_links`: one cap for all) are read; the
     links among them are extracted as Scrapy does (joined, filtered, deduplicated), and
     the elements left unread are counted in ``focused/links/capped``. Each element read
     costs ~80 us (``urljoin``, ``safe_url_string``, Scrapy's filters): a page of 200,000
@@ -708,8 +729,9 @@ class FocusedLinkExtractor(LinkExtractor):
         join = self._joins.of(base_url)
         urls: dict[str, str] = {}
         if self._fast and hasattr(root, "iter") and hasattr(root, "xpath"):
-            links = self._fast_links(root, page_url, encoding, join, urls)
-            links += self._pager_links(root, links, page_url, encoding, join)
+            links, read = self._fast_links(root, page_url, encoding, join, urls)
+            budget = self.max_links - read if self.max_links else None
+            links += self._pager_links(root, links, page_url, encoding, join, budget=budget)
             if b"Link" in response.headers:
                 links += self._header_links(response, links)
         else:  # built with arguments: their links alone (no pager, no frames, no header)
@@ -734,12 +756,13 @@ class FocusedLinkExtractor(LinkExtractor):
         encoding: str,
         join: Callable[[str], str],
         urls: dict[str, str] | None = None,
-    ) -> list[Link]:
+    ) -> tuple[list[Link], int]:
         """Scrapy's ``LxmlLinkExtractor.extract_links`` (unique links, no restriction,
         filters by scheme and extension) for the document ``root``; see the class.
         ``join``: ``urljoin`` with the page's base URL (:class:`FolderJoins`).
         ``urls`` gets ``href`` -> URL for every ``href`` read that makes one (a repeated
-        ``href`` is not joined again: its URL is already among the links or dropped)."""
+        ``href`` is not joined again: its URL is already among the links or dropped).
+        With the links, the number of link elements read (at most ``max_links``)."""
         out: list[Link] = []
         seen: set[str] = set()
         bad: set[str] = set()  # hrefs that make no URL
@@ -771,7 +794,7 @@ class FocusedLinkExtractor(LinkExtractor):
                     self.count(f"focused/links/ignored/{verdict}")
                 continue
             out.append(Link(url, _string(el) or "", nofollow=rel_has_nofollow(el.get("rel"))))
-        return out
+        return out, min(read, cap) if cap else read
 
     def _pager_links(
         self,
@@ -780,6 +803,8 @@ class FocusedLinkExtractor(LinkExtractor):
         page_url: str,
         encoding: str,
         join: Callable[[str], str],
+        *,
+        budget: int | None = None,
     ) -> list[Link]:
         """The pages a ``<link rel="next">`` (or ``prev``), a ``<frame src>`` or an
         ``<iframe src>`` names that ``links`` (the page's ``<a>``/``<area>`` links) do
@@ -787,25 +812,34 @@ class FocusedLinkExtractor(LinkExtractor):
         engines read it), a site whose content pages are shown in frames. Each is
         checked as a link is (scheme, host, path, Scrapy's filters; counted when
         dropped), its text the element's ``title``, and counted in
-        ``focused/links/pager`` or ``focused/links/frames``; at most ``max_links``
-        elements are read. Other ``<link>`` elements (stylesheets, ``alternate``
-        language copies, ``canonical``) name no page to follow."""
+        ``focused/links/pager`` or ``focused/links/frames``. Other ``<link>`` elements
+        (stylesheets, ``alternate`` language copies, ``canonical``) name no page to
+        follow.
+
+        They share the page's cap with its ``<a>``/``<area>``: at most ``budget`` of
+        them are read (what ``max_links`` leaves; None: all), and those left unread are
+        counted in ``focused/links/capped``. At most ``max_links`` ``<link>``, ``<frame>``
+        and ``<iframe>`` elements are looked at (a page of 50,000 stylesheet links cost
+        150 ms); past them, every further ``<link>`` with a ``rel`` and an ``href`` and
+        every further frame with a ``src`` is counted in ``focused/links/capped``
+        (counted by lxml, not read)."""
         out: list[Link] = []
         seen = {link.url for link in links}
         bad: set[str] = set()
-        read = 0
+        read = unread = looked = candidates = 0
         for el in root.iter(*_PAGER_TAGS):
-            if _local(el.tag) == "link":
-                href, rel, stat = el.get("href"), el.get("rel"), "focused/links/pager"
-                if not href or not rel or PAGER_RELS.isdisjoint(rel.lower().split()):
-                    continue
-            else:  # a frame's page, shown inside this one
-                href, rel, stat = el.get("src"), None, "focused/links/frames"
-                if not href:
-                    continue
-            read += 1
-            if self.max_links and read > self.max_links:
+            looked += 1
+            if self.max_links and looked > self.max_links:
+                unread += max(0, int(root.xpath(_PAGER_COUNT)) - candidates)
                 break
+            candidate, href, rel, stat = _pager_target(el)
+            candidates += candidate
+            if not href:
+                continue
+            read += 1
+            if budget is not None and read > budget:
+                unread += 1
+                continue
             got = self._href_url(href, join, encoding, page_url)
             if got is None:
                 self._bad_href(href, bad)
@@ -821,6 +855,8 @@ class FocusedLinkExtractor(LinkExtractor):
             out.append(Link(url, el.get("title") or "", nofollow=rel_has_nofollow(rel)))
             if self.count is not None:
                 self.count(stat)
+        if unread and self.count is not None:
+            self.count("focused/links/capped", unread)
         return out
 
     def _header_links(self, response: TextResponse, links: list[Link]) -> list[Link]:

@@ -109,3 +109,59 @@ def test_what_is_not_a_feed(site) -> None:
     )
     feed = read_feed(typed)
     assert feed is None or feed.links == []
+
+
+def test_pager_links_and_frames_share_the_page_cap_with_its_a_links() -> None:
+    """The ``<link rel="next">`` and frame links of a page are read within the one cap
+    of its link elements, after its ``<a>``: 1500 ``<a>``, 1500 ``<iframe>`` and 10
+    ``<link rel="next">`` under a cap of 1000 gave 2000 links (1000 of each kind) and
+    counted 500 unread. Now 1000 links, and every element left unread is counted."""
+    counted: Counter[str] = Counter()
+
+    def count(key: str, n: int = 1) -> None:
+        counted[key] += n
+
+    head = "".join(f'<link rel="next" href="/n/{i}">' for i in range(10))
+    body = "".join(f'<a href="/a/{i}">a</a>' for i in range(1500))
+    body += "".join(f'<iframe src="/f/{i}"></iframe>' for i in range(1500))
+    page = html("/p.html", f"<html><head>{head}</head><body>{body}</body></html>".encode())
+    links = FocusedLinkExtractor(count=count, max_links=1000).extract_links(page)
+    assert [link.url for link in links] == [f"{BASE}/a/{i}" for i in range(1000)]
+    assert counted == {"focused/links/capped": 500 + 1500 + 10}
+    # under the cap: what the <a> leave is read in document order (the head's first)
+    counted.clear()
+    body = "".join(f'<a href="/a/{i}">a</a>' for i in range(600))
+    body += "".join(f'<iframe src="/f/{i}"></iframe>' for i in range(300))
+    head = "".join(f'<link rel="prev" href="/n/{i}">' for i in range(300))
+    page = html("/p.html", f"<html><head>{head}</head><body>{body}</body></html>".encode())
+    links = FocusedLinkExtractor(count=count, max_links=1000).extract_links(page)
+    want = [f"/a/{i}" for i in range(600)] + [f"/n/{i}" for i in range(300)]
+    want += [f"/f/{i}" for i in range(100)]
+    assert [link.url for link in links] == [BASE + p for p in want]
+    assert counted == {
+        "focused/links/capped": 200,
+        "focused/links/pager": 300,
+        "focused/links/frames": 100,
+    }
+
+
+def test_the_link_and_frame_elements_looked_at_are_bounded() -> None:
+    """Every ``<link>``, ``<frame>`` and ``<iframe>`` of a page was looked at for the
+    pages it may name, whatever their number (50,000 stylesheet links: 150 ms a page).
+    Now at most ``max_links`` of them are looked at; the ``<link rel>`` and frames past
+    them are counted unread, not followed."""
+    counted: Counter[str] = Counter()
+    head = '<link rel="next" href="/n/early">'
+    head += '<link rel="stylesheet" href="/s.css">' * 1200
+    head += '<link rel="next" href="/n/late"><link href="/no-rel">'
+    body = '<a href="/a">a</a><iframe src="/f/late"></iframe><iframe></iframe>'
+    page = html("/p.html", f"<html><head>{head}</head><body>{body}</body></html>".encode())
+    links = FocusedLinkExtractor(
+        count=lambda key, n=1: counted.update({key: n}), max_links=1000
+    ).extract_links(page)
+    assert [link.url for link in links] == [f"{BASE}/a", f"{BASE}/n/early"]
+    # past the 1000 looked at: 201 stylesheets, the late next and the late iframe
+    assert counted == {"focused/links/capped": 203, "focused/links/pager": 1}
+    # with no cap (0), all are looked at
+    links = FocusedLinkExtractor().extract_links(page)
+    assert [link.url for link in links][-2:] == [f"{BASE}/n/late", f"{BASE}/f/late"]

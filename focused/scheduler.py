@@ -68,6 +68,7 @@ from focused.ranking.modelstate import dumps_state, loads_state
 from focused.robots import RobotsPostponed
 from focused.stop import stop_crawl, then_for
 from focused.strategies import strategy_class
+from focused.web.sanitize import partial_content
 
 if TYPE_CHECKING:
     from typing import Self
@@ -224,6 +225,17 @@ def _as_float(value: Any) -> float:
         return float(value or 0.0)
     except (TypeError, ValueError):
         return 0.0
+
+
+def partial_answer(response: Response, request: Request) -> bool:
+    """Whether ``response`` is a part of its page, not the page
+    (:func:`~focused.web.sanitize.partial_content`)."""
+    return partial_content(
+        response.status,
+        b"Range" in request.headers,
+        response.headers.get(b"Content-Range"),
+        len(response.body),
+    )
 
 
 class DownloadFailureMiddleware:
@@ -492,7 +504,8 @@ class FocusedScheduler(BaseScheduler):
     (:class:`focused.robots.RobotsPostponed`) is no failure: it waits (journaled as
     waiting) until robots.txt is fetched again, and keeps the crawl open meanwhile. No
     errback of the scheduler's is put in a request. A response with status >= 400 also counts as an
-    error; a redirect counts the redirecting URL as done.
+    error, and so does a 206 that is a piece of its page (:func:`partial_answer`), left in flight
+    in the journal (a resume fetches it again); a redirect counts the redirecting URL as done.
 
     ``JOBDIR``: every change is journaled in ``JOBDIR/frontier.sqlite3`` (SQLite, WAL;
     :mod:`focused.frontier.journal`) and committed on each ``next_request``, at each
@@ -1137,6 +1150,10 @@ class FocusedScheduler(BaseScheduler):
             self._failed(fp)
         elif response.status >= 400:
             self._finish(fp, ERROR)
+        elif partial_answer(response, request):
+            # a piece of the page: an error, left in flight in the journal, so that a
+            # resume fetches it again (a CDN filling its cache answers whole later)
+            self._finish(fp, ERROR, journal=False)
         elif fp in self.in_flight:
             # Done, but journaled as done only once the page is safe (its links are
             # journaled by then): see _on_item, _on_stored and _scraped.

@@ -11,8 +11,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.crawling import crawl_one_host
-from tests.loopback import Answer, Listener
+from tests.crawling import crawl_one_host, crawl_real_web
+from tests.loopback import Answer, Listener, LoopbackServer
 
 WORDS = "chemistry acid salt molecule reaction oxide catalyst crystal "
 
@@ -232,6 +232,57 @@ def test_a_partial_content_answer_to_a_plain_get_is_skipped_not_stored(
 
 
 @pytest.mark.integration
+def test_a_206_of_the_whole_page_is_the_page_and_a_piece_is_fetched_again_on_resume(
+    project_root: Path, venv_scrapy: list[str], tmp_path: Path
+) -> None:
+    """A 206 to a plain GET whose ``Content-Range`` covers the whole page (``bytes
+    0-(N-1)/N``, N bytes of body: some CDNs answer so) was skipped as a piece and
+    journaled done: the page was never stored, its links never followed, and a resume
+    never fetched it. Now it is the page. A real piece (``bytes 0-299/N``) is an error
+    of the crawl (``focused/queue/error``), not done: a resume with the same ``JOBDIR``
+    fetches it again, and does not fetch the whole one again."""
+    whole = html("Chemistry of salts", body='<a href="/after.html">chemistry more</a>')
+    n = len(whole)
+
+    def answer(path: str) -> Answer:
+        if path == "/":
+            links = '<a href="/whole.html">chemistry whole</a> <a href="/part.html">acid</a>'
+            return 200, {}, html("Chemistry", body=links)
+        if path == "/whole.html":
+            return 206, {"Content-Range": f"bytes 0-{n - 1}/{n}"}, whole
+        if path == "/part.html":
+            return 206, {"Content-Range": f"bytes 0-299/{n}"}, whole[:300]
+        if path == "/after.html":
+            return 200, {}, html("Chemistry page after")
+        return 404, {}, b""
+
+    out, job = tmp_path / "out", tmp_path / "job"
+    site = LoopbackServer("127.0.0.2", answer)
+    try:
+        runs = [
+            crawl_real_web(
+                project_root,
+                venv_scrapy,
+                out,
+                f"{site.url}/",
+                "FOCUSED_STRATEGY=bfs",
+                f"JOBDIR={job}",
+            )
+            for _ in range(2)
+        ]
+    finally:
+        site.close()
+    for result in runs:
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert "Traceback" not in result.stderr, result.stderr[-3000:]
+        assert "'focused/skipped/partial': 1," in result.stderr
+        assert "'focused/queue/error': 1," in result.stderr
+    assert sorted(stored_paths(out)) == ["/", "/after.html", "/whole.html"]
+    assert site.log.count("/whole.html") == 1 and site.log.count("/after.html") == 1
+    assert site.log.count("/part.html") == 2  # once per run
+
+
+@pytest.mark.integration
 def test_a_refresh_header_is_followed_as_a_meta_refresh_is(
     project_root: Path, venv_scrapy: list[str], tmp_path: Path
 ) -> None:
@@ -425,3 +476,25 @@ def test_an_extractor_built_with_restrictions_reads_no_pager_or_frame_links(
     assert counted == {}
     everything = [urlsplit(link.url).path for link in FocusedLinkExtractor().extract_links(page)]
     assert everything == ["/nav", "/article", "/list/2", "/ad-frame"]
+
+
+@pytest.mark.parametrize(
+    ("status", "asked", "content_range", "length", "partial"),
+    [
+        (206, False, b"bytes 0-9/10", 10, False),
+        (206, False, b"BYTES 0 - 9 / 10", 10, False),
+        (206, False, b"bytes 0-9/10", 9, True),
+        (206, False, b"bytes 0-9/20", 10, True),
+        (206, False, b"bytes 5-9/10", 5, True),
+        (206, False, b"bytes */10", 10, True),
+        (206, False, None, 10, True),
+        (206, True, b"bytes 0-9/20", 10, False),
+        (200, False, None, 10, False),
+    ],
+)
+def test_which_206_is_a_piece_of_its_page(
+    status: int, asked: bool, content_range: bytes | None, length: int, partial: bool
+) -> None:
+    from focused.web.sanitize import partial_content
+
+    assert partial_content(status, asked, content_range, length) is partial

@@ -80,7 +80,13 @@ from focused.errors import (
 from focused.frontier.journal import DONE, ERROR
 from focused.frontier.seen import FingerprintTable, url_fingerprint
 from focused.output.store import DB_NAME as PAGES_DB
-from focused.scheduler import COPY_META, DONT_FILTER, FocusedScheduler, warn_ignored_settings
+from focused.scheduler import (
+    COPY_META,
+    DONT_FILTER,
+    FocusedScheduler,
+    partial_answer,
+    warn_ignored_settings,
+)
 from focused.stop import (
     REDIS_FRONTIER_LOST,
     REDIS_OUT_OF_MEMORY,
@@ -820,7 +826,7 @@ class RedisScheduler(FocusedScheduler):
         fp = self._fingerprint(request)
         if fp not in self.in_flight:
             return
-        if response.status >= 400:
+        if response.status >= 400 or partial_answer(response, request):  # a piece: an error
             self._finish(fp, ERROR)
         elif 200 <= response.status < 300 and isinstance(response, TextResponse):
             self._responded.add(fp)  # done once its item is stored

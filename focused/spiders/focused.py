@@ -57,7 +57,7 @@ from focused.signals import frontier_opened, frontier_waste_check, page_aliased,
 from focused.strategies import Strategy
 from focused.web.neardup import NearDuplicates, key_of, later_is_main
 from focused.web.safeurls import SafeUrls
-from focused.web.sanitize import is_wide, parse_cut, strip_session_ids
+from focused.web.sanitize import is_wide, parse_cut, partial_content, strip_session_ids
 from focused.web.sites import Web, WebError, open_web
 from focused.web.template import HostTemplates, Page, chrome_urls, link_slots, split_page
 from focused.web.titles import SiteTitles
@@ -85,10 +85,13 @@ def counted(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
-def _asked_range(response: Response) -> bool:
-    """Whether the request of ``response`` asked for a part of the page (``Range``)."""
+def _partial(response: Response) -> bool:
+    """Whether ``response`` is a part of its page, not the page
+    (:func:`~focused.web.sanitize.partial_content`)."""
     request = response.request
-    return request is not None and b"Range" in request.headers
+    asked = request is not None and b"Range" in request.headers
+    content_range = response.headers.get(b"Content-Range")
+    return partial_content(response.status, asked, content_range, len(response.body))
 
 
 def release_selector(response: Response) -> None:
@@ -595,8 +598,10 @@ class FocusedSpider(scrapy.Spider):
         No Content, an empty or blank body: ``focused/skipped/empty``), or text of
         another kind, JSON (``focused/skipped/not_markup``: a JSON API, JSON-LD), or a
         part of a page (``focused/skipped/partial``: a 206 Partial Content to a request
-        that asked for no range; its body is a piece of the page, not the page)."""
-        if response.status == 206 and not _asked_range(response):
+        that asked for no range; its body is a piece of the page, not the page). A part
+        of a page is no page skipped: the scheduler counts it an error (a failed fetch),
+        not done. A 206 whose ``Content-Range`` covers the whole page is the page."""
+        if _partial(response):
             kind = "partial"
         elif not isinstance(response, TextResponse):
             kind = "not_text"
@@ -607,7 +612,8 @@ class FocusedSpider(scrapy.Spider):
         else:
             return True
         self.crawler.stats.inc_value(f"focused/skipped/{kind}")
-        self.crawler.signals.send_catch_log(page_skipped, response=response)
+        if kind != "partial":  # a failed fetch (FocusedScheduler._on_response), not done
+            self.crawler.signals.send_catch_log(page_skipped, response=response)
         return False
 
     def _link_requests(

@@ -207,6 +207,26 @@ def _sniffed(body: bytes) -> str:
     return "cp1252"
 
 
+#: a ``Content-Range`` of some bytes of a representation of known length (RFC 9110)
+_CONTENT_RANGE = re.compile(rb"\s*bytes\s+(\d+)\s*-\s*(\d+)\s*/\s*(\d+)\s*", re.IGNORECASE)
+
+
+def partial_content(
+    status: int, asked_range: bool, content_range: bytes | None, length: int
+) -> bool:
+    """Whether an answer of ``status`` with a body of ``length`` bytes is a part of its
+    page, not the page: a ``206 Partial Content`` to a request that asked for no range,
+    unless its ``Content-Range`` covers the whole representation (``bytes 0-(N-1)/N``,
+    as some CDNs answer a plain GET) and the body is those N bytes."""
+    if status != 206 or asked_range:
+        return False
+    found = _CONTENT_RANGE.fullmatch(content_range or b"")
+    if found is None:
+        return True
+    first, last, complete = (int(g) for g in found.groups())
+    return not (first == 0 and last == complete - 1 == length - 1)
+
+
 _CONTROL = bytes(sorted(set(range(32)) - {9, 10, 12, 13, 27}))
 
 

@@ -151,6 +151,35 @@ def check_log_level_or_exit(settings: Any) -> None:
         sys.exit(2)
 
 
+def check_script_logging(settings: Any) -> None:
+    """For a ``CrawlerProcess`` that a script of one's own makes with the project's
+    settings (called from the project's add-on before the process sets its logging up):
+    ``LOG_FILE`` in a folder that does not exist or cannot be written, a bad
+    ``LOG_LEVEL`` or ``LOG_FORMAT`` are the crawl command's one line and exit status 2
+    (:func:`check_log_level_or_exit`), not the ``FileNotFoundError`` (or
+    ``ValueError``) traceback of Scrapy's ``configure_logging``. A command of the
+    project has checked them already; a ``CrawlerRunner`` sets no logging up."""
+    if _COMMAND[0]:
+        return
+    from scrapy.crawler import CrawlerProcessBase
+
+    frame = sys._getframe(1)
+    for _ in range(8):  # update_pre_crawler_settings <- load_pre_crawler_settings <- __init__
+        if frame is None:
+            return
+        if isinstance(frame.f_locals.get("self"), CrawlerProcessBase):
+            break
+        frame = frame.f_back  # type: ignore[assignment]
+    else:
+        return
+    try:
+        installs = settings.getbool("LOG_INSTALL_ROOT_HANDLER", True)
+    except ValueError:
+        installs = True
+    if installs:
+        check_log_level_or_exit(settings)
+
+
 #: set (at the command's priority) by the commands that run the focused spider but store
 #: nothing (``scrapy fetch``, ``shell``, ``view`` and ``parse``): the spider then does not
 #: check ``FOCUSED_OUTPUT_DIR`` and ``JOBDIR`` as a crawl's, the components that write the

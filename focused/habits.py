@@ -273,6 +273,15 @@ class SettingsAddon:
     ``RemoteControl`` out of ``EXTENSIONS_BASE``: Scrapy imported it (and aiohttp with
     it, 0.1-0.15 s of every crawl's start) only for it to find itself disabled."""
 
+    @classmethod
+    def update_pre_crawler_settings(cls, settings: Any) -> None:
+        """A script's ``CrawlerProcess`` is being made: its logging settings checked
+        before Scrapy sets its logging up from them, as the project's commands check
+        them (:func:`focused.cli.check_script_logging`)."""
+        from focused.cli import check_script_logging
+
+        check_script_logging(settings)
+
     def update_settings(self, settings: Any) -> None:
         from focused.config import STATUS_LIST_SETTINGS, status_codes
 

@@ -683,3 +683,22 @@ def test_a_script_whose_crawl_fetches_nothing_ends_with_one_line_and_status_1(
     assert errors[0].startswith("focused: error: no page could be fetched from the real web")
     assert "refused the connection" in errors[0]
     assert "status 1 finished" in result.stdout
+
+
+def test_a_script_whose_log_file_cannot_be_made_stops_with_one_line_and_status_2(
+    tmp_path: Path,
+) -> None:
+    """A ``CrawlerProcess`` script with ``LOG_FILE`` in a folder that does not exist:
+    the ``FileNotFoundError`` traceback of Scrapy's ``configure_logging`` as the process
+    was made, exit 1. Now the crawl command's line and status 2, nothing written."""
+    log = tmp_path / "logs" / "crawl.log"
+    path = tmp_path / "run.py"
+    path.write_text(crawl_script({"LOG_FILE": str(log)}) + "print('the script goes on')\n")
+    out = tmp_path / "out"
+    result = _run_script(path, str(out))
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert result.stderr.splitlines() == [
+        f"focused: error: LOG_FILE '{log}' cannot be written: No such file or directory"
+    ]
+    assert "the script goes on" not in result.stdout
+    assert not out.exists() and not log.parent.exists()

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import socket
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -702,3 +703,35 @@ def test_a_script_whose_log_file_cannot_be_made_stops_with_one_line_and_status_2
     ]
     assert "the script goes on" not in result.stdout
     assert not out.exists() and not log.parent.exists()
+
+
+def test_a_script_whose_feed_fails_at_its_last_write_ends_with_status_1(
+    tmp_path: Path,
+) -> None:
+    """A script's crawl with two feeds, one of which fails as it is finished at the
+    close (its last write on a full disk): the line was logged, but the script ended
+    with status 0, where ``scrapy crawl`` gives 1. Now ``process.start()`` ends it
+    with status 1; the other feed is whole."""
+    good, bad = tmp_path / "good.json", tmp_path / "bad.jsonl"
+    script = crawl_script(
+        {
+            "FEED_EXPORTERS": {"failing": "tests.failing_exporter.CloseFailingExporter"},
+            "FEEDS": {str(good): {"format": "json"}, str(bad): {"format": "failing"}},
+        }
+    )
+    path = tmp_path / "run.py"
+    path.write_text(script + "print('the script goes on')\n")
+    result = _run_script(path, str(tmp_path / "out"))
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert "the script goes on" not in result.stdout
+    errors = [x for x in result.stderr.splitlines() if "ERROR: focused: error:" in x]
+    assert len(errors) == 1, result.stderr[-3000:]
+    assert f"cannot finish the feed in {bad}: [Errno 28] No space left on device" in errors[0]
+    con = sqlite3.connect(tmp_path / "out" / "pages.sqlite3")
+    try:
+        stored = sorted(url for (url,) in con.execute("SELECT url FROM pages"))
+    finally:
+        con.close()
+    assert len(stored) >= 3
+    assert sorted(item["url"] for item in json.loads(good.read_text())) == stored

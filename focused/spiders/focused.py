@@ -54,6 +54,7 @@ from focused.ranking.relevance import (
     term_counts,
 )
 from focused.signals import frontier_opened, frontier_waste_check, page_aliased, page_skipped
+from focused.stop import stopped
 from focused.strategies import Strategy
 from focused.web.neardup import NearDuplicates, key_of, later_is_main
 from focused.web.safeurls import SafeUrls
@@ -312,6 +313,7 @@ class FocusedSpider(scrapy.Spider):
         crawler.signals.connect(spider.close_web, signal=signals.spider_closed)
         if script_crawler(crawler):  # its end explained as scrapy crawl explains it
             crawler.signals.connect(spider._script_closed, signal=signals.spider_closed)
+            crawler.signals.connect(spider._script_stopped, signal=signals.engine_stopped)
         if spider.web.kind == "sandbox" and crawler.settings.getbool("HTTPCACHE_ENABLED"):
             # connected before the cache middleware's own handler, which opens its storage
             crawler.signals.connect(spider._separate_cache, signal=signals.spider_opened)
@@ -338,6 +340,14 @@ class FocusedSpider(scrapy.Spider):
         if line:
             fail(line)
             fail_script_crawl(crawler, 1)
+
+    def _script_stopped(self) -> None:
+        """A failure logged while the spider closed, after :meth:`_script_closed` ran (a
+        feed whose last write failed as it was finished: JSON's ``]``, the flush of its
+        buffer): exit status 1, as ``scrapy crawl`` gives; the script ended with status
+        0. ``engine_stopped`` comes once every ``spider_closed`` handler has ended."""
+        if stopped(self.crawler):
+            fail_script_crawl(self.crawler, 1)
 
     def _separate_cache(self, spider: Any) -> None:
         """The HTTP cache of a sandbox crawl is kept apart for each sandbox

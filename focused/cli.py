@@ -206,6 +206,8 @@ class CheckedLogging:
 
     def process_options(self, args: list[str], opts: Any) -> None:
         _COMMAND[0] = True
+        spargs = getattr(opts, "spargs", None)  # -a NAME=VALUE as written, before Scrapy's dict
+        written = [str(x) for x in spargs] if isinstance(spargs, list) else []
         try:
             super().process_options(args, opts)  # type: ignore[misc]
         except UsageError:  # "Invalid -s value": which one, and why
@@ -218,6 +220,13 @@ class CheckedLogging:
                 sys.exit(2)
             raise
         check_log_level_or_exit(self.settings)
+        from focused import config
+
+        try:
+            config.check_repeated_args(written)
+        except config.ConfigError as exc:
+            fail(str(exc), self.settings)
+            sys.exit(2)
 
 
 #: whether a command of the project runs in this process (it checks a crawl's input)

@@ -1457,6 +1457,25 @@ def check_spider_args(args: Mapping[str, Any]) -> None:
         )
 
 
+def check_repeated_args(pairs: list[str]) -> None:
+    """A :class:`ConfigError` for a spider argument given twice with different values
+    (``-a topic=chemistry -a topic=physics``): Scrapy keeps the last one and drops the
+    other without a word, so the crawl was of physics alone. ``pairs``: the ``-a``
+    options as written, ``NAME=VALUE``; the same value twice is left as it is."""
+    seen: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = str(pair).partition("=")
+        if not sep:
+            continue  # Scrapy's own usage error
+        if name in seen and seen[name] != value:
+            raise ConfigError(
+                f"spider argument -a {name} is given twice, as -a {name}={seen[name]} and"
+                f" -a {name}={value}: a crawl takes one {name} (Scrapy would keep the last"
+                " one without a word); give it once"
+            )
+        seen[name] = value
+
+
 def _scrapy_defaults() -> frozenset[str]:
     from scrapy.settings import default_settings
 

@@ -398,6 +398,21 @@ def test_an_unknown_spider_argument(project_root: Path, venv_scrapy: list[str], 
     assert "generating the sandbox" not in result.stderr + result.stdout
 
 
+def test_a_spider_argument_given_twice(
+    project_root: Path, venv_scrapy: list[str], out: Path
+) -> None:
+    """``-a topic=chemistry -a topic=physics`` crawled physics alone: Scrapy keeps the
+    last value without a word. Now one line, exit status 2; the same value twice
+    crawls."""
+    args = ("-a", "topic=chemistry", "-a", "topic=physics", *SMALL_SANDBOX)
+    line = the_error(crawl(project_root, venv_scrapy, out, *args), out)
+    assert line == (
+        "focused: error: spider argument -a topic is given twice, as -a topic=chemistry and"
+        " -a topic=physics: a crawl takes one topic (Scrapy would keep the last one without"
+        " a word); give it once"
+    )
+
+
 def test_sandbox_with_seeds_on_another_site(
     project_root: Path, venv_scrapy: list[str], out: Path
 ) -> None:

@@ -276,6 +276,9 @@ def check_feeds(settings: Any) -> None:
     except (TypeError, ValueError):
         return  # Scrapy's own error is the clearer one
     for uri in feeds:
+        stream = _stream_named(str(uri), feeds[uri])
+        if stream is not None:
+            raise ConfigError(stream)
         path = _feed_file(str(uri))
         if path is None:
             continue
@@ -291,6 +294,22 @@ def check_feeds(settings: Any) -> None:
                 f"the feed {str(uri)!r} cannot be written: {problem}; give it a path in a"
                 " folder that exists or can be made"
             )
+
+
+def _stream_named(uri: str, options: Any) -> str | None:
+    """The line for a feed named ``stdout`` or ``stderr`` (``-o stdout:json``: Scrapy
+    reads ``stdout`` as the file and ``json`` as the format, and wrote a file named
+    ``stdout`` in the current folder, nothing on the standard output), or None."""
+    if uri not in ("stdout", "stderr"):
+        return None
+    fmt = options.get("format") if isinstance(options, dict) else None
+    suffix = f":{fmt}" if fmt else ":FORMAT"
+    return (
+        f"the feed {uri!r} is a file named {uri} in {os.getcwd()}, not the standard"
+        f" {'output' if uri == 'stdout' else 'error'}: Scrapy writes a feed to the standard"
+        f" output with -o -{suffix} (or -o stdout:{suffix}); for a file of that name, give"
+        f" ./{uri}{suffix}"
+    )
 
 
 def _crawls_own_file(settings: Any, path: str) -> str | None:

@@ -900,6 +900,26 @@ def test_labels_out_of_the_crawls_scope_are_not_fetched(
 
 
 @pytest.mark.parametrize(
+    ("option", "stream"), [("stdout:json", "output"), ("stderr:jsonl", "error")]
+)
+def test_a_feed_named_stdout_is_refused(
+    project_root: Path, venv_scrapy: list[str], out: Path, option: str, stream: str
+) -> None:
+    """``-o stdout:json`` (for the standard output): Scrapy read ``stdout`` as the feed's
+    file, wrote a file named ``stdout`` in the project folder and nothing on the standard
+    output. Now one line says how to write to the standard output, exit 2."""
+    name, fmt = option.split(":")
+    args = ("-a", "topic=chemistry", "-o", option, *SMALL_SANDBOX)
+    line = the_error(crawl(project_root, venv_scrapy, out, *args), out)
+    assert line == (
+        f"focused: error: the feed '{name}' is a file named {name} in {project_root}, not"
+        f" the standard {stream}: Scrapy writes a feed to the standard output with"
+        f" -o -:{fmt} (or -o stdout::{fmt}); for a file of that name, give ./{name}:{fmt}"
+    )
+    assert not (project_root / name).exists()
+
+
+@pytest.mark.parametrize(
     ("option", "feed", "own"),
     [
         ("-O", "{out}/pages.sqlite3:jsonl", "pages.sqlite3"),

@@ -19,7 +19,9 @@ crawl (``scrapy crawl``, scrapyd, a ``CrawlerProcess`` script):
 - the focused spider (in its ``from_crawler``): :func:`missing_components` (a whole
   ``ITEM_PIPELINES``, ``SPIDER_MIDDLEWARES``, ``EXTENSIONS`` or ``DOWNLOADER_MIDDLEWARES``
   dict of one's own replaces the project's, and a script's ``CrawlerProcess({...})``
-  without the project's settings has none of them).
+  without the project's settings has none of them), and :func:`ignored_environment`
+  (``SCRAPY_FOCUSED_STRATEGY=bfs scrapy crawl ...``: Scrapy read settings from
+  ``SCRAPY_*`` environment variables until 2.8 and reads none now).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ __all__ = [
     "changed",
     "ignored_by_scheduler",
     "ignored_by_strategy",
+    "ignored_environment",
     "missing_components",
     "other_scheduler",
 ]
@@ -295,6 +298,30 @@ class SettingsAddon:
 
 #: Scrapy's remote-control extension (its module imports aiohttp)
 REMOTE_CONTROL = "scrapy.extensions.remote_control.RemoteControl"
+
+
+#: the ``SCRAPY_*`` environment variables Scrapy still reads (``get_project_settings``)
+SCRAPY_ENVIRONMENT = frozenset({"CHECK", "PROJECT", "PYTHON_SHELL", "SETTINGS_MODULE"})
+
+
+def ignored_environment(environ: Any) -> list[str]:
+    """One line for each ``SCRAPY_<SETTING>`` environment variable that names a setting
+    (Scrapy's or a ``FOCUSED_*`` one): Scrapy took it as that setting until 2.8 and now
+    ignores it without a word, so ``SCRAPY_FOCUSED_STRATEGY=bfs`` crawled with the
+    default strategy. Its value is not repeated (it may hold a password)."""
+    from focused.defaults import DEFAULTS
+
+    lines = []
+    for key in sorted(environ):
+        name = key[len("SCRAPY_") :]
+        if not key.startswith("SCRAPY_") or name in SCRAPY_ENVIRONMENT:
+            continue
+        if name in DEFAULTS or (name.isupper() and hasattr(default_settings, name)):
+            lines.append(
+                f"the environment variable {key} is ignored: Scrapy reads no setting from"
+                f" SCRAPY_* variables (since Scrapy 2.8); use -s {name}=... (or settings.py)"
+            )
+    return lines
 
 
 def _drop_remote_control(settings: Any) -> None:

@@ -18,7 +18,7 @@ import pytest
 from scrapy.settings import Settings
 
 from focused import habits
-from tests.crawling import PROJECT, run_crawl
+from tests.crawling import PROJECT, run_crawl, sandbox_crawl_command
 from tests.loopback import Answer, LoopbackServer
 
 pytestmark = pytest.mark.integration
@@ -735,3 +735,31 @@ def test_a_script_whose_feed_fails_at_its_last_write_ends_with_status_1(
         con.close()
     assert len(stored) >= 3
     assert sorted(item["url"] for item in json.loads(good.read_text())) == stored
+
+
+def test_a_setting_given_as_a_scrapy_environment_variable_is_named_as_ignored(
+    tmp_path: Path,
+) -> None:
+    """``SCRAPY_FOCUSED_STRATEGY=bfs scrapy crawl focused ...`` (Scrapy took a setting
+    from a ``SCRAPY_*`` variable until 2.8): the crawl ran the default strategy without
+    a word. It still does (Scrapy reads none), and one WARNING line names the variable
+    and the ``-s`` to use; a variable Scrapy still reads gives none."""
+    out = tmp_path / "out"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
+    env.update(SCRAPY_FOCUSED_STRATEGY="bfs", SCRAPY_PROJECT="default")
+    result = subprocess.run(
+        sandbox_crawl_command(out, *SHORT),
+        cwd=PROJECT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = _warnings(result.stderr)
+    assert [x.split("WARNING: ", 1)[1] for x in lines] == [
+        "focused: the environment variable SCRAPY_FOCUSED_STRATEGY is ignored: Scrapy reads"
+        " no setting from SCRAPY_* variables (since Scrapy 2.8); use -s"
+        " FOCUSED_STRATEGY=... (or settings.py)"
+    ]
+    assert json.loads((out / "crawl.json").read_text())["strategy"] == "annealing"

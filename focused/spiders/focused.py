@@ -310,6 +310,8 @@ class FocusedSpider(scrapy.Spider):
                 spider.strategy_name,
             ):
                 logging.getLogger(__name__).warning("focused: %s", line)
+            for line in habits.ignored_environment(os.environ):
+                logging.getLogger(__name__).warning("focused: %s", line)
         crawler.signals.connect(spider.close_web, signal=signals.spider_closed)
         if script_crawler(crawler):  # its end explained as scrapy crawl explains it
             crawler.signals.connect(spider._script_closed, signal=signals.spider_closed)

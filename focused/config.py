@@ -279,6 +279,13 @@ def check_feeds(settings: Any) -> None:
         stream = _stream_named(str(uri), feeds[uri])
         if stream is not None:
             raise ConfigError(stream)
+        if str(uri).startswith("stdout:") and _log_stdout(settings):
+            # Scrapy's stdout storage writes to sys.stdout.buffer, which the logger it
+            # puts there has not: an AttributeError traceback as the crawl started
+            raise ConfigError(
+                f"the feed {str(uri)!r} goes to the standard output, which LOG_STDOUT=True"
+                " sends to the log: drop LOG_STDOUT, or give the feed a file"
+            )
         path = _feed_file(str(uri))
         if path is None:
             continue
@@ -294,6 +301,13 @@ def check_feeds(settings: Any) -> None:
                 f"the feed {str(uri)!r} cannot be written: {problem}; give it a path in a"
                 " folder that exists or can be made"
             )
+
+
+def _log_stdout(settings: Any) -> bool:
+    try:
+        return settings.getbool("LOG_STDOUT")
+    except ValueError:
+        return False  # refused as a Scrapy setting of the wrong type
 
 
 def _stream_named(uri: str, options: Any) -> str | None:

@@ -899,6 +899,20 @@ def test_labels_out_of_the_crawls_scope_are_not_fetched(
     assert labels.connections == 0 and pages.connections == 0
 
 
+def test_a_feed_to_stdout_with_log_stdout_is_refused(
+    project_root: Path, venv_scrapy: list[str], out: Path
+) -> None:
+    """``-o -:jsonl -s LOG_STDOUT=True``: Scrapy's stdout storage asked the logger that
+    LOG_STDOUT puts in place of the standard output for its ``buffer`` (an
+    ``AttributeError`` traceback as the crawl started, exit 1). Now one line, exit 2."""
+    args = ("-a", "topic=chemistry", "-o", "-:jsonl", "-s", "LOG_STDOUT=True", *SMALL_SANDBOX)
+    line = the_error(crawl(project_root, venv_scrapy, out, *args), out)
+    assert line == (
+        "focused: error: the feed 'stdout:' goes to the standard output, which"
+        " LOG_STDOUT=True sends to the log: drop LOG_STDOUT, or give the feed a file"
+    )
+
+
 @pytest.mark.parametrize(
     ("option", "stream"), [("stdout:json", "output"), ("stderr:jsonl", "error")]
 )

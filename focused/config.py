@@ -376,9 +376,27 @@ def _feed_file(uri: str) -> str | None:
     return None if urlsplit(uri).scheme in ("s3", "gs", "ftp", "stdout") else uri
 
 
+#: Scrapy spider attributes given as settings by habit (``-s ALLOWED_DOMAINS=...``):
+#: neither Scrapy nor the crawl reads such a setting -> the setting that does the work
+SPIDER_ATTRIBUTE_SETTINGS = {
+    "ALLOWED_DOMAINS": ("allowed_domains", "FOCUSED_ALLOWED_DOMAINS"),
+    "START_URLS": ("start_urls", "FOCUSED_SEEDS"),
+}
+
+
 def check_setting_names(settings: Any) -> None:
     """A :class:`ConfigError` for a ``FOCUSED_*`` setting that :data:`DEFAULTS` does not
-    have (a typo would otherwise be ignored), naming the closest known one."""
+    have (a typo would otherwise be ignored), naming the closest known one; and for a
+    spider attribute given as a setting (``-s ALLOWED_DOMAINS=example.org`` was ignored
+    without a word: the crawl went past the domains the user meant to keep to)."""
+    for name, (attribute, setting) in SPIDER_ATTRIBUTE_SETTINGS.items():
+        value = settings.get(name)
+        if value is not None:
+            shown = value if isinstance(value, str) else ",".join(map(str, value))
+            raise ConfigError(
+                f"{name} is no setting (Scrapy's {attribute} is an attribute of a spider"
+                f" class), so it would be ignored; use -s {setting}={shown}"
+            )
     for name in sorted(n for n in settings if str(n).startswith("FOCUSED_")):
         if name in DEFAULTS:
             continue

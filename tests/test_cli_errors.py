@@ -338,6 +338,32 @@ def test_a_feed_setting_of_the_wrong_type(
     assert not feed.exists()
 
 
+@pytest.mark.parametrize(
+    ("setting", "says"),
+    [
+        (
+            "ALLOWED_DOMAINS=example.org",
+            "ALLOWED_DOMAINS is no setting (Scrapy's allowed_domains is an attribute of a"
+            " spider class), so it would be ignored; use -s FOCUSED_ALLOWED_DOMAINS=example.org",
+        ),
+        (
+            "START_URLS=http://127.0.0.2:9/",
+            "START_URLS is no setting (Scrapy's start_urls is an attribute of a spider"
+            " class), so it would be ignored; use -s FOCUSED_SEEDS=http://127.0.0.2:9/",
+        ),
+    ],
+)
+def test_a_spider_attribute_given_as_a_setting(
+    project_root: Path, venv_scrapy: list[str], out: Path, setting: str, says: str
+) -> None:
+    """``-s ALLOWED_DOMAINS=example.org`` (Scrapy's ``allowed_domains`` is a spider
+    attribute, no setting): ignored without a word, the crawl went past the domains the
+    user meant to keep to. Now one line names the setting to use, exit 2."""
+    args = ("-a", "topic=chemistry", "-s", setting, *SMALL_SANDBOX)
+    line = the_error(crawl(project_root, venv_scrapy, out, *args), out)
+    assert line == f"focused: error: {says}"
+
+
 def test_an_unknown_focused_setting(project_root: Path, venv_scrapy: list[str], out: Path) -> None:
     """A typo in a FOCUSED_ name: one line with the closest name (it was ignored)."""
     result = crawl(

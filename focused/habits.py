@@ -21,7 +21,8 @@ crawl (``scrapy crawl``, scrapyd, a ``CrawlerProcess`` script):
   dict of one's own replaces the project's, and a script's ``CrawlerProcess({...})``
   without the project's settings has none of them), and :func:`ignored_environment`
   (``SCRAPY_FOCUSED_STRATEGY=bfs scrapy crawl ...``: Scrapy read settings from
-  ``SCRAPY_*`` environment variables until 2.8 and reads none now).
+  ``SCRAPY_*`` environment variables until 2.8 and reads none now), and
+  :func:`unknown_feed_fields` (``FEED_EXPORT_FIELDS=url,titel``: an empty column).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ __all__ = [
     "ignored_by_strategy",
     "ignored_environment",
     "missing_components",
+    "unknown_feed_fields",
     "other_scheduler",
 ]
 
@@ -321,6 +323,38 @@ def ignored_environment(environ: Any) -> list[str]:
                 f"the environment variable {key} is ignored: Scrapy reads no setting from"
                 f" SCRAPY_* variables (since Scrapy 2.8); use -s {name}=... (or settings.py)"
             )
+    return lines
+
+
+def unknown_feed_fields(settings: Any, fields: list[str]) -> list[str]:
+    """One line for each field that ``FEED_EXPORT_FIELDS`` (or a feed's ``fields``
+    option in ``FEEDS``) names and the spider's items (whose fields are ``fields``) do
+    not have: a typo (``-s FEED_EXPORT_FIELDS=url,titel``) made a column that stayed
+    empty in every row (CSV) or a field left out of every item, without a word. A
+    pipeline of one's own that yields other items may add it: a WARNING, no refusal."""
+    import difflib
+
+    asked: list[tuple[str, str]] = []  # (where, field)
+    try:
+        named = settings.getdictorlist("FEED_EXPORT_FIELDS")
+        feeds = settings.getdict("FEEDS")
+    except (TypeError, ValueError):
+        return []  # refused as a Scrapy setting of the wrong type
+    asked += [("FEED_EXPORT_FIELDS", str(name)) for name in named]
+    for uri, options in feeds.items():
+        own = options.get("fields") if isinstance(options, dict) else None
+        if isinstance(own, (list, tuple, dict)):
+            asked += [(f"the fields option of the feed {uri}", str(name)) for name in own]
+    lines = []
+    for where, name in asked:
+        if name in fields:
+            continue
+        close = difflib.get_close_matches(name, fields, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]}?" if close else f"they have {', '.join(fields)}"
+        lines.append(
+            f"{where} names {name!r}, which the focused spider's items do not have ({hint}):"
+            " every item is exported without it (an empty CSV column)"
+        )
     return lines
 
 

@@ -763,3 +763,27 @@ def test_a_setting_given_as_a_scrapy_environment_variable_is_named_as_ignored(
         " FOCUSED_STRATEGY=... (or settings.py)"
     ]
     assert json.loads((out / "crawl.json").read_text())["strategy"] == "annealing"
+
+
+def test_a_feed_field_the_items_do_not_have_is_one_warning(tmp_path: Path) -> None:
+    """``-s FEED_EXPORT_FIELDS=url,titel`` (a typo): every row of the CSV had an empty
+    ``titel`` column and no title, without a word. Now one WARNING line per such field
+    (a feed's own ``fields`` option too), with the closest field; the feed as asked."""
+    feeds = {str(tmp_path / "b.csv"): {"format": "csv", "fields": ["url", "depht"]}}
+    crawl = run_crawl(
+        tmp_path / "out",
+        *SHORT,
+        f"FEEDS={json.dumps(feeds)}",
+        "FEED_EXPORT_FIELDS=url,titel",
+        check=False,
+    )
+    assert crawl.returncode == 0, crawl.log[-3000:]
+    lines = [x.split("WARNING: focused: ", 1)[1] for x in _warnings(crawl.log)]
+    assert lines == [
+        "FEED_EXPORT_FIELDS names 'titel', which the focused spider's items do not have"
+        " (did you mean title?): every item is exported without it (an empty CSV column)",
+        f"the fields option of the feed {tmp_path / 'b.csv'} names 'depht', which the"
+        " focused spider's items do not have (did you mean depth?): every item is exported"
+        " without it (an empty CSV column)",
+    ]
+    assert (tmp_path / "b.csv").read_text().splitlines()[0] == "url,depht"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
@@ -64,6 +65,9 @@ from focused.web.template import HostTemplates, Page, chrome_urls, link_slots, s
 from focused.web.titles import SiteTitles
 from focused.web.topics import TopicError, load_topic
 from focused.web.urlshape import ShapeStats, thin
+
+#: the fields of the spider's items, as a feed exports them
+_ITEM_FIELDS = [f.name for f in dataclasses.fields(PageItem)]
 
 #: short pages remembered by their exact content (FocusedSpider._short_key)
 MAX_SHORT_PAGES = 50_000
@@ -311,6 +315,8 @@ class FocusedSpider(scrapy.Spider):
             ):
                 logging.getLogger(__name__).warning("focused: %s", line)
             for line in habits.ignored_environment(os.environ):
+                logging.getLogger(__name__).warning("focused: %s", line)
+            for line in habits.unknown_feed_fields(crawler.settings, _ITEM_FIELDS):
                 logging.getLogger(__name__).warning("focused: %s", line)
         crawler.signals.connect(spider.close_web, signal=signals.spider_closed)
         if script_crawler(crawler):  # its end explained as scrapy crawl explains it

@@ -77,6 +77,17 @@ def test_unknown_strategy(project_root: Path, venv_scrapy: list[str], out: Path)
     assert all(name in line for name in VALID_NAMES)
 
 
+@pytest.mark.parametrize(("given", "meant"), [("BFS", "bfs"), ("Best-First", "best_first")])
+def test_a_strategy_in_another_case_is_named(
+    project_root: Path, venv_scrapy: list[str], out: Path, given: str, meant: str
+) -> None:
+    """``-s FOCUSED_STRATEGY=BFS`` (as papers write it): refused among the valid names,
+    which the user had to read through. Now the line says the name to give."""
+    args = ("-a", "topic=chemistry", "-s", f"FOCUSED_STRATEGY={given}")
+    line = the_error(crawl(project_root, venv_scrapy, out, *args), out)
+    assert line.startswith(f"focused: error: unknown FOCUSED_STRATEGY '{given}' (say '{meant}');")
+
+
 @pytest.mark.parametrize("ratio", ["1.5", "abc"])
 def test_bad_ratio(project_root: Path, venv_scrapy: list[str], out: Path, ratio: str) -> None:
     result = crawl(

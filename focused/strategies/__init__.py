@@ -55,8 +55,11 @@ def strategy_class(name: str) -> type[Strategy]:
     name = name.strip()
     found = STRATEGIES.get(name)
     if found is None and "." not in name:
+        # BFS, Best-First: the name in another case or with a dash, as papers write it
+        spelt = name.lower().replace("-", "_")
+        say = f" (say {spelt!r})" if spelt in STRATEGIES else ""
         raise UnknownStrategy(
-            f"unknown FOCUSED_STRATEGY {name!r}; valid: {', '.join(sorted(STRATEGIES))}"
+            f"unknown FOCUSED_STRATEGY {name!r}{say}; valid: {', '.join(sorted(STRATEGIES))}"
             " or the dotted path of a focused.strategies.base.Strategy subclass"
         )
     if found is None or isinstance(found, str):

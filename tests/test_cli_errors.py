@@ -52,6 +52,20 @@ def test_no_topic(project_root: Path, venv_scrapy: list[str], out: Path) -> None
     assert all(name in line for name in ("chemistry", "physics", "mathematics", "music"))
 
 
+def test_a_topic_file_in_gbk(project_root: Path, venv_scrapy: list[str], out: Path) -> None:
+    """A topic file of one's own saved in GBK (a Chinese Windows editor's default):
+    ``... cannot read: 'utf-8' codec can't decode byte 0xbb in position 53: invalid start
+    byte``, no line, nothing to do. Now where, and how to save it."""
+    path = out.parent / "mine.toml"
+    text = 'seeds = ["http://127.0.0.1:1/"]\n[keywords]\nacid = 1\n"化学" = 5\n'
+    path.write_bytes(text.encode("gbk"))
+    line = the_error(crawl(project_root, venv_scrapy, out, "-a", f"topic={path}"), out)
+    assert line == (
+        f"focused: error: topic file {path} is not UTF-8 text (byte 0xbb on line 4): a TOML"
+        " file is UTF-8; save it as UTF-8 (iconv -f GBK -t UTF-8 for a file in GBK)"
+    )
+
+
 def test_broken_topic_file(
     project_root: Path, venv_scrapy: list[str], out: Path, tmp_topic: MakeTopic
 ) -> None:

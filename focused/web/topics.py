@@ -79,6 +79,17 @@ def available(directory: Path | Traversable) -> list[str]:
     return sorted(p.name[:-5] for p in directory.iterdir() if p.name.endswith(".toml"))
 
 
+def _not_utf8(path: Path, exc: UnicodeDecodeError) -> str:
+    """The line for a topic file in another encoding than UTF-8 (one saved in GBK was
+    ``'utf-8' codec can't decode byte 0xbb in position 1116``): where, and what to do."""
+    line = bytes(exc.object[: exc.start]).count(b"\n") + 1
+    return (
+        f"topic file {path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} on line"
+        f" {line}): a TOML file is UTF-8; save it as UTF-8 (iconv -f GBK -t UTF-8 for a"
+        " file in GBK)"
+    )
+
+
 def load_topic(name_or_path: str, directory: str | Path | None = None) -> Topic:
     """Load and validate a topic by name (``chemistry``) or by path to a ``.toml`` file."""
     if not name_or_path:
@@ -109,7 +120,9 @@ def load_topic(name_or_path: str, directory: str | Path | None = None) -> Topic:
         # utf-8-sig: a file saved with a byte-order mark (Windows Notepad) was a TOML
         # syntax error "Invalid statement (at line 1, column 1)"
         data = tomllib.loads(path.read_text(encoding="utf-8-sig"))
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:  # GBK, Latin-1...: TOML is UTF-8
+        raise TopicError(_not_utf8(path, exc)) from None
+    except OSError as exc:
         raise TopicError(f"topic file {path}: cannot read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise TopicError(f"topic file {path}: TOML syntax error: {exc}") from None

@@ -126,6 +126,22 @@ def _stderr_copy() -> Any:
         return open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - the handler's stream
 
 
+def drop_disabled_log_file(settings: Any) -> None:
+    """``LOG_FILE`` dropped when ``LOG_ENABLED`` is off (``--nolog``): Scrapy opens the
+    log file whatever ``LOG_ENABLED`` says, so ``--nolog`` with a ``LOG_FILE`` (from
+    settings.py, or ``-s``) wrote the whole log there, and one in a folder that does not
+    exist was a ``FileNotFoundError`` traceback. Set at ``-s``'s priority (or the
+    setting's own, when higher)."""
+    try:
+        enabled = settings.getbool("LOG_ENABLED", True)
+    except ValueError:
+        return  # refused as a Scrapy setting of the wrong type
+    if enabled or not settings.get("LOG_FILE"):
+        return
+    priority = max(settings.getpriority("LOG_FILE") or 0, SETTINGS_PRIORITIES["cmdline"])
+    settings.set("LOG_FILE", None, priority=priority)
+
+
 def check_log_level_or_exit(settings: Any) -> None:
     """``LOG_LEVEL``, ``LOG_FORMAT`` and ``LOG_FILE`` checked before Scrapy sets up its
     logging from them (a bad level, or a log file in a folder that does not exist, would
@@ -133,6 +149,7 @@ def check_log_level_or_exit(settings: Any) -> None:
     ``SPIDER_MODULES`` before Scrapy loads them: one line and exit status 2."""
     from focused import config
 
+    drop_disabled_log_file(settings)
     try:
         config.check_log_level(settings)
         config.check_log_format(settings)

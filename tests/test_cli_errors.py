@@ -767,6 +767,25 @@ def test_a_log_file_in_a_folder_that_does_not_exist(
     assert not log.parent.exists()
 
 
+@pytest.mark.parametrize(("off", "folder"), [("--nolog", "logs"), ("LOG_ENABLED=False", "")])
+def test_no_log_with_a_log_file_writes_no_log(
+    project_root: Path, venv_scrapy: list[str], tmp_path: Path, folder: str, off: str
+) -> None:
+    """``--nolog`` (or ``LOG_ENABLED=False``) with a ``LOG_FILE``: Scrapy opened the log
+    file all the same and wrote the whole log in it, and one in a folder that does not
+    exist was a ``FileNotFoundError`` traceback, exit status 1. Now no log at all: the
+    crawl runs, nothing on stderr, no log file."""
+    log = tmp_path / folder / "crawl.log"
+    out = tmp_path / "out"
+    args = ["--nolog"] if off == "--nolog" else ["-s", off]
+    args += ["-a", "topic=chemistry", "-s", f"LOG_FILE={log}", *SMALL_SANDBOX]
+    result = crawl(project_root, venv_scrapy, out, *args, "-s", "FOCUSED_SANDBOX_PAGES=60")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stderr == ""
+    assert not log.exists()
+    assert (out / "pages.sqlite3").exists()
+
+
 @pytest.mark.parametrize(
     "name", ["job/sandbox.port", "job/crawl.json", "job/spider.state", "out/crawl.json", "out/seg"]
 )

@@ -301,6 +301,33 @@ def check_feeds(settings: Any) -> None:
                 f"the feed {str(uri)!r} cannot be written: {problem}; give it a path in a"
                 " folder that exists or can be made"
             )
+        appended = _appended_document(path, feeds[uri])
+        if appended is not None:
+            raise ConfigError(f"the feed {str(uri)!r} {appended}")
+
+
+#: feed formats whose file is one document: a second run appended to it makes it invalid
+WHOLE_DOCUMENT_FORMATS = {"json": "JSON array", "xml": "XML document"}
+
+
+def _appended_document(path: str, options: Any) -> str | None:
+    """Why appending to the feed file ``path`` would break it, or None: ``-o items.json``
+    (``overwrite`` off) run a second time added a second JSON array after the first (or
+    a second ``<items>`` root), and the file was no valid JSON any more, without a
+    word. Only a file that exists and holds something."""
+    if not isinstance(options, dict) or options.get("overwrite"):
+        return None
+    kind = WHOLE_DOCUMENT_FORMATS.get(str(options.get("format") or ""))
+    try:
+        if kind is None or os.path.getsize(path) == 0:
+            return None
+    except OSError:
+        return None  # none yet
+    fmt = options.get("format")
+    return (
+        f"exists, and -o appends: a second {kind} after the first would make {path} no"
+        f" valid {fmt.upper()}; use -O to write over it, or a jsonl feed to add to it"
+    )
 
 
 def _log_stdout(settings: Any) -> bool:

@@ -969,6 +969,31 @@ def test_labels_out_of_the_crawls_scope_are_not_fetched(
     assert labels.connections == 0 and pages.connections == 0
 
 
+@pytest.mark.parametrize(
+    ("name", "kind"), [("items.json", "JSON array"), ("items.xml", "XML document")]
+)
+def test_a_json_feed_appended_to_a_second_time_is_refused(
+    project_root: Path, venv_scrapy: list[str], out: Path, name: str, kind: str
+) -> None:
+    """``-o items.json`` run a second time (``-o`` appends): a second JSON array after
+    the first, and the file was no valid JSON any more, without a word (an XML feed: a
+    second root). Now one line, exit 2, the file as it was."""
+    feed = out.parent / name
+    before = (
+        '[\n{"url": "http://127.0.0.1:1/"}\n]' if kind.startswith("JSON") else "<items></items>"
+    )
+    feed.write_text(before)
+    args = ("-a", "topic=chemistry", "-o", str(feed), *SMALL_SANDBOX)
+    line = the_error(crawl(project_root, venv_scrapy, out, *args), out)
+    fmt = name.rsplit(".", 1)[1].upper()
+    assert line == (
+        f"focused: error: the feed '{feed}' exists, and -o appends: a second {kind} after"
+        f" the first would make {feed} no valid {fmt}; use -O to write over it, or a jsonl"
+        " feed to add to it"
+    )
+    assert feed.read_text() == before
+
+
 def test_a_feed_to_stdout_with_log_stdout_is_refused(
     project_root: Path, venv_scrapy: list[str], out: Path
 ) -> None:

@@ -404,11 +404,25 @@ def test_a_refresh_to_the_page_itself_in_another_spelling_keeps_the_page(
         ("0", (0, "")),
         ("soon; url=/x", None),
         ("", None),
+        # as HTML's "shared declarative refresh steps" read them
+        ("0; url='/x", (0, "/x")),  # an unclosed quote runs to the end
+        ("0 url=/x", (0, "/x")),  # whitespace alone after the seconds
+        (".5; url=/x", (0, "/x")),  # a fraction alone is 0 seconds
+        ("0;URL = /x", (0, "/x")),
+        ("0 , url = '/a'b", (0, "/a")),  # what follows the closing quote is dropped
+        ("0; url", (0, "url")),  # no "=": the rest is the URL
+        ("0; urx", (0, "urx")),
+        ("0;;url=/x", (0, ";url=/x")),  # one separator only
+        ("5x; url=/y", None),  # junk after the seconds: no refresh
+        ("-1; url=/y", None),
+        ("9" * 5000 + "; url=/y", (10**18, "/y")),  # no ValueError
     ],
 )
 def test_a_refresh_header_is_read_as_browsers_read_it(
     value: str, want: tuple[int, str] | None
 ) -> None:
+    """Each value as browsers read a ``Refresh`` header; a value they do not parse is
+    no refresh (no junk URL followed)."""
     from focused.web.sanitize import refresh_header
 
     assert refresh_header(value) == want

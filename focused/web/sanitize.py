@@ -643,23 +643,55 @@ def canonical_ip_url(url: str) -> str:
     return f"{url[:start]}{userinfo}{at}{written}{rest}{url[end:]}"
 
 
-#: a ``Refresh`` header's value, as browsers read it (HTML's "shared declarative refresh
-#: steps"): seconds, then optionally ``;`` or ``,`` and the URL, after ``url=`` or not,
-#: in quotes or not
-_REFRESH_HEADER = re.compile(
-    r"""\s*(\d+)(?:\.[\d.]*)?\s*(?:[;,]\s*(?:url\s*=\s*)?(?:(["'])(.*?)\2|([^"'].*?))?\s*)?$""",
-    re.IGNORECASE | re.DOTALL,
-)
+#: HTML's ASCII whitespace (tab, line feed, form feed, carriage return, space)
+_HTML_SPACE = "\t\n\f\r "
+
+
+def _skip_space(value: str, at: int) -> int:
+    while at < len(value) and value[at] in _HTML_SPACE:
+        at += 1
+    return at
 
 
 def refresh_header(value: str) -> tuple[int, str] | None:
     """``(seconds, url)`` of a ``Refresh`` header's ``value`` (``url`` as written, ""
-    when it names none: a reload of the page itself), None when it is no refresh."""
-    found = _REFRESH_HEADER.match(value)
-    if found is None:
+    when it names none: a reload of the page itself), None when it is no refresh.
+
+    Read as browsers read it (HTML's "shared declarative refresh steps"): seconds, a
+    fraction ignored (``.5`` is 0), then ``;``, ``,`` or whitespace, then ``url=`` (any
+    case, whitespace around ``=``) or not, then the URL, in quotes or not (an unclosed
+    quote runs to the end). A value those steps refuse (``soon``, ``5x; url=/y``) is
+    None: no junk URL is followed."""
+    at = _skip_space(value, 0)
+    digits = at
+    while at < len(value) and "0" <= value[at] <= "9":
+        at += 1
+    if at == digits and not value.startswith(".", at):
         return None
-    url = found.group(3) if found.group(2) else (found.group(4) or "")
-    return int(found.group(1)), url.strip()
+    written = value[digits:at]
+    seconds = int(written or 0) if len(written) <= 18 else 10**18  # (int() refuses 4,300 digits)
+    while at < len(value) and (value[at] == "." or "0" <= value[at] <= "9"):
+        at += 1
+    if at < len(value):
+        if value[at] not in ";," + _HTML_SPACE:
+            return None
+        at = _skip_space(value, at)
+        if at < len(value) and value[at] in ";,":
+            at += 1
+        at = _skip_space(value, at)
+    url = value[at:]
+    if value[at : at + 3].lower() == "url":
+        after = _skip_space(value, at + 3)
+        if after < len(value) and value[after] == "=":
+            at = _skip_space(value, after + 1)
+            url = value[at:]
+        else:
+            return seconds, url.strip(_HTML_SPACE)
+    elif value[at : at + 1] in ("u", "U") and value[at + 1 : at + 2] not in ("r", "R"):
+        return seconds, url.strip(_HTML_SPACE)  # "u" then not "r": the URL as it is
+    if url[:1] in ("'", '"'):
+        url = url[1:].partition(url[0])[0]  # to the closing quote, or to the end
+    return seconds, url.strip(_HTML_SPACE)
 
 
 #: one parameter of a ``Link`` header's link (RFC 8288 section 3): ``; name`` then

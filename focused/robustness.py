@@ -566,7 +566,11 @@ class FocusedMetaRefreshMiddleware(_CheckedRedirects, MetaRefreshMiddleware):
         if got is None or not got[1] or got[0] >= self._maxdelay:
             return response, "", ""
         try:
-            url = urljoin(response.url, got[1])
+            # the URL's bytes as sent, read as Scrapy reads a Location (UTF-8, the
+            # others escaped): decoded as latin-1 and encoded again by the Request, a
+            # /café.html sent as UTF-8 was fetched as /caf%C3%83%C2%A9.html
+            written = safe_url_string(got[1].encode("latin-1"))
+            url = urljoin(response.url, written)
             redirected = self._redirect_request_using_get(request, response, url)
         except _BadRedirect as bad:
             problem, target = bad.problem, bad.url

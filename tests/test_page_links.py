@@ -338,6 +338,36 @@ def test_a_refresh_header_is_followed_as_a_meta_refresh_is(
 
 
 @pytest.mark.integration
+def test_a_refresh_header_to_a_non_ascii_url_is_fetched_as_written(
+    project_root: Path, venv_scrapy: list[str], tmp_path: Path
+) -> None:
+    """A ``Refresh: 0; url=/café.html`` header sent as raw UTF-8 (as a ``Location`` is
+    by many servers): the header was read as latin-1 and the request encoded that again
+    as UTF-8, so the crawl fetched ``/caf%C3%83%C2%A9.html`` (a 404) and lost the page.
+    Now its URL is read as Scrapy reads a ``Location``: ``/caf%C3%A9.html`` is fetched
+    and stored."""
+
+    def raw(value: str) -> str:  # sent as these UTF-8 bytes (the server writes latin-1)
+        return value.encode().decode("latin-1")
+
+    def answer(path: str) -> Answer:
+        if path == "/":
+            return 200, {}, html("Chemistry", body='<a href="/moved.html">chemistry moved</a>')
+        if path == "/moved.html":
+            stub = b"<html><head><title>Moved</title></head><body>moved</body></html>"
+            return 200, {"Refresh": raw("0; url=/café.html")}, stub
+        if path == "/caf%C3%A9.html":
+            return 200, {}, html("Chemistry café")
+        return 404, {}, b""
+
+    out = tmp_path / "out"
+    result, site = crawl_one_host(project_root, venv_scrapy, out, answer, "FOCUSED_STRATEGY=bfs")
+    assert sorted(stored_paths(out)) == ["/", "/caf%C3%A9.html"]
+    assert [p for p in site.log if p != "/robots.txt"] == ["/", "/moved.html", "/caf%C3%A9.html"]
+    assert "'focused/redirects/refresh_header': 1," in result.stderr
+
+
+@pytest.mark.integration
 def test_a_refresh_to_the_page_itself_in_another_spelling_keeps_the_page(
     project_root: Path, venv_scrapy: list[str], tmp_path: Path
 ) -> None:

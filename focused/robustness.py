@@ -506,6 +506,12 @@ _REFRESH_CONTENT = "//meta[translate(@http-equiv, 'REFSH', 'refsh') = 'refresh']
 _REFRESH_URL = re.compile(r"url\s*=\s*(.*)", re.IGNORECASE | re.DOTALL)
 
 
+def _self_form(url: str) -> int:
+    """The seen-URL form of ``url`` without its scheme's default port
+    (``http://h:80/a`` is ``http://h/a``: one page), for a refresh to the page itself."""
+    return url_fingerprint(sanitize.without_default_port(url))
+
+
 class FocusedMetaRefreshMiddleware(_CheckedRedirects, MetaRefreshMiddleware):
     """Scrapy's ``MetaRefreshMiddleware``, except that a ``<meta http-equiv="refresh">``
     to a URL not followed (as for :class:`FocusedRedirectMiddleware`) leaves the page as
@@ -539,13 +545,14 @@ class FocusedMetaRefreshMiddleware(_CheckedRedirects, MetaRefreshMiddleware):
         self, source_request: Request, response: Response, *, url: str, **kwargs: Any
     ) -> Request:
         """A refresh to the page itself, in any spelling the seen-URL set takes for the
-        same URL (a fragment, ``./``, another case of the scheme or host, escapes), or
+        same URL (a fragment, ``./``, another case of the scheme or host, escapes, the
+        scheme's default port written or not), or
         back to a URL of the redirects that led to it, is no move: the scheduler would
         drop the request as seen, and the page would be lost, neither stored nor its
         links followed. It stays a page (``focused/redirects/ignored/self``)."""
         chain = (response.url, source_request.url, *source_request.meta.get("redirect_urls", ()))
-        target = url_fingerprint(url)
-        if any(target == url_fingerprint(seen) for seen in chain):
+        target = _self_form(url)
+        if any(target == _self_form(seen) for seen in chain):
             raise _BadRedirect("self", url)
         return super()._build_redirect_request(source_request, response, url=url, **kwargs)
 

@@ -57,9 +57,9 @@ class LoopbackServer:
     """An HTTP/1.1 server on ``address`` (a free port) that logs each request's path in
     ``log`` and answers it with ``answer(path)``; ``Content-Length`` is set, and
     ``Content-Type`` is ``text/html`` unless the headers name another. ``connections``
-    counts the connections it accepted."""
+    counts the connections it accepted. ``port``: that port instead of a free one."""
 
-    def __init__(self, address: str, answer: Callable[[str], Answer]) -> None:
+    def __init__(self, address: str, answer: Callable[[str], Answer], port: int = 0) -> None:
         self.log: list[str] = []
         self.connections = 0
         #: the ``Cookie`` header of each request, in the order of ``log`` (None: none)
@@ -99,7 +99,7 @@ class LoopbackServer:
         cls: type[ThreadingHTTPServer] = Counting
         if ":" in address:
             cls = type("V6Server", (Counting,), {"address_family": socket.AF_INET6})
-        self.httpd = cls((address, 0), Handler)
+        self.httpd = cls((address, port), Handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         host = f"[{address}]" if ":" in address else address

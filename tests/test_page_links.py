@@ -423,6 +423,43 @@ def test_a_refresh_to_the_page_itself_in_another_spelling_keeps_the_page(
     assert "'focused/queue/in_flight': 0," in result.stderr
 
 
+@pytest.mark.integration
+def test_a_refresh_to_the_page_itself_with_its_default_port_written_or_not_keeps_the_page(
+    project_root: Path, venv_scrapy: list[str], tmp_path: Path
+) -> None:
+    """A site on port 80 whose seed is given as ``http://127.0.0.2:80/a.html`` and whose
+    page reloads itself every 30 s with ``Refresh: 30; url=http://127.0.0.2/a.html``
+    (the same page: the default port written or not). The seen-URL form keeps the port,
+    so the refresh was taken for a move and the page fetched once more. Now it is no
+    move: the page is fetched once and stored, its link followed; and a refresh back
+    the other way (``/b.html`` to ``:80/b.html``) too."""
+    try:
+        site = LoopbackServer("127.0.0.2", lambda path: answer(path), port=80)
+    except OSError as exc:  # (port 80 taken, or no right to bind it)
+        pytest.skip(f"port 80 on 127.0.0.2: {exc}")
+
+    def answer(path: str) -> Answer:
+        if path == "/a.html":
+            refresh = {"Refresh": "30; url=http://127.0.0.2/a.html"}
+            return 200, refresh, html("Chemistry a", body='<a href="/b.html">chemistry b</a>')
+        if path == "/b.html":
+            return 200, {"Refresh": "0; url=http://127.0.0.2:80/b.html"}, html("Chemistry b")
+        return 404, {}, b""
+
+    out = tmp_path / "out"
+    try:
+        result = crawl_real_web(
+            project_root, venv_scrapy, out, "http://127.0.0.2:80/a.html", "FOCUSED_STRATEGY=bfs"
+        )
+    finally:
+        site.close()
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert [p for p in site.log if p != "/robots.txt"] == ["/a.html", "/b.html"]
+    assert sorted(stored_paths(out)) == ["/a.html", "/b.html"]
+    assert "'focused/redirects/ignored/self': 2," in result.stderr
+
+
 @pytest.mark.parametrize(
     ("value", "want"),
     [

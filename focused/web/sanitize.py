@@ -643,6 +643,26 @@ def canonical_ip_url(url: str) -> str:
     return f"{url[:start]}{userinfo}{at}{written}{rest}{url[end:]}"
 
 
+#: the port each scheme takes when a URL names none
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def without_default_port(url: str) -> str:
+    """``url`` without the port its scheme takes by default (``http://h:80/a`` is
+    ``http://h/a``, ``https://h:443/`` ``https://h/``), as browsers and servers take it:
+    one page. w3lib's canonical form (the seen-URL set's, Scrapy's fingerprint) keeps
+    such a port. A URL that does not split is returned as it is."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return url
+    if port is None or port != _DEFAULT_PORTS.get(parts.scheme.lower()):
+        return url
+    netloc = parts.netloc.rpartition(":")[0]
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
 #: HTML's ASCII whitespace (tab, line feed, form feed, carriage return, space)
 _HTML_SPACE = "\t\n\f\r "
 

@@ -244,6 +244,10 @@ class FocusedHttpCompressionMiddleware(HttpCompressionMiddleware):
         self, request: Request, response: Response
     ) -> Request | Response:
         response = self._without_identity(response)
+        if response.status == 206:  # its Content-Range counts the bytes as sent
+            request.meta[sanitize.WIRE_LENGTH] = len(response.body)
+        else:  # (a 206 before it, retried or refreshed: that answer's length)
+            request.meta.pop(sanitize.WIRE_LENGTH, None)
         robots = self._robots_prefix(request, response)
         if robots is not None:
             return robots

@@ -68,7 +68,7 @@ from focused.ranking.modelstate import dumps_state, loads_state
 from focused.robots import RobotsPostponed
 from focused.stop import stop_crawl, then_for
 from focused.strategies import strategy_class
-from focused.web.sanitize import partial_content
+from focused.web.sanitize import WIRE_LENGTH, partial_content
 
 if TYPE_CHECKING:
     from typing import Self
@@ -234,7 +234,7 @@ def partial_answer(response: Response, request: Request) -> bool:
         response.status,
         b"Range" in request.headers,
         response.headers.get(b"Content-Range"),
-        len(response.body),
+        request.meta.get(WIRE_LENGTH, len(response.body)),  # as sent, before decoding
     )
 
 

@@ -283,6 +283,43 @@ def test_a_206_of_the_whole_page_is_the_page_and_a_piece_is_fetched_again_on_res
 
 
 @pytest.mark.integration
+def test_a_compressed_206_of_the_whole_page_is_the_page(
+    project_root: Path, venv_scrapy: list[str], tmp_path: Path
+) -> None:
+    """A 206 to a plain GET of the whole page sent gzipped: ``Content-Encoding: gzip``
+    and ``Content-Range: bytes 0-(G-1)/G``, G the length of the gzip body (the range
+    counts the bytes sent). The check compared G with the decoded body's length, so the
+    page was skipped as a piece, neither stored nor its links followed. Now the body's
+    length as sent is compared: the page is stored and its link followed; a compressed
+    answer whose range says fewer bytes than were sent is still a piece."""
+    import gzip
+
+    whole = gzip.compress(html("Chemistry of salts", body='<a href="/after.html">acid</a>'))
+    piece = gzip.compress(html("Chemistry of oxides"))
+    g, p = len(whole), len(piece)
+
+    def answer(path: str) -> Answer:
+        if path == "/":
+            links = '<a href="/whole.html">chemistry whole</a> <a href="/part.html">acid</a>'
+            return 200, {}, html("Chemistry", body=links)
+        if path == "/whole.html":
+            sent = {"Content-Encoding": "gzip", "Content-Range": f"bytes 0-{g - 1}/{g}"}
+            return 206, sent, whole
+        if path == "/part.html":  # says the whole is longer than what was sent
+            sent = {"Content-Encoding": "gzip", "Content-Range": f"bytes 0-{p - 1}/{p + 500}"}
+            return 206, sent, piece
+        if path == "/after.html":
+            return 200, {}, html("Chemistry page after")
+        return 404, {}, b""
+
+    out = tmp_path / "out"
+    result, site = crawl_one_host(project_root, venv_scrapy, out, answer, "FOCUSED_STRATEGY=bfs")
+    assert sorted(stored_paths(out)) == ["/", "/after.html", "/whole.html"]
+    assert site.log.count("/whole.html") == 1
+    assert "'focused/skipped/partial': 1," in result.stderr
+
+
+@pytest.mark.integration
 def test_a_refresh_header_is_followed_as_a_meta_refresh_is(
     project_root: Path, venv_scrapy: list[str], tmp_path: Path
 ) -> None:

@@ -59,7 +59,13 @@ from focused.stop import stopped
 from focused.strategies import Strategy
 from focused.web.neardup import NearDuplicates, key_of, later_is_main
 from focused.web.safeurls import SafeUrls
-from focused.web.sanitize import is_wide, parse_cut, partial_content, strip_session_ids
+from focused.web.sanitize import (
+    WIRE_LENGTH,
+    is_wide,
+    parse_cut,
+    partial_content,
+    strip_session_ids,
+)
 from focused.web.sites import Web, WebError, open_web
 from focused.web.template import HostTemplates, Page, chrome_urls, link_slots, split_page
 from focused.web.titles import SiteTitles
@@ -96,7 +102,10 @@ def _partial(response: Response) -> bool:
     request = response.request
     asked = request is not None and b"Range" in request.headers
     content_range = response.headers.get(b"Content-Range")
-    return partial_content(response.status, asked, content_range, len(response.body))
+    length = len(response.body)
+    if request is not None:  # the length as sent, before the body was decoded
+        length = request.meta.get(WIRE_LENGTH, length)
+    return partial_content(response.status, asked, content_range, length)
 
 
 def release_selector(response: Response) -> None:

@@ -211,13 +211,20 @@ def _sniffed(body: bytes) -> str:
 _CONTENT_RANGE = re.compile(rb"\s*bytes\s+(\d+)\s*-\s*(\d+)\s*/\s*(\d+)\s*", re.IGNORECASE)
 
 
+#: the ``meta`` key of a request whose 206 answer came with a ``Content-Encoding``: the
+#: length of its body as sent (compressed), which its ``Content-Range`` counts in
+WIRE_LENGTH = "focused_wire_length"
+
+
 def partial_content(
     status: int, asked_range: bool, content_range: bytes | None, length: int
 ) -> bool:
     """Whether an answer of ``status`` with a body of ``length`` bytes is a part of its
     page, not the page: a ``206 Partial Content`` to a request that asked for no range,
     unless its ``Content-Range`` covers the whole representation (``bytes 0-(N-1)/N``,
-    as some CDNs answer a plain GET) and the body is those N bytes."""
+    as some CDNs answer a plain GET) and the body is those N bytes. ``length`` is the
+    body's length as sent: compressed when it came with a ``Content-Encoding`` (the
+    range counts the bytes of the representation sent, :data:`WIRE_LENGTH`)."""
     if status != 206 or asked_range:
         return False
     found = _CONTENT_RANGE.fullmatch(content_range or b"")

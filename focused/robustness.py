@@ -617,6 +617,27 @@ _PAGER_COUNT = (
     "count(//*[local-name() = 'link'][@rel][@href]"
     " | //*[local-name() = 'frame' or local-name() = 'iframe'][@src])"
 )
+#: the frames inside a ``<noscript>`` (a tag manager's ``ns.html?id=GTM-...``): no
+#: content, shown only when scripts are off
+_NOSCRIPT_FRAMES = (
+    "//*[local-name() = 'noscript']//*[local-name() = 'frame' or local-name() = 'iframe']"
+)
+
+
+class _NoscriptFrames:
+    """The frames inside a ``<noscript>`` of a document, found on the first question
+    (one XPath over the page, only for a page with a frame to follow)."""
+
+    def __init__(self, root: Any) -> None:
+        self.root = root
+        self.frames: set[Any] | None = None
+
+    def holds(self, el: Any) -> bool:
+        if self.frames is None:
+            self.frames = set(self.root.xpath(_NOSCRIPT_FRAMES))
+        return el in self.frames
+
+
 #: the ``rel`` words of a ``<link>`` that names the next or previous page of a series
 #: (pagination: a listing whose pages 2..N are named only there)
 PAGER_RELS = frozenset({"next", "prev", "previous"})
@@ -829,7 +850,8 @@ class FocusedLinkExtractor(LinkExtractor):
         dropped), its text the element's ``title``, and counted in
         ``focused/links/pager`` or ``focused/links/frames``. Other ``<link>`` elements
         (stylesheets, ``alternate`` language copies, ``canonical``) name no page to
-        follow.
+        follow, nor does a frame inside ``<noscript>`` (a tag manager's stand-in for its
+        script: no content).
 
         They share the page's cap with its ``<a>``/``<area>``: at most ``budget`` of
         them are read (what ``max_links`` leaves; None: all), and those left unread are
@@ -842,6 +864,7 @@ class FocusedLinkExtractor(LinkExtractor):
         seen = {link.url for link in links}
         bad: set[str] = set()
         read = unread = looked = candidates = 0
+        hidden = _NoscriptFrames(root)
         for el in root.iter(*_PAGER_TAGS):
             looked += 1
             if self.max_links and looked > self.max_links:
@@ -849,7 +872,7 @@ class FocusedLinkExtractor(LinkExtractor):
                 break
             candidate, href, rel, stat = _pager_target(el)
             candidates += candidate
-            if not href:
+            if not href or (stat == "focused/links/frames" and hidden.holds(el)):
                 continue
             read += 1
             if budget is not None and read > budget:

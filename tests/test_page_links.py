@@ -204,6 +204,42 @@ def test_the_pages_of_frames_and_iframes_are_followed(
 
 
 @pytest.mark.integration
+def test_an_iframe_in_noscript_is_not_followed_and_one_in_chrome_is_a_chrome_link(
+    project_root: Path, venv_scrapy: list[str], tmp_path: Path
+) -> None:
+    """Articles with a tag manager's ``<noscript><iframe src="/ns.html?id=GTM-X">`` and
+    an ad ``<iframe>`` in their ``<aside>`` (a chrome block) beside a content iframe:
+    both were followed as content links (the ``ns.html`` fetched, the ad scored as
+    content). Now a frame inside ``<noscript>`` (no content: shown only when scripts are
+    off) is not followed, and a frame in a chrome block is a chrome link, as the block's
+    ``<a>`` links are (fetched at the bottom of the frontier)."""
+
+    def answer(path: str) -> Answer:
+        if path == "/":
+            links = "".join(f'<a href="/article/{n}.html">chemistry {n}</a> ' for n in (1, 2))
+            return 200, {}, html("Chemistry", body=links)
+        if path.startswith("/article/"):
+            n = path.rsplit("/", 1)[1].split(".")[0]
+            body = '<noscript><iframe src="/ns.html?id=GTM-X"></iframe></noscript>'
+            body += f'<iframe src="/table/{n}.html" title="acid table"></iframe>'
+            body += '<aside><a href="/about.html">about</a><iframe src="/ad.html"></iframe></aside>'
+            return 200, {}, html(f"Chemistry article {n}", body=body)
+        if path.startswith("/table/") or path in ("/about.html", "/ad.html"):
+            return 200, {}, html(f"Chemistry page {path}")
+        return 404, {}, b""
+
+    out = tmp_path / "out"
+    result, site = crawl_one_host(project_root, venv_scrapy, out, answer, "FOCUSED_STRATEGY=bfs")
+    assert not [p for p in site.log if p.startswith("/ns.html")]
+    fetched = sorted(p for p in site.log if p != "/robots.txt")
+    want = ["/", "/about.html", "/ad.html", "/article/1.html", "/article/2.html"]
+    assert fetched == sorted([*want, "/table/1.html", "/table/2.html"])
+    # the aside's link and its iframe (counted once each), and no more
+    assert re.search(r"'focused/links/chrome': 2\b", result.stderr)
+    assert re.search(r"'focused/links/frames': 4\b", result.stderr)  # a table, the ad
+
+
+@pytest.mark.integration
 def test_a_partial_content_answer_to_a_plain_get_is_skipped_not_stored(
     project_root: Path, venv_scrapy: list[str], tmp_path: Path
 ) -> None:

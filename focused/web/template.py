@@ -85,6 +85,8 @@ CONTAINERS = frozenset(
         "center",
     )
 )
+#: The elements that name a page a crawl follows, and the attribute that names it.
+LINK_ATTRS = {"a": "href", "iframe": "src", "frame": "src"}
 #: Elements whose text is not text (as the spider's ``BODY_TEXT`` query leaves them out).
 SKIPPED = frozenset(("script", "style"))
 #: Containers that are chrome by their tag.
@@ -307,8 +309,8 @@ class _Walk:
             self.blocks.append(Block(path, hinted or parent.hinted, parent.depth + 1))
             self.stack.append((el, self.current))
             self.current = len(self.blocks) - 1
-        elif tag == "a":
-            href = el.get("href")
+        elif tag in LINK_ATTRS:  # a frame's page is a link of its block, as an <a>'s
+            href = el.get(LINK_ATTRS[tag])
             if href:
                 self.blocks[self.current].hrefs.append(href)
         elif tag in SKIPPED:

@@ -229,6 +229,10 @@ class RedisScheduler(FocusedScheduler):
         #: of the shared seen set: see enqueue_request)
         self._known = FingerprintTable(values=True)
         self._responded: set[int] = set()  # in flight here, response in, item pending
+        #: fetched here as a piece of the page (a 206 that is no whole page): an error of
+        #: this run, kept in flight in Redis (its lease renewed, so that no worker fetches
+        #: it again meanwhile) and released at the close, for a later run to fetch again
+        self._pieces: set[int] = set()
         #: with a page store: response URL fingerprint -> request fingerprint of the pages
         #: waiting for ``pages_stored``; their items went through the pipelines
         #: (``_through``), or the store stopped and dropped them (``_unstored``)
@@ -431,13 +435,14 @@ class RedisScheduler(FocusedScheduler):
         handed to another worker; the lease hands them back (RedisFrontier.stage_release)."""
         late = self._down_since is not None
         unreleased = 0
-        for fp in list(self.in_flight):  # fetched: done; never fetched: back to the queue
+        for fp in [*self.in_flight, *self._pieces]:  # fetched: done; else back to the queue
             if fp in self._responded and fp not in self._unstored:
                 # (with a page store, the store closed first: a page it has not
                 # confirmed by now was not meant to be stored)
                 self._finish(fp, DONE)
                 continue
             self.in_flight.discard(fp)
+            self._pieces.discard(fp)  # a piece: for a later run to fetch again
             if late:
                 unreleased += 1
             else:
@@ -508,7 +513,7 @@ class RedisScheduler(FocusedScheduler):
         runs out brings the URL back). This worker's own in-flight requests are the
         engine's (it is not idle while it has some), as for Scrapy's scheduler."""
         c = self._counts
-        return c.waiting + max(0, c.in_flight - len(self.in_flight))
+        return c.waiting + max(0, c.in_flight - len(self.in_flight) - len(self._pieces))
 
     def __len__(self) -> int:
         """The shared queue's waiting requests (every worker's), once this worker's staged
@@ -575,7 +580,7 @@ class RedisScheduler(FocusedScheduler):
                     self.gate.wake_later()  # URLs wait for a busy host here
                     if self.stats is not None:
                         self.stats.set_value("focused/scheduler/hosts_busy", self.gate.waits)
-                if step.counts.in_flight > len(self.in_flight):
+                if step.counts.in_flight > len(self.in_flight) + len(self._pieces):
                     self._poke_later()  # others still fetch: ask again soon
                 return None
             if entry.extra is LOST:  # could not be serialised when pushed
@@ -728,6 +733,7 @@ class RedisScheduler(FocusedScheduler):
         # older copy) for the one whose links the pages stored here sent
         self._write_marker(closed=False, lost=True)
         self.in_flight.clear()
+        self._pieces.clear()
         if not self._closing:
             self._stop(REDIS_FRONTIER_LOST)
 
@@ -785,8 +791,8 @@ class RedisScheduler(FocusedScheduler):
         """Every lease/3: renew the leases of this worker's in-flight URLs, flush."""
         if self.redis is None or self._lost:
             return
-        if self.in_flight:
-            self.redis.stage_renew(self.in_flight)
+        if self.in_flight or self._pieces:
+            self.redis.stage_renew(self.in_flight | self._pieces)
         self._sync()
         if self._down_since is not None:
             self._poke_later()
@@ -826,7 +832,12 @@ class RedisScheduler(FocusedScheduler):
         fp = self._fingerprint(request)
         if fp not in self.in_flight:
             return
-        if response.status >= 400 or partial_answer(response, request):  # a piece: an error
+        if partial_answer(response, request):  # a piece: an error, fetched again later
+            self.in_flight.discard(fp)
+            self._responded.discard(fp)
+            self._pieces.add(fp)
+            self.errors += 1
+        elif response.status >= 400:
             self._finish(fp, ERROR)
         elif 200 <= response.status < 300 and isinstance(response, TextResponse):
             self._responded.add(fp)  # done once its item is stored

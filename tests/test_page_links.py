@@ -318,6 +318,32 @@ def test_a_206_of_the_whole_page_is_the_page_and_a_piece_is_fetched_again_on_res
     assert site.log.count("/part.html") == 2  # once per run
 
 
+def test_a_whole_206_longer_than_the_parse_cap_is_stored(
+    project_root: Path, venv_scrapy: list[str], tmp_path: Path
+) -> None:
+    """A whole-page 206 longer than ``FOCUSED_MAX_PARSE_BYTES`` (1 MiB by default; 4,000
+    bytes here) was told a piece by the part of it that is parsed, skipped and journaled
+    done: never stored, never fetched again. Whether it is the page is told on the
+    response as downloaded."""
+    whole = html("Chemistry of salts", body="<p>acid salt chemistry</p>" * 200)
+    n = len(whole)
+    assert n > 4000
+
+    def answer(path: str) -> Answer:
+        if path == "/":
+            return 200, {}, html("Chemistry", body='<a href="/whole.html">chemistry</a>')
+        if path == "/whole.html":
+            return 206, {"Content-Range": f"bytes 0-{n - 1}/{n}"}, whole
+        return 404, {}, b""
+
+    out = tmp_path / "out"
+    result, _ = crawl_one_host(
+        project_root, venv_scrapy, out, answer, "FOCUSED_MAX_PARSE_BYTES=4000"
+    )
+    assert "focused/skipped/partial" not in result.stderr
+    assert sorted(stored_paths(out)) == ["/", "/whole.html"], result.stderr[-6000:]
+
+
 @pytest.mark.integration
 def test_a_compressed_206_of_the_whole_page_is_the_page(
     project_root: Path, venv_scrapy: list[str], tmp_path: Path

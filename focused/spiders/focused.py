@@ -524,7 +524,7 @@ class FocusedSpider(scrapy.Spider):
     def _parse_page(self, response: Response, whole: Response) -> Iterator[Any]:
         """Score ``response`` (the part of ``whole`` that is parsed: :meth:`_parsed_part`)
         and yield its links and its item (``whole``'s body)."""
-        if not self._readable(response):
+        if not self._readable(response, whole):
             return
         assert isinstance(response, TextResponse)
         feed = robustness.read_feed(response, self.link_extractor.max_links, self._count)
@@ -619,7 +619,7 @@ class FocusedSpider(scrapy.Spider):
         item.text_terms = text_terms
         yield item
 
-    def _readable(self, response: Response) -> bool:
+    def _readable(self, response: Response, whole: Response | None = None) -> bool:
         """Whether ``response`` is HTML or XML text; else it is counted and skipped
         (``page_skipped``): not text (``focused/skipped/not_text``), no text at all (a 204
         No Content, an empty or blank body: ``focused/skipped/empty``), or text of
@@ -627,8 +627,10 @@ class FocusedSpider(scrapy.Spider):
         part of a page (``focused/skipped/partial``: a 206 Partial Content to a request
         that asked for no range; its body is a piece of the page, not the page). A part
         of a page is no page skipped: the scheduler counts it an error (a failed fetch),
-        not done. A 206 whose ``Content-Range`` covers the whole page is the page."""
-        if _partial(response):
+        not done. A 206 whose ``Content-Range`` covers the whole page is the page (told
+        on ``whole``, the response as downloaded, when ``response`` is the part of it
+        that is parsed)."""
+        if _partial(whole if whole is not None else response):
             kind = "partial"
         elif not isinstance(response, TextResponse):
             kind = "not_text"

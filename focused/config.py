@@ -301,7 +301,7 @@ def check_feeds(settings: Any) -> None:
                 f"the feed {str(uri)!r} cannot be written: {problem}; give it a path in a"
                 " folder that exists or can be made"
             )
-        appended = _appended_document(path, feeds[uri])
+        appended = _appended_document(path, feeds[uri], resuming=_resuming(settings))
         if appended is not None:
             raise ConfigError(f"the feed {str(uri)!r} {appended}")
 
@@ -310,11 +310,21 @@ def check_feeds(settings: Any) -> None:
 WHOLE_DOCUMENT_FORMATS = {"json": "JSON array", "xml": "XML document"}
 
 
-def _appended_document(path: str, options: Any) -> str | None:
+def _resuming(settings: Any) -> bool:
+    """Whether the crawl resumes a ``JOBDIR`` (its frontier journal exists)."""
+    jobdir = settings.get("JOBDIR")
+    if not isinstance(jobdir, str) or not jobdir.strip():
+        return False
+    return os.path.exists(os.path.join(os.path.expanduser(jobdir), "frontier.sqlite3"))
+
+
+def _appended_document(path: str, options: Any, *, resuming: bool = False) -> str | None:
     """Why appending to the feed file ``path`` would break it, or None: ``-o items.json``
     (``overwrite`` off) run a second time added a second JSON array after the first (or
     a second ``<items>`` root), and the file was no valid JSON any more, without a
-    word. Only a file that exists and holds something."""
+    word. Only a file that exists and holds something. ``resuming`` (a ``JOBDIR`` run
+    again, as its stop line says): the file holds the earlier run's items, which
+    writing over it would lose, so the advice is to move it aside."""
     if not isinstance(options, dict) or options.get("overwrite"):
         return None
     kind = WHOLE_DOCUMENT_FORMATS.get(str(options.get("format") or ""))
@@ -323,10 +333,17 @@ def _appended_document(path: str, options: Any) -> str | None:
             return None
     except OSError:
         return None  # none yet
-    fmt = options.get("format")
+    fmt = str(options.get("format")).upper()
+    broken = f"a second {kind} after the first would make {path} no valid {fmt}"
+    if resuming:
+        return (
+            f"holds this JOBDIR's earlier items, and a feed adds to its file: {broken};"
+            " move it aside (or give this run's feed another name) and run the same"
+            " command again, or use a jsonl feed, which adds whole lines"
+        )
     return (
-        f"exists, and -o appends: a second {kind} after the first would make {path} no"
-        f" valid {fmt.upper()}; use -O to write over it, or a jsonl feed to add to it"
+        f"exists, and a feed adds to its file: {broken}; write over it with -O, move it"
+        " aside, or use a jsonl feed, which adds whole lines"
     )
 
 

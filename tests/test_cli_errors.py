@@ -987,9 +987,32 @@ def test_a_json_feed_appended_to_a_second_time_is_refused(
     line = the_error(crawl(project_root, venv_scrapy, out, *args), out)
     fmt = name.rsplit(".", 1)[1].upper()
     assert line == (
-        f"focused: error: the feed '{feed}' exists, and -o appends: a second {kind} after"
-        f" the first would make {feed} no valid {fmt}; use -O to write over it, or a jsonl"
-        " feed to add to it"
+        f"focused: error: the feed '{feed}' exists, and a feed adds to its file: a second"
+        f" {kind} after the first would make {feed} no valid {fmt}; write over it with -O,"
+        " move it aside, or use a jsonl feed, which adds whole lines"
+    )
+    assert feed.read_text() == before
+
+
+def test_a_json_feed_of_a_resumed_jobdir_is_not_told_to_write_over_its_items(
+    project_root: Path, venv_scrapy: list[str], out: Path
+) -> None:
+    """A ``JOBDIR`` crawl stopped and run again with the same command (as its stop
+    line says) and ``-o items.json``: the file holds the first run's items, which the
+    advice to write over it with ``-O`` would lose. The line says to move it aside."""
+    feed, job = out.parent / "items.json", out.parent / "job"
+    args = ("-a", "topic=chemistry", "-o", str(feed), "-s", f"JOBDIR={job}", *SMALL_SANDBOX)
+    first = crawl(project_root, venv_scrapy, out, *args, "-s", "CLOSESPIDER_PAGECOUNT=2")
+    assert first.returncode == 0, first.stderr[-3000:]
+    before = feed.read_text()
+    assert before.startswith("[")
+    again = crawl(project_root, venv_scrapy, out, *args)
+    assert "Crawled (" not in again.stdout + again.stderr
+    assert error_line(again) == (
+        f"focused: error: the feed '{feed}' holds this JOBDIR's earlier items, and a feed"
+        f" adds to its file: a second JSON array after the first would make {feed} no"
+        " valid JSON; move it aside (or give this run's feed another name) and run the"
+        " same command again, or use a jsonl feed, which adds whole lines"
     )
     assert feed.read_text() == before
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urljoin, urlparse
+from urllib.parse import urldefrag, urljoin, urlparse
 
 from lxml import etree
 from scrapy.downloadermiddlewares.cookies import CookiesMiddleware
@@ -604,6 +604,25 @@ class FocusedMetaRefreshMiddleware(_CheckedRedirects, MetaRefreshMiddleware):
         return found.group(1).strip().strip("'\"") if found else content
 
 
+def _next_of(url: str, target: str, params: dict[str, str]) -> bool:
+    """Whether a ``Link`` header's link (``target``, ``params``) names the next or
+    previous page of the page at ``url``: a ``rel`` in :data:`PAGER_RELS`, and no
+    ``anchor`` naming another resource."""
+    if not target or PAGER_RELS.isdisjoint(params.get("rel", "").lower().split()):
+        return False
+    return "anchor" not in params or _names_itself(url, params["anchor"])
+
+
+def _names_itself(url: str, anchor: str) -> bool:
+    """Whether a ``Link`` header's ``anchor`` (a URI reference, joined to ``url``) is
+    ``url`` itself, fragment aside."""
+    try:
+        joined = urljoin(url, anchor)
+    except ValueError:
+        return False
+    return urldefrag(joined)[0] == urldefrag(url)[0]
+
+
 #: The link elements of a page, as Scrapy's extractor scans them (tags a and area, href)
 _LINK_COUNT = "count(//*[local-name() = 'a' or local-name() = 'area'][@href])"
 #: the elements read for the pages they name beside the ``<a>``/``<area>`` links:
@@ -769,7 +788,8 @@ class FocusedLinkExtractor(LinkExtractor):
             budget = self.max_links - read if self.max_links else None
             links += self._pager_links(root, links, page_url, encoding, join, budget=budget)
             if b"Link" in response.headers:
-                links += self._header_links(response, links)
+                room = self.max_links - len(links) if self.max_links else None
+                links += self._header_links(response, links, room)
         else:  # built with arguments: their links alone (no pager, no frames, no header)
             links = super().extract_links(response)
 
@@ -897,20 +917,30 @@ class FocusedLinkExtractor(LinkExtractor):
             self.count("focused/links/capped", unread)
         return out
 
-    def _header_links(self, response: TextResponse, links: list[Link]) -> list[Link]:
+    def _header_links(
+        self, response: TextResponse, links: list[Link], room: int | None = None
+    ) -> list[Link]:
         """The pages an HTTP ``Link`` header (RFC 8288) names as the ``next`` or
         ``prev`` page of ``response`` that ``links`` do not: a listing paged that way
         alone, as ``<link rel="next">`` pages one in its ``<head>``. The targets are
         joined to the response's URL (a header knows no ``<base>``), checked as a link
         is, each with its ``title`` as text, counted in ``focused/links/pager``; at most
-        ``max_links`` links of the headers are read. Other relations (``preload``,
-        ``stylesheet``, ``canonical``, ``alternate``) name no page to follow."""
+        ``max_links`` links of the headers are read, and at most ``room`` followed (what
+        the page's cap leaves after its other links; the rest counted in
+        ``focused/links/capped``). A link with an ``anchor`` naming another resource
+        than ``response`` (RFC 8288 section 3.2: "the next page of /other/1") is not this
+        page's next page. Other relations (``preload``, ``stylesheet``, ``canonical``,
+        ``alternate``) name no page to follow."""
         out: list[Link] = []
         seen = {link.url for link in links}
         bad: set[str] = set()
         for target, params in self._header_values(response):
             rel = params.get("rel", "")
-            if not target or PAGER_RELS.isdisjoint(rel.lower().split()):
+            if not _next_of(response.url, target, params):
+                continue
+            if room is not None and len(out) >= room:
+                if self.count is not None:
+                    self.count("focused/links/capped")
                 continue
             try:
                 joined = urljoin(response.url, target)

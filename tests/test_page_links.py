@@ -678,3 +678,34 @@ def test_which_206_is_a_piece_of_its_page(
     from focused.web.sanitize import partial_content
 
     assert partial_content(status, asked, content_range, length) is partial
+
+
+def test_link_header_pages_share_the_cap_and_keep_to_their_anchor() -> None:
+    """A ``Link`` header's ``next`` links had a cap of their own on top of the page's
+    ``FOCUSED_MAX_LINKS_PER_PAGE`` (1,500 ``<a>`` and 1,500 header links under a cap
+    of 1,000 gave 2,000 links); now they get what the page's other links leave, the
+    rest counted capped. A link whose ``anchor`` names another resource (RFC 8288: the
+    next page *of /other/1*) is not this page's next page."""
+    from collections import Counter
+
+    from scrapy.http import HtmlResponse
+
+    from focused.robustness import FocusedLinkExtractor
+
+    base = "http://127.0.0.2:8000"
+    anchors = "".join(f'<a href="/a{i}">a</a>' for i in range(3))
+    header = ", ".join(f"</n{i}>; rel=next" for i in range(4))
+    header += ', </other/2>; rel=next; anchor="/other/1", </mine>; rel=next; anchor="#top"'
+    page = HtmlResponse(
+        f"{base}/p.html",
+        body=f"<html><body>{anchors}</body></html>".encode(),
+        headers={"Link": header},
+        encoding="utf-8",
+    )
+    counted: Counter[str] = Counter()
+    capped = FocusedLinkExtractor(count=lambda k, n=1: counted.update({k: n}), max_links=5)
+    paths = [urlsplit(link.url).path for link in capped.extract_links(page)]
+    assert paths == ["/a0", "/a1", "/a2", "/n0", "/n1"]
+    assert counted["focused/links/capped"] == 2  # /n2, /n3 (the header read to the cap)
+    whole = [urlsplit(link.url).path for link in FocusedLinkExtractor().extract_links(page)]
+    assert whole == ["/a0", "/a1", "/a2", "/n0", "/n1", "/n2", "/n3", "/mine"]

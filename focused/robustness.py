@@ -1011,15 +1011,16 @@ class FocusedLinkExtractor(LinkExtractor):
             got = None
         else:
             url = sanitize.canonical_ip_url(urljoin(page_url, safe))
-            problem = sanitize.scheme_problem(url) or self._path_problem(url)
+            path = urlparse(url).path  # parsed once for the two path checks
+            problem = sanitize.scheme_problem(url) or self._path_problem(url, path)
             if problem is None:
-                problem = "" if self._scrapy_allows(url) else "-"
+                problem = "" if self._scrapy_allows(url, path) else "-"
             got = (url, problem)
             if not _HAS_HOST.match(safe):  # the join with the page URL depends on the page
                 return got
         return remember(self._urls, key, got, self.CACHE_SIZE)
 
-    def _scrapy_allows(self, url: str) -> bool:
+    def _scrapy_allows(self, url: str, path: str | None = None) -> bool:
         """Scrapy's ``LinkExtractor._link_allowed(Link(url))``. Built with no argument but
         ``deny_extensions``, its only filters are the scheme (``_is_valid_url``) and the
         extension of the path, lower-cased (``url_has_any_extension``: ``any`` of
@@ -1028,7 +1029,9 @@ class FocusedLinkExtractor(LinkExtractor):
             return LinkExtractor._link_allowed(self, Link(url))
         if not _is_valid_url(url):
             return False
-        return not urlparse(url).path.lower().endswith(self._deny_suffixes)
+        if path is None:
+            path = urlparse(url).path
+        return not path.lower().endswith(self._deny_suffixes)
 
     def _capped(
         self, iter_links: Callable[[Any], Iterator[tuple[Any, str, str]]]
@@ -1044,11 +1047,11 @@ class FocusedLinkExtractor(LinkExtractor):
 
         return capped
 
-    def _path_problem(self, url: str) -> str | None:
-        """``repeated_path`` when ``url``'s path repeats a block of segments more than
-        ``max_path_repeats`` times in a row, else None."""
+    def _path_problem(self, url: str, path: str | None = None) -> str | None:
+        """``repeated_path`` when ``url``'s path (``path``, when already parsed) repeats
+        a block of segments more than ``max_path_repeats`` times in a row, else None."""
         if self.max_path_repeats and sanitize.repeated_path(
-            urlparse(url).path, self.max_path_repeats
+            urlparse(url).path if path is None else path, self.max_path_repeats
         ):
             return "repeated_path"
         return None

@@ -17,6 +17,7 @@ addresses are allowed only by that setting.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -134,6 +135,7 @@ def parse_host(host: str | None) -> IPAddress | None:
     return address
 
 
+@functools.lru_cache(maxsize=4096)  # every link of a page on an IP host asks again
 def canonical_host(host: str) -> str | None:
     """``host`` as browsers write it (the WHATWG URL host serializer) when it spells an
     IP address in another way, else None (a name, or the address written so already).

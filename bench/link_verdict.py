@@ -53,13 +53,13 @@ def run(pages: list[HtmlResponse], old: bool, judged: list[str]) -> tuple[float,
     verdicts = 0
     fast = ext._scrapy_allows
 
-    def counted(url: str) -> bool:
+    def counted(url: str, path: str | None = None) -> bool:
         nonlocal verdicts
         verdicts += 1
         judged.append(url)
-        return fast(url)
+        return fast(url, path)
 
-    def scrapys(url: str) -> bool:
+    def scrapys(url: str, path: str | None = None) -> bool:
         nonlocal verdicts
         verdicts += 1
         return LinkExtractor._link_allowed(ext, Link(url))

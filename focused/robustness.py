@@ -182,6 +182,16 @@ class RobustnessMiddleware:
             : sanitize.parse_cut(body, self.max_parse_bytes, self.max_parse_tags, wide=wide)
         ]
 
+    def _check_tree(self, response: TextResponse) -> None:
+        """Count (and log) an HTML page that nests deeper than lxml parses."""
+        if isinstance(response, HtmlResponse) and sanitize.tree_cut(self._parsed(response)):
+            self._inc("focused/pages/truncated_tree")
+            logger.info(
+                "focused: %s nests deeper than %d elements: lxml drops what is deeper",
+                response.url,
+                sanitize.LXML_MAX_DEPTH,
+            )
+
     def process_response(self, request: Request, response: Response) -> Response:
         # a 429 or 503 with Retry-After is a pause the politeness honours
         # (FOCUSED_MAX_RETRY_AFTER_TOTAL bounds those), not a server error
@@ -199,16 +209,17 @@ class RobustnessMiddleware:
         if sanitize.looks_binary(response.body):
             self._inc("focused/skipped/binary")
             return Response(**{name: getattr(response, name) for name in Response.attributes})
+        bom = sanitize.wide_bom(response.body)
+        if bom is not None:  # the BOM decides (WHATWG), whatever the header says:
+            # its NUL bytes are the text's, and no charset repair applies
+            if response.encoding != bom:
+                response = response.replace(encoding=bom)
+            self._check_tree(response)
+            return response
         if b"\x00" in response.body:
             self._inc("focused/pages/nul_stripped")
             response = response.replace(body=sanitize.strip_nul(response.body))
-        if isinstance(response, HtmlResponse) and sanitize.tree_cut(self._parsed(response)):
-            self._inc("focused/pages/truncated_tree")
-            logger.info(
-                "focused: %s nests deeper than %d elements: lxml drops what is deeper",
-                response.url,
-                sanitize.LXML_MAX_DEPTH,
-            )
+        self._check_tree(response)
         encoding = sanitize.repair_encoding(content_type, response.body)
         if encoding is not None:
             self._inc("focused/charset/repaired")

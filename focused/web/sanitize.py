@@ -486,6 +486,15 @@ def wide_encoding(content_type: str | None, body: bytes) -> str | None:
     return name if _decodes(body[: len(body) - len(body) % 4], name) else None
 
 
+def wide_bom(body: bytes) -> str | None:
+    """The codec a UTF-16 or UTF-32 byte order mark at the start of ``body`` names
+    (``utf-16-le``, ...), else None. Browsers let the mark win over a header's charset
+    (WHATWG encoding sniffing), and so does Scrapy: such a body's NUL bytes are its
+    text's, not to be stripped."""
+    codec = read_bom(body[:4])[0]
+    return codec if codec is not None and is_wide(codec) else None
+
+
 def strip_nul(body: bytes) -> bytes:
     """``body`` without its NUL bytes (they end an HTML page for lxml's C strings)."""
     return body.replace(b"\x00", b"")

@@ -71,3 +71,43 @@ def test_a_byte_order_mark_wins_over_the_header_charset(
         assert stored[path] == f"Acid {name} {charset} 化学", (path, stored.get(path))
         assert f"/after-{name}-{charset}.html" in stored
     assert "focused/pages/nul_stripped" not in result.stderr
+
+
+def test_robots_directives_for_another_crawler_do_not_bind_this_one(
+    project_root: Path, venv_scrapy: list[str], tmp_path: Path
+) -> None:
+    """``X-Robots-Tag: otherbot: noindex, nofollow`` is another crawler's: its
+    ``nofollow`` (read apart from the name by the comma) stopped the page's links. Those
+    addressed to this crawl's name, in the header or a ``<meta name="focused">``, were
+    ignored. Now both read as Google reads them: another crawler's name (a header's, or
+    ``<meta name="googlebot">``) binds only that crawler, ``focused`` binds this one."""
+    pages = {
+        # path: (X-Robots-Tag or "", meta tag or "", stored?, its link followed?)
+        "/other-header": ("otherbot: noindex, nofollow", "", True, True),
+        "/googlebot-meta": ("", '<meta name="googlebot" content="noindex, nofollow">', True, True),
+        "/dated": ("unavailable_after: 25 Jun 2010 15:00:00 PST", "", True, True),
+        "/own-header": ("focused: noindex, nofollow", "", False, False),
+        "/own-meta": ("", '<meta name="Focused" content="noindex">', False, True),
+        "/everyone": ("noindex, nofollow", "", False, False),
+    }
+
+    def answer(path: str) -> Answer:
+        if path == "/":
+            links = "".join(f'<a href="{p}">acid chemistry</a>' for p in pages)
+            return (200, {}, _page("Home", links).encode())
+        if path in pages:
+            header, meta, _, _ = pages[path]
+            body = _page(f"Acid {path[1:]}", f'<a href="{path}-link.html">acid</a>', meta)
+            return (200, {"X-Robots-Tag": header} if header else {}, body.encode())
+        if path.endswith("-link.html"):
+            return (200, {}, _page(f"Linked {path}").encode())
+        return (404, {}, b"")
+
+    out = tmp_path / "out"
+    result, site = crawl_one_host(project_root, venv_scrapy, out, answer, "CLOSESPIDER_TIMEOUT=30")
+    stored = _stored(out)
+    for path, (_, _, kept, followed) in pages.items():
+        assert path in site.log  # every page is fetched
+        assert (path in stored) is kept, path
+        assert (f"{path}-link.html" in site.log) is followed, path
+    assert "'focused/pages/noindex': 3" in result.stderr

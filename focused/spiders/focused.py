@@ -64,6 +64,8 @@ from focused.web.sanitize import (
     is_wide,
     parse_cut,
     partial_content,
+    robots_agent_names,
+    robots_header_directives,
     strip_session_ids,
 )
 from focused.web.sites import Web, WebError, open_web
@@ -79,8 +81,9 @@ _ITEM_FIELDS = [f.name for f in dataclasses.fields(PageItem)]
 MAX_SHORT_PAGES = 50_000
 BODY_TEXT = "//body//text()[not(ancestor::script) and not(ancestor::style)]"
 TITLE_TEXT = "//title//text()"
-#: ``<meta name="robots" content="...">`` of a page (``name`` matched in any case).
-META_ROBOTS = "//head/meta[translate(@name, 'ROBTS', 'robts')='robots']/@content"
+#: the letters ``translate()`` lowers in an XPath (a meta tag's ``name`` in any case)
+_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_LOWER = "abcdefghijklmnopqrstuvwxyz"
 #: ``<link rel="canonical" href="...">`` of a page (``rel`` one token of it, any case).
 CANONICAL_LINK = (
     "/html/head/link[contains(concat(' ', normalize-space(translate(@rel, 'CANOIL', 'canoil')),"
@@ -464,6 +467,19 @@ class FocusedSpider(scrapy.Spider):
         )
         self.thin_words = int(get(settings, "FOCUSED_THIN_WORDS"))
         self.obey_meta_robots = bool(get(settings, "FOCUSED_OBEY_META_ROBOTS"))
+        #: the names robots meta tags and X-Robots-Tag headers address this crawl by
+        #: (``robots`` aside): BOT_NAME and the user agent's product token
+        self.robots_agents = robots_agent_names(
+            str(settings.get("BOT_NAME") or ""),
+            str(settings.get("ROBOTSTXT_USER_AGENT") or ""),
+            str(settings.get("USER_AGENT") or ""),
+        )
+        names = " or ".join(
+            f"translate(@name, '{_UPPER}', '{_LOWER}')='{n}'"
+            for n in ("robots", *sorted(self.robots_agents))
+        )
+        self.meta_robots_query = f"//head/meta[{names}]/@content"
+        self.meta_robots_words = tuple(n.encode() for n in ("robots", *sorted(self.robots_agents)))
         #: the scheduler's "is this URL done?" (None: every link gets its request)
         self.drop_done: Callable[..., bool] | None = None
         #: the URLs of the links' requests, made once per URL
@@ -827,13 +843,19 @@ class FocusedSpider(scrapy.Spider):
     # --- robots meta tags and URL shapes (focused.web.urlshape) ------------------------
     def _robots(self, response: TextResponse) -> frozenset[str]:
         """The page's robots directives (``noindex``, ``nofollow``, ...; ``none`` is
-        both), from its robots meta tags and ``X-Robots-Tag`` headers; none when
-        ``FOCUSED_OBEY_META_ROBOTS`` is off."""
+        both), from its meta tags named ``robots`` or one of this crawl's names
+        (``robots_agents``: ``focused``) and its ``X-Robots-Tag`` headers, but for those
+        that name another crawler (``<meta name="googlebot">``, ``X-Robots-Tag:
+        otherbot: noindex``); none when ``FOCUSED_OBEY_META_ROBOTS`` is off."""
         if not self.obey_meta_robots:
             return frozenset()
-        values = texts(response, META_ROBOTS) if b"robots" in response.body[:65536] else []
-        values += [v.decode("latin-1") for v in response.headers.getlist(b"X-Robots-Tag")]
-        found = {d.strip().lower() for v in values for d in v.split(",")}
+        head = response.body[:65536].lower()
+        meta = []
+        if any(word in head for word in self.meta_robots_words):
+            meta = texts(response, self.meta_robots_query)
+        found = {d.strip().lower() for v in meta for d in v.split(",")}
+        headers = [v.decode("latin-1") for v in response.headers.getlist(b"X-Robots-Tag")]
+        found |= robots_header_directives(headers, self.robots_agents)
         if "none" in found:
             found |= {"noindex", "nofollow"}
         return frozenset(found)

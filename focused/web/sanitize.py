@@ -783,3 +783,43 @@ def link_header(value: str, limit: int = 0) -> list[tuple[str, dict[str, str]]]:
             break
         at = rest + 1
     return links
+
+
+#: robots directives that take a value after a colon (``unavailable_after: <date>``),
+#: not a crawler's name
+_VALUED_DIRECTIVES = frozenset(
+    {"unavailable_after", "max-snippet", "max-image-preview", "max-video-preview"}
+)
+_AGENT_PREFIX = re.compile(r"\s*([A-Za-z0-9_.-]+)\s*:(.*)", re.S)
+
+
+def robots_agent_names(bot_name: str, *user_agents: str) -> frozenset[str]:
+    """The names a crawl answers to in robots meta tags and ``X-Robots-Tag`` headers
+    (lower case): ``bot_name`` and each user agent's product token (``focused`` of
+    ``focused/0.1 (+...)``)."""
+    names = {bot_name.strip().lower()}
+    for agent in user_agents:
+        token = re.match(r"[A-Za-z0-9_.-]+", agent.strip())
+        if token:
+            names.add(token.group(0).lower())
+    return frozenset(n for n in names if n and n != "robots")
+
+
+def robots_header_directives(values: Iterable[str], agents: frozenset[str]) -> set[str]:
+    """The directives of ``X-Robots-Tag`` header ``values`` that apply to a crawler
+    named ``agents``: those without a crawler's name, and those after one of its names.
+    A value that begins with another crawler's name (``otherbot: noindex, nofollow``) is
+    that crawler's alone, each of its comma-separated directives included, as Google
+    reads the header; ``unavailable_after: <date>`` and the other valued directives are
+    no names."""
+    found: set[str] = set()
+    for value in values:
+        agent: str | None = None
+        for piece in value.split(","):
+            named = _AGENT_PREFIX.match(piece)
+            if named and named.group(1).lower() not in _VALUED_DIRECTIVES:
+                agent, piece = named.group(1).lower(), named.group(2)
+            directive = piece.strip().lower()
+            if directive and (agent is None or agent in agents):
+                found.add(directive)
+    return found

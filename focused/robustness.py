@@ -673,6 +673,9 @@ class _NoscriptFrames:
 PAGER_RELS = frozenset({"next", "prev", "previous"})
 #: the same tags for lxml's ``iter`` (Scrapy's extractor drops only the XHTML namespace)
 _LINK_TAGS = ("a", "area", f"{{{XHTML_NAMESPACE}}}a", f"{{{XHTML_NAMESPACE}}}area")
+#: ``<template>`` (and its XHTML name): its content is inert, never shown nor followed by
+#: a browser (a client-side template's ``<a href="/item/{{id}}">``): no link of the page
+_TEMPLATE_TAGS = ("template", f"{{{XHTML_NAMESPACE}}}template")
 #: a URL whose join with any page URL is itself (a scheme and a host)
 _HAS_HOST = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#]")
 #: an element's text as Scrapy's extractor reads it
@@ -694,6 +697,22 @@ def _pager_target(el: Any) -> tuple[bool, str | None, str | None, str]:
         return candidate, href, rel, "focused/links/pager"
     src = el.get("src")  # a frame's page, shown inside this one
     return src is not None, src, None, "focused/links/frames"
+
+
+def _shown(
+    root: Any, tags: tuple[str, ...], inert: Callable[[Any], None] | None = None
+) -> Iterator[Any]:
+    """``root.iter(*tags)`` without the elements inside a ``<template>`` (each handed
+    to ``inert``): a template's content is no part of the page a browser shows."""
+    hidden: set[Any] = set()
+    for el in root.iter(*tags, *_TEMPLATE_TAGS):
+        if el.tag in _TEMPLATE_TAGS:  # met before its content (document order)
+            hidden.update(el.iter(*tags))
+        elif el in hidden:
+            if inert is not None:
+                inert(el)
+        else:
+            yield el
 
 
 def _browser_href(href: str) -> str:
@@ -836,7 +855,7 @@ class FocusedLinkExtractor(LinkExtractor):
         if urls is None:
             urls = {}
         cap, read = self.max_links, 0
-        for el in root.iter(*_LINK_TAGS):
+        for el in _shown(root, _LINK_TAGS, self._inert_link):
             href = el.get("href")
             if href is None:
                 continue
@@ -862,6 +881,11 @@ class FocusedLinkExtractor(LinkExtractor):
                 continue
             out.append(Link(url, _string(el) or "", nofollow=rel_has_nofollow(el.get("rel"))))
         return out, min(read, cap) if cap else read
+
+    def _inert_link(self, el: Any) -> None:
+        """Count a link element inside a ``<template>`` (not followed)."""
+        if el.get("href") is not None and self.count is not None:
+            self.count("focused/links/ignored/template")
 
     def _pager_links(
         self,
@@ -896,7 +920,7 @@ class FocusedLinkExtractor(LinkExtractor):
         bad: set[str] = set()
         read = unread = looked = candidates = 0
         hidden = _NoscriptFrames(root)
-        for el in root.iter(*_PAGER_TAGS):
+        for el in _shown(root, _PAGER_TAGS):
             looked += 1
             if self.max_links and looked > self.max_links:
                 unread += max(0, int(root.xpath(_PAGER_COUNT)) - candidates)

@@ -111,3 +111,33 @@ def test_robots_directives_for_another_crawler_do_not_bind_this_one(
         assert (path in stored) is kept, path
         assert (f"{path}-link.html" in site.log) is followed, path
     assert "'focused/pages/noindex': 3" in result.stderr
+
+
+def test_links_inside_a_template_are_not_followed(
+    project_root: Path, venv_scrapy: list[str], tmp_path: Path
+) -> None:
+    """A ``<template>``'s content is inert: a browser neither shows nor follows it (a
+    client-side template's ``<a href="/item/{{id}}">``). Its ``<a>`` and ``<iframe>``
+    were followed as the page's links; now they are counted and dropped, as the links
+    in a comment or a ``<script type="text/template">`` (which lxml reads as text)."""
+    inert = (
+        '<template id="row"><tr><td><a href="/template-a.html">acid</a></td></tr>'
+        '<iframe src="/template-frame.html"></iframe></template>'
+        '<!-- <a href="/comment-a.html">acid</a> -->'
+        '<script type="text/template"><a href="/script-a.html">acid</a></script>'
+    )
+
+    def answer(path: str) -> Answer:
+        if path == "/":
+            links = inert + '<a href="/shown.html">acid chemistry</a>'
+            return (200, {}, _page("Home", links).encode())
+        if path.endswith(".html"):
+            return (200, {}, _page(f"Acid {path}").encode())
+        return (404, {}, b"")
+
+    out = tmp_path / "out"
+    result, site = crawl_one_host(project_root, venv_scrapy, out, answer, "CLOSESPIDER_TIMEOUT=30")
+    assert "/shown.html" in site.log
+    fetched = {p for p in site.log if p not in ("/", "/robots.txt", "/shown.html")}
+    assert fetched == set()
+    assert "'focused/links/ignored/template': 1" in result.stderr

@@ -826,11 +826,13 @@ class FocusedSpider(scrapy.Spider):
         for none (or one that makes no http(s) URL)."""
         body = response.body
         # runs on every page stored: a look at the head's bytes (no copy), the XPath only
-        # when it may name one ("rel" is matched in any case, the word in its usual ones)
-        end = body.find(b"</head", 0, _HEAD_BYTES)
-        end = min(len(body), _HEAD_BYTES) if end < 0 else end
-        if not any(body.find(word, 0, end) >= 0 for word in _CANONICAL_WORDS):
-            return ""
+        # when it may name one ("rel" is matched in any case, the word in its usual ones);
+        # a UTF-16/32 page spells its words in other bytes: the XPath always reads it
+        if not is_wide(response.encoding):
+            end = body.find(b"</head", 0, _HEAD_BYTES)
+            end = min(len(body), _HEAD_BYTES) if end < 0 else end
+            if not any(body.find(word, 0, end) >= 0 for word in _CANONICAL_WORDS):
+                return ""
         found = texts(response, CANONICAL_LINK)
         if not found:
             return ""
@@ -849,9 +851,12 @@ class FocusedSpider(scrapy.Spider):
         otherbot: noindex``); none when ``FOCUSED_OBEY_META_ROBOTS`` is off."""
         if not self.obey_meta_robots:
             return frozenset()
-        head = response.body[:65536].lower()
         meta = []
-        if any(word in head for word in self.meta_robots_words):
+        # the XPath only when the head's bytes may name a robots meta tag; a UTF-16/32
+        # page spells the words in other bytes (``r\x00o\x00...``): always read
+        if is_wide(response.encoding) or any(
+            word in response.body[:_HEAD_BYTES].lower() for word in self.meta_robots_words
+        ):
             meta = texts(response, self.meta_robots_query)
         found = {d.strip().lower() for v in meta for d in v.split(",")}
         headers = [v.decode("latin-1") for v in response.headers.getlist(b"X-Robots-Tag")]

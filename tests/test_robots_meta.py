@@ -53,3 +53,19 @@ def test_a_wide_pages_robots_meta_tag_and_canonical_are_read(
     plain = HtmlResponse("http://h/page", body=ROBOTS_PAGE.encode())
     assert s._robots(plain) == {"noindex", "nofollow"}
     assert s._canonical(plain) == "http://h/the-acid-page"
+
+
+@pytest.mark.parametrize("bot_name", ["o'bot", "my bot", "a]b", 'say"x'])
+def test_a_bot_name_no_header_can_give_does_not_break_the_robots_meta_tags(
+    tmp_topic: Callable[..., Path], bot_name: str
+) -> None:
+    """A ``BOT_NAME`` with a quote (``o'bot``) was pasted into the XPath that reads the
+    robots meta tags: every page with one raised ``ValueError: XPath error``. Only names
+    a crawler's name can be (``[A-Za-z0-9_.-]``) are this crawl's; the user agent's token
+    and ``robots`` still count."""
+    s = spider(tmp_topic(), BOT_NAME=bot_name, USER_AGENT="acidbot/1.0 (+http://127.0.0.1/)")
+    assert s.robots_agents == {"acidbot"}
+    page = HtmlResponse("http://h/page", body=ROBOTS_PAGE.encode())
+    assert s._robots(page) == {"noindex", "nofollow"}
+    own = b'<html><head><meta name="AcidBot" content="nofollow"></head><body></body></html>'
+    assert s._robots(HtmlResponse("http://h/own", body=own)) == {"nofollow"}

@@ -790,19 +790,23 @@ def link_header(value: str, limit: int = 0) -> list[tuple[str, dict[str, str]]]:
 _VALUED_DIRECTIVES = frozenset(
     {"unavailable_after", "max-snippet", "max-image-preview", "max-video-preview"}
 )
+#: a crawler's name in robots directives (``googlebot``, ``focused``)
+_AGENT_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 _AGENT_PREFIX = re.compile(r"\s*([A-Za-z0-9_.-]+)\s*:(.*)", re.S)
 
 
 def robots_agent_names(bot_name: str, *user_agents: str) -> frozenset[str]:
     """The names a crawl answers to in robots meta tags and ``X-Robots-Tag`` headers
     (lower case): ``bot_name`` and each user agent's product token (``focused`` of
-    ``focused/0.1 (+...)``)."""
+    ``focused/0.1 (+...)``). Only names of ``[A-Za-z0-9_.-]`` (as a header's crawler
+    name is): a ``BOT_NAME`` such as ``o'bot`` or ``my bot`` is no name a header can
+    give, and would break the XPath its meta tags are read with."""
     names = {bot_name.strip().lower()}
     for agent in user_agents:
-        token = re.match(r"[A-Za-z0-9_.-]+", agent.strip())
+        token = _AGENT_NAME.match(agent.strip())
         if token:
             names.add(token.group(0).lower())
-    return frozenset(n for n in names if n and n != "robots")
+    return frozenset(n for n in names if _AGENT_NAME.fullmatch(n) and n != "robots")
 
 
 def robots_header_directives(values: Iterable[str], agents: frozenset[str]) -> set[str]:

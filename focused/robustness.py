@@ -703,11 +703,17 @@ def _shown(
     root: Any, tags: tuple[str, ...], inert: Callable[[Any], None] | None = None
 ) -> Iterator[Any]:
     """``root.iter(*tags)`` without the elements inside a ``<template>`` (each handed
-    to ``inert``): a template's content is no part of the page a browser shows."""
+    to ``inert``): a template's content is no part of the page a browser shows. Only
+    the outermost template's content is walked (a template within one is inside it
+    already): each element is looked at a bounded number of times, however deep
+    templates nest."""
     hidden: set[Any] = set()
+    within: set[Any] = set()  # the templates inside another
     for el in root.iter(*tags, *_TEMPLATE_TAGS):
         if el.tag in _TEMPLATE_TAGS:  # met before its content (document order)
-            hidden.update(el.iter(*tags))
+            if el not in within:
+                hidden.update(el.iter(*tags))
+                within.update(el.iter(*_TEMPLATE_TAGS))
         elif el in hidden:
             if inert is not None:
                 inert(el)

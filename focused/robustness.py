@@ -703,15 +703,17 @@ def _shown(
     root: Any, tags: tuple[str, ...], inert: Callable[[Any], None] | None = None
 ) -> Iterator[Any]:
     """``root.iter(*tags)`` without the elements inside a ``<template>`` (each handed
-    to ``inert``): a template's content is no part of the page a browser shows. Only
-    the outermost template's content is walked (a template within one is inside it
+    to ``inert``): a template's content is no part of the page a browser shows. A
+    declarative shadow root (``<template shadowrootmode="open">``, or the older
+    ``shadowroot``) is shown, a browser renders it: its content is the page's. Only the
+    outermost inert template's content is walked (a template within one is inside it
     already): each element is looked at a bounded number of times, however deep
     templates nest."""
     hidden: set[Any] = set()
-    within: set[Any] = set()  # the templates inside another
+    within: set[Any] = set()  # the templates inside an inert one
     for el in root.iter(*tags, *_TEMPLATE_TAGS):
         if el.tag in _TEMPLATE_TAGS:  # met before its content (document order)
-            if el not in within:
+            if el not in within and not _shadow_root(el):
                 hidden.update(el.iter(*tags))
                 within.update(el.iter(*_TEMPLATE_TAGS))
         elif el in hidden:
@@ -719,6 +721,12 @@ def _shown(
                 inert(el)
         else:
             yield el
+
+
+def _shadow_root(template: Any) -> bool:
+    """Whether ``template`` is a declarative shadow root, which browsers render."""
+    mode = template.get("shadowrootmode") or template.get("shadowroot") or ""
+    return mode.strip().lower() in ("open", "closed")
 
 
 def _browser_href(href: str) -> str:

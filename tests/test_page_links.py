@@ -751,3 +751,33 @@ def test_nested_templates_walk_each_element_a_bounded_number_of_times() -> None:
     elements = sum(1 for _ in etree.ElementBase.iter(root))
     assert elements > 2 * depth + links  # the page is what it is meant to be
     assert given["elements"] <= 3 * elements, given  # was ~depth * links (> 90,000)
+
+
+def test_the_links_of_a_declarative_shadow_root_are_followed() -> None:
+    """A ``<template shadowrootmode="open">`` (or ``closed``, or the older ``shadowroot``
+    attribute) is a declarative shadow root: browsers render its content as the page's.
+    Its links and frames were skipped as an inert template's; now they are followed, and
+    a plain template (inside a shadow root or around one) still is not."""
+    from collections import Counter
+
+    from scrapy.http import HtmlResponse
+
+    from focused.robustness import FocusedLinkExtractor
+
+    body = (
+        '<html><body><div><template shadowrootmode="open"><a href="/open">a</a>'
+        '<iframe src="/open-frame"></iframe>'
+        '<template><a href="/inert-in-shadow">a</a></template></template></div>'
+        '<div><template shadowrootmode="Closed"><a href="/closed">a</a></template></div>'
+        '<div><template shadowroot="open"><a href="/legacy">a</a></template></div>'
+        '<template><div><template shadowrootmode="open"><a href="/shadow-in-inert">a</a>'
+        "</template></div></template>"
+        '<template shadowrootmode="bogus"><a href="/bogus">a</a></template>'
+        '<a href="/plain">a</a></body></html>'
+    )
+    page = HtmlResponse("http://127.0.0.2:8000/p.html", body=body.encode(), encoding="utf-8")
+    counted: Counter[str] = Counter()
+    links = FocusedLinkExtractor(count=lambda k, n=1: counted.update({k: n}))
+    got = [urlsplit(link.url).path for link in links.extract_links(page)]
+    assert got == ["/open", "/closed", "/legacy", "/plain", "/open-frame"]
+    assert counted["focused/links/ignored/template"] == 3  # in-shadow, in-inert, bogus

@@ -313,6 +313,8 @@ WHOLE_DOCUMENT_FORMATS = {"json": "JSON array", "xml": "XML document"}
 def _resuming(settings: Any) -> bool:
     """Whether the crawl resumes a ``JOBDIR`` (its frontier journal exists)."""
     jobdir = settings.get("JOBDIR")
+    if isinstance(jobdir, os.PathLike):  # Scrapy takes a pathlib.Path JOBDIR too
+        jobdir = os.fspath(jobdir)
     if not isinstance(jobdir, str) or not jobdir.strip():
         return False
     return os.path.exists(os.path.join(os.path.expanduser(jobdir), "frontier.sqlite3"))

@@ -1017,6 +1017,34 @@ def test_a_json_feed_of_a_resumed_jobdir_is_not_told_to_write_over_its_items(
     assert feed.read_text() == before
 
 
+@pytest.mark.parametrize("as_path", [False, True])
+def test_a_json_feed_of_a_resumed_path_jobdir_gets_the_resume_advice(
+    tmp_path: Path, as_path: bool
+) -> None:
+    """A ``JOBDIR`` given as a ``pathlib.Path`` (Scrapy takes one, from a
+    ``CrawlerProcess``) was not seen as a resumed crawl: its ``items.json`` got the
+    advice to write over the earlier run's items with ``-O``. Now it gets the resume
+    line, as a ``JOBDIR`` given as text does."""
+    import sqlite3
+
+    from scrapy.settings import Settings
+
+    from focused.config import ConfigError, check_feeds
+
+    job, feed = tmp_path / "job", tmp_path / "items.json"
+    job.mkdir()
+    con = sqlite3.connect(job / "frontier.sqlite3")  # the earlier run's journal
+    con.execute("CREATE TABLE t (x)")
+    con.close()
+    feed.write_text('[{"url": "http://127.0.0.2/a"}]')
+    settings = Settings(
+        {"JOBDIR": job if as_path else str(job), "FEEDS": {str(feed): {"format": "json"}}}
+    )
+    with pytest.raises(ConfigError) as raised:
+        check_feeds(settings)
+    assert str(raised.value).startswith(f"the feed '{feed}' holds this JOBDIR's earlier items")
+
+
 def test_a_feed_to_stdout_with_log_stdout_is_refused(
     project_root: Path, venv_scrapy: list[str], out: Path
 ) -> None:

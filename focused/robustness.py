@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urldefrag, urljoin, urlparse
+from urllib.parse import urljoin, urlparse
 
 from lxml import etree
 from scrapy.downloadermiddlewares.cookies import CookiesMiddleware
@@ -626,12 +626,13 @@ def _next_of(url: str, target: str, params: dict[str, str]) -> bool:
 
 def _names_itself(url: str, anchor: str) -> bool:
     """Whether a ``Link`` header's ``anchor`` (a URI reference, joined to ``url``) is
-    ``url`` itself, fragment aside."""
+    ``url`` itself, compared in the seen-URL form without the default port (as
+    :func:`_self_form`: ``HTTP://H/p``, ``http://h:80/p`` and ``http://h/p#top`` are
+    ``http://h/p``; ``/café`` is ``/caf%C3%A9``; ``http://h`` is ``http://h/``)."""
     try:
-        joined = urljoin(url, anchor)
+        return _self_form(urljoin(url, anchor)) == _self_form(url)
     except ValueError:
         return False
-    return urldefrag(joined)[0] == urldefrag(url)[0]
 
 
 #: The link elements of a page, as Scrapy's extractor scans them (tags a and area, href)

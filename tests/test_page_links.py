@@ -781,3 +781,38 @@ def test_the_links_of_a_declarative_shadow_root_are_followed() -> None:
     got = [urlsplit(link.url).path for link in links.extract_links(page)]
     assert got == ["/open", "/closed", "/legacy", "/plain", "/open-frame"]
     assert counted["focused/links/ignored/template"] == 3  # in-shadow, in-inert, bogus
+
+
+@pytest.mark.parametrize(
+    ("url", "anchor", "own"),
+    [
+        ("http://127.0.0.2/p/1", "HTTP://127.0.0.2/p/1", True),
+        ("http://127.0.0.2/p/1", "http://127.0.0.2:80/p/1", True),
+        ("http://127.0.0.2/p/1", "/p/1#top", True),
+        ("http://127.0.0.2/caf%C3%A9", "/café", True),
+        ("http://127.0.0.2", "http://127.0.0.2/", True),
+        ("http://127.0.0.2/p/1", "http://127.0.0.2:8080/p/1", False),
+        ("http://127.0.0.2/p/1", "/p/10", False),
+        ("http://127.0.0.2/p/1", "http://[x", False),
+    ],
+)
+def test_a_link_header_anchor_names_its_page_in_any_spelling(
+    url: str, anchor: str, own: bool
+) -> None:
+    """A ``Link: </p/2>; rel=next; anchor="..."`` whose anchor is the page itself spelt
+    another way (the host in capitals, the default port, ``/café`` for ``/caf%C3%A9``,
+    ``http://h/`` for ``http://h``) was taken for another page's, and its next page was
+    not followed. The anchor is now compared in the seen-URL form without the default
+    port; another port or path is still another page."""
+    from scrapy.http import HtmlResponse
+
+    from focused.robustness import FocusedLinkExtractor
+
+    page = HtmlResponse(
+        url,
+        body=b"<html><body><p>acid</p></body></html>",
+        headers={"Link": f'</p/2>; rel=next; anchor="{anchor}"'.encode()},
+        encoding="utf-8",
+    )
+    got = [link.url for link in FocusedLinkExtractor().extract_links(page)]
+    assert got == (["http://127.0.0.2/p/2"] if own else [])

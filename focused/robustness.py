@@ -948,17 +948,8 @@ class FocusedLinkExtractor(LinkExtractor):
             if budget is not None and read > budget:
                 unread += 1
                 continue
-            got = self._href_url(href, join, encoding, page_url)
-            if got is None:
-                self._bad_href(href, bad)
-                continue
-            url, verdict = got
-            if url in seen:
-                continue
-            seen.add(url)
-            if verdict:
-                if verdict != "-" and self.count is not None:
-                    self.count(f"focused/links/ignored/{verdict}")
+            url = self._new_url(self._href_url(href, join, encoding, page_url), href, seen, bad)
+            if url is None:
                 continue
             out.append(Link(url, el.get("title") or "", nofollow=rel_has_nofollow(rel)))
             if self.count is not None:
@@ -998,16 +989,8 @@ class FocusedLinkExtractor(LinkExtractor):
                 got = None
             else:
                 got = self._resolve(joined, "utf-8", response.url)
-            if got is None:
-                self._bad_href(target, bad)
-                continue
-            url, verdict = got
-            if url in seen:
-                continue
-            seen.add(url)
-            if verdict:
-                if verdict != "-" and self.count is not None:
-                    self.count(f"focused/links/ignored/{verdict}")
+            url = self._new_url(got, target, seen, bad)
+            if url is None:
                 continue
             out.append(Link(url, params.get("title", ""), nofollow=rel_has_nofollow(rel)))
             if self.count is not None:
@@ -1039,6 +1022,26 @@ class FocusedLinkExtractor(LinkExtractor):
         except ValueError:
             return None
         return self._resolve(joined, encoding, page_url)
+
+    def _new_url(
+        self, got: tuple[str, str] | None, href: str, seen: set[str], bad: set[str]
+    ) -> str | None:
+        """The URL to follow of ``href`` resolved to ``got`` ((URL, verdict) or None),
+        or None: ``href`` makes no URL (counted once, :meth:`_bad_href`), the URL is in
+        ``seen`` (which it then joins), or its verdict refuses it (counted in
+        ``focused/links/ignored/<verdict>``; ``-``: Scrapy's filters, not counted)."""
+        if got is None:
+            self._bad_href(href, bad)
+            return None
+        url, verdict = got
+        if url in seen:
+            return None
+        seen.add(url)
+        if verdict:
+            if verdict != "-" and self.count is not None:
+                self.count(f"focused/links/ignored/{verdict}")
+            return None
+        return url
 
     def _bad_href(self, href: str, bad: set[str]) -> None:
         """Count ``href``, which makes no URL, in ``focused/links/ignored/bad_url`` unless

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -30,6 +32,38 @@ def stored_paths(out: Path) -> list[str]:
         return [urlsplit(url).path for (url,) in con.execute("SELECT url FROM pages")]
     finally:
         con.close()
+
+
+def _crawl_paged_listing(
+    project_root: Path,
+    venv_scrapy: list[str],
+    out: Path,
+    answer: Callable[[str], Answer],
+    *,
+    off: Listener,
+    pages: int,
+) -> tuple[subprocess.CompletedProcess[str], LoopbackServer]:
+    """A breadth-first crawl of the listing ``answer`` serves on 127.0.0.2 (pages
+    ``/list/1.html``..``pages``, each with its ``/article/N.html``), kept to that host:
+    checked to store every listing page and article, to fetch each listing page once,
+    and to make no connection to ``off`` (the host the last page's next names)."""
+    try:
+        result, site = crawl_one_host(
+            project_root,
+            venv_scrapy,
+            out,
+            answer,
+            "FOCUSED_STRATEGY=bfs",
+            "FOCUSED_ALLOWED_DOMAINS=127.0.0.2",
+        )
+        assert off.connections() == 0
+    finally:
+        off.close()
+    want = ["/", *(f"/list/{n}.html" for n in range(1, pages + 1))]
+    want += [f"/article/{n}.html" for n in range(1, pages + 1)]
+    assert sorted(stored_paths(out)) == sorted(want)
+    assert sorted(p for p in site.log if p.startswith("/list/")) == want[1 : pages + 1]
+    return result, site
 
 
 @pytest.mark.integration
@@ -65,23 +99,9 @@ def test_a_listing_paged_only_by_link_rel_next_is_crawled_to_its_end(
             return 200, {}, html(f"Chemistry article {path}")
         return 404, {}, b""
 
-    out = tmp_path / "out"
-    try:
-        result, site = crawl_one_host(
-            project_root,
-            venv_scrapy,
-            out,
-            answer,
-            "FOCUSED_STRATEGY=bfs",
-            "FOCUSED_ALLOWED_DOMAINS=127.0.0.2",
-        )
-        assert off.connections() == 0
-    finally:
-        off.close()
-    want = ["/", *(f"/list/{n}.html" for n in range(1, pages + 1))]
-    want += [f"/article/{n}.html" for n in range(1, pages + 1)]
-    assert sorted(stored_paths(out)) == sorted(want)
-    assert sorted(p for p in site.log if p.startswith("/list/")) == want[1 : pages + 1]
+    result, site = _crawl_paged_listing(
+        project_root, venv_scrapy, tmp_path / "out", answer, off=off, pages=pages
+    )
     assert not [p for p in site.log if p.startswith("/de/") or p.endswith(".css")], site.log
     # each page's next, and its prev from page 2 on (the off-site next counted too)
     assert f"'focused/links/pager': {2 * pages - 1}" in result.stderr
@@ -123,23 +143,9 @@ def test_a_listing_paged_only_by_a_link_header_is_crawled_to_its_end(
             return 200, {}, html(f"Chemistry article {path}")
         return 404, {}, b""
 
-    out = tmp_path / "out"
-    try:
-        result, site = crawl_one_host(
-            project_root,
-            venv_scrapy,
-            out,
-            answer,
-            "FOCUSED_STRATEGY=bfs",
-            "FOCUSED_ALLOWED_DOMAINS=127.0.0.2",
-        )
-        assert off.connections() == 0
-    finally:
-        off.close()
-    want = ["/", *(f"/list/{n}.html" for n in range(1, pages + 1))]
-    want += [f"/article/{n}.html" for n in range(1, pages + 1)]
-    assert sorted(stored_paths(out)) == sorted(want)
-    assert sorted(p for p in site.log if p.startswith("/list/")) == want[1 : pages + 1]
+    result, site = _crawl_paged_listing(
+        project_root, venv_scrapy, tmp_path / "out", answer, off=off, pages=pages
+    )
     assert not {"/style.css", "/font.woff2"} & set(site.log), site.log
     assert not [p for p in site.log if p.startswith("/de/")], site.log
     # each page's next, and its prev from page 2 on (the off-site next counted too)

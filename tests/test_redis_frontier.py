@@ -600,7 +600,10 @@ def test_a_plain_spider_s_crawl_ends_when_its_last_pages_yield_nothing(
     cmd += ["-a", f"base={tiny_site}", "-a", f"dead=http://127.0.0.1:{free_port()}/gone"]
     for name, value in settings.items():
         cmd += ["-s", f"{name}={value}"]
-    env = {**os.environ, "PYTHONPATH": str(PROJECT)}
+    # a plain spider outside the project: no SCRAPY_SETTINGS_MODULE an earlier test's
+    # get_project_settings() left in this process's environment
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
+    env["PYTHONPATH"] = str(PROJECT)
     started = time.monotonic()
     run = subprocess.run(
         cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout + 60

@@ -854,10 +854,12 @@ class FocusedSpider(scrapy.Spider):
         meta = []
         # the XPath only when the head's bytes may name a robots meta tag; a UTF-16/32
         # page spells the words in other bytes (``r\x00o\x00...``): always read
-        if is_wide(response.encoding) or any(
-            word in response.body[:_HEAD_BYTES].lower() for word in self.meta_robots_words
-        ):
+        if is_wide(response.encoding):
             meta = texts(response, self.meta_robots_query)
+        else:
+            head = response.body[:_HEAD_BYTES].lower()  # sliced and lowered once a page
+            if any(word in head for word in self.meta_robots_words):
+                meta = texts(response, self.meta_robots_query)
         found = {d.strip().lower() for v in meta for d in v.split(",")}
         headers = [v.decode("latin-1") for v in response.headers.getlist(b"X-Robots-Tag")]
         found |= robots_header_directives(headers, self.robots_agents)
